@@ -1,0 +1,43 @@
+//! Thin commands: each turns its clap arguments into options and calls the operations layer.
+
+mod pin_list;
+mod render;
+
+use crate::cli::{Cli, Command, PinCommand};
+use crate::diagnostics::{self, ExitStatus};
+use crate::printer::{OutputFormat, Printer, Verbosity};
+use crate::recipe::Recipe;
+
+/// Runs the parsed command line and says how forge should exit.
+pub fn run(cli: Cli) -> ExitStatus {
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => Verbosity::Quiet,
+        (_, true) => Verbosity::Verbose,
+        _ => Verbosity::Normal,
+    };
+    let format = if cli.json {
+        OutputFormat::Json
+    } else {
+        OutputFormat::Human
+    };
+    let printer = Printer::new(verbosity, format);
+    let result = match &cli.command {
+        Command::Render(args) => render::run(&cli, args, &printer),
+        Command::Pin {
+            command: PinCommand::List,
+        } => pin_list::run(&cli, &printer),
+    };
+    match result {
+        Ok(status) => status,
+        Err(error) => diagnostics::report(&printer, &error),
+    }
+}
+
+/// Opens the recipe named by `-C` and shows what pins.toml flags.
+fn open_recipe(cli: &Cli, printer: &Printer) -> anyhow::Result<Recipe> {
+    let recipe = Recipe::open(&cli.directory)?;
+    for notice in &recipe.pins.notices {
+        printer.warn(format_args!("{}: {}", notice.location, notice.message));
+    }
+    Ok(recipe)
+}

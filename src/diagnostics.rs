@@ -1,0 +1,86 @@
+//! How forge ends: the exit status, and the one place errors are rendered as
+//! `error:` / `caused by:` / `hint:`.
+
+use crate::printer::Printer;
+
+/// forge's exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Everything held.
+    Success = 0,
+    /// A check failed: a digest mismatch, a conflict, a refused constraint, a stale render.
+    Failure = 1,
+    /// forge could not do its job: bad usage, bad pins.toml, an unreachable daemon.
+    Error = 2,
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        std::process::ExitCode::from(status as u8)
+    }
+}
+
+/// A check that ran and did not hold: exit 1 rather than 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CheckFailed {
+    /// What did not hold.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl CheckFailed {
+    /// A failed check with a hint.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+/// The hint a typed error carries, if `error` is one forge knows.
+fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    if let Some(error) = error.downcast_ref::<CheckFailed>() {
+        return error.hint.clone();
+    }
+    if let Some(error) = error.downcast_ref::<crate::pins::LoadError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::recipe::RecipeError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::render::RenderError>() {
+        return error.hint();
+    }
+    None
+}
+
+/// Prints `error` with its causes and hints, and says which exit status it means.
+pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
+    let mut chain = error.chain();
+    let head = chain
+        .next()
+        .expect("an error has at least itself in its chain");
+    printer.error(head);
+    let mut last = head.to_string();
+    for cause in chain {
+        let text = cause.to_string();
+        // `#[error(transparent)]` wrappers repeat their source's text; say it once.
+        if text != last {
+            printer.note("caused by", &text);
+        }
+        last = text;
+    }
+    let mut hints: Vec<String> = error.chain().filter_map(hint_of).collect();
+    hints.dedup();
+    for hint in hints {
+        printer.note("hint", hint);
+    }
+    if error.chain().any(|cause| cause.is::<CheckFailed>()) {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Error
+    }
+}

@@ -1,0 +1,20 @@
+//! forge: a Dockerfile generator and layer patcher for pinned image layers.
+//!
+//! The pipeline, one module per stage:
+//!
+//! 1. `pins`: pins.toml → `Pins` (typed, checked).
+//! 2. `render`: `Recipe` → `Dockerfile` (minijinja, strict).
+//!
+//! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
+//! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
+
+pub mod cli;
+pub mod commands;
+pub mod diagnostics;
+pub mod fs;
+pub mod location;
+pub mod ops;
+pub mod pins;
+pub mod printer;
+pub mod recipe;
+pub mod render;

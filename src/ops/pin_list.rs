@@ -1,0 +1,149 @@
+//! List every pin: kind, version or revision, group, and what to watch.
+
+use serde_json::{Value, json};
+
+use crate::pins::{Pin, Source};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+
+/// Prints the pins as a table on stdout, or as `{"pins": [...]}` with `--json`.
+pub fn pin_list(recipe: &Recipe, printer: &Printer) {
+    let pins: Vec<&Pin> = recipe.pins.pins.values().collect();
+    if printer.is_json() {
+        printer.json(&json!({ "pins": pins.iter().map(|pin| pin_json(pin)).collect::<Vec<_>>() }));
+        return;
+    }
+    let rows: Vec<[String; 5]> = pins
+        .iter()
+        .map(|pin| {
+            [
+                pin.name.to_string(),
+                pin.kind().to_string(),
+                pin.current().to_owned(),
+                pin.group
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "-".to_owned()),
+                source_summary(pin),
+            ]
+        })
+        .collect();
+    printer.stdout(&table(
+        ["NAME", "KIND", "VERSION", "GROUP", "SOURCE"],
+        &rows,
+    ));
+}
+
+fn source_summary(pin: &Pin) -> String {
+    let mut summary = match &pin.source {
+        Source::Python {
+            package,
+            install: true,
+            ..
+        } => package.to_string(),
+        Source::Python {
+            package,
+            install: false,
+            ..
+        } => format!("{package} (in base, not installed)"),
+        Source::Wheels { wheels, .. } => wheels
+            .iter()
+            .map(|wheel| wheel.package.to_string())
+            .collect::<Vec<_>>()
+            .join(" + "),
+        Source::Git { url, branch, rev } => {
+            let branch = branch
+                .as_ref()
+                .map(|branch| format!(" {branch}"))
+                .unwrap_or_default();
+            let note = if rev.is_full() {
+                ""
+            } else {
+                " (short rev: mutable-looking)"
+            };
+            format!("{url}{branch}{note}")
+        }
+        Source::Assert { probe, .. } => format!(
+            "in base, asserted by {}",
+            serde_json::to_value(probe).expect("serializes")
+        ),
+    };
+    if let Some(denied) = pin.deny.first() {
+        summary.push_str(&format!("; never {} ({})", denied.version, denied.reason));
+    }
+    summary.replace('"', "")
+}
+
+fn pin_json(pin: &Pin) -> Value {
+    let mut value = json!({
+        "name": pin.name.as_str(),
+        "kind": pin.kind(),
+        "group": pin.group.as_ref().map(|group| group.as_str()),
+        "module": pin.module.as_ref().map(|module| module.as_str()),
+        "deny": pin.deny.iter().map(|denied| json!({ "version": denied.version.as_str(), "reason": denied.reason.as_str() })).collect::<Vec<_>>(),
+        "allow": pin.allow.as_ref().map(|allow| allow.as_str()),
+    });
+    let fields = match &pin.source {
+        Source::Python {
+            package,
+            version,
+            install,
+            index,
+            shim,
+        } => json!({
+            "package": package.as_str(),
+            "version": version.as_str(),
+            "install": install,
+            "index": index.as_ref().map(|index| index.as_str()),
+            "shim": shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
+        }),
+        Source::Wheels { version, wheels } => json!({
+            "version": version.as_str(),
+            "wheels": wheels.iter().map(|wheel| json!({
+                "package": wheel.package.as_str(),
+                "version": wheel.version(version),
+                "index": wheel.index.as_ref().map(|index| index.as_str()),
+            })).collect::<Vec<_>>(),
+        }),
+        Source::Git { url, branch, rev } => json!({
+            "url": url.as_str(),
+            "branch": branch.as_ref().map(|branch| branch.as_str()),
+            "rev": rev.as_str(),
+            "rev_is_full": rev.is_full(),
+        }),
+        Source::Assert { probe, version } => {
+            json!({ "probe": probe, "version": version.as_str(), "install": false })
+        }
+    };
+    if let (Value::Object(target), Value::Object(extra)) = (&mut value, fields) {
+        target.extend(extra);
+    }
+    value
+}
+
+/// Left-aligned columns separated by two spaces.
+fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len() - 1;
+        for (index, cell) in cells.iter().enumerate() {
+            if index == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[index]));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}

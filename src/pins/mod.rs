@@ -1,0 +1,676 @@
+//! Stage 1: `pins.toml` text in, a typed `Pins` out.
+//!
+//! 1. TOML is parsed into the raw tables of `schema`, whose fields are checked newtypes
+//!    (`types`): a value that breaks its grammar is refused with the value's own line and column.
+//! 2. Each pin is checked against its kind (which keys it may carry, which it needs).
+//! 3. Rules that span several values are checked: lockstep groups carry one version, no pin sits
+//!    on a denied version or outside its allowed range, referenced folders exist.
+//!
+//! Nothing past this module sees a bare `String` from the file.
+
+mod schema;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+pub use schema::{Onto, PinKind, Probe, Specifiers, TagTemplate};
+use schema::{RawPin, RawRecipe};
+use toml::Spanned;
+pub use types::*;
+
+use crate::location::Location;
+
+/// The recipe: everything pins.toml says, typed and checked.
+#[derive(Debug, Clone)]
+pub struct Pins {
+    /// The image this recipe builds.
+    pub image: Image,
+    /// The image it builds on.
+    pub base: Base,
+    /// The package index named in pins.toml, if any (pip's own configuration wins over it).
+    pub index: Option<Url>,
+    /// `ENV` lines of the image, in name order.
+    pub env: BTreeMap<EnvName, PlainValue>,
+    /// Build arguments passed to the engine, in name order.
+    pub args: BTreeMap<EnvName, PlainValue>,
+    /// Every pin, by name.
+    pub pins: BTreeMap<PinName, Pin>,
+    /// Patch series and what they apply onto.
+    pub patches: Vec<PatchSeries>,
+    /// Folders copied into the image.
+    pub overlays: Vec<Overlay>,
+    /// Things that load but deserve a look (a short git revision, say).
+    pub notices: Vec<Notice>,
+}
+
+/// The image section.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// Where the tags are pushed.
+    pub repository: Repository,
+    /// Tag templates with whether each may move.
+    pub tags: Vec<TagSpec>,
+    /// The date fixed in the file, if any.
+    pub date: Option<Date>,
+    /// The platform built for.
+    pub platform: Platform,
+    /// `org.opencontainers.image.source`.
+    pub source: Option<Url>,
+    /// The recipe's own labels.
+    pub labels: BTreeMap<LabelKey, Text>,
+}
+
+/// Whether a tag may be re-pointed at another image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mutability {
+    /// Follows every build.
+    Moving,
+    /// Names one image forever; re-pointing it is refused unless forced.
+    Immutable,
+}
+
+/// One tag template of the image.
+#[derive(Debug, Clone)]
+pub struct TagSpec {
+    /// The template, such as `{{ date }}-pr4-experimental`.
+    pub template: TagTemplate,
+    /// Whether it may move.
+    pub mutability: Mutability,
+}
+
+/// The base image.
+#[derive(Debug, Clone)]
+pub struct Base {
+    /// The reference as written.
+    pub image: ImageRef,
+    /// The digest it resolved to, once known.
+    pub digest: Option<Digest>,
+}
+
+impl Base {
+    /// What `FROM` names: `image@digest` when the digest is known, so the base cannot move.
+    pub fn reference(&self) -> String {
+        match &self.digest {
+            Some(digest) => format!("{}@{}", self.image, digest),
+            None => self.image.to_string(),
+        }
+    }
+}
+
+/// One pinned component.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    /// Its name under `[pins]`.
+    pub name: PinName,
+    /// Where it comes from and at what version.
+    pub source: Source,
+    /// The Python module whose import proves it landed.
+    pub module: Option<ModulePath>,
+    /// The lockstep group it moves with.
+    pub group: Option<PinName>,
+    /// Versions it must never move to.
+    pub deny: Vec<Denied>,
+    /// The range it may move within.
+    pub allow: Option<Specifiers>,
+}
+
+impl Pin {
+    /// The kind, as written in pins.toml.
+    pub fn kind(&self) -> PinKind {
+        match self.source {
+            Source::Python { .. } => PinKind::Python,
+            Source::Wheels { .. } => PinKind::Wheels,
+            Source::Git { .. } => PinKind::Git,
+            Source::Assert { .. } => PinKind::Assert,
+        }
+    }
+
+    /// The version for version-pinned kinds.
+    pub fn version(&self) -> Option<&Version> {
+        match &self.source {
+            Source::Python { version, .. }
+            | Source::Wheels { version, .. }
+            | Source::Assert { version, .. } => Some(version),
+            Source::Git { .. } => None,
+        }
+    }
+
+    /// What the pin stands at: the version, or the git revision.
+    pub fn current(&self) -> &str {
+        match &self.source {
+            Source::Git { rev, .. } => rev.as_str(),
+            _ => self
+                .version()
+                .expect("every other kind has a version")
+                .as_str(),
+        }
+    }
+
+    /// The reason a version is denied, if it is.
+    pub fn denied(&self, version: &Version) -> Option<&Denied> {
+        self.deny.iter().find(|denied| &denied.version == version)
+    }
+}
+
+/// Where a pin comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// One distribution from a package index.
+    Python {
+        /// Its name on the index.
+        package: PackageName,
+        /// The exact version.
+        version: Version,
+        /// False when the base already ships it and the layer only asserts it.
+        install: bool,
+        /// An index of its own, if it is not on the default one.
+        index: Option<Url>,
+        /// A re-export shim appended to one of its modules.
+        shim: Option<Shim>,
+    },
+    /// Wheels that always share one version.
+    Wheels {
+        /// The shared version.
+        version: Version,
+        /// The wheels.
+        wheels: Vec<Wheel>,
+    },
+    /// A git repository built from source.
+    Git {
+        /// Where to clone from.
+        url: Url,
+        /// The branch the revision lives on.
+        branch: Option<BranchName>,
+        /// The commit.
+        rev: GitRev,
+    },
+    /// A component of the base image, only checked.
+    Assert {
+        /// How the image reports its version.
+        probe: Probe,
+        /// The version it must report.
+        version: Version,
+    },
+}
+
+/// One wheel of a wheel set.
+#[derive(Debug, Clone)]
+pub struct Wheel {
+    /// Its distribution name.
+    pub package: PackageName,
+    /// A local version label (`cu130`) appended to the shared version.
+    pub local: Option<LocalLabel>,
+    /// An index of its own.
+    pub index: Option<Url>,
+}
+
+impl Wheel {
+    /// The version this wheel carries for the set's `version`: `0.6.14+cu130`.
+    pub fn version(&self, version: &Version) -> String {
+        match &self.local {
+            Some(local) => format!("{version}+{local}"),
+            None => version.to_string(),
+        }
+    }
+
+    /// The start of its wheel file name for `version` (`flashinfer_jit_cache-0.6.14+cu130-`),
+    /// as the wheel spec escapes the distribution name.
+    pub fn file_prefix(&self, version: &Version) -> String {
+        format!(
+            "{}-{}-",
+            self.package.normalized().replace('-', "_"),
+            self.version(version)
+        )
+    }
+}
+
+/// A module shim: a file appended to an installed module to restore names it lost.
+#[derive(Debug, Clone)]
+pub struct Shim {
+    /// The shim's source, in the recipe.
+    pub file: RecipePath,
+    /// The module it is appended to.
+    pub module: ModulePath,
+    /// The names it must make importable again.
+    pub exports: Vec<Identifier>,
+}
+
+/// A version a pin must not move to, and why.
+#[derive(Debug, Clone)]
+pub struct Denied {
+    /// The refused version.
+    pub version: Version,
+    /// What goes wrong with it.
+    pub reason: Text,
+}
+
+/// A patch series and its target.
+#[derive(Debug, Clone)]
+pub struct PatchSeries {
+    /// The folder of mbox files, applied in name order.
+    pub series: RecipePath,
+    /// What it applies onto.
+    pub onto: Onto,
+}
+
+/// A folder copied into the image.
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    /// The folder in the recipe.
+    pub from: RecipePath,
+    /// Where it lands in the image.
+    pub to: ImagePath,
+}
+
+/// Something that loaded but deserves the user's attention.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// Where in pins.toml.
+    pub location: Location,
+    /// What to look at.
+    pub message: String,
+}
+
+/// Why pins.toml could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file does not say a valid recipe.
+    #[error("{location}: {message}")]
+    Invalid {
+        /// Where.
+        location: Location,
+        /// What is wrong and what was expected.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
+}
+
+impl LoadError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            LoadError::Read { path, .. } => Some(format!(
+                "forge looks for pins.toml in the recipe folder; pass -C DIR to point at another one (looked at {})",
+                path.display()
+            )),
+            LoadError::Invalid { hint, .. } => Some(hint.clone()),
+        }
+    }
+}
+
+/// Reads and checks the recipe at `path` (a pins.toml inside the recipe folder).
+pub fn load(path: &Path) -> Result<Pins, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+/// Checks the recipe `text`, naming `path` in errors; folders it mentions are looked up next to
+/// `path`.
+pub fn parse(path: &Path, text: &str) -> Result<Pins, LoadError> {
+    let loader = Loader {
+        path,
+        text,
+        root: path.parent().unwrap_or(Path::new(".")),
+    };
+    let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
+    loader.recipe(raw)
+}
+
+struct Loader<'a> {
+    path: &'a Path,
+    text: &'a str,
+    root: &'a Path,
+}
+
+impl Loader<'_> {
+    fn error(
+        &self,
+        span: Range<usize>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> LoadError {
+        LoadError::Invalid {
+            location: Location::from_offset(self.path, self.text, span.start),
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+
+    fn toml_error(&self, error: &toml::de::Error) -> LoadError {
+        let message = error.message().trim_end().to_owned();
+        let hint = if message.starts_with("unknown field") || message.starts_with("unknown variant")
+        {
+            "remove or rename the key; the README's pins.toml section lists every key forge reads"
+        } else if message.starts_with("invalid ") {
+            "values that reach the Dockerfile must match their grammar exactly; nothing was rendered"
+        } else if message.starts_with("missing field") {
+            "add the key; the README's pins.toml section shows the default recipe"
+        } else {
+            "fix the TOML at that position; nothing was rendered"
+        };
+        self.error(error.span().unwrap_or(0..0), message, hint)
+    }
+
+    fn recipe(&self, raw: RawRecipe) -> Result<Pins, LoadError> {
+        let mut notices = Vec::new();
+        let mut pins = BTreeMap::new();
+        for (name, raw_pin) in raw.pins {
+            let span = raw_pin.span();
+            let pin = self.pin(name.clone(), raw_pin.into_inner(), span, &mut notices)?;
+            pins.insert(name, pin);
+        }
+        self.check_groups(&pins)?;
+
+        let mut tags: Vec<TagSpec> = Vec::new();
+        for (templates, mutability) in [
+            (raw.image.tags.moving, Mutability::Moving),
+            (raw.image.tags.immutable, Mutability::Immutable),
+        ] {
+            tags.extend(templates.into_iter().map(|template| TagSpec {
+                template,
+                mutability,
+            }));
+        }
+        if tags.is_empty() {
+            return Err(self.error(
+                0..0,
+                "[image.tags] names no tag",
+                "add `moving = [\"...\"]` or `immutable = [\"...\"]` under [image.tags]",
+            ));
+        }
+
+        let mut patches = Vec::new();
+        for entry in raw.patches {
+            let series = self.existing_folder(entry.series, "patch series folder")?;
+            if let Onto::Folder(folder) = &entry.onto {
+                if !self.root.join(folder.as_str()).is_dir() {
+                    return Err(self.error(
+                        0..0,
+                        format!("patch target folder `{folder}` does not exist"),
+                        "create it or point `onto` at an existing folder",
+                    ));
+                }
+            }
+            patches.push(PatchSeries {
+                series,
+                onto: entry.onto,
+            });
+        }
+        let mut overlays = Vec::new();
+        for entry in raw.overlays {
+            overlays.push(Overlay {
+                from: self.existing_folder(entry.from, "overlay folder")?,
+                to: entry.to,
+            });
+        }
+
+        Ok(Pins {
+            image: Image {
+                repository: raw.image.repository,
+                tags,
+                date: raw.image.date,
+                platform: raw.image.platform,
+                source: raw.image.source,
+                labels: raw.image.labels,
+            },
+            base: Base {
+                image: raw.base.image,
+                digest: raw.base.digest,
+            },
+            index: raw.index.map(|index| index.url),
+            env: raw.env,
+            args: raw.args,
+            pins,
+            patches,
+            overlays,
+            notices,
+        })
+    }
+
+    fn existing_folder(
+        &self,
+        path: Spanned<RecipePath>,
+        what: &str,
+    ) -> Result<RecipePath, LoadError> {
+        if self.root.join(path.get_ref().as_str()).is_dir() {
+            Ok(path.into_inner())
+        } else {
+            Err(self.error(
+                path.span(),
+                format!(
+                    "{what} `{}` does not exist in {}",
+                    path.get_ref(),
+                    self.root.display()
+                ),
+                "paths in pins.toml are relative to the folder that holds it",
+            ))
+        }
+    }
+
+    fn pin(
+        &self,
+        name: PinName,
+        raw: RawPin,
+        span: Range<usize>,
+        notices: &mut Vec<Notice>,
+    ) -> Result<Pin, LoadError> {
+        let kind = raw.kind;
+        let (allowed, required): (&[&str], &[&str]) = match kind {
+            PinKind::Python => (
+                &[
+                    "package", "module", "version", "install", "index", "group", "deny", "allow",
+                    "shim",
+                ],
+                &["package", "version"],
+            ),
+            PinKind::Wheels => (
+                &["module", "version", "group", "deny", "allow", "wheels"],
+                &["version", "wheels"],
+            ),
+            PinKind::Git => (
+                &["module", "url", "branch", "rev", "group"],
+                &["url", "rev"],
+            ),
+            PinKind::Assert => (&["probe", "version"], &["probe", "version"]),
+        };
+        let present = raw.present_keys();
+        if let Some(extra) = present.iter().find(|key| !allowed.contains(key)) {
+            return Err(self.error(
+                span,
+                format!("pin `{name}` of kind {kind} cannot have `{extra}`"),
+                format!("a {kind} pin takes: {}", allowed.join(", ")),
+            ));
+        }
+        if let Some(missing) = required.iter().find(|key| !present.contains(key)) {
+            return Err(self.error(
+                span,
+                format!("pin `{name}` of kind {kind} needs `{missing}`"),
+                format!("a {kind} pin requires: {}", required.join(", ")),
+            ));
+        }
+
+        let deny: Vec<Denied> = raw
+            .deny
+            .iter()
+            .map(|entry| Denied {
+                version: entry.version.get_ref().clone(),
+                reason: entry.reason.clone(),
+            })
+            .collect();
+        let version = raw.version.clone();
+        if let Some(version) = &version {
+            if let Some(denied) = deny
+                .iter()
+                .find(|denied| &denied.version == version.get_ref())
+            {
+                return Err(self.error(
+                    version.span(),
+                    format!(
+                        "pin `{name}` is at {}, which is denied: {}",
+                        denied.version, denied.reason
+                    ),
+                    "move the pin to another version; the deny list records what broke",
+                ));
+            }
+            if let Some(allow) = &raw.allow {
+                if !allow.contains(&version.get_ref().pep440()) {
+                    return Err(self.error(
+                        version.span(),
+                        format!(
+                            "pin `{name}` is at {}, outside its allowed range {}",
+                            version.get_ref(),
+                            allow.as_str()
+                        ),
+                        "move the pin inside the range, or widen `allow`",
+                    ));
+                }
+            }
+        }
+
+        let source = match kind {
+            PinKind::Python => Source::Python {
+                package: raw.package.expect("required"),
+                version: version.expect("required").into_inner(),
+                install: raw.install.unwrap_or(true),
+                index: raw.index,
+                shim: match raw.shim {
+                    Some(shim) => {
+                        let file = shim.file.get_ref().clone();
+                        if !self.root.join(file.as_str()).is_file() {
+                            return Err(self.error(
+                                shim.file.span(),
+                                format!("shim file `{file}` does not exist"),
+                                "paths in pins.toml are relative to the folder that holds it",
+                            ));
+                        }
+                        Some(Shim {
+                            file,
+                            module: shim.module,
+                            exports: shim.exports,
+                        })
+                    }
+                    None => None,
+                },
+            },
+            PinKind::Wheels => {
+                let wheels: Vec<Wheel> = raw
+                    .wheels
+                    .expect("required")
+                    .into_iter()
+                    .map(|wheel| Wheel {
+                        package: wheel.package,
+                        local: wheel.local,
+                        index: wheel.index,
+                    })
+                    .collect();
+                if wheels.is_empty() {
+                    return Err(self.error(
+                        span,
+                        format!("wheel set `{name}` lists no wheel"),
+                        "list at least one { package = \"...\" }",
+                    ));
+                }
+                Source::Wheels {
+                    version: version.expect("required").into_inner(),
+                    wheels,
+                }
+            }
+            PinKind::Git => {
+                let rev = raw.rev.expect("required");
+                if !rev.is_full() {
+                    notices.push(Notice {
+                        location: Location::from_offset(self.path, self.text, span.start),
+                        message: format!(
+                            "pin `{name}`: revision {rev} is a short prefix; a later commit on the remote can make it ambiguous (resolve it to the full 40-hex id with `forge pin bump {name} --to {rev}`)"
+                        ),
+                    });
+                }
+                Source::Git {
+                    url: raw.url.expect("required"),
+                    branch: raw.branch,
+                    rev,
+                }
+            }
+            PinKind::Assert => Source::Assert {
+                probe: raw.probe.expect("required"),
+                version: version.expect("required").into_inner(),
+            },
+        };
+        if raw.module.is_none() && matches!(kind, PinKind::Python | PinKind::Wheels | PinKind::Git)
+        {
+            return Err(self.error(
+                span,
+                format!(
+                    "pin `{name}` needs `module`, the Python module whose import proves it landed"
+                ),
+                "set module = \"...\"; the smoke gate after its step imports it",
+            ));
+        }
+
+        Ok(Pin {
+            name,
+            source,
+            module: raw.module,
+            group: raw.group.map(Spanned::into_inner),
+            deny,
+            allow: raw.allow,
+        })
+    }
+
+    /// Every member of a lockstep group carries the same version.
+    fn check_groups(&self, pins: &BTreeMap<PinName, Pin>) -> Result<(), LoadError> {
+        let mut first_of_group: BTreeMap<&PinName, &Pin> = BTreeMap::new();
+        for pin in pins.values() {
+            let Some(group) = &pin.group else { continue };
+            let Some(version) = pin.version() else {
+                return Err(self.error(
+                    0..0,
+                    format!(
+                        "pin `{}` is in group `{group}` but has no version",
+                        pin.name
+                    ),
+                    "only version-pinned kinds can move in lockstep",
+                ));
+            };
+            match first_of_group.get(group) {
+                Some(first) if first.version() != Some(version) => {
+                    return Err(self.error(
+                        self.find(&format!("[pins.{}]", pin.name)),
+                        format!(
+                            "group `{group}` moves in lockstep, but `{}` is at {} and `{}` at {version}",
+                            first.name,
+                            first.current(),
+                            pin.name
+                        ),
+                        format!("give every pin of group `{group}` the same version (`forge pin bump` moves them together)"),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    first_of_group.insert(group, pin);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn find(&self, needle: &str) -> Range<usize> {
+        let start = self.text.find(needle).unwrap_or(0);
+        start..start
+    }
+}

@@ -1,0 +1,325 @@
+//! The shape of pins.toml as serde reads it. Every field is already a checked newtype, so the
+//! TOML parser reports a bad value at its own line and column; `pins::load` then turns these
+//! raw tables into the typed model (`Pins`), checking what depends on more than one field.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use toml::Spanned;
+
+use super::types::{
+    BranchName, Date, Digest, EnvName, GitRev, Identifier, ImagePath, ImageRef, LabelKey,
+    LocalLabel, ModulePath, PackageName, PinName, PlainValue, Platform, RecipePath, Repository,
+    Tag, Text, Url, Version,
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRecipe {
+    pub image: RawImage,
+    pub base: RawBase,
+    #[serde(default)]
+    pub index: Option<RawIndex>,
+    #[serde(default)]
+    pub env: BTreeMap<EnvName, PlainValue>,
+    #[serde(default)]
+    pub args: BTreeMap<EnvName, PlainValue>,
+    #[serde(default)]
+    pub pins: BTreeMap<PinName, Spanned<RawPin>>,
+    #[serde(default)]
+    pub patches: Vec<RawPatches>,
+    #[serde(default)]
+    pub overlays: Vec<RawOverlay>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawImage {
+    pub repository: Repository,
+    pub tags: RawTags,
+    pub date: Option<Date>,
+    pub platform: Platform,
+    pub source: Option<Url>,
+    #[serde(default)]
+    pub labels: BTreeMap<LabelKey, Text>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTags {
+    #[serde(default)]
+    pub moving: Vec<TagTemplate>,
+    #[serde(default)]
+    pub immutable: Vec<TagTemplate>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBase {
+    pub image: ImageRef,
+    pub digest: Option<Digest>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawIndex {
+    pub url: Url,
+}
+
+/// Which kind of component a pin is; decides which other keys the pin may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PinKind {
+    /// A Python distribution at an exact version.
+    Python,
+    /// Several wheels that always carry the same version.
+    Wheels,
+    /// A git repository at a commit, built from source.
+    Git,
+    /// Something the base image already ships: checked, never installed.
+    Assert,
+}
+
+impl fmt::Display for PinKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PinKind::Python => "python",
+            PinKind::Wheels => "wheels",
+            PinKind::Git => "git",
+            PinKind::Assert => "assert",
+        })
+    }
+}
+
+/// How an assert-only pin's version is read inside the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Probe {
+    /// `ncclGetVersion` from the `libnccl.so.2` the image loads.
+    Nccl,
+}
+
+/// Every key any kind of pin may have; `pins::load` checks which belong to the pin's kind.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPin {
+    pub kind: PinKind,
+    pub package: Option<PackageName>,
+    pub module: Option<ModulePath>,
+    pub version: Option<Spanned<Version>>,
+    pub install: Option<bool>,
+    pub index: Option<Url>,
+    pub group: Option<Spanned<PinName>>,
+    #[serde(default)]
+    pub deny: Vec<RawDeny>,
+    pub allow: Option<Specifiers>,
+    pub shim: Option<RawShim>,
+    pub wheels: Option<Vec<RawWheel>>,
+    pub url: Option<Url>,
+    pub branch: Option<BranchName>,
+    pub rev: Option<GitRev>,
+    pub probe: Option<Probe>,
+}
+
+impl RawPin {
+    /// The keys that are set, by name, to say which ones do not fit the pin's kind.
+    pub fn present_keys(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        let mut note = |set: bool, key: &'static str| {
+            if set {
+                keys.push(key);
+            }
+        };
+        note(self.package.is_some(), "package");
+        note(self.module.is_some(), "module");
+        note(self.version.is_some(), "version");
+        note(self.install.is_some(), "install");
+        note(self.index.is_some(), "index");
+        note(self.group.is_some(), "group");
+        note(!self.deny.is_empty(), "deny");
+        note(self.allow.is_some(), "allow");
+        note(self.shim.is_some(), "shim");
+        note(self.wheels.is_some(), "wheels");
+        note(self.url.is_some(), "url");
+        note(self.branch.is_some(), "branch");
+        note(self.rev.is_some(), "rev");
+        note(self.probe.is_some(), "probe");
+        keys
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDeny {
+    pub version: Spanned<Version>,
+    pub reason: Text,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawShim {
+    pub file: Spanned<RecipePath>,
+    pub module: ModulePath,
+    pub exports: Vec<Identifier>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWheel {
+    pub package: PackageName,
+    pub local: Option<LocalLabel>,
+    pub index: Option<Url>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPatches {
+    pub series: Spanned<RecipePath>,
+    pub onto: Onto,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOverlay {
+    pub from: Spanned<RecipePath>,
+    pub to: ImagePath,
+}
+
+/// What a patch series applies onto: a folder of the recipe, or a git repository at a commit.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Onto {
+    /// A folder of the recipe (its files become the base commit of a scratch repository).
+    Folder(RecipePath),
+    /// A remote (or `file://`) repository at a commit.
+    Git {
+        /// Where to fetch it from.
+        git: Url,
+        /// The commit the series was made against.
+        rev: GitRev,
+    },
+}
+
+impl<'de> Deserialize<'de> for Onto {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct OntoVisitor;
+
+        impl<'de> Visitor<'de> for OntoVisitor {
+            type Value = Onto;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"a recipe folder such as "overlays/vllm", or { git = "URL", rev = "COMMIT" }"#)
+            }
+
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Onto, E> {
+                value.parse().map(Onto::Folder).map_err(E::custom)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Onto, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct GitTarget {
+                    git: Url,
+                    rev: GitRev,
+                }
+                let target = GitTarget::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Onto::Git {
+                    git: target.git,
+                    rev: target.rev,
+                })
+            }
+        }
+
+        deserializer.deserialize_any(OntoVisitor)
+    }
+}
+
+/// A tag written as a small template; `{{ date }}` is the only variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagTemplate(String);
+
+impl TagTemplate {
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The tag this template gives for `date`.
+    pub fn render(&self, date: Date) -> Result<Tag, String> {
+        let environment = tag_environment();
+        let rendered = environment
+            .render_str(&self.0, minijinja::context! { date => date.to_string() })
+            .map_err(|error| {
+                format!(
+                    "tag template {:?}: {}",
+                    self.0,
+                    error.detail().unwrap_or("invalid template")
+                )
+            })?;
+        rendered.parse::<Tag>().map_err(|error| error.to_string())
+    }
+}
+
+fn tag_environment() -> minijinja::Environment<'static> {
+    let mut environment = minijinja::Environment::new();
+    environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    environment
+}
+
+impl<'de> Deserialize<'de> for TagTemplate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let template = TagTemplate(text);
+        // Any date renders to the same length and alphabet, so one sample proves the grammar.
+        let sample: Date = "2000-01-01".parse().expect("a valid date");
+        template.render(sample).map_err(de::Error::custom)?;
+        Ok(template)
+    }
+}
+
+/// PEP 440 version specifiers bounding where a pin may move, such as `>=0.6,<0.7`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specifiers {
+    text: String,
+    parsed: pep440_rs::VersionSpecifiers,
+}
+
+impl Specifiers {
+    /// The specifiers as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `version` is inside the range.
+    pub fn contains(&self, version: &pep440_rs::Version) -> bool {
+        self.parsed.contains(version)
+    }
+}
+
+impl serde::Serialize for Specifiers {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Specifiers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let plain = text.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | ',' | '<' | '>' | '=' | '!' | '~' | '*' | '+' | ' ')
+        });
+        let parsed = text
+            .parse::<pep440_rs::VersionSpecifiers>()
+            .ok()
+            .filter(|_| plain);
+        match parsed {
+            Some(parsed) => Ok(Specifiers { text, parsed }),
+            None => Err(de::Error::custom(format!(
+                "invalid version range {text:?}: expected PEP 440 specifiers such as >=0.6,<0.7"
+            ))),
+        }
+    }
+}

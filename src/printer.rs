@@ -1,0 +1,125 @@
+//! The one place forge writes to the terminal: data on stdout, status and diagnostics on stderr.
+//!
+//! Status lines are cargo-style (`   Rendered Dockerfile sha256:…`): a right-aligned verb, bold
+//! green on a terminal and plain in logs. With `--json` the only thing on stdout is one JSON
+//! document, printed at the end by the command.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::fmt::Display;
+use std::io::{IsTerminal, Write};
+
+/// How much status output to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Errors only.
+    Quiet,
+    /// Status lines.
+    Normal,
+    /// Status lines and details.
+    Verbose,
+}
+
+/// What stdout carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Text for people.
+    Human,
+    /// One JSON document.
+    Json,
+}
+
+/// Writes all of forge's output.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    verbosity: Verbosity,
+    format: OutputFormat,
+    color: bool,
+}
+
+impl Printer {
+    /// A printer; colour is used only when stderr is a terminal and `NO_COLOR` is unset.
+    pub fn new(verbosity: Verbosity, format: OutputFormat) -> Self {
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Self {
+            verbosity,
+            format,
+            color,
+        }
+    }
+
+    /// Whether stdout is reserved for one JSON document.
+    pub fn is_json(&self) -> bool {
+        self.format == OutputFormat::Json
+    }
+
+    /// Whether stderr is a terminal (progress displays are only drawn there).
+    pub fn is_terminal(&self) -> bool {
+        std::io::stderr().is_terminal()
+    }
+
+    /// A status line: `verb` right-aligned in 12 columns, then the message.
+    pub fn status(&self, verb: &str, message: impl Display) {
+        if self.verbosity >= Verbosity::Normal {
+            self.line(verb, "1;32", message);
+        }
+    }
+
+    /// A status line shown only with `-v`.
+    pub fn detail(&self, verb: &str, message: impl Display) {
+        if self.verbosity >= Verbosity::Verbose {
+            self.line(verb, "1;36", message);
+        }
+    }
+
+    /// `warning: message`, unless quiet.
+    pub fn warn(&self, message: impl Display) {
+        if self.verbosity >= Verbosity::Normal {
+            eprintln!("{}: {message}", self.paint("warning", "1;33"));
+        }
+    }
+
+    /// `error: message`, always.
+    pub fn error(&self, message: impl Display) {
+        eprintln!("{}: {message}", self.paint("error", "1;31"));
+    }
+
+    /// A labelled continuation of an error or warning (`caused by:`, `hint:`), always.
+    pub fn note(&self, label: &str, message: impl Display) {
+        eprintln!("{}: {message}", self.paint(label, "1;34"));
+    }
+
+    /// Human text on stderr (tables and reports that are not the command's data).
+    pub fn stderr(&self, text: impl Display) {
+        if self.verbosity >= Verbosity::Normal {
+            eprint!("{text}");
+        }
+    }
+
+    /// The command's data on stdout, as is.
+    pub fn stdout(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        // A closed pipe (`forge render | head`) is not an error worth a panic.
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+    }
+
+    /// The command's one JSON document on stdout.
+    pub fn json(&self, value: &serde_json::Value) {
+        let text = serde_json::to_string_pretty(value).expect("a JSON value serializes");
+        self.stdout(&format!("{text}\n"));
+    }
+
+    fn line(&self, verb: &str, color: &str, message: impl Display) {
+        let padded = format!("{verb:>12}");
+        eprintln!("{} {message}", self.paint(&padded, color));
+    }
+
+    fn paint(&self, text: &str, color: &str) -> String {
+        if self.color {
+            format!("\x1b[{color}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! A recipe folder: its pins.toml loaded, and the build date its tags and labels use.
+
+use std::path::{Path, PathBuf};
+
+use crate::pins::{self, Date, LoadError, Mutability, Pins, Tag};
+
+/// The file that holds a recipe, inside its folder.
+pub const PINS_FILE: &str = "pins.toml";
+/// The folder of templates, inside the recipe folder.
+pub const TEMPLATES_DIR: &str = "templates";
+/// The template forge renders into the Dockerfile.
+pub const DOCKERFILE_TEMPLATE: &str = "Dockerfile.j2";
+
+/// A loaded recipe.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    /// The recipe folder (the one holding pins.toml).
+    pub root: PathBuf,
+    /// What pins.toml says.
+    pub pins: Pins,
+    /// The date dated tags and the `created` label use.
+    pub date: Date,
+    /// Where that date came from.
+    pub date_source: DateSource,
+}
+
+/// Where the build date came from, in order of precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DateSource {
+    /// `[image] date` in pins.toml.
+    PinsFile,
+    /// The `SOURCE_DATE_EPOCH` environment variable.
+    SourceDateEpoch,
+    /// Today, in UTC.
+    Today,
+}
+
+/// One tag the build applies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResolvedTag {
+    /// The tag.
+    pub tag: Tag,
+    /// Whether it may move.
+    pub mutability: Mutability,
+}
+
+/// Why a recipe could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    /// pins.toml is unreadable or invalid.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// `SOURCE_DATE_EPOCH` is set but is not a Unix timestamp.
+    #[error("SOURCE_DATE_EPOCH={value:?} is not a number of seconds since 1970-01-01 UTC")]
+    SourceDateEpoch {
+        /// Its value.
+        value: String,
+    },
+}
+
+impl RecipeError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RecipeError::Load(error) => error.hint(),
+            RecipeError::SourceDateEpoch { .. } => Some(
+                "unset it, or set it to an integer such as `git log -1 --format=%ct`".to_owned(),
+            ),
+        }
+    }
+}
+
+impl Recipe {
+    /// Loads the recipe in `root`, taking the date from pins.toml, else `SOURCE_DATE_EPOCH`,
+    /// else today (UTC).
+    pub fn open(root: &Path) -> Result<Self, RecipeError> {
+        let pins = pins::load(&in_folder(root, PINS_FILE))?;
+        let source_date_epoch = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .filter(|value| !value.is_empty());
+        let (date, date_source) = match (pins.image.date, source_date_epoch) {
+            (Some(date), _) => (date, DateSource::PinsFile),
+            (None, Some(value)) => {
+                let date = value
+                    .trim()
+                    .parse::<i64>()
+                    .ok()
+                    .and_then(Date::from_unix_seconds);
+                (
+                    date.ok_or(RecipeError::SourceDateEpoch { value })?,
+                    DateSource::SourceDateEpoch,
+                )
+            }
+            (None, None) => {
+                let now = chrono::Utc::now().timestamp();
+                (
+                    Date::from_unix_seconds(now).expect("the clock is within chrono's range"),
+                    DateSource::Today,
+                )
+            }
+        };
+        Ok(Self {
+            root: root.to_owned(),
+            pins,
+            date,
+            date_source,
+        })
+    }
+
+    /// The path of pins.toml.
+    pub fn pins_path(&self) -> PathBuf {
+        in_folder(&self.root, PINS_FILE)
+    }
+
+    /// The templates folder.
+    pub fn templates_dir(&self) -> PathBuf {
+        in_folder(&self.root, TEMPLATES_DIR)
+    }
+
+    /// The tags a build applies, in the order pins.toml lists them (moving first).
+    pub fn tags(&self) -> Vec<ResolvedTag> {
+        self.pins
+            .image
+            .tags
+            .iter()
+            .map(|spec| ResolvedTag {
+                tag: spec
+                    .template
+                    .render(self.date)
+                    .expect("every date renders like the sample checked at load"),
+                mutability: spec.mutability,
+            })
+            .collect()
+    }
+}
+
+/// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
+/// messages read as the user would type them.
+fn in_folder(folder: &Path, name: &str) -> PathBuf {
+    if folder == Path::new(".") {
+        PathBuf::from(name)
+    } else {
+        folder.join(name)
+    }
+}

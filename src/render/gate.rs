@@ -1,0 +1,95 @@
+//! Smoke gates: the shell command that ends each step and fails the build when the step did not
+//! land. Each is generated from the pin it checks, so the version it asserts is the version
+//! pinned, never a second copy typed into a template.
+//!
+//! Every value spliced in here has passed its grammar in `pins::types` (no quote, space or shell
+//! metacharacter), which is what makes the plain quoting below safe.
+
+use crate::pins::{Overlay, Pin, Probe, Shim, Source};
+
+/// Where git pins record the commit they were built from, inside the image.
+pub const REVISIONS_DIR: &str = "/opt/forge/revisions";
+
+/// A one-line Python program, run with `python3 -c "..."`.
+fn python(program: &str) -> String {
+    format!("python3 -c \"{program}\"")
+}
+
+/// Imports `import` (a statement or nothing), then asserts every distribution of `wanted` is
+/// installed at exactly its version, naming each one that is not.
+fn versions_check(import: &str, wanted: &[(String, String)]) -> String {
+    let pairs: Vec<String> = wanted
+        .iter()
+        .map(|(package, version)| format!("('{package}', '{version}')"))
+        .collect();
+    python(&format!(
+        "import importlib.metadata as m, sys; {import}want = [{}]; \
+         bad = [p + ': wanted ' + v + ', found ' + m.version(p) for p, v in want if m.version(p) != v]; \
+         sys.exit('; '.join(bad) or None)",
+        pairs.join(", ")
+    ))
+}
+
+/// The gate for `pin`.
+pub fn for_pin(pin: &Pin) -> String {
+    let import = pin
+        .module
+        .as_ref()
+        .map(|module| format!("import {module}; "));
+    let import = import.as_deref().unwrap_or("");
+    match &pin.source {
+        Source::Python {
+            package, version, ..
+        } => versions_check(import, &[(package.to_string(), version.to_string())]),
+        Source::Wheels { version, wheels } => {
+            let wanted: Vec<(String, String)> = wheels
+                .iter()
+                .map(|wheel| (wheel.package.to_string(), wheel.version(version)))
+                .collect();
+            versions_check(import, &wanted)
+        }
+        Source::Git { rev, .. } => {
+            let file = revision_file(pin);
+            format!(
+                "grep -q '^{rev}' {file} && {}",
+                python(import.trim_end_matches("; "))
+            )
+        }
+        Source::Assert {
+            probe: Probe::Nccl,
+            version,
+        } => python(&format!(
+            // torch loads the NCCL it was built against; ask that library for its version.
+            "import ctypes, sys, torch; n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n)); \
+             v = '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100); \
+             sys.exit(0 if v == '{version}' else 'nccl: wanted {version}, found ' + v)"
+        )),
+    }
+}
+
+/// The gate for a shim: every name it restores imports from the module it patched.
+pub fn for_shim(shim: &Shim) -> String {
+    let names: Vec<&str> = shim.exports.iter().map(|name| name.as_str()).collect();
+    python(&format!("from {} import {}", shim.module, names.join(", ")))
+}
+
+/// The file a git pin's build writes its commit id into.
+pub fn revision_file(pin: &Pin) -> String {
+    format!("{REVISIONS_DIR}/{}", pin.name)
+}
+
+/// The gate for an overlay: a folder copied into a Python package's site-packages folder must
+/// leave that package importable; anywhere else the folder must exist.
+pub fn for_overlay(overlay: &Overlay) -> String {
+    let target = overlay.to.as_str();
+    let package = target
+        .split_once("/site-packages/")
+        .and_then(|(_, rest)| rest.split('/').next())
+        .filter(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+    match package {
+        Some(package) => python(&format!("import {package}")),
+        None => format!("test -d {target}"),
+    }
+}

@@ -1,0 +1,381 @@
+//! Stage 2: a `Recipe` in, the `Dockerfile` text out.
+//!
+//! The recipe is turned into a plain view (`View`) of strings and lists, with everything a
+//! template must not retype already derived: pip requirements, wheel versions, smoke gates,
+//! labels. `templates/Dockerfile.j2` is rendered from that view by minijinja in strict mode, so a
+//! template that names a pin pins.toml does not define is an error naming template, line and
+//! expression. The output depends on nothing but the recipe: no clock, no machine, no order of
+//! a hash map.
+
+pub mod gate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::location::Location;
+use crate::pins::{Digest, Mutability, Pin, Source};
+use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
+
+/// The build argument that carries the recipe's git commit into the revision label; it is an
+/// argument rather than rendered text so that committing the render does not change it.
+pub const REVISION_ARG: &str = "FORGE_REVISION";
+
+/// A rendered Dockerfile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dockerfile {
+    text: String,
+}
+
+impl Dockerfile {
+    /// The Dockerfile text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The sha256 of the text.
+    pub fn digest(&self) -> Digest {
+        Digest::from_sha256(&Sha256::digest(self.text.as_bytes()))
+    }
+}
+
+/// Why the template could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The template folder or file is missing.
+    #[error("template {} not found", path.display())]
+    Missing {
+        /// The path looked at.
+        path: PathBuf,
+    },
+    /// The template failed to render.
+    #[error("{location}: {message}")]
+    Template {
+        /// Template file, line and column.
+        location: Location,
+        /// What went wrong, with the expression at fault.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
+}
+
+impl RenderError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RenderError::Missing { .. } => Some(format!(
+                "a recipe keeps its template at templates/{DOCKERFILE_TEMPLATE}"
+            )),
+            RenderError::Template { hint, .. } => Some(hint.clone()),
+        }
+    }
+}
+
+/// Renders the recipe's Dockerfile.
+pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
+    let templates = recipe.templates_dir();
+    let path = templates.join(DOCKERFILE_TEMPLATE);
+    let source =
+        std::fs::read_to_string(&path).map_err(|_| RenderError::Missing { path: path.clone() })?;
+
+    let mut environment = Environment::new();
+    environment.set_undefined_behavior(UndefinedBehavior::Strict);
+    environment.set_auto_escape_callback(|_| AutoEscape::None);
+    environment.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    environment.set_loader(minijinja::path_loader(&templates));
+
+    let view = View::of(recipe);
+    let text = environment
+        .get_template(DOCKERFILE_TEMPLATE)
+        .and_then(|template| {
+            template.render(minijinja::Value::from(minijinja::value::Serde(&view)))
+        })
+        .map_err(|error| template_error(&templates, &path, &source, &error))?;
+    Ok(Dockerfile { text })
+}
+
+fn template_error(
+    templates: &Path,
+    main: &Path,
+    main_source: &str,
+    error: &minijinja::Error,
+) -> RenderError {
+    // The error may come from an included template; read that one to place it.
+    let (path, source) = match error.name() {
+        Some(name) if name != DOCKERFILE_TEMPLATE => {
+            let path = templates.join(name);
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            (path, source)
+        }
+        _ => (main.to_owned(), main_source.to_owned()),
+    };
+    let range = error.range();
+    let offset = match (&range, error.line()) {
+        (Some(range), _) => range.start,
+        (None, Some(line)) => source
+            .split_inclusive('\n')
+            .take(line.saturating_sub(1))
+            .map(str::len)
+            .sum(),
+        (None, None) => 0,
+    };
+    let location = Location::from_offset(&path, &source, offset);
+    let expression = range
+        .and_then(|range| source.get(range))
+        .map(str::trim)
+        .filter(|text| !text.is_empty());
+    let detail = error
+        .detail()
+        .map(str::to_owned)
+        .unwrap_or_else(|| error.kind().to_string());
+    let (message, hint) = match (error.kind(), expression) {
+        (minijinja::ErrorKind::UndefinedError, Some(expression)) => (
+            format!("undefined value `{expression}`"),
+            if expression.starts_with("pins") {
+                "the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template".to_owned()
+            } else {
+                "the template names a value forge does not provide; see the template section of the README for what is available".to_owned()
+            },
+        ),
+        (_, Some(expression)) => (
+            format!("{detail} in `{expression}`"),
+            "fix the template at that position".to_owned(),
+        ),
+        (_, None) => (detail, "fix the template at that position".to_owned()),
+    };
+    RenderError::Template {
+        location,
+        message,
+        hint,
+    }
+}
+
+/// What the template sees. Field names are the template's vocabulary; keep them stable.
+#[derive(Debug, Serialize)]
+struct View {
+    image: ImageView,
+    base: BaseView,
+    env: Vec<NameValue>,
+    args: Vec<NameValue>,
+    pins: BTreeMap<String, PinView>,
+    overlays: Vec<OverlayView>,
+    revision_arg: &'static str,
+    revisions_dir: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct ImageView {
+    repository: String,
+    source: Option<String>,
+    platform: String,
+    tags: Vec<TagView>,
+    created: String,
+    version: String,
+    labels: Vec<NameValue>,
+}
+
+#[derive(Debug, Serialize)]
+struct TagView {
+    name: String,
+    immutable: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct BaseView {
+    image: String,
+    digest: Option<String>,
+    reference: String,
+}
+
+#[derive(Debug, Serialize)]
+struct NameValue {
+    name: String,
+    value: String,
+}
+
+#[derive(Debug, Serialize)]
+struct PinView {
+    name: String,
+    kind: String,
+    module: Option<String>,
+    gate: String,
+    #[serde(flatten)]
+    source: SourceView,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum SourceView {
+    Python {
+        package: String,
+        version: String,
+        requirement: String,
+        install: bool,
+        index: Option<String>,
+        shim: Option<ShimView>,
+    },
+    Wheels {
+        version: String,
+        wheels: Vec<WheelView>,
+    },
+    Git {
+        url: String,
+        branch: Option<String>,
+        rev: String,
+        revision_file: String,
+    },
+    Assert {
+        version: String,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct ShimView {
+    file: String,
+    module: String,
+    exports: Vec<String>,
+    gate: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WheelView {
+    package: String,
+    version: String,
+    requirement: String,
+    index: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct OverlayView {
+    from: String,
+    to: String,
+    gate: String,
+}
+
+impl View {
+    fn of(recipe: &Recipe) -> Self {
+        let pins = &recipe.pins;
+        let tags = recipe.tags();
+        // The version label names the build for good: the first immutable tag, if there is one.
+        let version = tags
+            .iter()
+            .find(|tag| tag.mutability == Mutability::Immutable)
+            .or(tags.first())
+            .map(|tag| tag.tag.to_string())
+            .unwrap_or_default();
+        View {
+            image: ImageView {
+                repository: pins.image.repository.to_string(),
+                source: pins.image.source.as_ref().map(ToString::to_string),
+                platform: pins.image.platform.to_string(),
+                tags: tags
+                    .iter()
+                    .map(|tag| TagView {
+                        name: tag.tag.to_string(),
+                        immutable: tag.mutability == Mutability::Immutable,
+                    })
+                    .collect(),
+                created: recipe.date.rfc3339_midnight(),
+                version,
+                labels: name_values(&pins.image.labels),
+            },
+            base: BaseView {
+                image: pins.base.image.to_string(),
+                digest: pins.base.digest.as_ref().map(ToString::to_string),
+                reference: pins.base.reference(),
+            },
+            env: name_values(&pins.env),
+            args: name_values(&pins.args),
+            pins: pins
+                .pins
+                .values()
+                .map(|pin| (pin.name.to_string(), PinView::of(pin)))
+                .collect(),
+            overlays: pins
+                .overlays
+                .iter()
+                .map(|overlay| OverlayView {
+                    from: overlay.from.to_string(),
+                    to: overlay.to.to_string(),
+                    gate: gate::for_overlay(overlay),
+                })
+                .collect(),
+            revision_arg: REVISION_ARG,
+            revisions_dir: gate::REVISIONS_DIR,
+        }
+    }
+}
+
+fn name_values<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>) -> Vec<NameValue> {
+    map.iter()
+        .map(|(name, value)| NameValue {
+            name: name.to_string(),
+            value: value.to_string(),
+        })
+        .collect()
+}
+
+impl PinView {
+    fn of(pin: &Pin) -> Self {
+        let source = match &pin.source {
+            Source::Python {
+                package,
+                version,
+                install,
+                index,
+                shim,
+            } => SourceView::Python {
+                package: package.to_string(),
+                version: version.to_string(),
+                requirement: format!("{package}=={version}"),
+                install: *install,
+                index: index.as_ref().map(ToString::to_string),
+                shim: shim.as_ref().map(|shim| ShimView {
+                    file: shim.file.to_string(),
+                    module: shim.module.to_string(),
+                    exports: shim.exports.iter().map(ToString::to_string).collect(),
+                    gate: gate::for_shim(shim),
+                }),
+            },
+            Source::Wheels { version, wheels } => SourceView::Wheels {
+                version: version.to_string(),
+                wheels: wheels
+                    .iter()
+                    .map(|wheel| WheelView {
+                        package: wheel.package.to_string(),
+                        version: wheel.version(version),
+                        requirement: format!("{}=={}", wheel.package, wheel.version(version)),
+                        index: wheel.index.as_ref().map(ToString::to_string),
+                    })
+                    .collect(),
+            },
+            Source::Git { url, branch, rev } => SourceView::Git {
+                url: url.to_string(),
+                branch: branch.as_ref().map(ToString::to_string),
+                rev: rev.to_string(),
+                revision_file: gate::revision_file(pin),
+            },
+            Source::Assert { version, .. } => SourceView::Assert {
+                version: version.to_string(),
+            },
+        };
+        PinView {
+            name: pin.name.to_string(),
+            kind: pin.kind().to_string(),
+            module: pin.module.as_ref().map(ToString::to_string),
+            gate: gate::for_pin(pin),
+            source,
+        }
+    }
+}
