@@ -381,10 +381,19 @@ impl Loader<'_> {
             (raw.image.tags.moving, Mutability::Moving),
             (raw.image.tags.immutable, Mutability::Immutable),
         ] {
-            tags.extend(templates.into_iter().map(|template| TagSpec {
-                template,
-                mutability,
-            }));
+            for template in templates {
+                let parsed = template.get_ref().parse::<TagTemplate>().map_err(|message| {
+                    self.error(
+                        template.span(),
+                        message,
+                        "tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered",
+                    )
+                })?;
+                tags.push(TagSpec {
+                    template: parsed,
+                    mutability,
+                });
+            }
         }
         if tags.is_empty() {
             return Err(self.error(

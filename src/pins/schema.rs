@@ -49,10 +49,11 @@ pub(crate) struct RawImage {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTags {
+    // Spanned element by element: an error inside an array is otherwise placed at the array.
     #[serde(default)]
-    pub moving: Vec<TagTemplate>,
+    pub moving: Vec<Spanned<String>>,
     #[serde(default)]
-    pub immutable: Vec<TagTemplate>,
+    pub immutable: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,13 +269,14 @@ fn tag_environment() -> minijinja::Environment<'static> {
     environment
 }
 
-impl<'de> Deserialize<'de> for TagTemplate {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        let template = TagTemplate(text);
+impl std::str::FromStr for TagTemplate {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let template = TagTemplate(text.to_owned());
         // Any date renders to the same length and alphabet, so one sample proves the grammar.
         let sample: Date = "2000-01-01".parse().expect("a valid date");
-        template.render(sample).map_err(de::Error::custom)?;
+        template.render(sample)?;
         Ok(template)
     }
 }

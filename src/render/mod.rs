@@ -120,7 +120,16 @@ fn template_error(
         }
         _ => (main.to_owned(), main_source.to_owned()),
     };
-    let range = error.range();
+    // minijinja places an attribute error at the attribute (`.deepgemm.branch`); widen the
+    // range back to the start of the whole expression (`pins.deepgemm.branch`).
+    let range = error.range().map(|range| {
+        let is_expression =
+            |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '\'' | '-');
+        let start = source[..range.start]
+            .rfind(|c: char| !is_expression(c))
+            .map_or(0, |index| index + 1);
+        start..range.end
+    });
     let offset = match (&range, error.line()) {
         (Some(range), _) => range.start,
         (None, Some(line)) => source

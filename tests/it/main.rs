@@ -1,0 +1,6 @@
+//! forge's integration tests: one binary, each module a command or a stage, all driving the real
+//! `forge` executable through `TestContext`.
+
+mod pins;
+mod render;
+mod support;

