@@ -63,15 +63,12 @@ fn source_summary(pin: &Pin) -> String {
             };
             format!("{url}{branch}{note}")
         }
-        Source::Assert { probe, .. } => format!(
-            "in base, asserted by {}",
-            serde_json::to_value(probe).expect("serializes")
-        ),
+        Source::Assert { probe, .. } => format!("in base, asserted by the {probe} probe"),
     };
     if let Some(denied) = pin.deny.first() {
         summary.push_str(&format!("; never {} ({})", denied.version, denied.reason));
     }
-    summary.replace('"', "")
+    summary
 }
 
 fn pin_json(pin: &Pin) -> Value {

@@ -102,6 +102,14 @@ pub enum Probe {
     Nccl,
 }
 
+impl fmt::Display for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Probe::Nccl => "nccl",
+        })
+    }
+}
+
 /// Every key any kind of pin may have; `pins::load` checks which belong to the pin's kind.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
