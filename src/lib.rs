@@ -10,6 +10,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod context;
 pub mod diagnostics;
 pub mod fs;
 pub mod location;

@@ -1,0 +1,349 @@
+//! Stage 4: the rendered Dockerfile and the recipe paths it copies in, a deterministic build
+//! context (a tar archive) and its sha256, the **context digest**, out.
+//!
+//! The archive holds only what the build needs: `Dockerfile` at its root, then each `Member`
+//! (an overlay folder, the patched tree standing in for a patch target, a shim file) at its
+//! recipe path. It depends on nothing but those bytes:
+//!
+//! - entries sorted by path, with a folder entry for every parent;
+//! - every mtime `SOURCE_DATE_EPOCH`, else 0; uid and gid 0, no user or group names;
+//! - modes 0755 for folders and executables, 0644 for other files; no extended attributes;
+//! - `.git`, `target`, `.env` and key files never go in, and `.dockerignore` is honoured.
+//!
+//! The archive is written once, to a temporary file, and hashed on the way, so even a large
+//! context is neither read twice nor held in memory. `Output::Discard` only hashes (a dry run).
+
+mod archive;
+pub mod ignore;
+
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+pub use ignore::{Exclusions, IgnoreFileError};
+
+use crate::pins::Digest;
+use archive::{Entries, Source};
+
+/// The name of the Dockerfile inside the context.
+pub const DOCKERFILE: &str = "Dockerfile";
+
+/// One recipe path copied into the context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its path inside the context (the recipe path the Dockerfile names).
+    pub at: String,
+    /// Where its content is on disk (the recipe's own copy, or a patched tree).
+    pub from: PathBuf,
+}
+
+/// Where the archive goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Nowhere: only its digest and size are wanted.
+    Discard,
+    /// A temporary file, removed when the `BuildContext` is dropped.
+    TemporaryFile,
+}
+
+/// The assembled context.
+#[derive(Debug)]
+pub struct BuildContext {
+    /// The sha256 of the archive's bytes.
+    pub digest: Digest,
+    /// The archive's size in bytes.
+    pub size: u64,
+    /// How many entries (files, folders, links) it holds.
+    pub entries: usize,
+    archive: Option<NamedTempFile>,
+}
+
+impl BuildContext {
+    /// The archive on disk, unless it was assembled with `Output::Discard`.
+    pub fn archive(&self) -> Option<&Path> {
+        self.archive.as_ref().map(NamedTempFile::path)
+    }
+}
+
+/// Why the context could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// A file or folder of the context could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The archive could not be written.
+    #[error("cannot write the build context: {0}")]
+    Write(std::io::Error),
+    /// A socket, fifo or device file sits in a context folder.
+    #[error("{} is neither a file, a folder nor a symbolic link", path.display())]
+    Unsupported {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file name that is not UTF-8 cannot be named in a tar header portably.
+    #[error("{} has a name that is not UTF-8", path.display())]
+    NotUtf8 {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A file shrank while it was archived.
+    #[error("{} changed while the build context was written", path.display())]
+    Changed {
+        /// The path.
+        path: PathBuf,
+    },
+    /// `SOURCE_DATE_EPOCH` is set but is not a Unix timestamp.
+    #[error("SOURCE_DATE_EPOCH={value:?} is not a number of seconds since 1970-01-01 UTC")]
+    SourceDateEpoch {
+        /// Its value.
+        value: String,
+    },
+    /// `.dockerignore` could not be read.
+    #[error(transparent)]
+    IgnoreFile(#[from] IgnoreFileError),
+}
+
+impl ContextError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ContextError::Read { .. } | ContextError::IgnoreFile(_) => {
+                Some("check that the path exists and is readable".to_owned())
+            }
+            ContextError::Write(_) => Some(
+                "the archive is written to the temporary folder; check its free space or set TMPDIR"
+                    .to_owned(),
+            ),
+            ContextError::Unsupported { .. } => Some(
+                "remove it, or list it in .dockerignore to keep it out of the context".to_owned(),
+            ),
+            ContextError::NotUtf8 { .. } => Some("rename it".to_owned()),
+            ContextError::Changed { .. } => {
+                Some("run the build again once nothing writes to the recipe".to_owned())
+            }
+            ContextError::SourceDateEpoch { .. } => Some(
+                "unset it, or set it to an integer such as `git log -1 --format=%ct`".to_owned(),
+            ),
+        }
+    }
+}
+
+/// What goes into the context.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    /// The rendered Dockerfile's text, stored as `Dockerfile`.
+    pub dockerfile: &'a str,
+    /// The recipe paths the Dockerfile copies.
+    pub members: &'a [Member],
+    /// What stays out.
+    pub exclusions: &'a Exclusions,
+    /// The mtime every entry carries.
+    pub mtime: u64,
+}
+
+/// Writes the context for `inputs` to `output` and returns its digest.
+pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, ContextError> {
+    let mut entries = Entries::default();
+    for member in inputs.members {
+        entries.insert_tree(&member.at, &member.from, inputs.exclusions)?;
+    }
+    entries.insert(
+        DOCKERFILE,
+        Source::Bytes(inputs.dockerfile.as_bytes().to_vec()),
+    );
+    let (hash, size, archive) = match output {
+        Output::Discard => {
+            let (hash, size, _) = entries.write(std::io::sink(), inputs.mtime)?;
+            (hash, size, None)
+        }
+        Output::TemporaryFile => {
+            let file = tempfile::Builder::new()
+                .prefix("forge-context-")
+                .suffix(".tar")
+                .tempfile()
+                .map_err(ContextError::Write)?;
+            let (hash, size, file) = entries.write(file, inputs.mtime)?;
+            (hash, size, Some(file))
+        }
+    };
+    Ok(BuildContext {
+        digest: Digest::from_sha256(&hash),
+        size,
+        entries: entries.len(),
+        archive,
+    })
+}
+
+/// The digest of recipe paths under `root` as forge would archive them (mtime 0), used to
+/// record inputs such as the templates folder. Paths that do not exist are skipped.
+pub fn digest_of(root: &Path, paths: &[&str]) -> Result<Digest, ContextError> {
+    let mut entries = Entries::default();
+    let exclusions = Exclusions::default();
+    for path in paths {
+        let from = root.join(path);
+        if from.symlink_metadata().is_ok() {
+            entries.insert_tree(path, &from, &exclusions)?;
+        }
+    }
+    let (hash, _, _) = entries.write(std::io::sink(), 0)?;
+    Ok(Digest::from_sha256(&hash))
+}
+
+/// The mtime context entries carry: `SOURCE_DATE_EPOCH` when it is set, else 0.
+pub fn mtime_from_environment() -> Result<u64, ContextError> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(value) if !value.trim().is_empty() => value
+            .trim()
+            .parse()
+            .map_err(|_| ContextError::SourceDateEpoch { value }),
+        _ => Ok(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    const DOCKERFILE_TEXT: &str = "FROM scratch\nCOPY overlays/a /a\n";
+
+    /// Writes `files` under `root` in the given order, each with its own mtime.
+    fn tree(root: &Path, files: &[(&str, &str)], mtime_base: i64) {
+        for (index, (path, text)) in files.iter().enumerate() {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            let time = std::time::UNIX_EPOCH
+                + std::time::Duration::from_secs((mtime_base + index as i64 * 977) as u64);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(time)
+                .unwrap();
+        }
+    }
+
+    fn digest(root: &Path, mtime: u64) -> BuildContext {
+        let members = [Member {
+            at: "overlays/a".to_owned(),
+            from: root.join("overlays/a"),
+        }];
+        assemble(
+            Inputs {
+                dockerfile: DOCKERFILE_TEXT,
+                members: &members,
+                exclusions: &Exclusions::default(),
+                mtime,
+            },
+            Output::TemporaryFile,
+        )
+        .unwrap()
+    }
+
+    const FILES: &[(&str, &str)] = &[
+        ("overlays/a/z.py", "z = 1\n"),
+        ("overlays/a/deep/b.py", "b = 2\n"),
+        ("overlays/a/a.py", "a = 3\n"),
+    ];
+
+    #[test]
+    fn mtimes_creation_order_and_modes_do_not_change_the_digest() {
+        let first = tempfile::tempdir().unwrap();
+        let second = tempfile::tempdir().unwrap();
+        tree(first.path(), FILES, 1_000_000);
+        let mut reversed = FILES.to_vec();
+        reversed.reverse();
+        tree(second.path(), &reversed, 1_700_000_000);
+        // A umask difference: group-writable in one checkout only.
+        let loose = second.path().join("overlays/a/a.py");
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o664)).unwrap();
+
+        let one = digest(first.path(), 0);
+        let two = digest(second.path(), 0);
+        assert_eq!(one.digest, two.digest);
+        assert_eq!(one.size, two.size);
+        let bytes_one = std::fs::read(one.archive().unwrap()).unwrap();
+        let bytes_two = std::fs::read(two.archive().unwrap()).unwrap();
+        assert_eq!(bytes_one, bytes_two);
+        assert_eq!(
+            one.digest,
+            Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&bytes_one))
+        );
+
+        // Content and the epoch do change it.
+        assert_ne!(digest(first.path(), 1).digest, one.digest);
+        std::fs::write(first.path().join("overlays/a/a.py"), "a = 4\n").unwrap();
+        assert_ne!(digest(first.path(), 0).digest, one.digest);
+    }
+
+    #[test]
+    fn headers_are_normalised_and_entries_sorted() {
+        let root = tempfile::tempdir().unwrap();
+        tree(root.path(), FILES, 1_234_567);
+        let script = root.path().join("overlays/a/z.py");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(root.path().join("overlays/a/server.pem"), "secret").unwrap();
+        std::fs::create_dir_all(root.path().join("overlays/a/.git")).unwrap();
+        std::fs::write(root.path().join("overlays/a/.git/HEAD"), "ref").unwrap();
+
+        let context = digest(root.path(), 42);
+        let mut archive =
+            tar::Archive::new(std::fs::File::open(context.archive().unwrap()).unwrap());
+        let mut seen = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let header = entry.header();
+            assert_eq!(header.mtime().unwrap(), 42);
+            assert_eq!((header.uid().unwrap(), header.gid().unwrap()), (0, 0));
+            assert_eq!(header.username().unwrap(), Some(""));
+            let path = entry.path().unwrap().to_string_lossy().into_owned();
+            let mode = header.mode().unwrap();
+            seen.push((path.clone(), mode));
+            if path == "Dockerfile" {
+                let mut text = String::new();
+                entry.read_to_string(&mut text).unwrap();
+                assert_eq!(text, DOCKERFILE_TEXT);
+            }
+        }
+        assert_eq!(
+            seen,
+            [
+                ("Dockerfile".to_owned(), 0o644),
+                ("overlays/".to_owned(), 0o755),
+                ("overlays/a/".to_owned(), 0o755),
+                ("overlays/a/a.py".to_owned(), 0o644),
+                ("overlays/a/deep/".to_owned(), 0o755),
+                ("overlays/a/deep/b.py".to_owned(), 0o644),
+                ("overlays/a/z.py".to_owned(), 0o755),
+            ]
+        );
+        assert_eq!(context.entries, seen.len());
+    }
+
+    #[test]
+    fn discarding_gives_the_same_digest_as_writing() {
+        let root = tempfile::tempdir().unwrap();
+        tree(root.path(), FILES, 0);
+        let members = [Member {
+            at: "overlays/a".to_owned(),
+            from: root.path().join("overlays/a"),
+        }];
+        let inputs = Inputs {
+            dockerfile: DOCKERFILE_TEXT,
+            members: &members,
+            exclusions: &Exclusions::default(),
+            mtime: 0,
+        };
+        let discarded = assemble(inputs, Output::Discard).unwrap();
+        assert!(discarded.archive().is_none());
+        assert_eq!(discarded.digest, digest(root.path(), 0).digest);
+    }
+}
