@@ -4,6 +4,8 @@
 //!
 //! 1. `pins`: pins.toml → `Pins` (typed, checked).
 //! 2. `render`: `Recipe` → `Dockerfile` (minijinja, strict).
+//! 3. `patch`: `git format-patch` mail → `Series` → commits on a repository or a scratch copy
+//!    (authors kept, all or nothing) → the patched tree.
 //!
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
@@ -15,6 +17,7 @@ pub mod diagnostics;
 pub mod fs;
 pub mod location;
 pub mod ops;
+pub mod patch;
 pub mod pins;
 pub mod printer;
 pub mod recipe;

@@ -1,0 +1,185 @@
+//! Stage: `git format-patch` mail in, commits out (author kept), all or nothing.
+//!
+//! 1. `Series::read` takes mbox files (or folders of them, in name order) and reads each
+//!    message into a `Patch`: author name, email, time and offset, the commit message, the diff.
+//! 2. `apply(&Series, &Repository, Mode) -> Applied` replays them onto the repository's `HEAD`
+//!    in memory (objects go to an in-memory store, trees come from `apply_to_tree`), one commit
+//!    per patch with the mail's author. A patch whose change is already there is skipped. Only
+//!    when every patch has gone through are the objects written, the worktree checked out and
+//!    the branch moved; a conflict leaves the repository exactly as it was.
+//! 3. `patched_tree(&Onto, ...)` does the same onto a scratch repository made from a recipe
+//!    folder or a fetched git revision, and hands back the patched tree for the build.
+
+mod apply;
+mod mail;
+mod reverse;
+mod target;
+
+use std::path::{Path, PathBuf};
+
+pub use apply::{Applied, Mode, Outcome, PatchResult, apply};
+pub use mail::{Author, Patch};
+pub use target::{Patched, Target, patched_tree, scratch_from_folder};
+
+/// A patch series: patches in the order they apply.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    /// The patches, in order.
+    pub patches: Vec<Patch>,
+}
+
+impl Series {
+    /// Reads every path in order: a file is an mbox of one or more patches, a folder holds
+    /// such files and they are read in name order (hidden files skipped).
+    pub fn read(paths: &[PathBuf]) -> Result<Series, PatchError> {
+        let mut patches = Vec::new();
+        for path in paths {
+            if path.is_dir() {
+                let mut files = Vec::new();
+                let entries = std::fs::read_dir(path).map_err(|source| PatchError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                for entry in entries {
+                    let entry = entry.map_err(|source| PatchError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    let hidden = entry.file_name().to_string_lossy().starts_with('.');
+                    if !hidden && entry.path().is_file() {
+                        files.push(entry.path());
+                    }
+                }
+                files.sort();
+                if files.is_empty() {
+                    return Err(PatchError::EmptySeries { path: path.clone() });
+                }
+                for file in files {
+                    patches.extend(mail::read_file(&file)?);
+                }
+            } else {
+                patches.extend(mail::read_file(path)?);
+            }
+        }
+        Ok(Series { patches })
+    }
+
+    /// Reads one mbox text as if it were the file `path`.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Series, PatchError> {
+        Ok(Series {
+            patches: mail::parse_mbox(path, bytes)?,
+        })
+    }
+}
+
+/// Why a series could not be read or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// A patch file or folder could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file is not a `git format-patch` mail.
+    #[error("{} is not a patch: {reason}", path.display())]
+    NotAPatch {
+        /// The file.
+        path: PathBuf,
+        /// What is missing or wrong.
+        reason: String,
+    },
+    /// A series folder holds no file.
+    #[error("patch series folder {} holds no patch", path.display())]
+    EmptySeries {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A patch's diff could not be read by libgit2.
+    #[error("{patch}: unreadable diff: {}", source.message())]
+    Diff {
+        /// The patch.
+        patch: String,
+        /// libgit2's complaint.
+        source: git2::Error,
+    },
+    /// A patch names a path outside the repository or inside `.git`.
+    #[error("{patch}: refusing to write `{path}`: {reason}")]
+    UnsafePath {
+        /// The patch.
+        patch: String,
+        /// The path it names.
+        path: String,
+        /// Why that path is refused.
+        reason: &'static str,
+    },
+    /// A patch does not apply.
+    #[error("{patch} does not apply: {file}: {hunk}")]
+    Conflict {
+        /// The patch.
+        patch: String,
+        /// The file it fails on.
+        file: String,
+        /// The hunk that failed, as `hunk #2 (@@ -4,12 +4,18 @@)`, or what else failed.
+        hunk: String,
+    },
+    /// The target worktree has changes that a checkout could lose.
+    #[error("{} has uncommitted changes: {}", repository.display(), files.join(", "))]
+    Dirty {
+        /// The repository's worktree.
+        repository: PathBuf,
+        /// Some of the changed files.
+        files: Vec<String>,
+    },
+    /// The target has no commit to apply onto.
+    #[error("{} has no commit to apply onto (HEAD is unborn)", repository.display())]
+    Unborn {
+        /// The repository.
+        repository: PathBuf,
+    },
+    /// No committer identity is configured.
+    #[error("no committer identity for {}: user.name or user.email is not set", repository.display())]
+    Identity {
+        /// The repository.
+        repository: PathBuf,
+    },
+    /// A git operation on the target failed.
+    #[error("{what}: {}", source.message())]
+    Git {
+        /// What forge was doing.
+        what: String,
+        /// libgit2's error.
+        source: git2::Error,
+    },
+}
+
+impl PatchError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            PatchError::Read { .. } => "check the path; series paths are files or folders of `git format-patch` output".to_owned(),
+            PatchError::NotAPatch { .. } => "pass files made by `git format-patch` (mbox: a `From <commit> ...` line, `From:`, `Date:`, `Subject:` headers, then the message and a `diff --git`)".to_owned(),
+            PatchError::EmptySeries { .. } => "put the `git format-patch` files of the series in that folder, or point pins.toml at another".to_owned(),
+            PatchError::Diff { .. } => "regenerate the patch with `git format-patch --binary`; hand edits often break hunk line counts".to_owned(),
+            PatchError::UnsafePath { .. } => "a patch may only touch files inside the repository; nothing was applied".to_owned(),
+            PatchError::Conflict { .. } => "nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again".to_owned(),
+            PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),
+            PatchError::Unborn { .. } => "commit the files the series applies to, then run again".to_owned(),
+            PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
+            PatchError::Git { .. } => return None,
+        })
+    }
+
+    /// Whether this is a check that did not hold (a conflict: exit 1) rather than forge being
+    /// unable to do its job (exit 2).
+    pub fn is_check_failure(&self) -> bool {
+        matches!(self, PatchError::Conflict { .. })
+    }
+
+    pub(crate) fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> PatchError {
+        let what = what.into();
+        move |source| PatchError::Git { what, source }
+    }
+}

@@ -1,0 +1,281 @@
+//! What a series applies onto: a repository of the user's, or a scratch repository made from a
+//! recipe folder or from a git revision fetched into forge's cache. `patched_tree` gives the
+//! build the patched tree of a scratch repository; the user's own files are never touched.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository, Signature};
+use sha2::Digest as _;
+
+use super::apply::{Applied, Mode, apply};
+use super::{PatchError, Series};
+
+/// A target resolved from the command line or pins.toml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A repository of the user's: `apply` commits onto its branch and checks out.
+    Repository(PathBuf),
+    /// A recipe folder: its files become the first commit of a scratch repository.
+    Folder(PathBuf),
+    /// A git URL at a revision, fetched into forge's cache, applied in a scratch repository.
+    Git {
+        /// Where to fetch from.
+        url: String,
+        /// The commit (or branch, or tag) to apply onto.
+        rev: String,
+    },
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Repository(path) => write!(f, "{}", path.display()),
+            Target::Folder(path) => write!(f, "{} (scratch repository)", path.display()),
+            Target::Git { url, rev } => write!(f, "{url} at {rev} (scratch repository)"),
+        }
+    }
+}
+
+/// A series applied to a scratch copy of its target.
+pub struct Patched {
+    /// The scratch repository (bare); its `HEAD` is the last applied commit.
+    pub repository: Repository,
+    /// The patched tree, for the build context.
+    pub tree: Oid,
+    /// What happened to each patch.
+    pub applied: Applied,
+    /// Keeps the scratch repository on disk while `repository` is in use.
+    _scratch: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for Patched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Patched")
+            .field("repository", &self.repository.path())
+            .field("tree", &self.tree)
+            .field("applied", &self.applied)
+            .finish()
+    }
+}
+
+/// Applies `series` to a scratch repository made from `target` (`Target::Folder` or
+/// `Target::Git`; a `Target::Repository` is copied by reference, its branch untouched) and
+/// returns the patched tree. In `Mode::Check` nothing is committed even in the scratch copy.
+pub fn patched_tree(target: &Target, series: &Series, mode: Mode) -> Result<Patched, PatchError> {
+    let (scratch, repository) = match target {
+        Target::Folder(folder) => scratch_from_folder(folder)?,
+        Target::Git { url, rev } => scratch_from_git(url, rev)?,
+        Target::Repository(path) => {
+            let source = Repository::open(path)
+                .map_err(PatchError::git(format!("cannot open {}", path.display())))?;
+            let head = source
+                .head()
+                .and_then(|head| head.peel_to_commit())
+                .map_err(|_| PatchError::Unborn {
+                    repository: path.clone(),
+                })?;
+            scratch_with_alternate(source.path(), head.id())?
+        }
+    };
+    let applied = apply(series, &repository, mode)?;
+    Ok(Patched {
+        tree: applied.tree,
+        repository,
+        applied,
+        _scratch: scratch,
+    })
+}
+
+/// A bare scratch repository whose one commit holds the files of `folder` (modes and symlinks
+/// kept, `.git` skipped), committed by `forge` at time 0 so the same folder gives the same id.
+pub fn scratch_from_folder(folder: &Path) -> Result<(tempfile::TempDir, Repository), PatchError> {
+    let (scratch, repository) = scratch_repository()?;
+    let tree = write_folder(&repository, folder)?;
+    let tree = repository
+        .find_tree(tree)
+        .map_err(PatchError::git("cannot read the scratch tree"))?;
+    let signature = Signature::new("forge", "forge@localhost", &git2::Time::new(0, 0))
+        .map_err(PatchError::git("cannot make a signature"))?;
+    let message = format!(
+        "The files of {}\n",
+        folder
+            .file_name()
+            .unwrap_or(folder.as_os_str())
+            .to_string_lossy()
+    );
+    repository
+        .commit(Some("HEAD"), &signature, &signature, &message, &tree, &[])
+        .map_err(PatchError::git("cannot commit the scratch base"))?;
+    drop(tree);
+    Ok((scratch, repository))
+}
+
+/// A bare repository in a temporary folder, with forge as its committer.
+fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
+    let scratch = tempfile::Builder::new()
+        .prefix("forge-patch-")
+        .tempdir()
+        .map_err(|source| PatchError::Read {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let repository = Repository::init_bare(scratch.path())
+        .map_err(PatchError::git("cannot create a scratch repository"))?;
+    let mut config = repository
+        .config()
+        .map_err(PatchError::git("cannot configure the scratch repository"))?;
+    config
+        .set_str("user.name", "forge")
+        .and_then(|()| config.set_str("user.email", "forge@localhost"))
+        .map_err(PatchError::git("cannot configure the scratch repository"))?;
+    Ok((scratch, repository))
+}
+
+/// Writes the files under `folder` as blobs and trees, returning the root tree.
+fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchError> {
+    let read_error = |source| PatchError::Read {
+        path: folder.to_owned(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(folder)
+        .map_err(read_error)?
+        .collect::<Result<_, _>>()
+        .map_err(read_error)?;
+    entries.sort_by_key(|entry| entry.file_name());
+    let mut builder = repository
+        .treebuilder(None)
+        .map_err(PatchError::git("cannot build a tree"))?;
+    for entry in entries {
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let path = entry.path();
+        let metadata = std::fs::symlink_metadata(&path).map_err(|source| PatchError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let read = |source| PatchError::Read {
+            path: path.clone(),
+            source,
+        };
+        let (id, mode) = if metadata.file_type().is_symlink() {
+            let target = std::fs::read_link(&path).map_err(read)?;
+            let bytes = std::os::unix::ffi::OsStrExt::as_bytes(target.as_os_str()).to_vec();
+            (repository.blob(&bytes), 0o120000)
+        } else if metadata.is_dir() {
+            let tree = write_folder(repository, &path)?;
+            let empty = repository
+                .find_tree(tree)
+                .map(|tree| tree.is_empty())
+                .unwrap_or(true);
+            if empty {
+                continue;
+            }
+            (Ok(tree), 0o040000)
+        } else {
+            let bytes = std::fs::read(&path).map_err(read)?;
+            let executable =
+                std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o111 != 0;
+            (
+                repository.blob(&bytes),
+                if executable { 0o100755 } else { 0o100644 },
+            )
+        };
+        let id = id.map_err(PatchError::git(format!("cannot store {}", path.display())))?;
+        builder
+            .insert(&name, id, mode)
+            .map_err(PatchError::git(format!("cannot store {}", path.display())))?;
+    }
+    builder
+        .write()
+        .map_err(PatchError::git("cannot write a tree"))
+}
+
+/// A scratch repository at `rev` of `url`, fetched into forge's cache first when the cache
+/// does not hold it yet.
+fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Repository), PatchError> {
+    let cache = cache_folder(url);
+    let cached = match Repository::open_bare(&cache) {
+        Ok(repository) => repository,
+        Err(_) => {
+            std::fs::create_dir_all(&cache).map_err(|source| PatchError::Read {
+                path: cache.clone(),
+                source,
+            })?;
+            Repository::init_bare(&cache).map_err(PatchError::git(format!(
+                "cannot create the git cache {}",
+                cache.display()
+            )))?
+        }
+    };
+    let resolve = |repository: &Repository| {
+        repository
+            .revparse_single(rev)
+            .and_then(|object| object.peel_to_commit())
+            .map(|commit| commit.id())
+    };
+    let commit = match resolve(&cached) {
+        Ok(commit) => commit,
+        Err(_) => {
+            let mut remote = cached
+                .remote_anonymous(url)
+                .map_err(PatchError::git(format!("cannot use {url}")))?;
+            let refspecs = [
+                "+refs/heads/*:refs/remotes/origin/*",
+                "+refs/tags/*:refs/tags/*",
+            ];
+            remote
+                .fetch(&refspecs, None, None)
+                .map_err(PatchError::git(format!("cannot fetch {url}")))?;
+            // A full commit id that no branch or tag reaches: ask for it by name.
+            if resolve(&cached).is_err() && rev.len() == 40 {
+                let _ = remote.fetch(&[rev], None, None);
+            }
+            resolve(&cached).map_err(PatchError::git(format!(
+                "{url} has no commit `{rev}` (fetched into {})",
+                cache.display()
+            )))?
+        }
+    };
+    scratch_with_alternate(cached.path(), commit)
+}
+
+/// A scratch repository that borrows the objects of the repository at `git_dir` and whose
+/// `HEAD` is `commit`.
+fn scratch_with_alternate(
+    git_dir: &Path,
+    commit: Oid,
+) -> Result<(tempfile::TempDir, Repository), PatchError> {
+    let (scratch, repository) = scratch_repository()?;
+    let objects = git_dir.join("objects");
+    let objects = objects.canonicalize().unwrap_or(objects);
+    let alternates = repository.path().join("objects/info/alternates");
+    std::fs::create_dir_all(alternates.parent().expect("a parent"))
+        .and_then(|()| std::fs::write(&alternates, format!("{}\n", objects.display())))
+        .map_err(|source| PatchError::Read {
+            path: alternates.clone(),
+            source,
+        })?;
+    drop(repository);
+    let repository = Repository::open_bare(scratch.path())
+        .map_err(PatchError::git("cannot open the scratch repository"))?;
+    repository
+        .reference("refs/heads/main", commit, true, "forge: scratch base")
+        .and_then(|_| repository.set_head("refs/heads/main"))
+        .map_err(PatchError::git(
+            "cannot point the scratch repository at its base",
+        ))?;
+    Ok((scratch, repository))
+}
+
+/// `$XDG_CACHE_HOME/forge/git/<sha256 of the URL, 16 hex>`, else under `~/.cache`.
+fn cache_folder(url: &str) -> PathBuf {
+    let root = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let digest = sha2::Sha256::digest(url.as_bytes());
+    root.join("forge/git").join(&hex::encode(digest)[..16])
+}
