@@ -34,6 +34,8 @@ pub struct Cli {
 pub enum Command {
     /// Render the Dockerfile from pins.toml and the templates.
     Render(RenderArgs),
+    /// Render, patch, assemble the context, build, tag both tags, push, and record forge.lock.
+    Build(BuildArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.
@@ -52,6 +54,42 @@ pub struct RenderArgs {
     /// Write nothing; exit 1 when FILE (from --out) differs from a fresh render.
     #[arg(long, requires = "out")]
     pub check: bool,
+}
+
+/// `forge build`.
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Stop after the context digest and print the plan; no daemon is needed.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Push every tag and record the registry digest of each.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub push: bool,
+
+    /// Run every step again instead of reusing the build cache.
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// Build for this platform instead of the one pins.toml names.
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<crate::pins::Platform>,
+
+    /// The daemon's builder: BuildKit, or the classic builder for engines without it.
+    #[arg(long, value_enum, default_value = "buildkit")]
+    pub builder: crate::engine::Builder,
+
+    /// How to show the build: live on a terminal (auto), timestamped lines (plain), or not at all.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub progress: crate::engine::progress::ProgressMode,
+
+    /// Re-point an immutable tag that already names another image.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Refuse to build when the inputs no longer match forge.lock.
+    #[arg(long)]
+    pub locked: bool,
 }
 
 /// `forge pin ...`.

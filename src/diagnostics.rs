@@ -54,7 +54,27 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::render::RenderError>() {
         return error.hint();
     }
+    if let Some(error) = error.downcast_ref::<crate::context::ContextError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::engine::EngineError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::engine::credentials::CredentialsError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::lock::LockError>() {
+        return error.hint();
+    }
     None
+}
+
+/// Whether `error` is a build that ran and failed (a step, the Dockerfile) rather than one the
+/// environment stopped.
+fn failed_build(error: &(dyn std::error::Error + 'static)) -> bool {
+    error
+        .downcast_ref::<crate::engine::EngineError>()
+        .is_some_and(crate::engine::EngineError::is_failed_check)
 }
 
 /// Prints `error` with its causes and hints, and says which exit status it means.
@@ -78,7 +98,7 @@ pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
     for hint in hints {
         printer.note("hint", hint);
     }
-    if error.chain().any(|cause| cause.is::<CheckFailed>()) {
+    if error.chain().any(|cause| cause.is::<CheckFailed>() || failed_build(cause)) {
         ExitStatus::Failure
     } else {
         ExitStatus::Error

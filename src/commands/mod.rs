@@ -1,5 +1,6 @@
 //! Thin commands: each turns its clap arguments into options and calls the operations layer.
 
+mod build;
 mod pin_list;
 mod render;
 
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     let printer = Printer::new(verbosity, format);
     let result = match &cli.command {
         Command::Render(args) => render::run(&cli, args, &printer),
+        Command::Build(args) => build::run(&cli, args, &printer),
         Command::Pin {
             command: PinCommand::List,
         } => pin_list::run(&cli, &printer),

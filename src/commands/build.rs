@@ -1,0 +1,31 @@
+//! `forge build [--dry-run] [--push] [--no-cache] [--locked] ...`.
+
+use crate::cli::{BuildArgs, Cli};
+use crate::diagnostics::ExitStatus;
+use crate::ops::build::{BuildMode, BuildOptions};
+use crate::printer::Printer;
+
+pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let recipe = super::open_recipe(cli, printer)?;
+    let options = BuildOptions {
+        mode: if args.dry_run {
+            BuildMode::DryRun
+        } else {
+            BuildMode::Build
+        },
+        locked: args.locked,
+        push: args.push,
+        force: args.force,
+        no_cache: args.no_cache,
+        platform: args.platform.clone(),
+        builder: args.builder,
+        progress: if cli.quiet {
+            crate::engine::progress::ProgressMode::Quiet
+        } else {
+            args.progress
+        },
+        verbose: cli.verbose,
+    };
+    crate::ops::build(&recipe, &options, printer)?;
+    Ok(ExitStatus::Success)
+}

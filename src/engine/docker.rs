@@ -1,0 +1,314 @@
+//! `Engine` over the Docker Engine API, with bollard.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use bollard::errors::Error as BollardError;
+use bollard::models::BuildInfoAux;
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, BuilderVersion, PushImageOptionsBuilder, RemoveImageOptionsBuilder,
+    TagImageOptionsBuilder,
+};
+use futures_util::StreamExt as _;
+
+use super::progress::Display;
+use super::steps::Steps;
+use super::{BuildRequest, Builder, Credentials, Engine, EngineError, ImageId, ImageInfo};
+use crate::pins::{Digest, Repository, Tag};
+
+/// The socket the docker CLI uses when `DOCKER_HOST` is unset.
+const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+/// A Docker daemon.
+#[derive(Debug, Clone)]
+pub struct Docker {
+    client: bollard::Docker,
+    host: String,
+}
+
+impl Docker {
+    /// Connects as the docker CLI does (`DOCKER_HOST`, with `DOCKER_TLS_VERIFY` and
+    /// `DOCKER_CERT_PATH` for tcp, else the default socket) and checks that the daemon answers.
+    pub async fn connect() -> Result<Self, EngineError> {
+        let host = std::env::var("DOCKER_HOST")
+            .ok()
+            .filter(|host| !host.is_empty())
+            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
+        let unreachable = |error: BollardError| EngineError::Unreachable {
+            host: host.clone(),
+            message: error.to_string(),
+        };
+        let client = bollard::Docker::connect_with_defaults().map_err(unreachable)?;
+        client.ping().await.map_err(unreachable)?;
+        Ok(Self { client, host })
+    }
+
+    /// Where the daemon was reached.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn api(&self, action: impl Into<String>) -> impl FnOnce(BollardError) -> EngineError + '_ {
+        let action = action.into();
+        move |error| match error {
+            BollardError::DockerResponseServerError { message, .. } => {
+                EngineError::Api { action, message }
+            }
+            // Anything else is the connection failing under us.
+            other => EngineError::Unreachable {
+                host: self.host.clone(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// A session id for one BuildKit build, unique on this machine.
+fn session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default();
+    format!("forge-{}-{nanos:x}", std::process::id())
+}
+
+fn reference(repository: &Repository, tag: &Tag) -> String {
+    format!("{repository}:{tag}")
+}
+
+impl Engine for Docker {
+    async fn build(
+        &self,
+        request: &BuildRequest<'_>,
+        display: &mut Display,
+    ) -> Result<ImageId, EngineError> {
+        let args: HashMap<&str, &str> = request
+            .args
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let labels: HashMap<&str, &str> = request
+            .labels
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let mut options = BuildImageOptionsBuilder::default()
+            .dockerfile(crate::context::DOCKERFILE)
+            .rm(true)
+            .forcerm(true)
+            .nocache(request.no_cache)
+            .buildargs(&args)
+            .labels(&labels);
+        if let Some(platform) = request.platform {
+            options = options.platform(platform.as_str());
+        }
+        options = match request.builder {
+            Builder::Buildkit => options
+                .version(BuilderVersion::BuilderBuildKit)
+                .session(&session_id()),
+            Builder::Classic => options.version(BuilderVersion::BuilderV1),
+        };
+
+        let file = tokio::fs::File::open(request.context)
+            .await
+            .map_err(|source| EngineError::Context {
+                path: request.context.to_owned(),
+                source,
+            })?;
+        let body =
+            bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20));
+        let mut stream = self.client.build_image(options.build(), None, Some(body));
+        let mut steps = Steps::default();
+        let mut image = None;
+        let mut failure = None;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    if let Some(text) = &info.stream {
+                        steps.classic(text, display);
+                    }
+                    match &info.aux {
+                        Some(BuildInfoAux::BuildKit(status)) => steps.buildkit(status, display),
+                        Some(BuildInfoAux::Default(id)) => image = id.id.clone(),
+                        None => {}
+                    }
+                }
+                Err(BollardError::DockerStreamError { error }) => {
+                    failure = Some(error);
+                    break;
+                }
+                Err(BollardError::DockerResponseServerError { message, .. }) => {
+                    failure = Some(message);
+                    break;
+                }
+                Err(other) => {
+                    display.finish();
+                    return Err(EngineError::Unreachable {
+                        host: self.host.clone(),
+                        message: other.to_string(),
+                    });
+                }
+            }
+        }
+        if failure.is_none() {
+            steps.finish_classic_step(display);
+        }
+        display.finish();
+        if let Some(message) = failure {
+            let message = message.trim().to_owned();
+            return Err(match steps.failed() {
+                Some((step, output)) => EngineError::StepFailed {
+                    step,
+                    message,
+                    output,
+                },
+                None => EngineError::BuildFailed { message },
+            });
+        }
+        let id = image.ok_or(EngineError::NoImageId)?;
+        Digest::from_str(&id)
+            .map(ImageId)
+            .map_err(|_| EngineError::Api {
+                action: "build".to_owned(),
+                message: format!("the daemon reported the image id {id:?}"),
+            })
+    }
+
+    async fn image(&self, reference: &str) -> Result<Option<ImageInfo>, EngineError> {
+        match self.client.inspect_image(reference).await {
+            Ok(inspect) => {
+                let id = inspect.id.unwrap_or_default();
+                let id = Digest::from_str(&id).map_err(|_| EngineError::Api {
+                    action: format!("inspect {reference}"),
+                    message: format!("the daemon reported the image id {id:?}"),
+                })?;
+                Ok(Some(ImageInfo {
+                    id: ImageId(id),
+                    repo_digests: inspect.repo_digests.unwrap_or_default(),
+                }))
+            }
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(error) => Err(self.api(format!("inspect {reference}"))(error)),
+        }
+    }
+
+    async fn tag(
+        &self,
+        image: &ImageId,
+        repository: &Repository,
+        tag: &Tag,
+    ) -> Result<(), EngineError> {
+        let options = TagImageOptionsBuilder::default()
+            .repo(repository.as_str())
+            .tag(tag.as_str())
+            .build();
+        self.client
+            .tag_image(image.0.as_str(), Some(options))
+            .await
+            .map_err(self.api(format!("tag {image} as {}", reference(repository, tag))))
+    }
+
+    async fn remove_tag(&self, repository: &Repository, tag: &Tag) -> Result<(), EngineError> {
+        let reference = reference(repository, tag);
+        let options = RemoveImageOptionsBuilder::default().noprune(true).build();
+        match self
+            .client
+            .remove_image(&reference, Some(options), None)
+            .await
+        {
+            Ok(_)
+            | Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(error) => Err(self.api(format!("remove the tag {reference}"))(error)),
+        }
+    }
+
+    async fn push(
+        &self,
+        repository: &Repository,
+        tag: &Tag,
+        credentials: Option<&Credentials>,
+        display: &mut Display,
+    ) -> Result<Digest, EngineError> {
+        let reference = reference(repository, tag);
+        let options = PushImageOptionsBuilder::default().tag(tag.as_str()).build();
+        let mut stream = self.client.push_image(
+            repository.as_str(),
+            Some(options),
+            credentials.map(Credentials::to_docker),
+        );
+        let mut digest = None;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(item) = stream.next().await {
+            let info = match item {
+                Ok(info) => info,
+                Err(BollardError::DockerStreamError { error }) => {
+                    display.finish();
+                    return Err(EngineError::Push {
+                        reference,
+                        message: error,
+                    });
+                }
+                Err(BollardError::DockerResponseServerError { message, .. }) => {
+                    display.finish();
+                    return Err(EngineError::Push { reference, message });
+                }
+                Err(other) => {
+                    display.finish();
+                    return Err(EngineError::Unreachable {
+                        host: self.host.clone(),
+                        message: other.to_string(),
+                    });
+                }
+            };
+            let Some(status) = info.status else { continue };
+            // The registry's manifest digest is only ever reported in this status line:
+            // `TAG: digest: sha256:... size: N`.
+            if let Some(found) = status
+                .split_once(" digest: ")
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .and_then(|text| Digest::from_str(text).ok())
+            {
+                display.line(&format!("{reference}: pushed {found}"));
+                digest = Some(found);
+                continue;
+            }
+            // Each state once (the stream names no layer); `Pushing` byte counts would flood a log.
+            if status != "Pushing" && seen.insert(status.clone()) {
+                display.line(&format!("{reference}: {status}"));
+            }
+        }
+        display.finish();
+        digest.ok_or(EngineError::NoPushDigest { reference })
+    }
+
+    async fn registry_digest(
+        &self,
+        repository: &Repository,
+        tag: &Tag,
+        credentials: Option<&Credentials>,
+    ) -> Result<Option<Digest>, EngineError> {
+        let reference = reference(repository, tag);
+        match self
+            .client
+            .inspect_registry_image(&reference, credentials.map(Credentials::to_docker))
+            .await
+        {
+            Ok(inspect) => Ok(inspect
+                .descriptor
+                .digest
+                .and_then(|digest| Digest::from_str(&digest).ok())),
+            Err(BollardError::DockerResponseServerError { message, .. })
+                if message.contains("not found") || message.contains("unknown") =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(self.api(format!("look up {reference} in its registry"))(
+                error,
+            )),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Stage 5: a build context and build options in, an image id out; then tags, inspection and
+//! pushes of that image.
+//!
+//! `Engine` is the side-effect boundary: `Docker` implements it over the Docker Engine API with
+//! bollard, connecting as the docker CLI does (`DOCKER_HOST`, else the default socket). The
+//! builder's stream, BuildKit status or classic `Step N/M` text, is turned into `steps::Event`s
+//! that a `progress::Display` draws, and a failing step comes back as
+//! `EngineError::StepFailed` with its instruction and the tail of its output.
+
+pub mod credentials;
+mod docker;
+pub mod progress;
+pub mod steps;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+pub use credentials::Credentials;
+pub use docker::Docker;
+
+use crate::pins::{Digest, Platform, Repository, Tag};
+use progress::Display;
+
+/// An image id, the digest of the image's configuration (`sha256:…`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ImageId(pub Digest);
+
+impl fmt::Display for ImageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl ImageId {
+    /// The first 12 hex digits, as `docker images` shows them.
+    pub fn short(&self) -> &str {
+        &self.0.hex()[..12]
+    }
+}
+
+/// Which of the daemon's builders runs the build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Builder {
+    /// BuildKit, with a session per build.
+    Buildkit,
+    /// The classic builder, for engines without BuildKit.
+    Classic,
+}
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct BuildRequest<'a> {
+    /// The context archive (a tar with `Dockerfile` at its root).
+    pub context: &'a Path,
+    /// The builder.
+    pub builder: Builder,
+    /// Build every step again instead of reusing the cache.
+    pub no_cache: bool,
+    /// The platform to build for.
+    pub platform: Option<&'a Platform>,
+    /// `--build-arg`s.
+    pub args: BTreeMap<String, String>,
+    /// Labels added to the image.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// What the engine knows about a local image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// Its id.
+    pub id: ImageId,
+    /// `repository@sha256:…` for each registry it was pushed to or pulled from.
+    pub repo_digests: Vec<String>,
+}
+
+/// Why the engine could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The daemon did not answer.
+    #[error("cannot reach the Docker daemon at {host}: {message}")]
+    Unreachable {
+        /// `DOCKER_HOST`, or the default socket.
+        host: String,
+        /// What the connection attempt said.
+        message: String,
+    },
+    /// A step of the Dockerfile failed.
+    #[error("{}", step_failure(step, message, output))]
+    StepFailed {
+        /// The step, as the builder names it (`[3/7] RUN python3 -c ...`, `Step 3/7 : RUN ...`).
+        step: String,
+        /// The builder's error.
+        message: String,
+        /// The last lines the step printed.
+        output: Vec<String>,
+    },
+    /// The builder refused the build before any step ran (a Dockerfile error, a missing base).
+    #[error("the build failed: {message}")]
+    BuildFailed {
+        /// The builder's error.
+        message: String,
+    },
+    /// The build stream ended without an image id.
+    #[error("the build finished without reporting an image id")]
+    NoImageId,
+    /// A registry refused a push.
+    #[error("pushing {reference} failed: {message}")]
+    Push {
+        /// `repository:tag`.
+        reference: String,
+        /// The daemon's or registry's error.
+        message: String,
+    },
+    /// The push finished without the registry digest in its status lines.
+    #[error("pushing {reference} finished without reporting the registry digest")]
+    NoPushDigest {
+        /// `repository:tag`.
+        reference: String,
+    },
+    /// The context archive could not be opened.
+    #[error("cannot read the build context {}: {source}", path.display())]
+    Context {
+        /// The archive.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Any other refusal of the daemon.
+    #[error("{action}: {message}")]
+    Api {
+        /// What forge asked for.
+        action: String,
+        /// The daemon's error.
+        message: String,
+    },
+}
+
+fn step_failure(step: &str, message: &str, output: &[String]) -> String {
+    let mut text = format!("step {step} failed: {message}");
+    if !output.is_empty() {
+        text.push_str("\n  last output of the step:");
+        for line in output {
+            text.push_str("\n  | ");
+            text.push_str(line);
+        }
+    }
+    text
+}
+
+impl EngineError {
+    /// Whether the error is the build's own failure (exit 1) rather than the environment's.
+    pub fn is_failed_check(&self) -> bool {
+        matches!(
+            self,
+            EngineError::StepFailed { .. } | EngineError::BuildFailed { .. }
+        )
+    }
+
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            EngineError::Unreachable { host, .. } => Some(format!(
+                "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
+            )),
+            EngineError::StepFailed { .. } => Some(
+                "no tag moved and forge.lock is unchanged; fix the step (or the pin it installs) and build again"
+                    .to_owned(),
+            ),
+            EngineError::BuildFailed { .. } => Some(
+                "no tag moved and forge.lock is unchanged; check the rendered Dockerfile with `forge render`"
+                    .to_owned(),
+            ),
+            EngineError::NoImageId => Some("check the daemon's log for the build".to_owned()),
+            EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Some(
+                "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD)"
+                    .to_owned(),
+            ),
+            EngineError::Context { .. } => {
+                Some("the context archive lives in the temporary folder; check TMPDIR".to_owned())
+            }
+            EngineError::Api { .. } => Some("check the daemon's log".to_owned()),
+        }
+    }
+}
+
+/// A container engine that builds, tags, inspects and pushes images.
+// The trait is used with static dispatch only, so the futures' auto traits need not be named.
+#[allow(async_fn_in_trait)]
+pub trait Engine {
+    /// Builds the context and returns the image id, drawing progress on `display`.
+    async fn build(
+        &self,
+        request: &BuildRequest<'_>,
+        display: &mut Display,
+    ) -> Result<ImageId, EngineError>;
+
+    /// The image `reference` (`repository:tag` or an id) names locally, if any.
+    async fn image(&self, reference: &str) -> Result<Option<ImageInfo>, EngineError>;
+
+    /// Points `repository:tag` at `image`.
+    async fn tag(
+        &self,
+        image: &ImageId,
+        repository: &Repository,
+        tag: &Tag,
+    ) -> Result<(), EngineError>;
+
+    /// Removes the tag `repository:tag` (the image stays if anything else names it).
+    async fn remove_tag(&self, repository: &Repository, tag: &Tag) -> Result<(), EngineError>;
+
+    /// Pushes `repository:tag` and returns the manifest digest the registry stored.
+    async fn push(
+        &self,
+        repository: &Repository,
+        tag: &Tag,
+        credentials: Option<&Credentials>,
+        display: &mut Display,
+    ) -> Result<Digest, EngineError>;
+
+    /// The manifest digest `repository:tag` has in its registry, if it is there.
+    async fn registry_digest(
+        &self,
+        repository: &Repository,
+        tag: &Tag,
+        credentials: Option<&Credentials>,
+    ) -> Result<Option<Digest>, EngineError>;
+}

@@ -1,0 +1,163 @@
+//! How a build's progress is drawn: an indicatif display of the running steps on a terminal,
+//! plain timestamped lines in a log, nothing when quiet.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::steps::{Event, StepState};
+use crate::printer::Printer;
+
+/// The progress display the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A live display on a terminal, plain lines otherwise.
+    Auto,
+    /// Plain timestamped lines.
+    Plain,
+    /// Nothing but the result.
+    Quiet,
+}
+
+/// Draws build and push progress on stderr.
+#[derive(Debug)]
+pub enum Display {
+    /// Live bars for the running steps, a line for each finished one.
+    Terminal(Terminal),
+    /// One timestamped line per event.
+    Plain(Plain),
+    /// Nothing.
+    Silent,
+}
+
+/// The live terminal display.
+#[derive(Debug)]
+pub struct Terminal {
+    multi: MultiProgress,
+    bars: HashMap<String, ProgressBar>,
+    verbose: bool,
+}
+
+/// The plain log display.
+#[derive(Debug)]
+pub struct Plain {
+    printer: Printer,
+    started: Instant,
+    verbose: bool,
+}
+
+impl Display {
+    /// The display for `mode`: `Auto` draws live only when stderr is a terminal.
+    pub fn new(mode: ProgressMode, printer: &Printer, verbose: bool) -> Self {
+        match mode {
+            ProgressMode::Quiet => Display::Silent,
+            ProgressMode::Auto if printer.is_terminal() => Display::Terminal(Terminal {
+                multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+                bars: HashMap::new(),
+                verbose,
+            }),
+            ProgressMode::Auto | ProgressMode::Plain => Display::Plain(Plain {
+                printer: printer.clone(),
+                started: Instant::now(),
+                verbose,
+            }),
+        }
+    }
+
+    /// Draws one builder event.
+    pub fn event(&mut self, event: Event<'_>) {
+        match self {
+            Display::Terminal(terminal) => terminal.event(event),
+            Display::Plain(plain) => plain.event(event),
+            Display::Silent => {}
+        }
+    }
+
+    /// Draws a free-standing progress line (a push's layer status).
+    pub fn line(&mut self, text: &str) {
+        match self {
+            Display::Terminal(terminal) => {
+                let _ = terminal.multi.println(format!("             {text}"));
+            }
+            Display::Plain(plain) => plain.print(text),
+            Display::Silent => {}
+        }
+    }
+
+    /// Clears whatever is still drawn.
+    pub fn finish(&mut self) {
+        if let Display::Terminal(terminal) = self {
+            for (_, bar) in terminal.bars.drain() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
+impl Terminal {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Step {
+                id,
+                name,
+                state: StepState::Running,
+            } => {
+                let bar = self.multi.add(ProgressBar::new_spinner());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner:.cyan} {prefix} {wide_msg:.dim}")
+                        .expect("a valid template"),
+                );
+                bar.set_prefix(name.to_owned());
+                bar.enable_steady_tick(Duration::from_millis(120));
+                self.bars.insert(id.to_owned(), bar);
+            }
+            Event::Step { id, name, state } => {
+                if let Some(bar) = self.bars.remove(id) {
+                    bar.finish_and_clear();
+                }
+                let verb = match state {
+                    StepState::Cached => "\x1b[1;36m      Cached\x1b[0m",
+                    StepState::Done => "\x1b[1;32m        Done\x1b[0m",
+                    _ => "\x1b[1;31m      Failed\x1b[0m",
+                };
+                let _ = self.multi.println(format!("{verb} {name}"));
+            }
+            Event::Output { id, line, .. } => {
+                if let Some(bar) = self.bars.get(id) {
+                    bar.set_message(line.to_owned());
+                }
+                if self.verbose {
+                    let _ = self.multi.println(format!("             | {line}"));
+                }
+            }
+        }
+    }
+}
+
+impl Plain {
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Step { name, state, .. } => {
+                let word = match state {
+                    StepState::Running => "running",
+                    StepState::Cached => "cached",
+                    StepState::Done => "done",
+                    StepState::Failed => "FAILED",
+                };
+                self.print(&format!("{name} {word}"));
+            }
+            Event::Output { line, .. } if self.verbose || !line.is_empty() => {
+                self.print(&format!("  | {line}"));
+            }
+            Event::Output { .. } => {}
+        }
+    }
+
+    fn print(&self, text: &str) {
+        let now = chrono::Utc::now().format("%H:%M:%S%.3f");
+        let elapsed = self.started.elapsed().as_secs_f64();
+        self.printer
+            .stderr(format_args!("[{now} {elapsed:>7.1}s] {text}\n"));
+    }
+}

@@ -1,0 +1,342 @@
+//! Stage 6: a successful build in, `forge.lock` out: the record of what went into the image
+//! and what came out, written atomically and only after the build, its tags and its pushes all
+//! succeeded.
+//!
+//! The record is TOML, like pins.toml beside it: it is read in review next to the pins it
+//! records, diffs line by line, and carries a comment saying what it is. `--locked` compares
+//! a fresh computation of `Inputs` with the record and refuses to build when they differ.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fs::{Written, write_if_changed};
+use crate::pins::{Digest, ImageRef, Mutability, Repository, Tag};
+
+/// The record's file name, in the recipe folder.
+pub const LOCK_FILE: &str = "forge.lock";
+
+/// The format version; bumped when a field changes meaning.
+const FORMAT_VERSION: u32 = 1;
+
+const HEADER: &str = "# forge.lock: the record of the last successful `forge build` of this recipe.\n\
+# Written by forge after the build, its tags and its pushes succeeded; do not edit by hand.\n\
+# `forge build --locked` refuses to build when the inputs no longer match [inputs].\n\n";
+
+/// Everything `forge.lock` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The format version.
+    pub version: u32,
+    /// Digests of what the build was made from.
+    pub inputs: Inputs,
+    /// The image built on.
+    pub base: BaseRecord,
+    /// The image built.
+    pub image: ImageRecord,
+    /// The tags applied, in pins.toml order.
+    #[serde(default)]
+    pub tags: Vec<TagRecord>,
+    /// The patches applied to the patch targets, in order.
+    #[serde(default)]
+    pub patches: Vec<PatchRecord>,
+}
+
+/// The digests of a build's inputs; equal inputs give an equal context and Dockerfile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inputs {
+    /// pins.toml.
+    pub pins: Digest,
+    /// The templates folder.
+    pub templates: Digest,
+    /// Every patch series folder.
+    pub patches: Digest,
+    /// Every overlay folder, as checked in (before patches).
+    pub overlays: Digest,
+    /// The rendered Dockerfile.
+    pub dockerfile: Digest,
+    /// The build context archive.
+    pub context: Digest,
+}
+
+impl Inputs {
+    /// The fields that differ between `self` (recorded) and `current`, as
+    /// `(field, recorded, current)`.
+    pub fn differences(&self, current: &Inputs) -> Vec<(&'static str, Digest, Digest)> {
+        [
+            ("pins", &self.pins, &current.pins),
+            ("templates", &self.templates, &current.templates),
+            ("patches", &self.patches, &current.patches),
+            ("overlays", &self.overlays, &current.overlays),
+            ("dockerfile", &self.dockerfile, &current.dockerfile),
+            ("context", &self.context, &current.context),
+        ]
+        .into_iter()
+        .filter(|(_, recorded, current)| recorded != current)
+        .map(|(field, recorded, current)| (field, recorded.clone(), current.clone()))
+        .collect()
+    }
+}
+
+/// The base image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseRecord {
+    /// The reference pins.toml names.
+    pub image: ImageRef,
+    /// The digest it resolved to, when known (pinned in pins.toml, or from the local image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Digest>,
+    /// The local image id the build started from, when the daemon had it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<Digest>,
+}
+
+/// The image built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRecord {
+    /// The repository its tags live in.
+    pub repository: Repository,
+    /// The image id.
+    pub id: Digest,
+}
+
+/// One tag applied to the image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TagRecord {
+    /// The tag.
+    pub name: Tag,
+    /// Whether it may move.
+    #[serde(with = "mutability")]
+    pub mutability: Mutability,
+    /// The manifest digest the registry stored, when the tag was pushed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<Digest>,
+}
+
+/// One applied patch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchRecord {
+    /// The patch file, relative to the recipe folder.
+    pub file: String,
+    /// The commit the patch was made from, when its mail names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
+    /// The commit it became on the patch target (absent when already applied there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied: Option<String>,
+    /// `Name <email>` of its author, kept on the new commit.
+    pub author: String,
+}
+
+/// `Mutability` as the record spells it; pins.toml spells it as the table a tag is listed in.
+mod mutability {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::pins::Mutability;
+
+    pub fn serialize<S: Serializer>(value: &Mutability, serializer: S) -> Result<S::Ok, S::Error> {
+        value.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Mutability, D::Error> {
+        match String::deserialize(deserializer)?.as_str() {
+            "moving" => Ok(Mutability::Moving),
+            "immutable" => Ok(Mutability::Immutable),
+            other => Err(serde::de::Error::custom(format!(
+                "unknown mutability {other:?}: expected \"moving\" or \"immutable\""
+            ))),
+        }
+    }
+}
+
+/// Why forge.lock could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The file could not be read or written.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a record forge wrote.
+    #[error("{} is not a valid build record: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl LockError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            LockError::Io { .. } => "check the recipe folder's permissions".to_owned(),
+            LockError::Invalid { .. } => {
+                "restore it from version control, or delete it and run `forge build` to record a fresh build"
+                    .to_owned()
+            }
+        })
+    }
+}
+
+/// The path of forge.lock in the recipe folder `root`.
+pub fn path(root: &Path) -> PathBuf {
+    root.join(LOCK_FILE)
+}
+
+/// Reads the record in `root`, if there is one.
+pub fn read(root: &Path) -> Result<Option<Record>, LockError> {
+    let path = path(root);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(LockError::Io {
+                action: "read",
+                path,
+                source,
+            });
+        }
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|error| LockError::Invalid {
+            path,
+            message: error.message().trim_end().to_owned(),
+        })
+}
+
+impl Record {
+    /// A record in the current format.
+    pub fn new(
+        inputs: Inputs,
+        base: BaseRecord,
+        image: ImageRecord,
+        tags: Vec<TagRecord>,
+        patches: Vec<PatchRecord>,
+    ) -> Self {
+        Self {
+            version: FORMAT_VERSION,
+            inputs,
+            base,
+            image,
+            tags,
+            patches,
+        }
+    }
+
+    /// The record as forge writes it.
+    pub fn to_text(&self) -> String {
+        let body = toml::to_string(self).expect("a record serializes");
+        format!("{HEADER}{body}")
+    }
+
+    /// Writes the record to `root`/forge.lock through a temporary file and a rename; a record
+    /// equal to the one there leaves the file untouched.
+    pub fn write(&self, root: &Path) -> Result<Written, LockError> {
+        let path = path(root);
+        write_if_changed(&path, self.to_text().as_bytes()).map_err(|source| LockError::Io {
+            action: "write",
+            path,
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(byte: char) -> Digest {
+        format!("sha256:{}", byte.to_string().repeat(64))
+            .parse()
+            .unwrap()
+    }
+
+    fn record() -> Record {
+        Record::new(
+            Inputs {
+                pins: digest('1'),
+                templates: digest('2'),
+                patches: digest('3'),
+                overlays: digest('4'),
+                dockerfile: digest('5'),
+                context: digest('6'),
+            },
+            BaseRecord {
+                image: "forge-example-base:1".parse().unwrap(),
+                digest: None,
+                id: Some(digest('9')),
+            },
+            ImageRecord {
+                repository: "localhost:5000/forge/example".parse().unwrap(),
+                id: digest('a'),
+            },
+            vec![
+                TagRecord {
+                    name: "latest".parse().unwrap(),
+                    mutability: Mutability::Moving,
+                    pushed: Some(digest('b')),
+                },
+                TagRecord {
+                    name: "2026-07-08".parse().unwrap(),
+                    mutability: Mutability::Immutable,
+                    pushed: None,
+                },
+            ],
+            vec![PatchRecord {
+                file: "patches/example/0001-x.patch".to_owned(),
+                original: Some("c".repeat(40)),
+                applied: Some("d".repeat(40)),
+                author: "Ada <ada@example.org>".to_owned(),
+            }],
+        )
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let folder = tempfile::tempdir().unwrap();
+        assert_eq!(read(folder.path()).unwrap(), None);
+        let record = record();
+        assert_eq!(record.write(folder.path()).unwrap(), Written::Changed);
+        assert_eq!(record.write(folder.path()).unwrap(), Written::Unchanged);
+        assert_eq!(read(folder.path()).unwrap(), Some(record.clone()));
+        let text = std::fs::read_to_string(path(folder.path())).unwrap();
+        assert!(text.starts_with("# forge.lock"), "{text}");
+        assert!(text.contains("mutability = \"immutable\""), "{text}");
+    }
+
+    #[test]
+    fn differences_name_each_changed_input() {
+        let recorded = record().inputs;
+        let mut current = recorded.clone();
+        assert!(recorded.differences(&current).is_empty());
+        current.context = digest('7');
+        current.pins = digest('8');
+        let fields: Vec<&str> = recorded
+            .differences(&current)
+            .iter()
+            .map(|(field, ..)| *field)
+            .collect();
+        assert_eq!(fields, ["pins", "context"]);
+    }
+
+    #[test]
+    fn a_damaged_record_is_refused_with_its_path() {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(path(folder.path()), "version = \"one\"\n").unwrap();
+        let error = read(folder.path()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("forge.lock is not a valid build record"),
+            "{error}"
+        );
+    }
+}

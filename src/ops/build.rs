@@ -1,0 +1,665 @@
+//! `forge build`: the whole pipeline.
+//!
+//! 1. Render the Dockerfile; apply each patch series to a scratch copy of its target.
+//! 2. Assemble the context (Dockerfile, shims, overlays with the patched trees standing in for
+//!    the folders they patch) and take its digest. `--locked` compares the inputs with
+//!    forge.lock here; `--dry-run` prints the plan here and stops.
+//! 3. Build through the engine; check that no immutable tag would be re-pointed (locally, and
+//!    in the registry when pushing); move the tags; push; write forge.lock. Any failure before
+//!    the end puts every moved tag back and leaves forge.lock as it was.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::context::{self, BuildContext, Exclusions, Member, Output};
+use crate::diagnostics::CheckFailed;
+use crate::engine::credentials::{self, Credentials};
+use crate::engine::progress::{Display, ProgressMode};
+use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
+use crate::fs::Written;
+use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
+use crate::patch::{self, Outcome, Series, Target};
+use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::printer::Printer;
+use crate::recipe::{Recipe, ResolvedTag};
+use crate::render::{self, Dockerfile, REVISION_ARG};
+
+/// How far `forge build` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildMode {
+    /// Build, tag, push when asked, record.
+    Build,
+    /// Stop at the context digest and print the plan; no daemon.
+    DryRun,
+}
+
+/// Options of `forge build`.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// How far to go.
+    pub mode: BuildMode,
+    /// Refuse to build when the inputs differ from forge.lock.
+    pub locked: bool,
+    /// Push every tag after tagging.
+    pub push: bool,
+    /// Re-point immutable tags that name another image.
+    pub force: bool,
+    /// Ignore the build cache.
+    pub no_cache: bool,
+    /// The platform, instead of pins.toml's.
+    pub platform: Option<Platform>,
+    /// The daemon's builder.
+    pub builder: Builder,
+    /// How progress is shown.
+    pub progress: ProgressMode,
+    /// Show each step's output lines on a terminal too.
+    pub verbose: bool,
+}
+
+/// The label that ties the image to the context it was built from.
+const CONTEXT_LABEL: &str = "dev.forge.context.digest";
+
+/// Everything the build needs, computed without a daemon.
+struct Plan {
+    dockerfile: Dockerfile,
+    context: BuildContext,
+    inputs: Inputs,
+    patches: Vec<PatchRecord>,
+    tags: Vec<ResolvedTag>,
+    // The patched trees must outlive the context they are archived into.
+    _patched: Vec<tempfile::TempDir>,
+}
+
+/// Runs `forge build` on `recipe`.
+pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
+    let output = match options.mode {
+        BuildMode::Build => Output::TemporaryFile,
+        BuildMode::DryRun => Output::Discard,
+    };
+    let plan = plan(recipe, output, printer)?;
+    if options.locked {
+        check_locked(recipe, &plan.inputs)?;
+        printer.status("Locked", "inputs match forge.lock");
+    }
+    match options.mode {
+        BuildMode::DryRun => {
+            print_plan(recipe, &plan, printer);
+            Ok(())
+        }
+        BuildMode::Build => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            runtime.block_on(async {
+                let engine = Docker::connect().await?;
+                run(recipe, options, &plan, &engine, printer).await
+            })
+        }
+    }
+}
+
+fn plan(recipe: &Recipe, output: Output, printer: &Printer) -> anyhow::Result<Plan> {
+    let dockerfile = render::dockerfile(recipe)?;
+    printer.status(
+        "Rendered",
+        format_args!("Dockerfile {}", dockerfile.digest()),
+    );
+
+    let (patched_members, patches, patched) = patched_trees(recipe, printer)?;
+    let mut members = recipe_members(recipe);
+    members.extend(patched_members);
+
+    let exclusions = Exclusions::load(&recipe.root)?;
+    let mtime = context::mtime_from_environment()?;
+    let context = context::assemble(
+        context::Inputs {
+            dockerfile: dockerfile.as_str(),
+            members: &members,
+            exclusions: &exclusions,
+            mtime,
+        },
+        output,
+    )?;
+    printer.status(
+        "Assembled",
+        format_args!(
+            "context {} ({} entries, {})",
+            context.digest,
+            context.entries,
+            human_size(context.size)
+        ),
+    );
+    let inputs = inputs(recipe, &dockerfile, &context)?;
+    Ok(Plan {
+        dockerfile,
+        context,
+        inputs,
+        patches,
+        tags: recipe.tags(),
+        _patched: patched,
+    })
+}
+
+/// The recipe paths the Dockerfile copies, as checked in: shim files, then overlay folders.
+fn recipe_members(recipe: &Recipe) -> Vec<Member> {
+    let mut members = Vec::new();
+    for pin in recipe.pins.pins.values() {
+        if let Source::Python {
+            shim: Some(shim), ..
+        } = &pin.source
+        {
+            members.push(Member {
+                at: shim.file.to_string(),
+                from: recipe.root.join(shim.file.as_str()),
+            });
+        }
+    }
+    for overlay in &recipe.pins.overlays {
+        members.push(Member {
+            at: overlay.from.to_string(),
+            from: recipe.root.join(overlay.from.as_str()),
+        });
+    }
+    members
+}
+
+/// Applies each `[[patches]]` series to a scratch copy of its target and checks the result out
+/// into a temporary folder, which stands in for the target folder in the context. A series
+/// onto a git revision is applied and recorded, but only a recipe folder has a place in the
+/// context.
+fn patched_trees(
+    recipe: &Recipe,
+    printer: &Printer,
+) -> anyhow::Result<(Vec<Member>, Vec<PatchRecord>, Vec<tempfile::TempDir>)> {
+    let mut members = Vec::new();
+    let mut records = Vec::new();
+    let mut folders = Vec::new();
+    for entry in &recipe.pins.patches {
+        let series_path = recipe.root.join(entry.series.as_str());
+        let series = Series::read(std::slice::from_ref(&series_path))?;
+        let target = match &entry.onto {
+            Onto::Folder(folder) => Target::Folder(recipe.root.join(folder.as_str())),
+            Onto::Git { git, rev } => Target::Git {
+                url: git.to_string(),
+                rev: rev.to_string(),
+            },
+        };
+        let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
+        let count = patched.applied.count("applied");
+        printer.status(
+            "Patched",
+            format_args!(
+                "{} onto {} ({count} applied, {} already there)",
+                entry.series,
+                target,
+                patched.applied.count("already applied")
+            ),
+        );
+        for result in &patched.applied.patches {
+            let applied = match &result.outcome {
+                Outcome::Applied { new_id } => Some(new_id.to_string()),
+                _ => None,
+            };
+            let file = result
+                .file
+                .strip_prefix(&recipe.root)
+                .unwrap_or(&result.file)
+                .to_string_lossy()
+                .into_owned();
+            records.push(PatchRecord {
+                file,
+                original: result.original_id.map(|id| id.to_string()),
+                applied,
+                author: result.author.identity(),
+            });
+        }
+        if let Onto::Folder(folder) = &entry.onto {
+            let checkout = tempfile::Builder::new()
+                .prefix("forge-patched-")
+                .tempdir()
+                .context("cannot create a folder for the patched tree")?;
+            let tree = patched
+                .repository
+                .find_tree(patched.tree)
+                .context("cannot read the patched tree")?;
+            let mut options = git2::build::CheckoutBuilder::new();
+            options.target_dir(checkout.path()).force();
+            patched
+                .repository
+                .checkout_tree(tree.as_object(), Some(&mut options))
+                .with_context(|| format!("cannot check out the patched tree of {folder}"))?;
+            members.push(Member {
+                at: folder.to_string(),
+                from: checkout.path().to_owned(),
+            });
+            folders.push(checkout);
+        }
+    }
+    Ok((members, records, folders))
+}
+
+/// The digests of everything the build is made from.
+fn inputs(
+    recipe: &Recipe,
+    dockerfile: &Dockerfile,
+    context: &BuildContext,
+) -> anyhow::Result<Inputs> {
+    let pins_path = recipe.pins_path();
+    let pins_bytes = std::fs::read(&pins_path)
+        .with_context(|| format!("cannot read {}", pins_path.display()))?;
+    let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&pins_bytes));
+    let series: Vec<&str> = recipe
+        .pins
+        .patches
+        .iter()
+        .map(|entry| entry.series.as_str())
+        .collect();
+    let mut overlays: Vec<&str> = recipe
+        .pins
+        .overlays
+        .iter()
+        .map(|overlay| overlay.from.as_str())
+        .collect();
+    for pin in recipe.pins.pins.values() {
+        if let Source::Python {
+            shim: Some(shim), ..
+        } = &pin.source
+        {
+            overlays.push(shim.file.as_str());
+        }
+    }
+    Ok(Inputs {
+        pins,
+        templates: context::digest_of(&recipe.root, &[crate::recipe::TEMPLATES_DIR])?,
+        patches: context::digest_of(&recipe.root, &series)?,
+        overlays: context::digest_of(&recipe.root, &overlays)?,
+        dockerfile: dockerfile.digest(),
+        context: context.digest.clone(),
+    })
+}
+
+fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
+    let path = lock::path(&recipe.root);
+    let Some(record) = lock::read(&recipe.root)? else {
+        return Err(CheckFailed::new(
+            format!("--locked: {} does not exist", path.display()),
+            "run `forge build` without --locked once and commit forge.lock",
+        )
+        .into());
+    };
+    let differences = record.inputs.differences(current);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = differences
+        .iter()
+        .map(|(field, recorded, now)| format!("{field}: recorded {recorded}, now {now}"))
+        .collect();
+    Err(CheckFailed::new(
+        format!(
+            "--locked: the inputs no longer match {} ({})",
+            path.display(),
+            listed.join("; ")
+        ),
+        "build without --locked to record the new inputs, and commit forge.lock",
+    )
+    .into())
+}
+
+fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
+    let repository = &recipe.pins.image.repository;
+    if printer.is_json() {
+        printer.json(&json!({
+            "dry_run": true,
+            "dockerfile_digest": plan.dockerfile.digest().as_str(),
+            "context_digest": plan.context.digest.as_str(),
+            "context_size": plan.context.size,
+            "context_entries": plan.context.entries,
+            "inputs": serde_json::to_value(&plan.inputs).expect("inputs serialize"),
+            "patches": patches_json(&plan.patches),
+            "image": {
+                "repository": repository.as_str(),
+                "tags": plan.tags.iter().map(|tag| json!({
+                    "tag": tag.tag.as_str(),
+                    "mutability": tag.mutability,
+                })).collect::<Vec<_>>(),
+            },
+        }));
+        return;
+    }
+    let mut text = String::new();
+    text.push_str(&format!("dockerfile  {}\n", plan.dockerfile.digest()));
+    text.push_str(&format!(
+        "context     {} ({} entries, {} bytes)\n",
+        plan.context.digest, plan.context.entries, plan.context.size
+    ));
+    for patch in &plan.patches {
+        let original = patch
+            .original
+            .as_deref()
+            .map(|id| format!(", from {}", &id[..id.len().min(12)]))
+            .unwrap_or_default();
+        text.push_str(&format!(
+            "patch       {} by {}{original}\n",
+            patch.file, patch.author
+        ));
+    }
+    for tag in &plan.tags {
+        let mutability = match tag.mutability {
+            Mutability::Moving => "moving",
+            Mutability::Immutable => "immutable",
+        };
+        text.push_str(&format!(
+            "tag         {repository}:{} ({mutability})\n",
+            tag.tag
+        ));
+    }
+    printer.stdout(&text);
+}
+
+fn patches_json(patches: &[PatchRecord]) -> Vec<Value> {
+    patches
+        .iter()
+        .map(|patch| {
+            json!({
+                "file": patch.file,
+                "original": patch.original,
+                "applied": patch.applied,
+                "author": patch.author,
+            })
+        })
+        .collect()
+}
+
+/// The daemon part: build, check tags, move them, push, record.
+async fn run<E: Engine>(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    plan: &Plan,
+    engine: &E,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let repository = &recipe.pins.image.repository;
+    let archive = plan
+        .context
+        .archive()
+        .expect("a build assembles its context into a file");
+    let platform = options
+        .platform
+        .as_ref()
+        .unwrap_or(&recipe.pins.image.platform);
+    let mut args: BTreeMap<String, String> = recipe
+        .pins
+        .args
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    args.insert(REVISION_ARG.to_owned(), revision(&recipe.root));
+    let labels = BTreeMap::from([(CONTEXT_LABEL.to_owned(), plan.context.digest.to_string())]);
+    let request = BuildRequest {
+        context: archive,
+        builder: options.builder,
+        no_cache: options.no_cache,
+        platform: Some(platform),
+        args,
+        labels,
+    };
+    printer.status(
+        "Building",
+        format_args!(
+            "{repository} for {platform} with the {} builder",
+            match options.builder {
+                Builder::Buildkit => "BuildKit",
+                Builder::Classic => "classic",
+            }
+        ),
+    );
+    let mut display = Display::new(options.progress, printer, options.verbose);
+    let image = engine.build(&request, &mut display).await?;
+    printer.status("Built", &image);
+
+    // Every refusal comes before the first tag moves.
+    let mut previous = Vec::new();
+    for tag in &plan.tags {
+        let reference = format!("{repository}:{}", tag.tag);
+        let current = engine.image(&reference).await?;
+        if let Some(current) = &current {
+            if tag.mutability == Mutability::Immutable && current.id != image && !options.force {
+                return Err(CheckFailed::new(
+                    format!(
+                        "tag {} already points at {}, not at the image just built ({})",
+                        tag.tag, current.id, image
+                    ),
+                    "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
+                )
+                .into());
+            }
+        }
+        previous.push((tag, current.map(|info| info.id)));
+    }
+    let credentials = if options.push {
+        let credentials = registry_credentials(repository)?;
+        check_registry(
+            engine,
+            repository,
+            &plan.tags,
+            &image,
+            credentials.as_ref(),
+            options,
+        )
+        .await?;
+        credentials
+    } else {
+        None
+    };
+
+    let mut moved: Vec<(&Tag, Option<ImageId>)> = Vec::new();
+    let outcome = async {
+        for (tag, before) in &previous {
+            engine.tag(&image, repository, &tag.tag).await?;
+            moved.push((&tag.tag, before.clone()));
+            printer.status("Tagged", format_args!("{repository}:{}", tag.tag));
+        }
+        let mut pushed = BTreeMap::new();
+        if options.push {
+            // Immutable tags first: a refusal there leaves the moving tags where they were.
+            let mut order: Vec<&ResolvedTag> = plan.tags.iter().collect();
+            order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
+            for tag in order {
+                let digest = engine
+                    .push(repository, &tag.tag, credentials.as_ref(), &mut display)
+                    .await?;
+                printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
+                pushed.insert(tag.tag.clone(), digest);
+            }
+        }
+        let base = base_record(recipe, engine).await?;
+        let record = Record::new(
+            plan.inputs.clone(),
+            base,
+            ImageRecord {
+                repository: repository.clone(),
+                id: image.0.clone(),
+            },
+            plan.tags
+                .iter()
+                .map(|tag| TagRecord {
+                    name: tag.tag.clone(),
+                    mutability: tag.mutability,
+                    pushed: pushed.get(&tag.tag).cloned(),
+                })
+                .collect(),
+            plan.patches.clone(),
+        );
+        let written = record.write(&recipe.root)?;
+        anyhow::Ok((record, written))
+    }
+    .await;
+
+    let (record, written) = match outcome {
+        Ok(done) => done,
+        Err(error) => {
+            restore_tags(engine, repository, &moved, printer).await;
+            return Err(error);
+        }
+    };
+    let lock_path = lock::path(&recipe.root);
+    match written {
+        Written::Changed => printer.status("Recorded", lock_path.display()),
+        Written::Unchanged => printer.status("Fresh", lock_path.display()),
+    }
+    if printer.is_json() {
+        printer.json(&result_json(&record, plan, written));
+    } else {
+        printer.stdout(&format!("{image}\n"));
+    }
+    Ok(())
+}
+
+/// Puts every moved tag back where it was (or removes it if it did not exist).
+async fn restore_tags<E: Engine>(
+    engine: &E,
+    repository: &Repository,
+    moved: &[(&Tag, Option<ImageId>)],
+    printer: &Printer,
+) {
+    for (tag, before) in moved.iter().rev() {
+        let restored = match before {
+            Some(id) => engine.tag(id, repository, tag).await,
+            None => engine.remove_tag(repository, tag).await,
+        };
+        match restored {
+            Ok(()) => printer.status("Restored", format_args!("{repository}:{tag}")),
+            Err(error) => printer.warn(format_args!(
+                "could not put {repository}:{tag} back: {error}"
+            )),
+        }
+    }
+}
+
+fn registry_credentials(repository: &Repository) -> anyhow::Result<Option<Credentials>> {
+    let reference: ImageRef = repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    Ok(credentials::for_registry(reference.registry())?)
+}
+
+/// Refuses a push that would re-point an immutable tag in the registry: the tag may stay only
+/// if the registry's manifest is one this image was pushed as.
+async fn check_registry<E: Engine>(
+    engine: &E,
+    repository: &Repository,
+    tags: &[ResolvedTag],
+    image: &ImageId,
+    credentials: Option<&Credentials>,
+    options: &BuildOptions,
+) -> anyhow::Result<()> {
+    if options.force {
+        return Ok(());
+    }
+    let known = engine
+        .image(image.0.as_str())
+        .await?
+        .map(|info| info.repo_digests)
+        .unwrap_or_default();
+    for tag in tags
+        .iter()
+        .filter(|tag| tag.mutability == Mutability::Immutable)
+    {
+        let Some(remote) = engine
+            .registry_digest(repository, &tag.tag, credentials)
+            .await?
+        else {
+            continue;
+        };
+        let ours = format!("{repository}@{remote}");
+        if !known.contains(&ours) {
+            return Err(CheckFailed::new(
+                format!(
+                    "tag {} already names {remote} in the registry, which is not the image just built ({image})",
+                    tag.tag
+                ),
+                "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<BaseRecord> {
+    let base = &recipe.pins.base;
+    let mut record = BaseRecord {
+        image: base.image.clone(),
+        digest: base.digest.clone(),
+        id: None,
+    };
+    if let Some(local) = engine.image(base.image.as_str()).await? {
+        if record.digest.is_none() {
+            let prefix = format!("{}@", base.image.repository());
+            record.digest = local.repo_digests.iter().find_map(|known| {
+                let (name, digest) = known.split_once('@')?;
+                (known.starts_with(&prefix) || base.image.as_str().starts_with(name))
+                    .then(|| digest.parse().ok())
+                    .flatten()
+            });
+        }
+        record.id = Some(local.id.0);
+    }
+    Ok(record)
+}
+
+/// The recipe repository's `HEAD` commit, for the revision label; `unknown` outside git.
+fn revision(root: &Path) -> String {
+    let Ok(repository) = git2::Repository::discover(root) else {
+        return "unknown".to_owned();
+    };
+    repository
+        .head()
+        .and_then(|head| head.peel_to_commit())
+        .map(|commit| commit.id().to_string())
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+fn result_json(record: &Record, plan: &Plan, written: Written) -> Value {
+    let repository = record.image.repository.as_str();
+    json!({
+        "image": {
+            "id": record.image.id.as_str(),
+            "repository": repository,
+            "tags": record.tags.iter().map(|tag| format!("{repository}:{}", tag.name)).collect::<Vec<_>>(),
+            "pushed": record.tags.iter().filter_map(|tag| {
+                let digest = tag.pushed.as_ref()?;
+                Some(json!({ "tag": format!("{repository}:{}", tag.name), "digest": digest.as_str() }))
+            }).collect::<Vec<_>>(),
+        },
+        "context_digest": plan.context.digest.as_str(),
+        "dockerfile_digest": plan.dockerfile.digest().as_str(),
+        "patches": patches_json(&record.patches),
+        "base": serde_json::to_value(&record.base).expect("the base record serializes"),
+        "lock": {
+            "path": lock::LOCK_FILE,
+            "changed": written == Written::Changed,
+        },
+    })
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut size = bytes as f64;
+    let mut unit = 0;
+    while size >= 1024.0 && unit < UNITS.len() - 1 {
+        size /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{size:.1} {}", UNITS[unit])
+    }
+}
