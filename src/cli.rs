@@ -97,4 +97,56 @@ pub struct BuildArgs {
 pub enum PinCommand {
     /// List every pin with its kind, version or revision, and group.
     List,
+    /// Show every pin against upstream: current, newest allowed, newest, and what holds it back.
+    Outdated(PinOutdatedArgs),
+    /// Move one pin (or `base`) to the newest version the constraints allow, or to --to.
+    Bump(PinBumpArgs),
+}
+
+/// Where `forge pin bump` and `forge pin outdated` look for new versions.
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    /// A package index mirror that replaces every index the recipe names.
+    #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL")]
+    pub index_url: Option<crate::pins::Url>,
+
+    /// Offer pre-releases (a, b, rc, dev) too.
+    #[arg(long)]
+    pub pre: bool,
+
+    /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
+}
+
+/// `forge pin bump`.
+#[derive(Debug, Args)]
+pub struct PinBumpArgs {
+    /// The pin to move, as named under [pins], or `base` for the base image.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Move to this version, git commit or image tag instead of the newest allowed.
+    #[arg(long, value_name = "VERSION")]
+    pub to: Option<String>,
+
+    /// Print the pins.toml and Dockerfile diffs; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Move outside the pin's allowed range. A denied version is never moved to.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Where to look.
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
+}
+
+/// `forge pin outdated`.
+#[derive(Debug, Args)]
+pub struct PinOutdatedArgs {
+    /// Where to look.
+    #[command(flatten)]
+    pub upstream: UpstreamArgs,
 }

@@ -54,6 +54,15 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::render::RenderError>() {
         return error.hint();
     }
+    if let Some(error) = error.downcast_ref::<crate::bump::BumpError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::bump::OfferError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
+        return error.hint();
+    }
     if let Some(error) = error.downcast_ref::<crate::context::ContextError>() {
         return error.hint();
     }

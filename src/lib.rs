@@ -10,12 +10,16 @@
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
 
+pub mod bump;
 pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod diagnostics;
 pub mod engine;
 pub mod fs;
+pub mod git_remote;
+pub mod http;
+pub mod index;
 pub mod location;
 pub mod lock;
 pub mod ops;
@@ -23,4 +27,5 @@ pub mod patch;
 pub mod pins;
 pub mod printer;
 pub mod recipe;
+pub mod registry;
 pub mod render;

@@ -1,7 +1,9 @@
 //! Thin commands: each turns its clap arguments into options and calls the operations layer.
 
 mod build;
+mod pin_bump;
 mod pin_list;
+mod pin_outdated;
 mod render;
 
 use crate::cli::{Cli, Command, PinCommand};
@@ -28,6 +30,12 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Pin {
             command: PinCommand::List,
         } => pin_list::run(&cli, &printer),
+        Command::Pin {
+            command: PinCommand::Bump(args),
+        } => pin_bump::run(&cli, args, &printer),
+        Command::Pin {
+            command: PinCommand::Outdated(args),
+        } => pin_outdated::run(&cli, args, &printer),
     };
     match result {
         Ok(status) => status,

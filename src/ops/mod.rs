@@ -1,9 +1,13 @@
 //! The operations layer: what each command does, in terms of the pipeline stages.
 
 pub mod build;
+pub mod pin_bump;
 pub mod pin_list;
+pub mod pin_outdated;
 pub mod render;
 
 pub use build::build;
+pub use pin_bump::pin_bump;
 pub use pin_list::pin_list;
+pub use pin_outdated::pin_outdated;
 pub use render::render;

@@ -4,7 +4,8 @@
 //!    (`types`): a value that breaks its grammar is refused with the value's own line and column.
 //! 2. Each pin is checked against its kind (which keys it may carry, which it needs).
 //! 3. Rules that span several values are checked: lockstep groups carry one version, no pin sits
-//!    on a denied version or outside its allowed range, referenced folders exist.
+//!    on a denied version, referenced folders exist. A pin outside its allowed range loads with
+//!    a notice (a forced bump puts it there).
 //!
 //! Nothing past this module sees a bare `String` from the file.
 
@@ -88,6 +89,8 @@ pub struct Base {
     pub image: ImageRef,
     /// The digest it resolved to, once known.
     pub digest: Option<Digest>,
+    /// The tags `forge pin bump base` may move the image to; the newest match wins.
+    pub tags: Option<TagPattern>,
 }
 
 impl Base {
@@ -440,6 +443,7 @@ impl Loader<'_> {
             base: Base {
                 image: raw.base.image,
                 digest: raw.base.digest,
+                tags: raw.base.tags,
             },
             index: raw.index.map(|index| index.url),
             env: raw.env,
@@ -536,17 +540,18 @@ impl Loader<'_> {
                     "move the pin to another version; the deny list records what broke",
                 ));
             }
+            // Outside the range is a warning, not an error: `forge pin bump --force` may put a
+            // pin there on purpose, and the recipe must still load.
             if let Some(allow) = &raw.allow {
                 if !allow.contains(&version.get_ref().pep440()) {
-                    return Err(self.error(
-                        version.span(),
-                        format!(
-                            "pin `{name}` is at {}, outside its allowed range {}",
+                    notices.push(Notice {
+                        location: Location::from_offset(self.path, self.text, version.span().start),
+                        message: format!(
+                            "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
                             version.get_ref(),
                             allow.as_str()
                         ),
-                        "move the pin inside the range, or widen `allow`",
-                    ));
+                    });
                 }
             }
         }

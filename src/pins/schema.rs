@@ -12,7 +12,7 @@ use toml::Spanned;
 use super::types::{
     BranchName, Date, Digest, EnvName, GitRev, Identifier, ImagePath, ImageRef, LabelKey,
     LocalLabel, ModulePath, PackageName, PinName, PlainValue, Platform, RecipePath, Repository,
-    Tag, Text, Url, Version,
+    Tag, TagPattern, Text, Url, Version,
 };
 
 #[derive(Debug, Deserialize)]
@@ -61,6 +61,7 @@ pub(crate) struct RawTags {
 pub(crate) struct RawBase {
     pub image: ImageRef,
     pub digest: Option<Digest>,
+    pub tags: Option<TagPattern>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -352,6 +352,38 @@ impl FromStr for Tag {
     }
 }
 
+/// A glob over image tags, such as `????-??-??-v*`: the tag grammar plus `?` (one character)
+/// and `*` (any run of characters).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TagPattern(String);
+string_newtype!(TagPattern);
+
+impl TagPattern {
+    /// Whether `tag` matches the pattern.
+    pub fn matches(&self, tag: &str) -> bool {
+        crate::registry::glob_matches(&self.0, tag)
+    }
+}
+
+impl FromStr for TagPattern {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = all_chars(value, |c| {
+            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '?' | '*')
+        }) && !value.starts_with(['.', '-'])
+            && value.len() <= 128;
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "tag pattern",
+                value,
+                "expected a tag with ? (one character) and * (any characters) wildcards, such as ????-??-??-v*",
+            ))
+        }
+    }
+}
+
 /// A content digest, `sha256:` and 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest(String);
@@ -596,7 +628,7 @@ impl FromStr for PlainValue {
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         if all_chars(value, |c| {
             c.is_ascii_alphanumeric()
-                || matches!(c, '.' | '_' | '-' | '+' | ':' | '/' | ',' | '=' | '@' | '%')
+                || matches!(c, '.' | '_' | '-' | '+' | ':' | '/' | ',' | '=' | '@' | '%' | '\n')
         }) {
             Ok(Self(value.to_owned()))
         } else {

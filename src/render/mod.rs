@@ -81,7 +81,17 @@ pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
     let path = templates.join(DOCKERFILE_TEMPLATE);
     let source =
         std::fs::read_to_string(&path).map_err(|_| RenderError::Missing { path: path.clone() })?;
+    dockerfile_from(recipe, &templates, &source)
+}
 
+/// Renders `source` as the recipe's Dockerfile template; templates it includes are read from
+/// `templates`.
+pub fn dockerfile_from(
+    recipe: &Recipe,
+    templates: &Path,
+    source: &str,
+) -> Result<Dockerfile, RenderError> {
+    let path = templates.join(DOCKERFILE_TEMPLATE);
     let mut environment = Environment::new();
     environment.set_undefined_behavior(UndefinedBehavior::Strict);
     environment.set_auto_escape_callback(|_| AutoEscape::None);
@@ -93,15 +103,19 @@ pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
             .build()
             .expect("the default delimiters are valid"),
     );
-    environment.set_loader(minijinja::path_loader(&templates));
+    // A template that includes itself, or loops over a huge range, must end in an error, not
+    // a hang or a stack overflow.
+    environment.set_recursion_limit(64);
+    environment.set_fuel(Some(1_000_000));
+    environment.set_loader(minijinja::path_loader(templates));
 
     let view = View::of(recipe);
     let text = environment
-        .get_template(DOCKERFILE_TEMPLATE)
+        .template_from_named_str(DOCKERFILE_TEMPLATE, source)
         .and_then(|template| {
             template.render(minijinja::Value::from(minijinja::value::Serde(&view)))
         })
-        .map_err(|error| template_error(&templates, &path, &source, &error))?;
+        .map_err(|error| template_error(templates, &path, source, &error))?;
     Ok(Dockerfile { text })
 }
 

@@ -1,0 +1,572 @@
+//! Moving pins: a pin, what upstream offers for it, and the constraints pins.toml records in;
+//! the versions on offer, each with what refuses it, out.
+//!
+//! 1. `offer` asks upstream (the package index, a git remote, a registry) what there is.
+//! 2. Every candidate newer than the pin is checked against the constraints of the pin and of
+//!    its lockstep group: deny lists (never overridable), allowed ranges (`--force` may cross
+//!    them), wheel sets (every wheel must exist at the version on its own index) and group
+//!    partners (each must exist at the version too).
+//! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
+//!    Dockerfile steps the move invalidates.
+
+pub mod edit;
+pub mod steps;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::git_remote::{GitRemote, GitRemoteError};
+use crate::index::select::Indexes;
+use crate::index::{IndexError, PackageIndex, Releases};
+use crate::pins::{
+    GitRev, LocalLabel, PackageName, Pin, PinName, Pins, Source, Tag, Text, Url, Version,
+};
+use crate::registry::{Registry, RegistryError, RemoteRepository};
+
+/// Where new versions come from.
+pub struct Upstream<'a> {
+    /// The package index client.
+    pub index: &'a dyn PackageIndex,
+    /// Which index each package is asked on.
+    pub indexes: &'a Indexes,
+    /// The git remote client.
+    pub git: &'a dyn GitRemote,
+    /// The registry client.
+    pub registry: &'a dyn Registry,
+}
+
+/// Whether pre-releases (`a`, `b`, `rc`, `.dev`) are on offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prereleases {
+    /// Only final releases (and post-releases).
+    Exclude,
+    /// Pre-releases too.
+    Include,
+}
+
+/// One package a pin installs, and where it is looked up.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// The pin it belongs to.
+    pub pin: PinName,
+    /// The distribution.
+    pub name: PackageName,
+    /// The local label its versions carry (`cu130`), if any.
+    pub local: Option<LocalLabel>,
+    /// The index it is asked on.
+    pub index: Url,
+    /// What that index offers.
+    pub releases: Releases,
+}
+
+impl Package {
+    /// The version this package carries when its pin is at `version`.
+    pub fn version_at(&self, version: &Version) -> String {
+        match &self.local {
+            Some(local) => format!("{version}+{local}"),
+            None => version.to_string(),
+        }
+    }
+
+    /// Whether the index has this package at the pin version `version`.
+    pub fn has(&self, version: &Version) -> bool {
+        pep440_rs::Version::from_str(&self.version_at(version))
+            .is_ok_and(|version| self.releases.has(&version))
+    }
+}
+
+/// Why a version may not be moved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A deny entry: never overridable.
+    Denied {
+        /// The pin whose deny list names it.
+        pin: PinName,
+        /// The recorded reason.
+        reason: Text,
+    },
+    /// Outside a pin's `allow` range: `--force` crosses it.
+    OutsideRange {
+        /// The pin whose range it is.
+        pin: PinName,
+        /// The range.
+        range: String,
+    },
+    /// A wheel of the set is not on its index at the version.
+    WheelMissing {
+        /// The wheel.
+        package: PackageName,
+        /// The version it would carry.
+        version: String,
+        /// Where it was looked for.
+        index: Url,
+    },
+    /// A lockstep partner is not on its index at the version.
+    PartnerMissing {
+        /// The partner pin.
+        pin: PinName,
+        /// Its package.
+        package: PackageName,
+        /// The version it would carry.
+        version: String,
+        /// Where it was looked for.
+        index: Url,
+    },
+}
+
+impl Refusal {
+    /// Whether `--force` overrides it.
+    pub fn forceable(&self) -> bool {
+        matches!(self, Refusal::OutsideRange { .. })
+    }
+
+    /// A one-word kind for `--json`: `denied`, `range`, `wheel-set`, `group`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Refusal::Denied { .. } => "denied",
+            Refusal::OutsideRange { .. } => "range",
+            Refusal::WheelMissing { .. } => "wheel-set",
+            Refusal::PartnerMissing { .. } => "group",
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Denied { pin, reason } => write!(f, "denied for {pin}: {reason}"),
+            Refusal::OutsideRange { pin, range } => {
+                write!(f, "outside the allowed range {range} of {pin}")
+            }
+            Refusal::WheelMissing {
+                package,
+                version,
+                index,
+            } => write!(f, "wheel {package} {version} is not on {index}"),
+            Refusal::PartnerMissing {
+                pin,
+                package,
+                version,
+                index,
+            } => write!(
+                f,
+                "group partner {pin} ({package} {version}) is not on {index}"
+            ),
+        }
+    }
+}
+
+/// A version on offer and what refuses it (nothing, when it is allowed).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The version.
+    pub version: Version,
+    /// What refuses it.
+    pub refusals: Vec<Refusal>,
+}
+
+impl Candidate {
+    /// Allowed as it is.
+    pub fn allowed(&self) -> bool {
+        self.refusals.is_empty()
+    }
+
+    /// Allowed with `--force`.
+    pub fn forceable(&self) -> bool {
+        self.refusals.iter().all(Refusal::forceable)
+    }
+}
+
+/// What upstream offers a version-pinned pin and its group.
+#[derive(Debug, Clone)]
+pub struct VersionOffer {
+    /// The pin.
+    pub pin: PinName,
+    /// Where it stands.
+    pub current: Version,
+    /// The pins that move with it (itself first).
+    pub members: Vec<PinName>,
+    /// Every package of every member, as its index sees it.
+    pub packages: Vec<Package>,
+    /// Every version newer than the current one, newest first.
+    pub newer: Vec<Candidate>,
+}
+
+impl VersionOffer {
+    /// The newest version on offer, allowed or not.
+    pub fn newest(&self) -> Option<&Candidate> {
+        self.newer.first()
+    }
+
+    /// The newest version the constraints allow.
+    pub fn newest_allowed(&self) -> Option<&Candidate> {
+        self.newer.iter().find(|candidate| candidate.allowed())
+    }
+
+    /// The constraints as they apply to `version`, which need not be newer or on the index.
+    pub fn judge(&self, pins: &Pins, version: &Version) -> Candidate {
+        judge(pins, &self.members, &self.packages, version)
+    }
+
+    /// Whether the pin's own packages are on their index at `version`.
+    pub fn on_index(&self, version: &Version) -> Vec<&Package> {
+        self.packages
+            .iter()
+            .filter(|package| package.pin == self.pin && !package.has(version))
+            .collect()
+    }
+}
+
+/// Why the upstream of a pin could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum OfferError {
+    /// The package index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The git remote failed.
+    #[error(transparent)]
+    Git(#[from] GitRemoteError),
+    /// The registry failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+impl OfferError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            OfferError::Index(error) => error.hint(),
+            OfferError::Git(error) => error.hint(),
+            OfferError::Registry(error) => error.hint(),
+        }
+    }
+}
+
+/// What the index offers the version-pinned `pin` (python or wheels) and its group.
+pub fn version_offer(
+    pins: &Pins,
+    pin: &Pin,
+    upstream: &Upstream<'_>,
+    prereleases: Prereleases,
+) -> Result<VersionOffer, OfferError> {
+    let current = pin.version().expect("a version-pinned kind").clone();
+    let mut members = vec![pin.name.clone()];
+    if let Some(group) = &pin.group {
+        members.extend(
+            pins.pins
+                .values()
+                .filter(|other| other.group.as_ref() == Some(group) && other.name != pin.name)
+                .map(|other| other.name.clone()),
+        );
+    }
+    let mut fetched: BTreeMap<(String, String), Releases> = BTreeMap::new();
+    let mut packages = Vec::new();
+    for member in &members {
+        let member = &pins.pins[member];
+        for (name, local, own_index) in packages_of(member) {
+            let index = upstream.indexes.for_package(own_index).clone();
+            let key = (index.to_string(), name.normalized());
+            let releases = match fetched.get(&key) {
+                Some(releases) => releases.clone(),
+                None => {
+                    let releases = upstream.index.releases(&index, &name)?;
+                    fetched.insert(key, releases.clone());
+                    releases
+                }
+            };
+            packages.push(Package {
+                pin: member.name.clone(),
+                name,
+                local,
+                index,
+                releases,
+            });
+        }
+    }
+
+    // The pin's first package says which versions exist; the others are checked against it.
+    let primary = &packages[0];
+    let current_parsed = current.pep440();
+    let wanted_local = primary.local.as_ref().map(ToString::to_string);
+    let mut versions: Vec<Version> = primary
+        .releases
+        .versions
+        .iter()
+        .filter(|version| local_label(version) == wanted_local)
+        .map(|version| version.clone().without_local())
+        .filter(|version| *version > current_parsed.clone().without_local())
+        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
+        .filter_map(|version| Version::from_str(&version.to_string()).ok())
+        .collect();
+    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
+    versions.dedup();
+    let newer = versions
+        .iter()
+        .map(|version| judge(pins, &members, &packages, version))
+        .collect();
+    Ok(VersionOffer {
+        pin: pin.name.clone(),
+        current,
+        members,
+        packages,
+        newer,
+    })
+}
+
+fn local_label(version: &pep440_rs::Version) -> Option<String> {
+    version
+        .to_string()
+        .split_once('+')
+        .map(|(_, local)| local.to_owned())
+}
+
+/// The packages a pin installs: (name, local label, own index).
+fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)> {
+    match &pin.source {
+        Source::Python {
+            package,
+            version,
+            index,
+            ..
+        } => {
+            let local = version
+                .as_str()
+                .split_once('+')
+                .and_then(|(_, local)| local.parse().ok());
+            vec![(package.clone(), local, index.as_ref())]
+        }
+        Source::Wheels { wheels, .. } => wheels
+            .iter()
+            .map(|wheel| {
+                (
+                    wheel.package.clone(),
+                    wheel.local.clone(),
+                    wheel.index.as_ref(),
+                )
+            })
+            .collect(),
+        Source::Git { .. } | Source::Assert { .. } => Vec::new(),
+    }
+}
+
+fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Version) -> Candidate {
+    let mut refusals = Vec::new();
+    let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
+        .unwrap_or_else(|_| version.clone());
+    for member in members {
+        let pin = &pins.pins[member];
+        if let Some(denied) = pin.denied(version).or_else(|| pin.denied(&bare)) {
+            refusals.push(Refusal::Denied {
+                pin: member.clone(),
+                reason: denied.reason.clone(),
+            });
+        }
+    }
+    for member in members {
+        let pin = &pins.pins[member];
+        if let Some(allow) = &pin.allow {
+            if !allow.contains(&version.pep440()) {
+                refusals.push(Refusal::OutsideRange {
+                    pin: member.clone(),
+                    range: allow.as_str().to_owned(),
+                });
+            }
+        }
+    }
+    let own = &members[0];
+    let primary = packages.first().map(|package| package.name.clone());
+    for package in packages {
+        if package.has(&bare) {
+            continue;
+        }
+        if &package.pin == own {
+            // The primary package not having it is "not on the index", said by the caller.
+            if Some(&package.name) != primary.as_ref() {
+                refusals.push(Refusal::WheelMissing {
+                    package: package.name.clone(),
+                    version: package.version_at(&bare),
+                    index: package.index.clone(),
+                });
+            }
+        } else {
+            refusals.push(Refusal::PartnerMissing {
+                pin: package.pin.clone(),
+                package: package.name.clone(),
+                version: package.version_at(&bare),
+                index: package.index.clone(),
+            });
+        }
+    }
+    Candidate {
+        version: version.clone(),
+        refusals,
+    }
+}
+
+/// What a git remote offers a git pin.
+#[derive(Debug, Clone)]
+pub struct GitOffer {
+    /// Where the pin stands.
+    pub current: GitRev,
+    /// The head of its branch (or the remote's HEAD), full 40-hex.
+    pub head: GitRev,
+}
+
+impl GitOffer {
+    /// Whether the pin already names the head (a short revision that prefixes it counts as
+    /// behind, since it is not yet the full id).
+    pub fn is_current(&self) -> bool {
+        self.current == self.head
+    }
+}
+
+/// What the remote offers the git pin `pin`.
+pub fn git_offer(pin: &Pin, upstream: &Upstream<'_>) -> Result<GitOffer, OfferError> {
+    let Source::Git { url, branch, rev } = &pin.source else {
+        unreachable!("git_offer is called for git pins only")
+    };
+    Ok(GitOffer {
+        current: rev.clone(),
+        head: upstream.git.head(url, branch.as_ref())?,
+    })
+}
+
+/// What the registry offers the base image.
+#[derive(Debug, Clone)]
+pub struct BaseOffer {
+    /// The tag the base names now, if any.
+    pub current: Option<String>,
+    /// The newest tag matching `[base] tags` (the current tag when there is no pattern).
+    pub newest: String,
+    /// The digest of the newest tag's manifest.
+    pub digest: crate::pins::Digest,
+    /// Tags newer than the current one that match the pattern, newest first.
+    pub newer: Vec<String>,
+}
+
+/// Asks the registry for the base image's tags and the digest of the one to move to; `to`
+/// names a tag instead of the newest.
+pub fn base_offer(
+    pins: &Pins,
+    upstream: &Upstream<'_>,
+    to: Option<&Tag>,
+) -> Result<BaseOffer, OfferError> {
+    let base = &pins.base;
+    let repository = RemoteRepository::of(&base.image);
+    let current = base.image.tag().map(ToOwned::to_owned);
+    let (newest, newer) = match (to, &base.tags) {
+        (Some(tag), _) => (tag.to_string(), Vec::new()),
+        (None, Some(pattern)) => {
+            let mut matching: Vec<String> = upstream
+                .registry
+                .tags(&repository)?
+                .into_iter()
+                .filter(|tag| pattern.matches(tag))
+                .collect();
+            matching.sort_by(|a, b| crate::registry::natural_order(b, a));
+            let newer: Vec<String> = matching
+                .iter()
+                .filter(|tag| {
+                    current
+                        .as_deref()
+                        .is_none_or(|current| crate::registry::natural_order(tag, current).is_gt())
+                })
+                .cloned()
+                .collect();
+            let newest = newer
+                .first()
+                .cloned()
+                .or_else(|| current.clone())
+                .or_else(|| matching.first().cloned())
+                .ok_or_else(|| RegistryError::NotFound {
+                    url: repository.to_string(),
+                    what: format!("a tag matching {pattern}"),
+                })?;
+            (newest, newer)
+        }
+        (None, None) => (
+            current.clone().unwrap_or_else(|| "latest".to_owned()),
+            Vec::new(),
+        ),
+    };
+    let digest = upstream.registry.manifest_digest(&repository, &newest)?;
+    Ok(BaseOffer {
+        current,
+        newest,
+        digest,
+        newer,
+    })
+}
+
+/// The closest pin name to a mistyped one, within a small edit distance.
+pub fn closest_name<'a>(wanted: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .into_iter()
+        .map(|name| (strsim::damerau_levenshtein(wanted, name), name))
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(2))
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// Why a bump could not even be judged: the pin, the target or the version is not there.
+#[derive(Debug, thiserror::Error)]
+pub enum BumpError {
+    /// No pin of that name.
+    #[error("pins.toml has no pin `{name}`")]
+    UnknownPin {
+        /// The name asked for.
+        name: String,
+        /// The closest existing name.
+        suggestion: Option<String>,
+        /// Every name that exists.
+        known: Vec<String>,
+    },
+    /// The pin kind has no upstream to follow.
+    #[error("pin `{pin}` is of kind {kind}, which forge does not move")]
+    NotTracked {
+        /// The pin.
+        pin: PinName,
+        /// Its kind.
+        kind: crate::pins::PinKind,
+    },
+    /// `--to` is not a valid version, revision or tag for the pin.
+    #[error("--to {value:?}: {message}")]
+    InvalidTarget {
+        /// What was given.
+        value: String,
+        /// What was expected.
+        message: String,
+    },
+    /// The pin's package does not exist at the version on its index.
+    #[error("{package} {version} is not on {index}")]
+    NotOnIndex {
+        /// The pin.
+        pin: PinName,
+        /// Its package.
+        package: PackageName,
+        /// The version asked for, as the package carries it.
+        version: String,
+        /// The index asked.
+        index: Url,
+    },
+}
+
+impl BumpError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            BumpError::UnknownPin {
+                suggestion: Some(suggestion),
+                ..
+            } => format!("did you mean `{suggestion}`? (`forge pin list` shows every pin)"),
+            BumpError::UnknownPin { known, .. } => format!(
+                "the pins are: {}, and `base` for the base image",
+                known.join(", ")
+            ),
+            BumpError::NotTracked { .. } => "an assert pin follows the base image: bump `base`, then edit the asserted version in pins.toml by hand".to_owned(),
+            BumpError::InvalidTarget { .. } => "give --to an exact version (0.6.15), a git commit (7 to 40 hex digits) or an image tag, as the pin's kind needs".to_owned(),
+            BumpError::NotOnIndex { pin, .. } => format!("`forge pin outdated` lists the versions on offer; leave --to out to move {pin} to the newest allowed one"),
+        })
+    }
+}

@@ -1,0 +1,34 @@
+//! `forge pin bump NAME [--to VERSION] [--dry-run] [--force] [--pre] [--index-url URL]`.
+
+use crate::bump::Prereleases;
+use crate::cli::{Cli, PinBumpArgs};
+use crate::diagnostics::ExitStatus;
+use crate::ops::pin_bump::{BumpMode, Constraints, PinBumpOptions};
+use crate::printer::Printer;
+
+pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let recipe = super::open_recipe(cli, printer)?;
+    let options = PinBumpOptions {
+        name: args.name.clone(),
+        to: args.to.clone(),
+        mode: if args.dry_run {
+            BumpMode::DryRun
+        } else {
+            BumpMode::Write
+        },
+        prereleases: if args.upstream.pre {
+            Prereleases::Include
+        } else {
+            Prereleases::Exclude
+        },
+        constraints: if args.force {
+            Constraints::ForceRanges
+        } else {
+            Constraints::Enforce
+        },
+        index_url: args.upstream.index_url.clone(),
+        insecure_registries: args.upstream.insecure_registry.clone(),
+    };
+    crate::ops::pin_bump(&recipe, &options, printer)?;
+    Ok(ExitStatus::Success)
+}

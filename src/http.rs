@@ -1,0 +1,58 @@
+//! The blocking HTTP client the package index and registry clients share: one `ureq` agent with
+//! timeouts, rustls for TLS, and status codes returned as responses rather than errors (the
+//! callers tell a 404 from a 401 from a 500 in their own terms).
+
+use std::time::Duration;
+
+/// How long one request may take, connection and body included.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest body forge reads: an index page of a package with thousands of files.
+pub const BODY_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// A fresh agent. Redirects are followed (PyPI and registries redirect to CDNs); the proxy
+/// settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(TIMEOUT))
+        .user_agent(concat!("forge/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into()
+}
+
+/// Reads a response body as text, within `BODY_LIMIT`.
+pub fn body_text(response: &mut ureq::http::Response<ureq::Body>) -> Result<String, ureq::Error> {
+    response
+        .body_mut()
+        .with_config()
+        .limit(BODY_LIMIT)
+        .read_to_string()
+}
+
+/// A header's value as text, if present and printable.
+pub fn header<'a>(response: &'a ureq::http::Response<ureq::Body>, name: &str) -> Option<&'a str> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+}
+
+/// Whether `host` (with or without a port) names this machine: plain HTTP is only ever used
+/// for those without being asked.
+pub fn is_loopback(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.chars().all(|c| c.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    name == "localhost"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}

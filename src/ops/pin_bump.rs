@@ -1,0 +1,547 @@
+//! `forge pin bump NAME [--to VERSION]`: move one pin (or `base`, the base image) to what
+//! upstream offers, within the constraints pins.toml records; rewrite pins.toml with only the
+//! moved values changed; re-render and say which Dockerfile steps the move invalidates.
+
+use std::str::FromStr;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::bump::edit::{self, Assignment};
+use crate::bump::steps::{self, Invalidated};
+use crate::bump::{self, BumpError, Candidate, Prereleases, Refusal, Upstream, VersionOffer};
+use crate::diagnostics::CheckFailed;
+use crate::fs::{Written, write_if_changed};
+use crate::git_remote::Git2Remote;
+use crate::index::SimpleIndex;
+use crate::index::select::Indexes;
+use crate::pins::{self, GitRev, Pin, PinName, Source, Tag, Url, Version};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::registry::RegistryClient;
+use crate::render;
+
+/// The name that means the base image rather than a pin.
+pub const BASE: &str = "base";
+
+/// Whether pins.toml is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BumpMode {
+    /// Write pins.toml (only when it changes).
+    Write,
+    /// Print the pins.toml and Dockerfile diffs; write nothing.
+    DryRun,
+}
+
+/// Whether allowed ranges hold. Deny lists always hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Constraints {
+    /// Every constraint holds.
+    Enforce,
+    /// `--force`: allowed ranges may be crossed.
+    ForceRanges,
+}
+
+/// Options of `forge pin bump`.
+#[derive(Debug, Clone)]
+pub struct PinBumpOptions {
+    /// The pin, or `base`.
+    pub name: String,
+    /// The version, revision or tag to move to, instead of the newest allowed.
+    pub to: Option<String>,
+    /// Write or only show.
+    pub mode: BumpMode,
+    /// Whether pre-releases are on offer.
+    pub prereleases: Prereleases,
+    /// Whether allowed ranges hold.
+    pub constraints: Constraints,
+    /// A mirror that replaces every package index (`--index-url`, `FORGE_INDEX_URL`).
+    pub index_url: Option<Url>,
+    /// Registry hosts that may be spoken to over plain HTTP.
+    pub insecure_registries: Vec<String>,
+}
+
+/// What a bump did.
+#[derive(Debug, Clone)]
+pub enum Bumped {
+    /// Nothing newer is on offer.
+    UpToDate,
+    /// pins.toml moved (or would move, in a dry run).
+    Moved {
+        /// The values changed.
+        assignments: Vec<Assignment>,
+        /// The Dockerfile steps a cached rebuild runs again.
+        invalidated: Option<Invalidated>,
+    },
+}
+
+/// Bumps with the real package index, git remote and registry clients.
+pub fn pin_bump(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<Bumped> {
+    let indexes = Indexes::discover(options.index_url.as_ref(), recipe.pins.index.as_ref())?;
+    let index = SimpleIndex::default();
+    let git = Git2Remote;
+    let registry = RegistryClient::new(options.insecure_registries.clone())
+        .with_credentials_for(recipe.pins.base.image.registry());
+    let upstream = Upstream {
+        index: &index,
+        indexes: &indexes,
+        git: &git,
+        registry: &registry,
+    };
+    pin_bump_with(recipe, options, &upstream, printer)
+}
+
+/// A planned move: what changes, described for people.
+struct Move {
+    subject: String,
+    from: String,
+    to: String,
+    detail: String,
+    assignments: Vec<Assignment>,
+}
+
+/// Bumps against the given upstream.
+pub fn pin_bump_with(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<Bumped> {
+    let planned = if options.name == BASE {
+        plan_base(recipe, options, upstream)?
+    } else {
+        let pin = find_pin(&recipe.pins, &options.name)?;
+        match &pin.source {
+            Source::Python { .. } | Source::Wheels { .. } => {
+                plan_version(recipe, pin, options, upstream, printer)?
+            }
+            Source::Git { .. } => plan_git(pin, options, upstream)?,
+            Source::Assert { .. } => {
+                return Err(BumpError::NotTracked {
+                    pin: pin.name.clone(),
+                    kind: pin.kind(),
+                }
+                .into());
+            }
+        }
+    };
+    let Some(planned) = planned else {
+        if printer.is_json() {
+            printer.json(&json!({ "name": options.name, "changed": false }));
+        }
+        return Ok(Bumped::UpToDate);
+    };
+    apply(recipe, options, planned, printer)
+}
+
+/// The pin named `name`, or an error suggesting the closest name.
+pub fn find_pin<'a>(pins: &'a pins::Pins, name: &str) -> Result<&'a Pin, BumpError> {
+    let found = PinName::from_str(name)
+        .ok()
+        .and_then(|parsed| pins.pins.get(&parsed));
+    found.ok_or_else(|| {
+        let known: Vec<String> = pins.pins.keys().map(ToString::to_string).collect();
+        let suggestion = bump::closest_name(name, known.iter().map(String::as_str).chain([BASE]))
+            .map(ToOwned::to_owned);
+        BumpError::UnknownPin {
+            name: name.to_owned(),
+            suggestion,
+            known,
+        }
+    })
+}
+
+fn plan_version(
+    recipe: &Recipe,
+    pin: &Pin,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<Option<Move>> {
+    let pins = &recipe.pins;
+    let offer =
+        bump::version_offer(pins, pin, upstream, options.prereleases).with_context(|| {
+            format!(
+                "cannot look up the versions of {}; pins.toml was not changed",
+                pin.name
+            )
+        })?;
+    let force = options.constraints == Constraints::ForceRanges;
+    let chosen: Candidate = match &options.to {
+        Some(text) => {
+            let version = Version::from_str(text).map_err(|error| BumpError::InvalidTarget {
+                value: text.clone(),
+                message: error.to_string(),
+            })?;
+            let candidate = offer.judge(pins, &version);
+            // A denied version is refused before anything else, whether the index has it or not.
+            let denied: Vec<&Refusal> = candidate
+                .refusals
+                .iter()
+                .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
+                .collect();
+            if !denied.is_empty() {
+                return Err(refused(&pin.name, &version, &denied).into());
+            }
+            if let Some(package) = offer.on_index(&version).first() {
+                return Err(BumpError::NotOnIndex {
+                    pin: pin.name.clone(),
+                    package: package.name.clone(),
+                    version: package.version_at(&version),
+                    index: package.index.clone(),
+                }
+                .into());
+            }
+            if !(candidate.allowed() || force && candidate.forceable()) {
+                let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
+                return Err(refused(&pin.name, &version, &refusals).into());
+            }
+            if version == offer.current {
+                printer.status(
+                    "Fresh",
+                    format_args!("{} is already at {version}", pin.name),
+                );
+                return Ok(None);
+            }
+            candidate
+        }
+        None => {
+            let Some(newest) = offer.newest() else {
+                printer.status(
+                    "Fresh",
+                    format_args!(
+                        "{} is at {}, the newest version on offer",
+                        pin.name, offer.current
+                    ),
+                );
+                return Ok(None);
+            };
+            let pick = offer
+                .newer
+                .iter()
+                .find(|candidate| candidate.allowed() || force && candidate.forceable());
+            let Some(pick) = pick else {
+                let refusals: Vec<&Refusal> = newest.refusals.iter().collect();
+                return Err(refused(&pin.name, &newest.version, &refusals).into());
+            };
+            for skipped in offer
+                .newer
+                .iter()
+                .take_while(|candidate| candidate.version != pick.version)
+            {
+                printer.warn(format_args!(
+                    "skipping {} {}: {}",
+                    pin.name,
+                    skipped.version,
+                    join(&skipped.refusals)
+                ));
+            }
+            pick.clone()
+        }
+    };
+    for refusal in &chosen.refusals {
+        printer.warn(format_args!(
+            "--force: moving {} to {} although it is {refusal}",
+            pin.name, chosen.version
+        ));
+    }
+    Ok(Some(version_move(&offer, &chosen.version)))
+}
+
+fn version_move(offer: &VersionOffer, version: &Version) -> Move {
+    let assignments = offer
+        .members
+        .iter()
+        .map(|member| Assignment::new(&["pins", member.as_str()], "version", version.as_str()))
+        .collect();
+    let packages: Vec<String> = offer
+        .packages
+        .iter()
+        .map(|package| format!("{} {}", package.name, package.version_at(version)))
+        .collect();
+    Move {
+        subject: offer.pin.to_string(),
+        from: offer.current.to_string(),
+        to: version.to_string(),
+        detail: packages.join(", "),
+        assignments,
+    }
+}
+
+/// The refusal of a move as a failed check (exit 1), with the hint the reasons call for.
+fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFailed {
+    let message = format!(
+        "refusing to move {pin} to {version}: {}",
+        refusals
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let hint = match refusals.first() {
+        Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke; neither --to nor --force moves past it".to_owned(),
+        Some(Refusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
+        Some(Refusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
+        Some(Refusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
+        None => "see `forge pin outdated`".to_owned(),
+    };
+    CheckFailed::new(message, hint)
+}
+
+fn join(refusals: &[Refusal]) -> String {
+    refusals
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn plan_git(
+    pin: &Pin,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+) -> anyhow::Result<Option<Move>> {
+    let Source::Git { url, branch, rev } = &pin.source else {
+        unreachable!("plan_git is called for git pins only")
+    };
+    let context = || {
+        format!(
+            "cannot look up {} on {url}; pins.toml was not changed",
+            pin.name
+        )
+    };
+    let target: GitRev = match &options.to {
+        Some(text) => {
+            GitRev::from_str(text).map_err(|error| BumpError::InvalidTarget {
+                value: text.clone(),
+                message: error.to_string(),
+            })?;
+            upstream
+                .git
+                .resolve(url, branch.as_ref(), text)
+                .with_context(context)?
+        }
+        None => bump::git_offer(pin, upstream).with_context(context)?.head,
+    };
+    if &target == rev {
+        return Ok(None);
+    }
+    Ok(Some(Move {
+        subject: pin.name.to_string(),
+        from: rev.to_string(),
+        to: target.short().to_owned(),
+        detail: format!(
+            "{} {}",
+            branch.as_ref().map_or("HEAD", |branch| branch.as_str()),
+            target
+        ),
+        assignments: vec![Assignment::new(
+            &["pins", pin.name.as_str()],
+            "rev",
+            target.as_str(),
+        )],
+    }))
+}
+
+fn plan_base(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+) -> anyhow::Result<Option<Move>> {
+    let base = &recipe.pins.base;
+    let to = options
+        .to
+        .as_deref()
+        .map(|text| {
+            Tag::from_str(text).map_err(|error| BumpError::InvalidTarget {
+                value: text.to_owned(),
+                message: error.to_string(),
+            })
+        })
+        .transpose()?;
+    let offer = bump::base_offer(&recipe.pins, upstream, to.as_ref()).with_context(|| {
+        format!(
+            "cannot look up the base image {}; pins.toml was not changed",
+            base.image
+        )
+    })?;
+    let text = base.image.as_str();
+    let repository = match &offer.current {
+        Some(tag) => text.strip_suffix(&format!(":{tag}")).unwrap_or(text),
+        None => text,
+    };
+    let image = format!("{repository}:{}", offer.newest);
+    let mut assignments = Vec::new();
+    if image != text {
+        assignments.push(Assignment::new(&["base"], "image", image.as_str()));
+    }
+    if base.digest.as_ref() != Some(&offer.digest) {
+        assignments.push(Assignment::new(&["base"], "digest", offer.digest.as_str()));
+    }
+    if assignments.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Move {
+        subject: BASE.to_owned(),
+        from: base.reference(),
+        to: format!("{image}@{}", offer.digest),
+        detail: format!("{} newer tag(s) matched", offer.newer.len()),
+        assignments,
+    }))
+}
+
+fn apply(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    planned: Move,
+    printer: &Printer,
+) -> anyhow::Result<Bumped> {
+    let path = recipe.pins_path();
+    let old_text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let new_text = edit::apply(&old_text, &planned.assignments)
+        .with_context(|| format!("cannot edit {}; it was not changed", path.display()))?;
+    let new_pins = pins::parse(&path, &new_text).with_context(|| {
+        format!(
+            "the edited {} would not load; it was not changed",
+            path.display()
+        )
+    })?;
+    let new_recipe = Recipe {
+        pins: new_pins,
+        ..recipe.clone()
+    };
+    let old_render = render::dockerfile(recipe)?;
+    let new_render = render::dockerfile(&new_recipe).with_context(|| {
+        format!(
+            "the bumped recipe does not render; {} was not changed",
+            path.display()
+        )
+    })?;
+    let invalidated = steps::invalidated(old_render.as_str(), new_render.as_str());
+
+    let verb = match options.mode {
+        BumpMode::Write => "Bumping",
+        BumpMode::DryRun => "Would bump",
+    };
+    printer.status(
+        verb,
+        format_args!(
+            "{} {} -> {} ({})",
+            planned.subject, planned.from, planned.to, planned.detail
+        ),
+    );
+    let pins_diff = unified_diff(&old_text, &new_text, "pins.toml");
+    let dockerfile_diff = unified_diff(old_render.as_str(), new_render.as_str(), "Dockerfile");
+    let written = match options.mode {
+        BumpMode::Write => {
+            let written = write_if_changed(&path, new_text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let changed: Vec<String> = planned
+                .assignments
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            printer.status(
+                "Updated",
+                format_args!("{}: {}", path.display(), changed.join(", ")),
+            );
+            Some(written == Written::Changed)
+        }
+        BumpMode::DryRun => {
+            if !printer.is_json() {
+                printer.stdout(&pins_diff);
+                printer.stdout(&dockerfile_diff);
+            }
+            None
+        }
+    };
+    printer.status(
+        "Rendered",
+        format_args!(
+            "Dockerfile {} (was {})",
+            new_render.digest(),
+            old_render.digest()
+        ),
+    );
+    report_invalidated(invalidated.as_ref(), printer);
+    if options.mode == BumpMode::DryRun {
+        printer.status(
+            "Dry run",
+            format_args!("{} was not written", path.display()),
+        );
+    }
+    if printer.is_json() {
+        printer.json(&json!({
+            "name": options.name,
+            "changed": true,
+            "from": planned.from,
+            "to": planned.to,
+            "assignments": planned.assignments.iter().map(|assignment| json!({
+                "table": assignment.table.join("."),
+                "key": assignment.key,
+                "value": assignment.value,
+            })).collect::<Vec<_>>(),
+            "written": written,
+            "dockerfile": { "before": old_render.digest().as_str(), "after": new_render.digest().as_str() },
+            "invalidated": invalidated.as_ref().map_or(Value::Null, |invalidated| json!({
+                "total": invalidated.total,
+                "steps": invalidated.steps,
+            })),
+            "pins_diff": pins_diff,
+            "dockerfile_diff": dockerfile_diff,
+        }));
+    }
+    Ok(Bumped::Moved {
+        assignments: planned.assignments,
+        invalidated,
+    })
+}
+
+fn report_invalidated(invalidated: Option<&Invalidated>, printer: &Printer) {
+    let Some(invalidated) = invalidated else {
+        printer.status(
+            "Cached",
+            "no Dockerfile instruction changed; a rebuild reuses every step",
+        );
+        return;
+    };
+    let first = &invalidated.steps[0];
+    printer.status(
+        "Invalidated",
+        format_args!(
+            "{} of {} steps, from step {} (Dockerfile line {}) on:",
+            invalidated.steps.len(),
+            invalidated.total,
+            first.number,
+            first.line
+        ),
+    );
+    let mut lines = String::new();
+    for step in &invalidated.steps {
+        lines.push_str(&format!(
+            "{:>12} {:>2}/{}  {}\n",
+            "step",
+            step.number,
+            invalidated.total,
+            step.summary(88)
+        ));
+    }
+    printer.stderr(lines);
+}
+
+/// A unified diff with `a/` and `b/` headers, empty when the texts are equal.
+fn unified_diff(old: &str, new: &str, name: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}

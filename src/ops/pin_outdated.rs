@@ -1,0 +1,300 @@
+//! `forge pin outdated`: every pin with where it stands, the newest version the constraints
+//! allow, the newest upstream offers, and why each newer version is not allowed. Being behind
+//! is not a failure: the exit status is 0 unless a lookup fails.
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::bump::{self, Prereleases, Upstream};
+use crate::git_remote::Git2Remote;
+use crate::index::SimpleIndex;
+use crate::index::select::Indexes;
+use crate::pins::{Pin, Source, Url};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::registry::RegistryClient;
+
+/// Options of `forge pin outdated`.
+#[derive(Debug, Clone)]
+pub struct PinOutdatedOptions {
+    /// Whether pre-releases are on offer.
+    pub prereleases: Prereleases,
+    /// A mirror that replaces every package index.
+    pub index_url: Option<Url>,
+    /// Registry hosts that may be spoken to over plain HTTP.
+    pub insecure_registries: Vec<String>,
+}
+
+/// Where one pin stands against upstream.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Standing {
+    /// The pin, or `base`.
+    pub name: String,
+    /// Its kind (`base` for the base image).
+    pub kind: String,
+    /// Where it stands.
+    pub current: String,
+    /// The newest version the constraints allow (the current one when nothing newer is).
+    pub newest_allowed: Option<String>,
+    /// The newest version upstream offers.
+    pub newest: Option<String>,
+    /// `up-to-date`, `outdated`, `held` (newer exists, none allowed), `not-followed` or `error`.
+    pub state: &'static str,
+    /// Newer versions that are not allowed, each with why.
+    pub held: Vec<Held>,
+    /// What the lookup said when it failed, or why the pin is not followed.
+    pub note: Option<String>,
+}
+
+/// A newer version that is not allowed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Held {
+    /// The version.
+    pub version: String,
+    /// Why, one entry per constraint.
+    pub reasons: Vec<Reason>,
+}
+
+/// One constraint that holds a version back.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reason {
+    /// `denied`, `range`, `wheel-set` or `group`.
+    pub kind: &'static str,
+    /// The reason in words.
+    pub message: String,
+}
+
+/// Looks every pin up with the real clients and prints where each stands.
+pub fn pin_outdated(
+    recipe: &Recipe,
+    options: &PinOutdatedOptions,
+    printer: &Printer,
+) -> anyhow::Result<Vec<Standing>> {
+    let indexes = Indexes::discover(options.index_url.as_ref(), recipe.pins.index.as_ref())?;
+    let index = SimpleIndex::default();
+    let git = Git2Remote;
+    let registry = RegistryClient::new(options.insecure_registries.clone())
+        .with_credentials_for(recipe.pins.base.image.registry());
+    let upstream = Upstream {
+        index: &index,
+        indexes: &indexes,
+        git: &git,
+        registry: &registry,
+    };
+    pin_outdated_with(recipe, options, &upstream, printer)
+}
+
+/// Looks every pin up against `upstream` and prints where each stands.
+pub fn pin_outdated_with(
+    recipe: &Recipe,
+    options: &PinOutdatedOptions,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<Vec<Standing>> {
+    let mut standings = vec![base_standing(recipe, upstream)];
+    for pin in recipe.pins.pins.values() {
+        printer.detail("Checking", &pin.name);
+        standings.push(pin_standing(recipe, pin, options, upstream));
+    }
+    if printer.is_json() {
+        printer.json(&json!({ "pins": standings }));
+    } else {
+        printer.stdout(&table(&standings));
+        let mut reasons = String::new();
+        for standing in &standings {
+            for held in &standing.held {
+                for reason in &held.reasons {
+                    reasons.push_str(&format!(
+                        "{} {}: {} ({})\n",
+                        standing.name, held.version, reason.message, reason.kind
+                    ));
+                }
+            }
+            if let Some(note) = &standing.note {
+                reasons.push_str(&format!("{}: {note}\n", standing.name));
+            }
+        }
+        if !reasons.is_empty() {
+            printer.stdout(&format!("\n{reasons}"));
+        }
+    }
+    let failed: Vec<&str> = standings
+        .iter()
+        .filter(|standing| standing.state == "error")
+        .map(|standing| standing.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Err(anyhow::anyhow!(
+            "could not look up {} (see the notes above)",
+            failed.join(", ")
+        ))
+        .context("forge pin outdated is incomplete");
+    }
+    Ok(standings)
+}
+
+fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
+    let base = &recipe.pins.base;
+    let mut standing = Standing {
+        name: "base".to_owned(),
+        kind: "base".to_owned(),
+        current: base.image.to_string(),
+        newest_allowed: None,
+        newest: None,
+        state: "not-followed",
+        held: Vec::new(),
+        note: None,
+    };
+    let Some(pattern) = &base.tags else {
+        standing.note =
+            Some("not followed: declare [base] tags = \"PATTERN\" to follow newer tags".to_owned());
+        return standing;
+    };
+    match bump::base_offer(&recipe.pins, upstream, None) {
+        Ok(offer) => {
+            standing.newest = Some(offer.newest.clone());
+            standing.newest_allowed = Some(offer.newest.clone());
+            standing.state =
+                if offer.newer.is_empty() && base.digest.as_ref() == Some(&offer.digest) {
+                    "up-to-date"
+                } else {
+                    "outdated"
+                };
+            if offer.newer.is_empty() && base.digest.as_ref() != Some(&offer.digest) {
+                standing.note = Some(format!(
+                    "tags matching {pattern}: none newer; digest {} is not recorded yet",
+                    offer.digest
+                ));
+            }
+        }
+        Err(error) => fail(&mut standing, &error),
+    }
+    standing
+}
+
+fn pin_standing(
+    recipe: &Recipe,
+    pin: &Pin,
+    options: &PinOutdatedOptions,
+    upstream: &Upstream<'_>,
+) -> Standing {
+    let mut standing = Standing {
+        name: pin.name.to_string(),
+        kind: pin.kind().to_string(),
+        current: pin.current().to_owned(),
+        newest_allowed: None,
+        newest: None,
+        state: "up-to-date",
+        held: Vec::new(),
+        note: None,
+    };
+    match &pin.source {
+        Source::Python { .. } | Source::Wheels { .. } => {
+            match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
+                Ok(offer) => {
+                    let newest = offer
+                        .newest()
+                        .map(|candidate| candidate.version.to_string());
+                    let allowed = offer
+                        .newest_allowed()
+                        .map(|candidate| candidate.version.to_string());
+                    standing.state = match (&newest, &allowed) {
+                        (None, _) => "up-to-date",
+                        (Some(_), Some(_)) => "outdated",
+                        (Some(_), None) => "held",
+                    };
+                    standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
+                    standing.newest_allowed =
+                        Some(allowed.clone().unwrap_or_else(|| standing.current.clone()));
+                    standing.held = offer
+                        .newer
+                        .iter()
+                        .filter(|candidate| !candidate.allowed())
+                        .map(|candidate| Held {
+                            version: candidate.version.to_string(),
+                            reasons: candidate
+                                .refusals
+                                .iter()
+                                .map(|refusal| Reason {
+                                    kind: refusal.kind(),
+                                    message: refusal.to_string(),
+                                })
+                                .collect(),
+                        })
+                        .collect();
+                }
+                Err(error) => fail(&mut standing, &error),
+            }
+        }
+        Source::Git { .. } => match bump::git_offer(pin, upstream) {
+            Ok(offer) => {
+                standing.newest = Some(offer.head.to_string());
+                standing.newest_allowed = Some(offer.head.to_string());
+                standing.state = if offer.is_current() {
+                    "up-to-date"
+                } else {
+                    "outdated"
+                };
+            }
+            Err(error) => fail(&mut standing, &error),
+        },
+        Source::Assert { .. } => {
+            standing.state = "not-followed";
+            standing.note =
+                Some("asserted in the base image: moves with `forge pin bump base`".to_owned());
+        }
+    }
+    standing
+}
+
+fn fail(standing: &mut Standing, error: &dyn std::error::Error) {
+    standing.state = "error";
+    standing.note = Some(error.to_string());
+}
+
+fn table(standings: &[Standing]) -> String {
+    let short = |text: &str| {
+        if text.len() == 40 && text.chars().all(|c| c.is_ascii_hexdigit()) {
+            text[..7].to_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    let rows: Vec<[String; 5]> = standings
+        .iter()
+        .map(|standing| {
+            let dash = || "-".to_owned();
+            [
+                standing.name.clone(),
+                short(&standing.current),
+                standing.newest_allowed.as_deref().map_or_else(dash, short),
+                standing.newest.as_deref().map_or_else(dash, short),
+                standing.state.to_owned(),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "CURRENT", "ALLOWED", "NEWEST", "STATE"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len() - 1;
+        for (index, cell) in cells.iter().enumerate() {
+            if index == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[index]));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    out
+}

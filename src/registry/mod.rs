@@ -1,0 +1,522 @@
+//! Container registries: a repository in, its tags and manifest digests out, over the
+//! distribution API (`/v2/<name>/tags/list`, `/v2/<name>/manifests/<reference>`).
+//!
+//! Authentication follows what the registry asks for: anonymous first; on a `401` with
+//! `WWW-Authenticate: Bearer realm=..,service=..,scope=..` a token is fetched from the realm
+//! (with the user's credentials when there are some) and the request is sent again; on a
+//! `Basic` challenge the credentials are sent directly. Credentials come from
+//! `FORGE_REGISTRY_USER` / `FORGE_REGISTRY_PASSWORD`, else the `auths` of the Docker client's
+//! `config.json`. Plain HTTP is used only for loopback hosts and for hosts named with
+//! `--insecure-registry`; every other registry is spoken to over HTTPS.
+
+mod auth;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use sha2::{Digest as _, Sha256};
+
+pub use auth::{Challenge, Credentials};
+
+use crate::pins::{Digest, ImageRef};
+
+/// The manifest media types forge accepts: a single-platform manifest or a multi-platform
+/// index, in both the Docker and the OCI spelling.
+pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
+
+/// A repository on a registry, such as `ghcr.io` + `aeon-7/aeon-vllm-ultimate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRepository {
+    /// The registry host, with its port if it has one.
+    pub registry: String,
+    /// The repository path on that registry.
+    pub path: String,
+}
+
+impl RemoteRepository {
+    /// The repository an image reference points into.
+    pub fn of(image: &ImageRef) -> Self {
+        Self {
+            registry: image.registry().to_owned(),
+            path: image.repository().to_owned(),
+        }
+    }
+
+    /// The host the API is served from (Docker Hub's API is not at `docker.io`).
+    fn api_host(&self) -> &str {
+        match self.registry.as_str() {
+            "docker.io" | "index.docker.io" => "registry-1.docker.io",
+            host => host,
+        }
+    }
+}
+
+impl fmt::Display for RemoteRepository {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.registry, self.path)
+    }
+}
+
+/// What forge asks a registry.
+pub trait Registry {
+    /// Every tag of `repository`, in the order the registry lists them.
+    fn tags(&self, repository: &RemoteRepository) -> Result<Vec<String>, RegistryError>;
+
+    /// The digest of the manifest (or index) `reference` (a tag or a digest) names.
+    fn manifest_digest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Digest, RegistryError>;
+}
+
+/// Why a registry could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// No HTTP answer.
+    #[error("cannot reach the registry at {url}: {message}")]
+    Unreachable {
+        /// The URL asked.
+        url: String,
+        /// What the connection said.
+        message: String,
+    },
+    /// The registry wants credentials forge does not have, or refused them.
+    #[error("the registry refused access to {url} (HTTP {status})")]
+    Unauthorized {
+        /// The URL asked.
+        url: String,
+        /// 401 or 403.
+        status: u16,
+        /// Whether credentials were sent.
+        with_credentials: bool,
+    },
+    /// The repository or reference does not exist.
+    #[error("{what} not found on the registry ({url}, HTTP 404)")]
+    NotFound {
+        /// The URL asked.
+        url: String,
+        /// What was looked for.
+        what: String,
+    },
+    /// Another error status.
+    #[error("the registry answered HTTP {status} for {url}")]
+    Status {
+        /// The URL asked.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// An answer forge cannot read.
+    #[error("the registry sent an answer forge cannot read for {url}: {message}")]
+    Invalid {
+        /// The URL asked.
+        url: String,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+impl RegistryError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            RegistryError::Unreachable { .. } => "check the registry host and the network; a registry without TLS on another host needs --insecure-registry HOST".to_owned(),
+            RegistryError::Unauthorized { with_credentials: false, .. } => "log in with `docker login HOST`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD".to_owned(),
+            RegistryError::Unauthorized { with_credentials: true, .. } => "the credentials were refused: check FORGE_REGISTRY_USER / FORGE_REGISTRY_PASSWORD or the `auths` entry of ~/.docker/config.json".to_owned(),
+            RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
+            RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
+        })
+    }
+}
+
+/// The real client: the distribution API over `ureq`.
+#[derive(Debug)]
+pub struct RegistryClient {
+    agent: ureq::Agent,
+    insecure: Vec<String>,
+    credentials: Option<Credentials>,
+    // Authorization header values by host, reused for the rest of the run.
+    authorizations: RefCell<BTreeMap<String, String>>,
+}
+
+impl RegistryClient {
+    /// A client; `insecure` lists hosts (with port, if any) that may be spoken to over plain
+    /// HTTP besides loopback ones.
+    pub fn new(insecure: Vec<String>) -> Self {
+        Self {
+            agent: crate::http::agent(),
+            insecure,
+            credentials: None,
+            authorizations: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Uses the credentials the environment or the Docker configuration holds for `registry`.
+    pub fn with_credentials_for(mut self, registry: &str) -> Self {
+        self.credentials = Credentials::discover(registry);
+        self
+    }
+
+    fn base_url(&self, repository: &RemoteRepository) -> String {
+        let host = repository.api_host();
+        let plain = crate::http::is_loopback(host) || self.insecure.iter().any(|name| name == host);
+        let scheme = if plain { "http" } else { "https" };
+        format!("{scheme}://{host}")
+    }
+
+    /// Sends a request, answering the registry's authentication challenge once.
+    fn send(
+        &self,
+        method: Method,
+        url: &str,
+        accept: &str,
+        repository: &RemoteRepository,
+    ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
+        let host = repository.api_host().to_owned();
+        let response = self.request(
+            method,
+            url,
+            accept,
+            self.authorizations.borrow().get(&host).cloned(),
+        )?;
+        if response.status().as_u16() != 401 {
+            return Ok(response);
+        }
+        let challenge = crate::http::header(&response, "www-authenticate")
+            .and_then(Challenge::parse)
+            .ok_or_else(|| RegistryError::Unauthorized {
+                url: url.to_owned(),
+                status: 401,
+                with_credentials: self.credentials.is_some(),
+            })?;
+        let authorization = match challenge {
+            Challenge::Basic => match &self.credentials {
+                Some(credentials) => credentials.basic(),
+                None => {
+                    return Err(RegistryError::Unauthorized {
+                        url: url.to_owned(),
+                        status: 401,
+                        with_credentials: false,
+                    });
+                }
+            },
+            Challenge::Bearer {
+                realm,
+                service,
+                scope,
+            } => {
+                let scope = scope.unwrap_or_else(|| format!("repository:{}:pull", repository.path));
+                format!("Bearer {}", self.token(&realm, service.as_deref(), &scope)?)
+            }
+        };
+        let response = self.request(method, url, accept, Some(authorization.clone()))?;
+        if matches!(response.status().as_u16(), 401 | 403) {
+            return Err(RegistryError::Unauthorized {
+                url: url.to_owned(),
+                status: response.status().as_u16(),
+                with_credentials: self.credentials.is_some(),
+            });
+        }
+        self.authorizations.borrow_mut().insert(host, authorization);
+        Ok(response)
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        url: &str,
+        accept: &str,
+        authorization: Option<String>,
+    ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
+        let result = match method {
+            Method::Get => {
+                let mut request = self.agent.get(url).header("Accept", accept);
+                if let Some(authorization) = &authorization {
+                    request = request.header("Authorization", authorization);
+                }
+                request.call()
+            }
+            Method::Head => {
+                let mut request = self.agent.head(url).header("Accept", accept);
+                if let Some(authorization) = &authorization {
+                    request = request.header("Authorization", authorization);
+                }
+                request.call()
+            }
+        };
+        result.map_err(|error| RegistryError::Unreachable {
+            url: url.to_owned(),
+            message: error.to_string(),
+        })
+    }
+
+    /// A bearer token from the realm of a challenge.
+    fn token(
+        &self,
+        realm: &str,
+        service: Option<&str>,
+        scope: &str,
+    ) -> Result<String, RegistryError> {
+        if !realm.starts_with("https://")
+            && !(realm.starts_with("http://") && realm_is_plain_ok(realm, &self.insecure))
+        {
+            return Err(RegistryError::Invalid {
+                url: realm.to_owned(),
+                message: "the token realm is not an https:// URL".to_owned(),
+            });
+        }
+        let mut request = self.agent.get(realm).query("scope", scope);
+        if let Some(service) = service {
+            request = request.query("service", service);
+        }
+        if let Some(credentials) = &self.credentials {
+            request = request.header("Authorization", credentials.basic());
+        }
+        let mut response = request.call().map_err(|error| RegistryError::Unreachable {
+            url: realm.to_owned(),
+            message: error.to_string(),
+        })?;
+        let status = response.status().as_u16();
+        if matches!(status, 401 | 403) {
+            return Err(RegistryError::Unauthorized {
+                url: realm.to_owned(),
+                status,
+                with_credentials: self.credentials.is_some(),
+            });
+        }
+        if status != 200 {
+            return Err(RegistryError::Status {
+                url: realm.to_owned(),
+                status,
+            });
+        }
+        let body =
+            crate::http::body_text(&mut response).map_err(|error| RegistryError::Unreachable {
+                url: realm.to_owned(),
+                message: error.to_string(),
+            })?;
+        #[derive(serde::Deserialize)]
+        struct TokenAnswer {
+            token: Option<String>,
+            access_token: Option<String>,
+        }
+        let answer: TokenAnswer =
+            serde_json::from_str(&body).map_err(|error| RegistryError::Invalid {
+                url: realm.to_owned(),
+                message: error.to_string(),
+            })?;
+        answer
+            .token
+            .or(answer.access_token)
+            .ok_or_else(|| RegistryError::Invalid {
+                url: realm.to_owned(),
+                message: "the token answer holds neither `token` nor `access_token`".to_owned(),
+            })
+    }
+
+    fn check_status(
+        response: &ureq::http::Response<ureq::Body>,
+        url: &str,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), RegistryError> {
+        match response.status().as_u16() {
+            200 => Ok(()),
+            404 => Err(RegistryError::NotFound {
+                url: url.to_owned(),
+                what: what(),
+            }),
+            status => Err(RegistryError::Status {
+                url: url.to_owned(),
+                status,
+            }),
+        }
+    }
+}
+
+fn realm_is_plain_ok(realm: &str, insecure: &[String]) -> bool {
+    let host = realm
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    crate::http::is_loopback(host) || insecure.iter().any(|name| name == host)
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Method {
+    Get,
+    Head,
+}
+
+impl Registry for RegistryClient {
+    fn tags(&self, repository: &RemoteRepository) -> Result<Vec<String>, RegistryError> {
+        let base = self.base_url(repository);
+        let mut url = format!("{base}/v2/{}/tags/list?n=1000", repository.path);
+        let mut tags = Vec::new();
+        // Bounded: a registry that keeps sending `next` cannot hold forge forever.
+        for _ in 0..1000 {
+            let mut response = self.send(Method::Get, &url, "application/json", repository)?;
+            Self::check_status(&response, &url, || format!("repository {repository}"))?;
+            let next = crate::http::header(&response, "link").and_then(next_link);
+            let body = crate::http::body_text(&mut response).map_err(|error| {
+                RegistryError::Unreachable {
+                    url: url.clone(),
+                    message: error.to_string(),
+                }
+            })?;
+            #[derive(serde::Deserialize)]
+            struct TagList {
+                tags: Option<Vec<String>>,
+            }
+            let list: TagList =
+                serde_json::from_str(&body).map_err(|error| RegistryError::Invalid {
+                    url: url.clone(),
+                    message: error.to_string(),
+                })?;
+            tags.extend(list.tags.unwrap_or_default());
+            match next {
+                Some(next) if next.starts_with('/') => url = format!("{base}{next}"),
+                Some(next) => url = next,
+                None => return Ok(tags),
+            }
+        }
+        Ok(tags)
+    }
+
+    fn manifest_digest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Digest, RegistryError> {
+        let url = format!(
+            "{}/v2/{}/manifests/{reference}",
+            self.base_url(repository),
+            repository.path
+        );
+        let what = || format!("{repository}:{reference}");
+        let response = self.send(Method::Head, &url, MANIFEST_TYPES, repository)?;
+        Self::check_status(&response, &url, what)?;
+        if let Some(digest) = crate::http::header(&response, "docker-content-digest")
+            .and_then(|value| value.parse::<Digest>().ok())
+        {
+            return Ok(digest);
+        }
+        // Some registries leave the header out of HEAD answers: hash the manifest itself.
+        let mut response = self.send(Method::Get, &url, MANIFEST_TYPES, repository)?;
+        Self::check_status(&response, &url, what)?;
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(
+            &mut response
+                .body_mut()
+                .with_config()
+                .limit(crate::http::BODY_LIMIT)
+                .reader(),
+            &mut body,
+        )
+        .map_err(|error| RegistryError::Unreachable {
+            url: url.clone(),
+            message: error.to_string(),
+        })?;
+        Ok(Digest::from_sha256(&Sha256::digest(&body)))
+    }
+}
+
+/// The target of `Link: <...>; rel="next"`.
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let (target, parameters) = part.split_once(';')?;
+        parameters.contains("rel=\"next\"").then(|| {
+            target
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_owned()
+        })
+    })
+}
+
+/// Whether `tag` matches a glob of `?` (one character) and `*` (any run, maybe empty).
+pub fn glob_matches(pattern: &str, tag: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let tag: Vec<char> = tag.chars().collect();
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < tag.len() {
+        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == tag[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == '*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((star_p, star_t)) = star {
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// Orders tags as people read them: runs of digits compare as numbers, so `v0.10.0` comes
+/// after `v0.9.0` and `2026-07-01-v0.24.0` after `2026-06-30-v0.25.0`.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(text: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for index in 1..=bytes.len() {
+            if index == bytes.len()
+                || bytes[index].is_ascii_digit() != bytes[index - 1].is_ascii_digit()
+            {
+                out.push((bytes[start].is_ascii_digit(), &text[start..index]));
+                start = index;
+            }
+        }
+        out
+    }
+    let (left, right) = (chunks(a), chunks(b));
+    for ((left_digits, left), (right_digits, right)) in left.iter().zip(&right) {
+        let order = if *left_digits && *right_digits {
+            let (left, right) = (left.trim_start_matches('0'), right.trim_start_matches('0'));
+            left.len().cmp(&right.len()).then_with(|| left.cmp(right))
+        } else {
+            left.cmp(right)
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+    left.len().cmp(&right.len()).then_with(|| a.cmp(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_dated_tags() {
+        assert!(glob_matches("????-??-??-v*", "2026-07-01-v0.24.0"));
+        assert!(!glob_matches("????-??-??-v*", "latest"));
+        assert!(!glob_matches("????-??-??-v*", "2026-07-01-rc"));
+        assert!(glob_matches("*", ""));
+    }
+
+    #[test]
+    fn natural_order_reads_numbers() {
+        let mut tags = vec!["v0.10.0", "v0.9.0", "v0.9.10", "v0.9.2"];
+        tags.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(tags, ["v0.9.0", "v0.9.2", "v0.9.10", "v0.10.0"]);
+    }
+
+    #[test]
+    fn next_link_is_found() {
+        assert_eq!(
+            next_link(r#"</v2/a/tags/list?n=2&last=b>; rel="next""#).as_deref(),
+            Some("/v2/a/tags/list?n=2&last=b")
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! A package index on 127.0.0.1 for the tests: a thread that serves the simple repository API
+//! from a temporary folder holding one folder per package (PEP 503 normalised names) with the
+//! distribution files in it. `GET /simple/<name>/` answers PEP 691 JSON, or the PEP 503 HTML
+//! page when the request does not accept JSON; a file with a `.yanked` twin is marked yanked.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A running index; stops when dropped.
+pub struct IndexServer {
+    root: tempfile::TempDir,
+    address: String,
+    stop: Arc<AtomicBool>,
+    requests: Arc<Mutex<Vec<String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl IndexServer {
+    /// Starts an empty index on a free port.
+    pub fn start() -> Self {
+        let root = tempfile::tempdir().expect("a temporary folder");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let address = listener.local_addr().expect("an address").to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (folder, stop, requests) = (root.path().to_owned(), stop.clone(), requests.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        serve(stream, &folder, &requests);
+                    }
+                }
+            })
+        };
+        Self {
+            root,
+            address,
+            stop,
+            requests,
+            thread: Some(thread),
+        }
+    }
+
+    /// The index URL, as pip's `--index-url` takes it.
+    pub fn url(&self) -> String {
+        format!("http://{}/simple", self.address)
+    }
+
+    /// Publishes `files` (file names) of `package`.
+    pub fn publish(&self, package: &str, files: &[&str]) -> &Self {
+        let folder = self.root.path().join(normalize(package));
+        std::fs::create_dir_all(&folder).expect("package folder");
+        for file in files {
+            std::fs::write(folder.join(file), format!("{file}\n")).expect("write a file");
+        }
+        self
+    }
+
+    /// Publishes a wheel of `package` at `version` (`0.6.15`, `0.6.15+cu130`).
+    pub fn wheel(&self, package: &str, version: &str) -> &Self {
+        let name = normalize(package).replace('-', "_");
+        self.publish(
+            package,
+            &[&format!(
+                "{name}-{version}-py3-none-manylinux_2_28_aarch64.whl"
+            )],
+        )
+    }
+
+    /// Marks a published file yanked.
+    pub fn yank(&self, package: &str, file: &str) -> &Self {
+        let path = self
+            .root
+            .path()
+            .join(normalize(package))
+            .join(format!("{file}.yanked"));
+        std::fs::write(path, "yanked for the test\n").expect("write the marker");
+        self
+    }
+
+    /// The paths requested so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("the request log").clone()
+    }
+}
+
+impl Drop for IndexServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(&self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn normalize(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if matches!(c, '.' | '_' | '-') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut accept = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("accept") {
+                accept = value.trim().to_owned();
+            }
+        }
+    }
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_owned();
+    requests.lock().expect("the request log").push(path.clone());
+    let (status, content_type, body) = answer(root, &path, &accept);
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+    let _ = stream.flush();
+}
+
+fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str, String) {
+    let not_found = ("404 Not Found", "text/plain", "not found\n".to_owned());
+    let Some(name) = path
+        .strip_prefix("/simple/")
+        .map(|rest| rest.trim_end_matches('/'))
+        .filter(|name| !name.is_empty() && !name.contains('/'))
+    else {
+        return not_found;
+    };
+    let folder: PathBuf = root.join(name);
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return not_found;
+    };
+    let mut files: Vec<String> = entries
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|file| !file.ends_with(".yanked"))
+        .collect();
+    files.sort();
+    let yanked = |file: &str| folder.join(format!("{file}.yanked")).exists();
+    if accept.contains("application/vnd.pypi.simple.v1+json") {
+        let files: Vec<serde_json::Value> = files
+            .iter()
+            .map(|file| {
+                serde_json::json!({
+                    "filename": file,
+                    "url": format!("/files/{name}/{file}"),
+                    "hashes": {},
+                    "yanked": if yanked(file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
+                })
+            })
+            .collect();
+        let document = serde_json::json!({
+            "meta": { "api-version": "1.1" },
+            "name": name,
+            "files": files,
+        });
+        (
+            "200 OK",
+            "application/vnd.pypi.simple.v1+json",
+            document.to_string(),
+        )
+    } else {
+        let mut page = String::from("<!DOCTYPE html>\n<html><body>\n");
+        for file in &files {
+            let mark = if yanked(file) {
+                " data-yanked=\"\""
+            } else {
+                ""
+            };
+            page.push_str(&format!(
+                "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
+                file.replace('+', "%2B")
+            ));
+        }
+        page.push_str("</body></html>\n");
+        ("200 OK", "text/html", page)
+    }
+}

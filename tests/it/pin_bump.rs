@@ -1,0 +1,766 @@
+//! `forge pin bump` and `forge pin outdated` against real servers: a package index on
+//! 127.0.0.1 (`index_server`), bare git repositories over file://, and a `docker-registry` on
+//! loopback for the base image. Every run is hermetic: no pip configuration, cache or
+//! credentials of the machine leak in.
+
+use std::process::Command;
+
+use crate::index_server::IndexServer;
+use crate::support::{Run, TestContext};
+
+/// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
+/// temporary folder, no index or registry settings but those in `env`.
+fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let home = context.path().join(".home");
+    std::fs::create_dir_all(&home).expect("a home folder");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
+    command
+        .arg("-C")
+        .arg(context.path())
+        .args(args)
+        .current_dir(context.path());
+    for name in [
+        "SOURCE_DATE_EPOCH",
+        "PIP_INDEX_URL",
+        "PIP_CONFIG_FILE",
+        "FORGE_INDEX_URL",
+        "FORGE_REGISTRY_USER",
+        "FORGE_REGISTRY_PASSWORD",
+        "DOCKER_CONFIG",
+        "XDG_CONFIG_DIRS",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .env("NO_COLOR", "1")
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CONFIG_DIRS", home.join("xdg"));
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("forge runs");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// An index offering everything the default recipe pins at its current versions.
+fn default_index() -> IndexServer {
+    let index = IndexServer::start();
+    for (package, version) in [
+        ("flashinfer-python", "0.6.14"),
+        ("flashinfer-cubin", "0.6.14"),
+        ("flashinfer-jit-cache", "0.6.14+cu130"),
+        ("apache-tvm-ffi", "0.1.11"),
+        ("tilelang", "0.1.11"),
+        ("nvidia-cutlass-dsl", "4.6.0"),
+    ] {
+        index.wheel(package, version);
+    }
+    index
+}
+
+/// Offers FlashInfer 0.6.15: all three wheels, the jit-cache one with its `+cu130` label.
+fn offer_flashinfer_0_6_15(index: &IndexServer) {
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .publish("flashinfer-python", &["flashinfer_python-0.6.15.tar.gz"])
+        .wheel("flashinfer-cubin", "0.6.15")
+        .wheel("flashinfer-jit-cache", "0.6.15+cu130");
+}
+
+#[track_caller]
+fn assert_contains(haystack: &str, needle: &str) {
+    assert!(
+        haystack.contains(needle),
+        "expected {needle:?} in:\n{haystack}"
+    );
+}
+
+#[track_caller]
+fn assert_unchanged(context: &TestContext, before: &str) {
+    assert_eq!(
+        context.read("pins.toml"),
+        before,
+        "pins.toml must be left untouched"
+    );
+}
+
+#[test]
+fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    // A wheel for another CUDA build must not count as the cu130 one.
+    index.wheel("flashinfer-jit-cache", "0.6.16+cu128");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0);
+
+    // Every byte but the one value stays: comments, spacing, key order, the other pins.
+    let expected = before.replacen(
+        "[pins.flashinfer]              # three wheels, one version\nkind = \"wheels\"\nversion = \"0.6.14\"",
+        "[pins.flashinfer]              # three wheels, one version\nkind = \"wheels\"\nversion = \"0.6.15\"",
+        1,
+    );
+    assert_ne!(
+        expected, before,
+        "the test must find the flashinfer version"
+    );
+    assert_eq!(context.read("pins.toml"), expected);
+
+    assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.6.15");
+    assert_contains(&run.stderr, "flashinfer-jit-cache 0.6.15+cu130");
+    // FlashInfer is step 10 of 14: it and everything after it run again, DeepGEMM does not.
+    assert_contains(&run.stderr, "Invalidated 5 of 14 steps, from step 10");
+    let listed: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.trim_start().starts_with("step "))
+        .collect();
+    assert_eq!(listed.len(), 5, "{}", run.stderr);
+    assert_contains(listed[0], "flashinfer-python==0.6.15");
+    assert!(listed.iter().all(|line| !line.contains("deepgemm")));
+
+    let render = forge(&context, &["render"], &[]).expect_code(0);
+    assert_contains(
+        &render.stdout,
+        "flashinfer-python==0.6.15 flashinfer-cubin==0.6.15",
+    );
+    assert_contains(&render.stdout, "flashinfer-jit-cache==0.6.15+cu130");
+}
+
+#[test]
+fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("apache-tvm-ffi", "0.1.12")
+        .wheel("tilelang", "0.1.12");
+
+    for args in [
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12"][..],
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12", "--force"][..],
+        &["pin", "bump", "apache-tvm-ffi"][..],
+        // The partner's deny list holds for tilelang too: they move together.
+        &["pin", "bump", "tilelang"][..],
+    ] {
+        let run = forge(&context, args, &[("FORGE_INDEX_URL", &index.url())]).expect_code(1);
+        assert_contains(
+            &run.stderr,
+            "aborts tilelang: duplicate type-attr registration",
+        );
+        assert_contains(&run.stderr, "hint: the deny list");
+        assert_unchanged(&context, &before);
+    }
+}
+
+#[test]
+fn a_lockstep_group_moves_together() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("apache-tvm-ffi", "0.1.12")
+        .wheel("tilelang", "0.1.12")
+        .wheel("apache-tvm-ffi", "0.1.13")
+        .wheel("tilelang", "0.1.13")
+        .wheel("tilelang", "0.1.14");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0);
+    // 0.1.14 lacks its partner and is skipped with that reason; both pins land on 0.1.13.
+    assert_contains(
+        &run.stderr,
+        "warning: skipping tilelang 0.1.14: group partner apache-tvm-ffi",
+    );
+    let expected = before
+        .replacen(
+            "version = \"0.1.11\"\ngroup = \"tvm\"                  # moves",
+            "version = \"0.1.13\"\ngroup = \"tvm\"                  # moves",
+            1,
+        )
+        .replacen(
+            "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+            "version = \"0.1.13\"\ngroup = \"tvm\"\n",
+            1,
+        );
+    assert_eq!(context.read("pins.toml"), expected);
+    assert!(!expected.contains("0.1.11\""), "both members must move");
+}
+
+#[test]
+fn a_group_partner_missing_the_version_refuses_the_bump() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index.wheel("tilelang", "0.1.13");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
+    );
+    assert_contains(&run.stderr, "hint: a lockstep group moves together");
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-cubin", "0.6.15")
+        // Published for another CUDA build only.
+        .wheel("flashinfer-jit-cache", "0.6.15+cu128");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
+            index.url()
+        ),
+    );
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn an_allowed_range_holds_unless_forced() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "version = \"0.6.14\"\n",
+        "version = \"0.6.14\"\nallow = \">=0.6.14,<0.6.15\"\n",
+    );
+    let before = context.read("pins.toml");
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    let env = [("FORGE_INDEX_URL", index.url())];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "outside the allowed range >=0.6.14,<0.6.15 of flashinfer",
+    );
+    assert_contains(&run.stderr, "pass --force");
+    assert_unchanged(&context, &before);
+
+    let run = forge(&context, &["pin", "bump", "flashinfer", "--force"], &env).expect_code(0);
+    assert_contains(&run.stderr, "--force: moving flashinfer to 0.6.15");
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen("version = \"0.6.14\"", "version = \"0.6.15\"", 1)
+    );
+    // The recipe still loads, with a warning about the range.
+    let list = forge(&context, &["pin", "list"], &[]).expect_code(0);
+    assert_contains(&list.stderr, "outside its allowed range");
+}
+
+#[test]
+fn prereleases_are_offered_only_with_pre_and_yanked_files_never() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    for package in ["flashinfer-python", "flashinfer-cubin"] {
+        index.wheel(package, "0.6.15rc1").wheel(package, "0.6.16");
+    }
+    index
+        .wheel("flashinfer-jit-cache", "0.6.15rc1+cu130")
+        .wheel("flashinfer-jit-cache", "0.6.16+cu130");
+    index.yank(
+        "flashinfer-python",
+        "flashinfer_python-0.6.16-py3-none-manylinux_2_28_aarch64.whl",
+    );
+    let url = index.url();
+    let env = [("FORGE_INDEX_URL", url.as_str())];
+
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "flashinfer is at 0.6.14, the newest version on offer",
+    );
+    assert_unchanged(&context, &before);
+
+    forge(&context, &["pin", "bump", "flashinfer", "--pre"], &env).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen("version = \"0.6.14\"", "version = \"0.6.15rc1\"", 1)
+    );
+}
+
+#[test]
+fn dry_run_prints_both_diffs_and_writes_nothing() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let modified = std::fs::metadata(context.path().join("pins.toml"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--dry-run"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0);
+    assert_contains(&run.stdout, "--- a/pins.toml\n+++ b/pins.toml\n");
+    assert_contains(
+        &run.stdout,
+        "\n-version = \"0.6.14\"\n+version = \"0.6.15\"\n",
+    );
+    assert_contains(&run.stdout, "--- a/Dockerfile\n+++ b/Dockerfile\n");
+    assert_contains(
+        &run.stdout,
+        "\n+RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfer-cubin==0.6.15 \\\n",
+    );
+    assert_contains(&run.stderr, "Invalidated 5 of 14 steps");
+    assert_contains(&run.stderr, "was not written");
+    assert_unchanged(&context, &before);
+    let after = std::fs::metadata(context.path().join("pins.toml"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(modified, after, "a dry run must not touch the file");
+}
+
+#[test]
+fn json_reports_the_assignments_and_the_invalidated_steps() {
+    let context = TestContext::default_recipe();
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    let run = forge(
+        &context,
+        &["--json", "pin", "bump", "flashinfer"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0);
+    let document = run.json();
+    assert_eq!(document["to"], "0.6.15");
+    assert_eq!(document["written"], true);
+    assert_eq!(document["assignments"][0]["table"], "pins.flashinfer");
+    assert_eq!(document["assignments"][0]["value"], "0.6.15");
+    assert_eq!(document["invalidated"]["total"], 14);
+    assert_eq!(document["invalidated"]["steps"][0]["number"], 10);
+}
+
+#[test]
+fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default() {
+    let context = TestContext::default_recipe();
+    let main = default_index();
+    main.wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-cubin", "0.6.15");
+    let wheels = IndexServer::start();
+    wheels.wheel("flashinfer-jit-cache", "0.6.14+cu130");
+    context.edit(
+        "pins.toml",
+        "index = \"https://flashinfer.ai/whl/cu130\"",
+        &format!("index = \"{}\"", wheels.url()),
+    );
+    let before = context.read("pins.toml");
+
+    // The jit-cache wheel is missing on its own index: refused, naming that index.
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("PIP_INDEX_URL", &main.url())],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
+            wheels.url()
+        ),
+    );
+    assert_unchanged(&context, &before);
+    assert!(
+        main.requests()
+            .iter()
+            .all(|path| !path.contains("jit-cache")),
+        "the jit-cache wheel must be asked on its own index: {:?}",
+        main.requests()
+    );
+
+    // Published there: the bump goes through, with the default index from a pip config file.
+    wheels.wheel("flashinfer-jit-cache", "0.6.15+cu130");
+    let config = context.path().join("pip.conf");
+    std::fs::write(&config, format!("[global]\nindex-url = {}\n", main.url())).unwrap();
+    forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("PIP_CONFIG_FILE", config.to_str().unwrap())],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen("version = \"0.6.14\"", "version = \"0.6.15\"", 1)
+    );
+}
+
+#[test]
+fn the_index_of_pins_toml_is_used_when_pip_names_none() {
+    let context = TestContext::default_recipe();
+    let index = default_index();
+    index
+        .wheel("tilelang", "0.1.13")
+        .wheel("apache-tvm-ffi", "0.1.13");
+    context.edit(
+        "pins.toml",
+        "[env]\n",
+        &format!("[index]\nurl = \"{}\"\n\n[env]\n", index.url()),
+    );
+    forge(&context, &["pin", "bump", "tilelang"], &[]).expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        "version = \"0.1.13\"\ngroup = \"tvm\"\n",
+    );
+    assert!(
+        index
+            .requests()
+            .iter()
+            .any(|path| path == "/simple/tilelang/")
+    );
+}
+
+#[test]
+fn an_unknown_pin_suggests_the_closest_name() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let run = forge(&context, &["pin", "bump", "flashinfr"], &[]).expect_code(2);
+    assert_contains(&run.stderr, "error: pins.toml has no pin `flashinfr`");
+    assert_contains(&run.stderr, "hint: did you mean `flashinfer`?");
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn an_unreachable_index_names_the_url_and_changes_nothing() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    // A port nobody listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/simple");
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--index-url", &url],
+        &[],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "pins.toml was not changed");
+    assert_contains(
+        &run.stderr,
+        &format!("cannot reach the package index at {url}/flashinfer-python/"),
+    );
+    assert_contains(&run.stderr, "hint: ");
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn a_version_missing_from_the_index_is_an_error() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.99"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("error: flashinfer-python 0.6.99 is not on {}", index.url()),
+    );
+    assert_contains(&run.stderr, "hint: `forge pin outdated` lists");
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let remote = GitRemote::new();
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{}\"", remote.url()),
+    );
+    context.edit(
+        "pins.toml",
+        "rev = \"a6b593d\"",
+        &format!("rev = \"{}\"", remote.first),
+    );
+    let before_outdated = context.read("pins.toml");
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    index
+        .wheel("apache-tvm-ffi", "0.1.12")
+        .wheel("tilelang", "0.1.12");
+    let url = index.url();
+    let env = [("FORGE_INDEX_URL", url.as_str())];
+
+    let run = forge(&context, &["pin", "outdated"], &env).expect_code(0);
+    let row = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("flashinfer"),
+        ["flashinfer", "0.6.14", "0.6.15", "0.6.15", "outdated"]
+    );
+    assert_eq!(
+        row("tilelang"),
+        ["tilelang", "0.1.11", "0.1.11", "0.1.12", "held"]
+    );
+    assert_eq!(
+        row("deepgemm"),
+        [
+            "deepgemm",
+            &remote.first[..7],
+            &remote.head[..7],
+            &remote.head[..7],
+            "outdated"
+        ]
+    );
+    assert_eq!(row("cutlass-dsl")[4], "up-to-date");
+    assert_eq!(row("nccl")[4], "not-followed");
+    assert_contains(
+        &run.stdout,
+        "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
+    );
+
+    let json = forge(&context, &["--json", "pin", "outdated"], &env)
+        .expect_code(0)
+        .json();
+    let pins = json["pins"].as_array().unwrap();
+    let tilelang = pins.iter().find(|pin| pin["name"] == "tilelang").unwrap();
+    assert_eq!(tilelang["newest_allowed"], "0.1.11");
+    assert_eq!(tilelang["newest"], "0.1.12");
+    assert_eq!(tilelang["held"][0]["reasons"][0]["kind"], "denied");
+    assert_eq!(context.read("pins.toml"), before_outdated);
+    assert_ne!(before, before_outdated);
+}
+
+/// A bare repository with a `nv_dev` branch of three commits, and a side branch.
+struct GitRemote {
+    folder: tempfile::TempDir,
+    first: String,
+    second: String,
+    head: String,
+    side: String,
+}
+
+impl GitRemote {
+    fn new() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let work = folder.path().join("work");
+        let git = |args: &[&str]| {
+            let output = Command::new("git")
+                .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
+                .args(["-c", "init.defaultBranch=main"])
+                .args(args)
+                .current_dir(&work)
+                .output()
+                .expect("git runs");
+            assert!(output.status.success(), "git {args:?}: {output:?}");
+            String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        };
+        std::fs::create_dir_all(&work).unwrap();
+        git(&["init", "--quiet"]);
+        let commit = |message: &str| {
+            std::fs::write(work.join("kernel.txt"), message).unwrap();
+            git(&["add", "kernel.txt"]);
+            git(&["commit", "--quiet", "-m", message]);
+            git(&["rev-parse", "HEAD"])
+        };
+        let first = commit("first");
+        let second = commit("second");
+        let head = commit("third");
+        git(&["branch", "-m", "nv_dev"]);
+        git(&["checkout", "--quiet", "-b", "side", &first]);
+        let side = commit("side");
+        git(&[
+            "clone",
+            "--quiet",
+            "--bare",
+            ".",
+            folder.path().join("remote.git").to_str().unwrap(),
+        ]);
+        Self {
+            folder,
+            first,
+            second,
+            head,
+            side,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("file://{}", self.folder.path().join("remote.git").display())
+    }
+}
+
+fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{}\"", remote.url()),
+    );
+    context.read("pins.toml")
+}
+
+#[test]
+fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let before = with_git_remote(&context, &remote);
+
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{}\"", remote.head),
+            1
+        )
+    );
+    assert_contains(
+        &run.stderr,
+        &format!("deepgemm a6b593d -> {}", &remote.head[..7]),
+    );
+    // DeepGEMM is step 8: it and every step after it run again.
+    assert_contains(&run.stderr, "Invalidated 7 of 14 steps, from step 8");
+
+    // At the head already: nothing to do, nothing written.
+    let now = context.read("pins.toml");
+    forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    assert_eq!(context.read("pins.toml"), now);
+}
+
+#[test]
+fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let before = with_git_remote(&context, &remote);
+
+    forge(
+        &context,
+        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{}\"", remote.second),
+            1
+        )
+    );
+
+    // A commit of another branch is not on nv_dev: refused, nothing changed.
+    let now = context.read("pins.toml");
+    let run = forge(
+        &context,
+        &["pin", "bump", "deepgemm", "--to", &remote.side[..10]],
+        &[],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("revision {} is not on branch nv_dev", &remote.side[..10]),
+    );
+    assert_eq!(context.read("pins.toml"), now);
+}
+
+#[test]
+fn an_unreachable_git_remote_is_an_error() {
+    let context = TestContext::default_recipe();
+    let missing = context.path().join("no-such-remote.git");
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"file://{}\"", missing.display()),
+    );
+    let before = context.read("pins.toml");
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    assert_contains(&run.stderr, "pins.toml was not changed");
+    assert_contains(&run.stderr, "cannot reach the git remote file://");
+    assert_contains(&run.stderr, "hint: check the pin's `url`");
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn pypi_answers_for_flashinfer_python() {
+    if std::env::var("FORGE_TEST_PYPI").as_deref() != Ok("1") {
+        eprintln!("skipped: set FORGE_TEST_PYPI=1 to ask the real PyPI for flashinfer-python");
+        return;
+    }
+    let context = TestContext::default_recipe();
+    let run = forge(
+        &context,
+        &[
+            "pin",
+            "bump",
+            "flashinfer",
+            "--dry-run",
+            "--index-url",
+            "https://pypi.org/simple",
+        ],
+        &[],
+    );
+    // Whatever PyPI offers today, the answer must parse: a move, up to date, or a refusal that
+    // names a wheel (the jit-cache wheel is not on PyPI) — never an unreadable answer.
+    assert!(
+        !run.stderr.contains("cannot read") && !run.stderr.contains("cannot reach"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("flashinfer 0.6.14 -> ")
+            || run.stderr.contains("the newest version on offer")
+            || run.stderr.contains("refusing to move flashinfer"),
+        "{}",
+        run.stderr
+    );
+}
