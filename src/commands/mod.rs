@@ -2,6 +2,7 @@
 
 mod build;
 mod pin_bump;
+mod build;
 mod pin_list;
 mod pin_outdated;
 mod render;

@@ -2,6 +2,7 @@
 //! `forge` executable through `TestContext`.
 
 mod fuzz_replay;
+mod build;
 mod pins;
 mod render;
 mod support;

@@ -1,0 +1,619 @@
+//! `forge build`: the context digest, the real Docker daemon at the default socket, and a real
+//! registry (Debian's `docker-registry`) on 127.0.0.1.
+//!
+//! Docker tests fail when no daemon answers, unless `FORGE_SKIP_DOCKER=1`. Each test builds
+//! the offline example under a repository name of its own and removes its tags afterwards, so
+//! tests run in parallel.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sha2::Digest as _;
+
+use crate::support::{TestContext, copy_tree, repository_root};
+
+/// The base image the offline example builds on.
+const BASE_IMAGE: &str = "forge-example-base:busybox";
+const DATED_TAG: &str = "2026-07-08-offline";
+
+/// Whether the Docker tests run; panics when no daemon answers and skipping was not asked for.
+fn docker_available() -> bool {
+    if std::env::var("FORGE_SKIP_DOCKER").as_deref() == Ok("1") {
+        return false;
+    }
+    let output = Command::new("docker")
+        .args(["version", "--format", "{{.Server.APIVersion}}"])
+        .output();
+    match output {
+        Ok(output) if output.status.success() => true,
+        Ok(output) => panic!(
+            "no Docker daemon is reachable ({}); start one, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+        Err(error) => panic!(
+            "the docker CLI cannot run ({error}); install docker, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests"
+        ),
+    }
+}
+
+/// Makes the example's base image once per test run, with the example's own script.
+fn ensure_base_image() {
+    static MADE: Mutex<bool> = Mutex::new(false);
+    let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if *made || image_id(BASE_IMAGE).is_some() {
+        *made = true;
+        return;
+    }
+    let script = repository_root().join("examples/offline/make-base.sh");
+    let output = Command::new("sh")
+        .arg(&script)
+        .arg(BASE_IMAGE)
+        .output()
+        .expect("make-base.sh runs");
+    assert!(
+        output.status.success(),
+        "make-base.sh failed (is busybox-static installed?):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    *made = true;
+}
+
+/// The id `reference` names in the local engine, asked of the docker CLI.
+fn image_id(reference: &str) -> Option<String> {
+    let output = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", reference])
+        .output()
+        .expect("docker runs");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// A copy of the offline example whose image repository is unique to one test; its tags are
+/// removed when it is dropped.
+struct Example {
+    context: TestContext,
+    repository: String,
+}
+
+impl Example {
+    fn new(name: &str) -> Self {
+        Self::with_repository(&format!("forge-test/{name}-{}", std::process::id()))
+    }
+
+    fn with_repository(repository: &str) -> Self {
+        let context = TestContext::empty();
+        copy_example(context.path());
+        context.edit(
+            "pins.toml",
+            "repository = \"forge-example/offline\"",
+            &format!("repository = \"{repository}\""),
+        );
+        Self {
+            context,
+            repository: repository.to_owned(),
+        }
+    }
+
+    fn tag_id(&self, tag: &str) -> Option<String> {
+        image_id(&format!("{}:{tag}", self.repository))
+    }
+
+    /// Builds with `args` and `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
+    fn build(&self, args: &[&str]) -> crate::support::Run {
+        let mut all = vec!["--json", "build", "--progress", "plain"];
+        all.extend_from_slice(args);
+        self.context
+            .forge_with(&all, &[("SOURCE_DATE_EPOCH", "1783500000")])
+    }
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        for tag in ["latest", DATED_TAG] {
+            let _ = Command::new("docker")
+                .args(["image", "rm", &format!("{}:{tag}", self.repository)])
+                .output();
+        }
+    }
+}
+
+fn copy_example(to: &Path) {
+    let example = repository_root().join("examples/offline");
+    for entry in ["pins.toml", "templates", "patches", "overlays"] {
+        copy_tree(&example.join(entry), &to.join(entry));
+    }
+}
+
+fn lock_text(example: &Example) -> Option<String> {
+    std::fs::read_to_string(example.context.path().join("forge.lock")).ok()
+}
+
+#[test]
+fn context_digest_ignores_mtimes_creation_order_and_modes() {
+    let first = TestContext::empty();
+    copy_example(first.path());
+    // The second checkout is made file by file in reverse order, a minute apart in mtime, with
+    // a looser umask.
+    let second = TestContext::empty();
+    let mut files = Vec::new();
+    collect_files(first.path(), first.path(), &mut files);
+    files.reverse();
+    for (index, relative) in files.iter().enumerate() {
+        let from = first.path().join(relative);
+        let to = second.path().join(relative);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+        let mode = std::fs::metadata(&from).unwrap().permissions();
+        let loose = std::os::unix::fs::PermissionsExt::mode(&mode) | 0o020;
+        std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(loose)).unwrap();
+        let time = std::time::UNIX_EPOCH + Duration::from_secs(1_600_000_000 + 60 * index as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&to)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    }
+    let digest = |context: &TestContext| {
+        let run = context
+            .forge(&["--json", "build", "--dry-run"])
+            .expect_code(0);
+        let plan = run.json();
+        (
+            plan["context_digest"].as_str().unwrap().to_owned(),
+            plan["dockerfile_digest"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (context_one, dockerfile_one) = digest(&first);
+    let (context_two, dockerfile_two) = digest(&second);
+    assert_eq!(context_one, context_two);
+    assert_eq!(dockerfile_one, dockerfile_two);
+    assert!(context_one.starts_with("sha256:") && context_one.len() == 71);
+
+    // Secrets dropped into an overlay stay out of the context; a new file of it goes in.
+    second.write(
+        "overlays/app/id_rsa",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+    );
+    second.write("overlays/app/.env", "TOKEN=secret\n");
+    assert_eq!(digest(&second).0, context_one);
+    second.write("overlays/app/notes.txt", "a new file\n");
+    assert_ne!(digest(&second).0, context_one);
+}
+
+fn collect_files(root: &Path, folder: &Path, files: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_files(root, &path, files);
+        } else {
+            files.push(path.strip_prefix(root).unwrap().to_owned());
+        }
+    }
+}
+
+#[test]
+fn dry_run_of_the_default_recipe_prints_the_plan_without_a_daemon() {
+    let context = TestContext::default_recipe();
+    let run = context
+        .forge_with(
+            &["build", "--dry-run"],
+            &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+        )
+        .expect_code(0);
+    assert!(run.stdout.contains("dockerfile  sha256:"), "{}", run.stdout);
+    assert!(run.stdout.contains("context     sha256:"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (moving)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:2026-07-08-pr4-experimental (immutable)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("patch       patches/pr4/0001-"),
+        "{}",
+        run.stdout
+    );
+    assert!(!context.path().join("forge.lock").exists());
+
+    let json = context
+        .forge(&["--json", "build", "--dry-run"])
+        .expect_code(0)
+        .json();
+    let patches = json["patches"].as_array().unwrap();
+    assert_eq!(patches.len(), 2);
+    assert!(
+        patches
+            .iter()
+            .all(|patch| patch["author"].as_str().unwrap().contains('@'))
+    );
+}
+
+#[test]
+fn unreachable_daemon_exits_2_naming_the_socket() {
+    let example = Example::new("unreachable");
+    let run = example
+        .context
+        .forge_with(&["build"], &[("DOCKER_HOST", "unix:///nonexistent")])
+        .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: cannot reach the Docker daemon at unix:///nonexistent"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: start the Docker daemon"),
+        "{}",
+        run.stderr
+    );
+    assert!(lock_text(&example).is_none());
+}
+
+#[test]
+fn a_build_tags_both_tags_on_one_image_records_it_and_reuses_the_cache() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("full");
+    let first = example.build(&[]).expect_code(0).json();
+    let id = first["image"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    assert_eq!(
+        first["image"]["tags"],
+        serde_json::json!([
+            format!("{}:latest", example.repository),
+            format!("{}:{DATED_TAG}", example.repository)
+        ])
+    );
+    assert_eq!(first["image"]["pushed"], serde_json::json!([]));
+
+    // The image holds the patched overlay and the build argument from pins.toml.
+    let output = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            &id,
+            "cat",
+            "/opt/app/greeting.txt",
+            "/opt/app/conf/app.conf",
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        shown,
+        "hello, from the offline example\nchannel: stable\nmode = release\nlevel = 1\n"
+    );
+    let label = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{ index .Config.Labels \"dev.forge.context.digest\" }}",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&label.stdout).trim(),
+        first["context_digest"].as_str().unwrap()
+    );
+
+    // The record names the image, both tags, and the patches with their author.
+    let lock = lock_text(&example).expect("forge.lock is written");
+    assert!(lock.contains(&format!("id = \"{id}\"")), "{lock}");
+    assert!(
+        lock.contains(&format!(
+            "name = \"{DATED_TAG}\"\nmutability = \"immutable\""
+        )),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("original = \"670b47f4f55d842d94edd529710099987c16eb6e\""),
+        "{lock}"
+    );
+    assert_eq!(
+        lock.matches("author = \"Ada Lovelace <ada@example.org>\"")
+            .count(),
+        2
+    );
+    assert!(
+        lock.contains(&format!("context = {}", first["context_digest"])),
+        "{lock}"
+    );
+
+    // Unchanged inputs: the cache gives the same image, and the record is left as it was.
+    let second = example.build(&[]).expect_code(0);
+    assert!(second.stderr.contains(" cached"), "{}", second.stderr);
+    let second = second.json();
+    assert_eq!(second["image"]["id"].as_str(), Some(id.as_str()));
+    assert_eq!(second["lock"]["changed"], false);
+    assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));
+
+    // --locked holds while the inputs match, and names what changed once they do not.
+    example.build(&["--locked"]).expect_code(0);
+    example
+        .context
+        .write("overlays/app/notes.txt", "a new file\n");
+    let refused = example.build(&["--locked"]).expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("--locked: the inputs no longer match"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("overlays: recorded sha256:"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));
+}
+
+#[test]
+fn a_failing_run_moves_no_tag_and_leaves_the_record_untouched() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("failing");
+    let good = example.build(&[]).expect_code(0).json();
+    let id = good["image"]["id"].as_str().unwrap().to_owned();
+    let lock = lock_text(&example).unwrap();
+
+    example.context.edit(
+        "templates/Dockerfile.j2",
+        "# The smoke gate:",
+        "RUN echo about to fail && echo the last words && exit 3\n\n# The smoke gate:",
+    );
+    for builder in ["buildkit", "classic"] {
+        let run = example.build(&["--builder", builder]).expect_code(1);
+        assert!(
+            run.stderr
+                .contains("RUN echo about to fail && echo the last words && exit 3 failed:"),
+            "{builder}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("exit code: 3") || run.stderr.contains("non-zero code: 3"),
+            "{builder}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("  | the last words"),
+            "{builder}: {}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "{builder}: {}", run.stdout);
+        assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+        assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+        assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));
+    }
+}
+
+#[test]
+fn a_dated_tag_naming_another_image_is_refused_unless_forced() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("dated");
+    let first = example.build(&[]).expect_code(0).json();
+    let first_id = first["image"]["id"].as_str().unwrap().to_owned();
+    let lock = lock_text(&example).unwrap();
+
+    example.context.edit(
+        "pins.toml",
+        "GREETING = \"hello\"",
+        "GREETING = \"good-morning\"",
+    );
+    let refused = example.build(&[]).expect_code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "error: tag {DATED_TAG} already points at {first_id}"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("pass --force"),
+        "{}",
+        refused.stderr
+    );
+    // Refused before any tag moved: the moving tag too stays where it was.
+    assert_eq!(example.tag_id("latest").as_deref(), Some(first_id.as_str()));
+    assert_eq!(
+        example.tag_id(DATED_TAG).as_deref(),
+        Some(first_id.as_str())
+    );
+    assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));
+
+    let forced = example.build(&["--force"]).expect_code(0).json();
+    let second_id = forced["image"]["id"].as_str().unwrap().to_owned();
+    assert_ne!(second_id, first_id);
+    assert_eq!(
+        example.tag_id("latest").as_deref(),
+        Some(second_id.as_str())
+    );
+    assert_eq!(
+        example.tag_id(DATED_TAG).as_deref(),
+        Some(second_id.as_str())
+    );
+    let _ = Command::new("docker")
+        .args(["image", "rm", &first_id])
+        .output();
+}
+
+/// A `docker-registry` on a free loopback port with its storage in a temporary folder.
+struct Registry {
+    child: Child,
+    port: u16,
+    _storage: tempfile::TempDir,
+}
+
+impl Registry {
+    fn start() -> Self {
+        let storage = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = storage.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                storage.path().join("data").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("docker-registry cannot run ({error}); install it with `apt-get install docker-registry`")
+            });
+        let registry = Self {
+            child,
+            port,
+            _storage: storage,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while registry.get("/v2/", "").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not answer on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        registry
+    }
+
+    /// A plain HTTP GET: the status line's code, the `Docker-Content-Digest` header and the body.
+    fn get(&self, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nAccept: {accept}\r\n\r\n",
+            self.port
+        )
+        .ok()?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).ok()?;
+        let split = response
+            .windows(4)
+            .position(|window| window == b"\r\n\r\n")?;
+        let head = String::from_utf8_lossy(&response[..split]).into_owned();
+        let code = head.split_whitespace().nth(1)?.parse().ok()?;
+        let digest = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("docker-content-digest")
+                .then(|| value.trim().to_owned())
+        });
+        Some((code, digest, response[split + 4..].to_vec()))
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn push_records_the_digest_the_registry_serves() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let registry = Registry::start();
+    let name = format!("forge-test/push-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let run = example.build(&["--push"]).expect_code(0);
+    let json = run.json();
+    let pushed = json["image"]["pushed"].as_array().unwrap();
+    assert_eq!(pushed.len(), 2, "{json}");
+    let lock = lock_text(&example).unwrap();
+    for entry in pushed {
+        let reference = entry["tag"].as_str().unwrap();
+        let tag = reference.rsplit(':').next().unwrap();
+        let recorded = entry["digest"].as_str().unwrap();
+        let (code, served, body) = registry
+            .get(
+                &format!("/v2/{name}/manifests/{tag}"),
+                "application/vnd.docker.distribution.manifest.v2+json",
+            )
+            .expect("the registry answers");
+        assert_eq!(code, 200, "{reference}");
+        assert_eq!(served.as_deref(), Some(recorded), "{reference}");
+        let computed = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&body)));
+        assert_eq!(computed, recorded, "{reference}");
+        assert!(
+            lock.contains(&format!("name = \"{tag}\""))
+                && lock.contains(&format!("pushed = \"{recorded}\"")),
+            "{lock}"
+        );
+    }
+    // Both tags were pushed from one image: one manifest.
+    assert_eq!(pushed[0]["digest"], pushed[1]["digest"]);
+
+    // A dated tag the registry already holds for another image is refused before any push.
+    example.context.edit(
+        "pins.toml",
+        "GREETING = \"hello\"",
+        "GREETING = \"good-evening\"",
+    );
+    let first_id = json["image"]["id"].as_str().unwrap().to_owned();
+    let _ = Command::new("docker")
+        .args([
+            "image",
+            "rm",
+            &format!("{}:{DATED_TAG}", example.repository),
+        ])
+        .output();
+    let refused = example.build(&["--push"]).expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("tag {DATED_TAG} already names sha256:")),
+        "{}",
+        refused.stderr
+    );
+    let (_, served, _) = registry
+        .get(
+            &format!("/v2/{name}/manifests/latest"),
+            "application/vnd.docker.distribution.manifest.v2+json",
+        )
+        .unwrap();
+    assert_eq!(served.as_deref(), pushed[0]["digest"].as_str());
+    assert_eq!(example.tag_id("latest").as_deref(), Some(first_id.as_str()));
+    let _ = Command::new("docker")
+        .args(["image", "rm", &first_id])
+        .output();
+}
