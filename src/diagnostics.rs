@@ -75,18 +75,6 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
         return error.hint();
     }
-    if let Some(error) = error.downcast_ref::<crate::context::ContextError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::engine::EngineError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::engine::credentials::CredentialsError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::lock::LockError>() {
-        return error.hint();
-    }
     None
 }
 

@@ -2,7 +2,6 @@
 
 mod build;
 mod pin_bump;
-mod build;
 mod pin_list;
 mod pin_outdated;
 mod render;
