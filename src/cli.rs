@@ -36,6 +36,12 @@ pub enum Command {
     Render(RenderArgs),
     /// Render, patch, assemble the context, build, tag both tags, push, and record forge.lock.
     Build(BuildArgs),
+    /// Apply or check a `git format-patch` series, keeping every author.
+    Patch {
+        /// The patch command.
+        #[command(subcommand)]
+        command: PatchCommand,
+    },
     /// Inspect and move pins.
     Pin {
         /// The pin command.
@@ -149,4 +155,25 @@ pub struct PinOutdatedArgs {
     /// Where to look.
     #[command(flatten)]
     pub upstream: UpstreamArgs,
+}
+
+/// `forge patch ...`.
+#[derive(Debug, Subcommand)]
+pub enum PatchCommand {
+    /// Commit each patch onto the target with its author; all or nothing.
+    Apply(PatchArgs),
+    /// Say per patch whether it applies, is already applied, or conflicts; write nothing.
+    Check(PatchArgs),
+}
+
+/// Arguments of `forge patch apply|check`.
+#[derive(Debug, Args)]
+pub struct PatchArgs {
+    /// The git repository to apply onto (default: each `onto` of pins.toml's [[patches]]).
+    #[arg(long, value_name = "REPO")]
+    pub onto: Option<PathBuf>,
+
+    /// Patch files or folders of them, in order (default: each `series` of [[patches]]).
+    #[arg(value_name = "SERIES")]
+    pub series: Vec<PathBuf>,
 }

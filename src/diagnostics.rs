@@ -75,6 +75,9 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
         return error.hint();
     }
+    if let Some(error) = error.downcast_ref::<crate::patch::PatchError>() {
+        return error.hint();
+    }
     None
 }
 
@@ -107,7 +110,14 @@ pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
     for hint in hints {
         printer.note("hint", hint);
     }
-    if error.chain().any(|cause| cause.is::<CheckFailed>() || failed_build(cause)) {
+    let check_failed = |cause: &(dyn std::error::Error + 'static)| {
+        cause.is::<CheckFailed>()
+            || failed_build(cause)
+            || cause
+                .downcast_ref::<crate::patch::PatchError>()
+                .is_some_and(crate::patch::PatchError::is_check_failure)
+    };
+    if error.chain().any(check_failed) {
         ExitStatus::Failure
     } else {
         ExitStatus::Error

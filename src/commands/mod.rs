@@ -2,6 +2,7 @@
 
 mod build;
 mod pin_bump;
+mod patch;
 mod pin_list;
 mod pin_outdated;
 mod render;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     let result = match &cli.command {
         Command::Render(args) => render::run(&cli, args, &printer),
         Command::Build(args) => build::run(&cli, args, &printer),
+        Command::Patch { command } => patch::run(&cli, command, &printer),
         Command::Pin {
             command: PinCommand::List,
         } => pin_list::run(&cli, &printer),

@@ -2,12 +2,14 @@
 
 pub mod build;
 pub mod pin_bump;
+pub mod patch;
 pub mod pin_list;
 pub mod pin_outdated;
 pub mod render;
 
 pub use build::build;
 pub use pin_bump::pin_bump;
+pub use patch::patch;
 pub use pin_list::pin_list;
 pub use pin_outdated::pin_outdated;
 pub use render::render;

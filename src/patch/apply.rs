@@ -322,7 +322,7 @@ impl Replay<'_> {
                 patch: name.clone(),
                 source,
             })?;
-            check_paths(&name, &diff)?;
+            check_paths(&name, patch, &diff)?;
             let outcome = if let Some(commit) = self.carried_by(patch, &diff, base.id())? {
                 Outcome::AlreadyApplied { by: Some(commit) }
             } else if reverse_applies(repository, &tree, patch, &diff) {
@@ -498,38 +498,40 @@ fn reverse_applies(
         .is_ok_and(|id| id == tree.id())
 }
 
-/// Refuses paths that leave the repository or reach into `.git`.
-fn check_paths(name: &str, diff: &Diff<'_>) -> Result<(), PatchError> {
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            let Some(path) = file.path_bytes() else {
-                continue;
-            };
-            let text = String::from_utf8_lossy(path);
-            let reason = if path.starts_with(b"/") {
-                Some("it is an absolute path")
-            } else if path
-                .split(|&byte| byte == b'/')
-                .any(|part| part == b".." || part == b".")
-            {
-                Some("it climbs out of the repository")
-            } else if path.split(|&byte| byte == b'/').any(|part| {
-                let trimmed = part.trim_ascii_end();
-                trimmed.eq_ignore_ascii_case(b".git")
-            }) {
-                Some("it lies inside .git")
-            } else if path.is_empty() || path.contains(&0) {
-                Some("it is not a file name")
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                return Err(PatchError::UnsafePath {
-                    patch: name.to_owned(),
-                    path: text.into_owned(),
-                    reason,
-                });
-            }
+/// Refuses paths that leave the repository or reach into `.git`: as the patch writes them, and
+/// as libgit2 read them.
+fn check_paths(name: &str, patch: &Patch, diff: &Diff<'_>) -> Result<(), PatchError> {
+    let parsed = diff.deltas().flat_map(|delta| {
+        [delta.old_file(), delta.new_file()]
+            .into_iter()
+            .filter_map(|file| {
+                file.path_bytes()
+                    .map(|path| String::from_utf8_lossy(path).into_owned())
+            })
+            .collect::<Vec<_>>()
+    });
+    for path in patch.paths.iter().cloned().chain(parsed) {
+        let parts: Vec<&str> = path.split('/').collect();
+        let reason = if path.starts_with('/') {
+            Some("it is an absolute path")
+        } else if parts.iter().any(|part| *part == ".." || *part == ".") {
+            Some("it climbs out of the repository")
+        } else if parts.iter().any(|part| {
+            part.trim_end_matches([' ', '.'])
+                .eq_ignore_ascii_case(".git")
+        }) {
+            Some("it lies inside .git")
+        } else if path.is_empty() || path.contains('\0') {
+            Some("it is not a file name")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(PatchError::UnsafePath {
+                patch: name.to_owned(),
+                path,
+                reason,
+            });
         }
     }
     Ok(())

@@ -25,8 +25,11 @@ pub struct Patch {
     pub subject: String,
     /// The whole commit message (subject, blank line, body), cleaned as `git commit` does.
     pub message: String,
-    /// The diff, from its first `diff --git` line, without the mail signature.
+    /// The diff, from its first `diff --git` line, without the mail signature, with names
+    /// that hold spaces quoted so that libgit2 reads them.
     pub diff: Vec<u8>,
+    /// Every path the diff's headers name, as written (unquoted, without `a/` or `b/`).
+    pub paths: Vec<String>,
 }
 
 impl Patch {
@@ -121,7 +124,8 @@ pub fn parse_mbox(path: &Path, bytes: &[u8]) -> Result<Vec<Patch>, PatchError> {
                     author: parsed.author,
                     subject: parsed.subject,
                     message: parsed.message,
-                    diff: parsed.diff,
+                    diff: parsed.diff.bytes,
+                    paths: parsed.diff.paths,
                 })
                 .map_err(|reason| {
                     if count == 1 {
@@ -141,20 +145,22 @@ fn normalize_crlf_mail(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     let first_line_end = bytes.iter().position(|&byte| byte == b'\n');
     match first_line_end {
         Some(end) if end > 0 && bytes[end - 1] == b'\r' => {
-            let mut normalized = Vec::with_capacity(bytes.len());
-            let mut index = 0;
-            while index < bytes.len() {
-                if bytes[index] == b'\r' && bytes.get(index + 1) == Some(&b'\n') {
-                    index += 1;
-                    continue;
-                }
-                normalized.push(bytes[index]);
-                index += 1;
-            }
-            std::borrow::Cow::Owned(normalized)
+            std::borrow::Cow::Owned(crlf_to_lf(bytes))
         }
         _ => std::borrow::Cow::Borrowed(bytes),
     }
+}
+
+/// `bytes` with every CRLF pair turned into LF.
+fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for (index, &byte) in bytes.iter().enumerate() {
+        if byte == b'\r' && bytes.get(index + 1) == Some(&b'\n') {
+            continue;
+        }
+        out.push(byte);
+    }
+    out
 }
 
 /// The messages of an mbox, each with the commit id of its `From ` line. A file without a
@@ -216,7 +222,7 @@ struct ParsedMessage {
     author: Author,
     subject: String,
     message: String,
-    diff: Vec<u8>,
+    diff: super::diff_text::DiffText,
 }
 
 fn parse_message(bytes: &[u8]) -> Result<ParsedMessage, String> {
@@ -277,7 +283,7 @@ fn parse_message(bytes: &[u8]) -> Result<ParsedMessage, String> {
         },
         subject,
         message,
-        diff: strip_signature(diff).to_vec(),
+        diff: super::diff_text::prepare(strip_signature(diff)),
     })
 }
 
@@ -285,10 +291,16 @@ fn parse_message(bytes: &[u8]) -> Result<ParsedMessage, String> {
 /// (`git format-patch --attach` puts the message in one part and the diff in another).
 fn collect_text(mail: &mailparse::ParsedMail<'_>, into: &mut Vec<u8>) -> Result<(), String> {
     if mail.subparts.is_empty() {
-        let body = mail
-            .get_body_raw()
-            .map_err(|error| format!("undecodable body: {error}"))?;
-        into.extend_from_slice(&body);
+        let undecodable = |error: mailparse::MailParseError| format!("undecodable body: {error}");
+        match mail.get_body_encoded() {
+            // The decoder ends every line with CRLF; a carriage return that belongs to the
+            // content travels as `=0D` and is the one left after taking those back.
+            mailparse::body::Body::QuotedPrintable(body) => {
+                let decoded = body.get_decoded().map_err(undecodable)?;
+                into.extend_from_slice(&crlf_to_lf(&decoded));
+            }
+            _ => into.extend_from_slice(&mail.get_body_raw().map_err(undecodable)?),
+        }
         return Ok(());
     }
     for part in &mail.subparts {
@@ -488,9 +500,20 @@ mod tests {
             "a very long subject line that goes on and on to the end\n\nbody line\n--- not a separator\n\nSigned-off-by: A <a@example.org>\n"
         );
         assert_eq!(patch.diff, DIFF.as_bytes());
+        assert_eq!(patch.paths, ["f"]);
         assert_eq!(
             patch.original_id.map(|id| id.to_string()).as_deref(),
             Some("edc5cc6aef849490a1c035ef47cbcbfc86834a61")
+        );
+    }
+
+    #[test]
+    fn keeps_carriage_returns_of_a_quoted_printable_body() {
+        let mail = "From: A <a@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\nSubject: [PATCH] crlf\nContent-Transfer-Encoding: quoted-printable\n\n---\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a=0D\n+b=0D\n";
+        let patch = &parse(mail)[0];
+        assert_eq!(
+            String::from_utf8(patch.diff.clone()).unwrap(),
+            "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\r\n+b\r\n"
         );
     }
 

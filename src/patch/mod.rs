@@ -11,6 +11,7 @@
 //!    folder or a fetched git revision, and hands back the patched tree for the build.
 
 mod apply;
+mod diff_text;
 mod mail;
 mod reverse;
 mod target;
@@ -145,6 +146,12 @@ pub enum PatchError {
         /// The repository.
         repository: PathBuf,
     },
+    /// Neither the command line nor pins.toml names a series.
+    #[error("{} declares no [[patches]] and no series was named", pins.display())]
+    NothingToApply {
+        /// The pins.toml consulted.
+        pins: PathBuf,
+    },
     /// A git operation on the target failed.
     #[error("{what}: {}", source.message())]
     Git {
@@ -168,6 +175,7 @@ impl PatchError {
             PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),
             PatchError::Unborn { .. } => "commit the files the series applies to, then run again".to_owned(),
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
+            PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),
             PatchError::Git { .. } => return None,
         })
     }

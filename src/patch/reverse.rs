@@ -125,43 +125,26 @@ fn binary_block<'a>(lines: &[&'a [u8]], start: usize) -> Option<(Vec<&'a [u8]>, 
     Some((block, index))
 }
 
-/// `a/x b/y` becomes `a/y b/x`. Names with spaces are split where the `b/` half repeats the
-/// `a/` half's length, which is how git writes them when the name does not change.
+/// `a/x b/y` becomes `a/y b/x` (quoted names too).
 fn swap_git_header_paths(rest: &[u8]) -> Option<Vec<u8>> {
     let text = rest.strip_suffix(b"\n").unwrap_or(rest);
-    let (old, new) = split_git_header(text)?;
+    let (old, new) = super::diff_text::split_git_header(text)?;
     let mut out = Vec::with_capacity(rest.len());
-    out.extend_from_slice(b"a/");
-    out.extend_from_slice(new);
-    out.extend_from_slice(b" b/");
-    out.extend_from_slice(old);
+    out.extend_from_slice(&swap_prefix(&new, b"b/", b"a/"));
+    out.push(b' ');
+    out.extend_from_slice(&swap_prefix(&old, b"a/", b"b/"));
     out.push(b'\n');
     Some(out)
 }
 
-fn split_git_header(text: &[u8]) -> Option<(&[u8], &[u8])> {
-    let text = text.strip_prefix(b"a/")?;
-    // Same name on both sides: `a/NAME b/NAME` has an odd length split evenly.
-    if text.len() % 2 == 1 {
-        let half = (text.len() - 1) / 2;
-        let (old, rest) = text.split_at(half);
-        if rest.starts_with(b" b/") && &rest[3..] == old {
-            return Some((old, old));
-        }
-    }
-    let split = find(text, b" b/")?;
-    Some((&text[..split], &text[split + 3..]))
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| window == needle)
-}
-
+/// `a/x` becomes `b/x`, `"a/x y"` becomes `"b/x y"`; other names stay.
 fn swap_prefix(path_line: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
-    match path_line.strip_prefix(from) {
-        Some(rest) => [to, rest].concat(),
+    let (quote, name) = match path_line.strip_prefix(b"\"") {
+        Some(rest) => (&b"\""[..], rest),
+        None => (&b""[..], path_line),
+    };
+    match name.strip_prefix(from) {
+        Some(rest) => [quote, to, rest].concat(),
         None => path_line.to_vec(),
     }
 }

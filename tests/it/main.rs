@@ -3,6 +3,7 @@
 
 mod fuzz_replay;
 mod build;
+mod patch;
 mod pins;
 mod render;
 mod support;

@@ -1,0 +1,296 @@
+//! `forge patch apply` and `forge patch check`: which series go onto which targets (the command
+//! line, else pins.toml's `[[patches]]`), the patch stage for each, and the report.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::diagnostics::CheckFailed;
+use crate::patch::{self, Applied, Mode, Outcome, Series, Target};
+use crate::pins::Onto;
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+
+/// Options of `forge patch apply|check`.
+#[derive(Debug, Clone)]
+pub struct PatchOptions {
+    /// Apply, or only check.
+    pub mode: Mode,
+    /// The target repository named on the command line, if any.
+    pub onto: Option<PathBuf>,
+    /// Series files or folders named on the command line, if any.
+    pub series: Vec<PathBuf>,
+}
+
+impl PatchOptions {
+    /// Whether pins.toml is needed to fill in what the command line leaves out.
+    pub fn needs_recipe(&self) -> bool {
+        self.onto.is_none() || self.series.is_empty()
+    }
+}
+
+/// One series and the target it goes onto.
+#[derive(Debug, Clone)]
+pub struct PatchJob {
+    /// The series: files or folders, in order.
+    pub series: Vec<PathBuf>,
+    /// Where it applies.
+    pub target: Target,
+    /// The target as the user named it.
+    pub label: String,
+}
+
+/// What the command line and pins.toml ask for: with both `--onto` and series, that; otherwise
+/// the missing half comes from pins.toml (every `[[patches]]` entry when both are missing).
+pub fn patch_jobs(
+    recipe: Option<&Recipe>,
+    options: &PatchOptions,
+) -> anyhow::Result<Vec<PatchJob>> {
+    let given_target = options.onto.as_ref().map(|path| {
+        let target = if path.is_dir() && git2::Repository::open(path).is_err() {
+            Target::Folder(path.clone())
+        } else {
+            Target::Repository(path.clone())
+        };
+        (target, path.display().to_string())
+    });
+    if let (Some((target, label)), false) = (&given_target, options.series.is_empty()) {
+        return Ok(vec![PatchJob {
+            series: options.series.clone(),
+            target: target.clone(),
+            label: label.clone(),
+        }]);
+    }
+    let recipe = recipe.context("forge patch needs pins.toml to know the series or the target")?;
+    let entries = &recipe.pins.patches;
+    if entries.is_empty() {
+        return Err(patch::PatchError::NothingToApply {
+            pins: recipe.pins_path(),
+        }
+        .into());
+    }
+    let from_pins = |onto: &Onto| match onto {
+        Onto::Folder(folder) => (
+            Target::Folder(recipe.root.join(folder.as_str())),
+            folder.to_string(),
+        ),
+        Onto::Git { git, rev } => (
+            Target::Git {
+                url: git.to_string(),
+                rev: rev.to_string(),
+            },
+            format!("{git} at {rev}"),
+        ),
+    };
+    let jobs = match (given_target, options.series.is_empty()) {
+        (Some((target, label)), true) => vec![PatchJob {
+            series: entries
+                .iter()
+                .map(|entry| recipe.root.join(entry.series.as_str()))
+                .collect(),
+            target,
+            label,
+        }],
+        (None, false) => {
+            let (target, label) = from_pins(&entries[0].onto);
+            vec![PatchJob {
+                series: options.series.clone(),
+                target,
+                label,
+            }]
+        }
+        _ => entries
+            .iter()
+            .map(|entry| {
+                let (target, label) = from_pins(&entry.onto);
+                PatchJob {
+                    series: vec![recipe.root.join(entry.series.as_str())],
+                    target,
+                    label,
+                }
+            })
+            .collect(),
+    };
+    Ok(jobs)
+}
+
+/// Applies (or checks) each job's series onto its target and reports every patch. A conflict
+/// is an error in `Mode::Write` (nothing changed) and a failed check in `Mode::Check`.
+pub fn patch(
+    recipe: Option<&Recipe>,
+    options: &PatchOptions,
+    printer: &Printer,
+) -> anyhow::Result<Vec<Applied>> {
+    let jobs = patch_jobs(recipe, options)?;
+    let mut reports = Vec::new();
+    let mut documents = Vec::new();
+    for job in &jobs {
+        let series = Series::read(&job.series)?;
+        let count = series.patches.len();
+        let verb = match options.mode {
+            Mode::Write => "Applying",
+            Mode::Check => "Checking",
+        };
+        printer.status(
+            verb,
+            format_args!(
+                "{count} patch{} onto {}",
+                if count == 1 { "" } else { "es" },
+                describe(&job.target, &job.label)
+            ),
+        );
+        let applied = run_job(job, &series, options.mode).with_context(|| {
+            format!(
+                "cannot apply {} onto {}; nothing was changed",
+                job.series
+                    .iter()
+                    .map(|path| path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                job.label
+            )
+        })?;
+        report(printer, &applied);
+        let conflicts = applied.count("conflicts");
+        match options.mode {
+            Mode::Write => printer.status(
+                "Patched",
+                format_args!(
+                    "{}: {} applied, {} already applied; head {}, tree {}",
+                    job.label,
+                    applied.count("applied"),
+                    applied.count("already applied"),
+                    short(applied.head),
+                    short(applied.tree),
+                ),
+            ),
+            Mode::Check => printer.status(
+                "Checked",
+                format_args!(
+                    "{}: {} apply, {} already applied, {conflicts} conflict{}",
+                    job.label,
+                    applied.count("applies"),
+                    applied.count("already applied"),
+                    if conflicts == 1 { "" } else { "s" },
+                ),
+            ),
+        }
+        documents.push(json!({
+            "onto": job.label,
+            "kind": match job.target {
+                Target::Repository(_) => "repository",
+                Target::Folder(_) => "folder",
+                Target::Git { .. } => "git",
+            },
+            "base": applied.base.to_string(),
+            // A check keeps no commit: its head and tree are what an apply would give, when
+            // nothing conflicts (committer times aside).
+            "head": (options.mode == Mode::Write).then(|| applied.head.to_string()),
+            "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
+            "patches": applied.patches.iter().map(patch_json).collect::<Vec<_>>(),
+        }));
+        reports.push(applied);
+    }
+    if printer.is_json() {
+        printer.json(&json!({
+            "mode": match options.mode { Mode::Write => "apply", Mode::Check => "check" },
+            "targets": documents,
+        }));
+    }
+    let conflicts: usize = reports
+        .iter()
+        .map(|applied| applied.count("conflicts"))
+        .sum();
+    if conflicts > 0 {
+        let total: usize = reports.iter().map(|applied| applied.patches.len()).sum();
+        return Err(CheckFailed::new(
+            format!("{conflicts} of {total} patches do not apply"),
+            "rebase the series onto the target (`git rebase`, then `git format-patch --binary`), or fix the target",
+        )
+        .into());
+    }
+    Ok(reports)
+}
+
+fn run_job(job: &PatchJob, series: &Series, mode: Mode) -> anyhow::Result<Applied> {
+    Ok(match &job.target {
+        Target::Repository(path) => {
+            let repository =
+                git2::Repository::open(path).map_err(|source| patch::PatchError::Git {
+                    what: format!("{} is not a git repository", path.display()),
+                    source,
+                })?;
+            patch::apply(series, &repository, mode)?
+        }
+        target => patch::patched_tree(target, series, mode)?.applied,
+    })
+}
+
+fn describe(target: &Target, label: &str) -> String {
+    match target {
+        Target::Repository(_) => label.to_owned(),
+        Target::Folder(_) => format!("{label} (a scratch repository of the folder)"),
+        Target::Git { .. } => format!("{label} (a scratch repository from the git cache)"),
+    }
+}
+
+fn report(printer: &Printer, applied: &Applied) {
+    for result in &applied.patches {
+        let author = result.author.identity();
+        match &result.outcome {
+            Outcome::Applied { new_id } => printer.status(
+                "Applied",
+                format_args!("{} ({author}) as {}", result.name, short(*new_id)),
+            ),
+            Outcome::Applies => {
+                printer.status("Applies", format_args!("{} ({author})", result.name))
+            }
+            Outcome::AlreadyApplied { by } => printer.status(
+                "Skipped",
+                format_args!(
+                    "{}: already applied{}",
+                    result.name,
+                    by.map(|id| format!(" as {}", short(id)))
+                        .unwrap_or_default()
+                ),
+            ),
+            Outcome::Conflict { file, hunk } => {
+                printer.warn(format_args!("{} conflicts: {file}: {hunk}", result.name))
+            }
+        }
+    }
+}
+
+fn patch_json(result: &patch::PatchResult) -> Value {
+    let mut value = json!({
+        "patch": result.name,
+        "file": result.file,
+        "original_id": result.original_id.map(|id| id.to_string()),
+        "new_id": match &result.outcome {
+            Outcome::Applied { new_id } => Some(new_id.to_string()),
+            _ => None,
+        },
+        "author": {
+            "name": result.author.name,
+            "email": result.author.email,
+            "date": result.author.raw_date(),
+        },
+        "subject": result.subject,
+        "status": result.outcome.status(),
+    });
+    if let (Value::Object(object), Outcome::Conflict { file, hunk }) = (&mut value, &result.outcome)
+    {
+        object.insert("conflict".to_owned(), json!({ "file": file, "hunk": hunk }));
+    }
+    if let (Value::Object(object), Outcome::AlreadyApplied { by: Some(id) }) =
+        (&mut value, &result.outcome)
+    {
+        object.insert("applied_as".to_owned(), json!(id.to_string()));
+    }
+    value
+}
+
+fn short(id: git2::Oid) -> String {
+    id.to_string()[..12].to_owned()
+}

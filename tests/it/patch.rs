@@ -1,0 +1,1081 @@
+//! `forge patch apply|check`, with git itself as the oracle: throwaway repositories whose history
+//! holds each case, `git format-patch --binary` for the series, and every commit forge makes
+//! compared with the one the patch was made from (tree, author name, email, date and offset,
+//! message).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{Run, TestContext};
+
+/// Environment that makes git independent of the machine's configuration.
+fn git_environment(home: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("GIT_CONFIG_GLOBAL", "/dev/null".to_owned()),
+        ("GIT_CONFIG_NOSYSTEM", "1".to_owned()),
+        ("HOME", home.display().to_string()),
+        ("XDG_CONFIG_HOME", home.join("config").display().to_string()),
+        ("XDG_CACHE_HOME", home.join("cache").display().to_string()),
+        ("GIT_AUTHOR_NAME", "Test Author".to_owned()),
+        ("GIT_AUTHOR_EMAIL", "author@example.org".to_owned()),
+        ("GIT_COMMITTER_NAME", "Test Committer".to_owned()),
+        ("GIT_COMMITTER_EMAIL", "committer@example.org".to_owned()),
+        ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00+0000".to_owned()),
+        ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00+0000".to_owned()),
+        ("FORGE_COMMITTER_NAME", "Forge Committer".to_owned()),
+        ("FORGE_COMMITTER_EMAIL", "forge@example.org".to_owned()),
+    ]
+}
+
+/// A folder of throwaway repositories with git and forge run in a fixed environment.
+struct Workbench {
+    context: TestContext,
+}
+
+impl Workbench {
+    fn new() -> Self {
+        Self {
+            context: TestContext::empty(),
+        }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.context.path().join(relative)
+    }
+
+    /// Runs git in `folder` (relative to the workbench), with `extra` environment; panics on
+    /// failure and returns stdout.
+    #[track_caller]
+    fn git(&self, folder: &str, args: &[&str], extra: &[(&str, &str)]) -> String {
+        let output = self.git_output(folder, args, extra);
+        assert!(
+            output.status.success(),
+            "git {args:?} failed in {folder}:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("git prints UTF-8")
+    }
+
+    fn git_output(
+        &self,
+        folder: &str,
+        args: &[&str],
+        extra: &[(&str, &str)],
+    ) -> std::process::Output {
+        let directory = self.path(folder);
+        std::fs::create_dir_all(&directory).expect("create folder");
+        let mut command = Command::new("git");
+        command.args(args).current_dir(&directory);
+        for (name, value) in git_environment(self.context.path()) {
+            command.env(name, value);
+        }
+        for (name, value) in extra {
+            command.env(name, value);
+        }
+        command.output().expect("git runs")
+    }
+
+    /// Runs `forge args...` in the fixed environment.
+    fn forge(&self, args: &[&str]) -> Run {
+        let environment = git_environment(self.context.path());
+        let pairs: Vec<(&str, &str)> = environment
+            .iter()
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        self.context.forge_with(args, &pairs)
+    }
+
+    /// Runs `forge args...` on the recipe in `context`, in the fixed environment.
+    fn forge_in(&self, context: &TestContext, args: &[&str]) -> Run {
+        let environment = git_environment(self.context.path());
+        let pairs: Vec<(&str, &str)> = environment
+            .iter()
+            .map(|(name, value)| (*name, value.as_str()))
+            .collect();
+        context.forge_with(args, &pairs)
+    }
+
+    fn write(&self, relative: &str, bytes: &[u8]) {
+        let path = self.path(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create parents");
+        std::fs::write(path, bytes).expect("write");
+    }
+}
+
+/// Commits with an explicit author and message (stdin-free: the message goes through a file).
+fn commit(
+    bench: &Workbench,
+    repository: &str,
+    author: (&str, &str),
+    date: &str,
+    message: &str,
+) -> String {
+    let message_file = bench.path("message.txt");
+    std::fs::write(&message_file, message).expect("write message");
+    bench.git(repository, &["add", "-A"], &[]);
+    bench.git(
+        repository,
+        &[
+            "commit",
+            "-q",
+            "-F",
+            message_file.to_str().expect("UTF-8 path"),
+        ],
+        &[
+            ("GIT_AUTHOR_NAME", author.0),
+            ("GIT_AUTHOR_EMAIL", author.1),
+            ("GIT_AUTHOR_DATE", date),
+        ],
+    );
+    bench
+        .git(repository, &["rev-parse", "HEAD"], &[])
+        .trim()
+        .to_owned()
+}
+
+/// What must survive a round trip: tree, author name, email, raw date with offset, message.
+fn commit_facts(bench: &Workbench, repository: &str, commit: &str) -> String {
+    bench.git(
+        repository,
+        &[
+            "log",
+            "-1",
+            "--format=tree %T%nauthor %an%nemail %ae%ndate %ad%n%B",
+            "--date=raw",
+            commit,
+        ],
+        &[],
+    )
+}
+
+fn commits_after(bench: &Workbench, repository: &str, base: &str) -> Vec<String> {
+    bench
+        .git(
+            repository,
+            &["rev-list", "--reverse", &format!("{base}..HEAD")],
+            &[],
+        )
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A history holding every case the mbox reader and the replay must carry, on top of `base`.
+/// Returns the base commit.
+fn build_history(bench: &Workbench) -> String {
+    let origin = "origin";
+    bench.git(origin, &["init", "-q", "-b", "main"], &[]);
+    bench.write(
+        "origin/plain.txt",
+        b"one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
+    );
+    bench.write("origin/crlf.txt", b"alpha\r\nbeta\r\ngamma\r\n");
+    bench.write("origin/no-newline.txt", b"first\nlast without newline");
+    let mut binary: Vec<u8> = (0..40_000u32)
+        .map(|index| (index * 7919 % 251) as u8)
+        .collect();
+    bench.write("origin/data.bin", &binary);
+    bench.write("origin/script.sh", b"#!/bin/sh\necho hi\n");
+    bench.write("origin/to-delete.txt", b"doomed\n");
+    let renamed: String = (1..=40)
+        .map(|line| format!("line {line} of a file that moves\n"))
+        .collect();
+    bench.write("origin/old name.txt", renamed.as_bytes());
+    let copied: String = (1..=40)
+        .map(|line| format!("line {line} of a file that is copied\n"))
+        .collect();
+    bench.write("origin/copy-source.txt", copied.as_bytes());
+    std::os::unix::fs::symlink("plain.txt", bench.path("origin/link")).expect("symlink");
+    let base = commit(
+        bench,
+        origin,
+        ("Base Author", "base@example.org"),
+        "2025-12-31T12:00:00+0000",
+        "base\n",
+    );
+
+    // 1. RFC 2047 author, a folded subject, a body line that looks like a separator, trailers.
+    bench.write(
+        "origin/plain.txt",
+        b"one\ntwo\nTHREE\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
+    );
+    commit(
+        bench,
+        origin,
+        ("Jörg Müller", "joerg@example.org"),
+        "2026-01-02T03:04:05+0530",
+        "a very long subject line that goes on and on and on and on until git folds it onto a second header line\n\n\
+         The body explains why.\n--- not a separator\nStill the body.\n\n\
+         Signed-off-by: Jörg Müller <joerg@example.org>\nCo-Authored-By: Ada <ada@example.org>\n",
+    );
+    // 2. A quoted display name with a comma and an accent; a negative offset; CRLF content.
+    bench.write("origin/crlf.txt", b"alpha\r\nBETA\r\ngamma\r\n");
+    commit(
+        bench,
+        origin,
+        ("O'Brien, Séan", "sean@example.org"),
+        "2026-01-03T10:00:00-0800",
+        "crlf: keep carriage returns\n",
+    );
+    // 3. An ASCII name that needs quotes; a file without a trailing newline; [docs] kept.
+    bench.write(
+        "origin/no-newline.txt",
+        b"first\nsecond\nlast without newline still",
+    );
+    commit(
+        bench,
+        origin,
+        ("O'Brien, Sean", "sean.ascii@example.org"),
+        "2026-01-04T00:00:00+1345",
+        "[docs] no trailing newline\n",
+    );
+    // 4. Binary: a new file (literal) and a small change to a large one (delta).
+    bench.write("origin/new.bin", &[0u8, 1, 2, 3, 255, 254, 0, 0, 7]);
+    binary[20_000] ^= 0xff;
+    bench.write("origin/data.bin", &binary);
+    commit(
+        bench,
+        origin,
+        ("Bin Ary", "binary@example.org"),
+        "2026-01-05T00:00:00+0000",
+        "binary: literal and delta\n",
+    );
+    // 5. A rename with an edit, a copy with an edit, a mode change, a deletion.
+    std::fs::remove_file(bench.path("origin/old name.txt")).expect("remove");
+    bench.write(
+        "origin/new name.txt",
+        renamed.replace("line 20 of", "LINE 20 of").as_bytes(),
+    );
+    bench.write(
+        "origin/copy target.txt",
+        copied.replace("line 5 of", "LINE 5 of").as_bytes(),
+    );
+    std::fs::set_permissions(
+        bench.path("origin/script.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::remove_file(bench.path("origin/to-delete.txt")).expect("remove");
+    commit(
+        bench,
+        origin,
+        ("Re Namer", "rename@example.org"),
+        "2026-01-06T00:00:00+0100",
+        "rename, copy, mode, delete\n",
+    );
+    // 6. Symlinks (a new one, a changed target), an empty file, a name with spaces.
+    std::fs::remove_file(bench.path("origin/link")).expect("remove");
+    std::os::unix::fs::symlink("crlf.txt", bench.path("origin/link")).expect("symlink");
+    std::os::unix::fs::symlink("sub dir/inner file.txt", bench.path("origin/new link"))
+        .expect("symlink");
+    bench.write("origin/empty", b"");
+    bench.write("origin/sub dir/inner file.txt", b"spaces everywhere\n");
+    commit(
+        bench,
+        origin,
+        ("Sym Link", "symlink@example.org"),
+        "2026-01-07T00:00:00-0330",
+        "symlinks, an empty file, spaces\n\nWith a body.\n",
+    );
+    base
+}
+
+/// A clone of origin with `main` at `base`, as the target forge applies onto.
+fn target_at(bench: &Workbench, base: &str) {
+    bench.git(".", &["clone", "-q", "origin", "target"], &[]);
+    bench.git("target", &["checkout", "-q", "-B", "main", base], &[]);
+}
+
+fn format_patch(bench: &Workbench, base: &str, out: &str) -> Vec<PathBuf> {
+    let out_path = bench.path(out);
+    bench.git(
+        "origin",
+        &[
+            "format-patch",
+            "-q",
+            "-M",
+            "-C",
+            "--binary",
+            "-o",
+            out_path.to_str().unwrap(),
+            &format!("{base}..main"),
+        ],
+        &[],
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out_path)
+        .expect("series folder")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Every commit forge made matches its original, in order.
+#[track_caller]
+fn assert_round_trip(bench: &Workbench, base: &str) {
+    let originals = commits_after(bench, "origin", base);
+    let copies = commits_after(bench, "target", base);
+    assert_eq!(copies.len(), originals.len(), "one commit per patch");
+    for (original, copy) in originals.iter().zip(&copies) {
+        assert_eq!(
+            commit_facts(bench, "target", copy),
+            commit_facts(bench, "origin", original),
+            "commit {copy} differs from the original {original}"
+        );
+        let committer = bench.git("target", &["log", "-1", "--format=%cn <%ce>", copy], &[]);
+        assert_eq!(committer.trim(), "Forge Committer <forge@example.org>");
+    }
+}
+
+/// The bytes of everything that says what a repository is: HEAD, refs, index, worktree files,
+/// and the names of its objects.
+fn snapshot(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    fn walk(root: &Path, folder: &Path, files: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(folder).expect("read folder") {
+            let path = entry.expect("entry").path();
+            let relative = path.strip_prefix(root).unwrap().display().to_string();
+            let metadata = std::fs::symlink_metadata(&path).expect("metadata");
+            if relative == ".git/logs" {
+                continue;
+            }
+            if metadata.file_type().is_symlink() {
+                files.insert(
+                    relative,
+                    std::fs::read_link(&path)
+                        .unwrap()
+                        .display()
+                        .to_string()
+                        .into_bytes(),
+                );
+            } else if metadata.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let mode = std::os::unix::fs::PermissionsExt::mode(&metadata.permissions());
+                let mut bytes = std::fs::read(&path).expect("read");
+                bytes.extend_from_slice(format!("\nmode {mode:o}").as_bytes());
+                files.insert(relative, bytes);
+            }
+        }
+    }
+    walk(root, root, &mut files);
+    files
+}
+
+#[test]
+fn every_case_round_trips_to_the_original_commit() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    format_patch(&bench, &base, "series");
+
+    let run = bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            bench.path("series").to_str().unwrap(),
+        ])
+        .expect_code(0);
+    assert!(
+        run.stderr.contains("Applying 6 patches onto"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("(Jörg Müller <joerg@example.org>)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("(O'Brien, Séan <sean@example.org>)"),
+        "{}",
+        run.stderr
+    );
+    assert_round_trip(&bench, &base);
+    // The worktree and index hold the result: nothing to commit, and the files are there.
+    assert_eq!(bench.git("target", &["status", "--porcelain"], &[]), "");
+    assert_eq!(
+        std::fs::read(bench.path("target/crlf.txt")).unwrap(),
+        b"alpha\r\nBETA\r\ngamma\r\n"
+    );
+    assert_eq!(
+        std::fs::read_link(bench.path("target/new link")).unwrap(),
+        Path::new("sub dir/inner file.txt")
+    );
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(bench.path("target/script.sh"))
+                .unwrap()
+                .permissions()
+        ) & 0o111,
+        0o111
+    );
+}
+
+#[test]
+fn git_am_cannot_apply_crlf_content_that_forge_applies() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    let files = format_patch(&bench, &base, "series");
+    let crlf_patch = files[1].to_str().unwrap().to_owned();
+    let output = bench.git_output("target", &["am", "-q", &crlf_patch], &[]);
+    assert!(
+        !output.status.success(),
+        "git am without --keep-cr applied the CRLF patch"
+    );
+    bench.git("target", &["am", "--abort"], &[]);
+    let first = files[0].to_str().unwrap();
+    bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            first,
+            &crlf_patch,
+        ])
+        .expect_code(0);
+    let originals = commits_after(&bench, "origin", &base);
+    let copies = commits_after(&bench, "target", &base);
+    assert_eq!(
+        commit_facts(&bench, "target", &copies[1]),
+        commit_facts(&bench, "origin", &originals[1])
+    );
+}
+
+#[test]
+fn one_mbox_with_the_whole_series_round_trips() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    let mbox = bench.git(
+        "origin",
+        &[
+            "format-patch",
+            "-M",
+            "-C",
+            "--binary",
+            "--stdout",
+            &format!("{base}..main"),
+        ],
+        &[],
+    );
+    bench.write("all.mbox", mbox.as_bytes());
+    let run = bench
+        .forge(&[
+            "--json",
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            bench.path("all.mbox").to_str().unwrap(),
+        ])
+        .expect_code(0);
+    assert_round_trip(&bench, &base);
+    let document = run.json();
+    let patches = document["targets"][0]["patches"]
+        .as_array()
+        .expect("patches");
+    assert_eq!(patches.len(), 6);
+    let originals = commits_after(&bench, "origin", &base);
+    let copies = commits_after(&bench, "target", &base);
+    for ((patch, original), copy) in patches.iter().zip(&originals).zip(&copies) {
+        assert_eq!(patch["status"], "applied");
+        assert_eq!(patch["original_id"], original.as_str());
+        assert_eq!(patch["new_id"], copy.as_str());
+    }
+    assert_eq!(patches[1]["patch"], "all.mbox#2");
+    assert_eq!(patches[1]["author"]["name"], "O'Brien, Séan");
+    assert_eq!(patches[1]["author"]["date"], "1767463200 -0800");
+    assert_eq!(patches[2]["subject"], "[docs] no trailing newline");
+}
+
+/// Base64 and quoted-printable bodies and a `?b?` encoded author, as mail clients send them.
+#[test]
+fn transfer_encoded_mail_round_trips() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    let files = format_patch(&bench, &base, "series");
+    let original = std::fs::read(&files[0]).unwrap();
+    let text = String::from_utf8(original.clone()).unwrap();
+    let header_end = text.find("\n\n").unwrap() + 2;
+    let (headers, body) = text.split_at(header_end);
+    assert!(
+        headers.contains("From: =?UTF-8?q?J=C3=B6rg=20M=C3=BCller?="),
+        "{headers}"
+    );
+    let b_author = format!("From: =?UTF-8?b?{}?=", base64(b"J\xc3\xb6rg M\xc3\xbcller"));
+    let headers = headers.replace("From: =?UTF-8?q?J=C3=B6rg=20M=C3=BCller?=", &b_author);
+    let headers = with_transfer_encoding(&headers, "base64");
+    let base64_body: String = base64(body.as_bytes())
+        .as_bytes()
+        .chunks(76)
+        .map(|chunk| format!("{}\n", std::str::from_utf8(chunk).unwrap()))
+        .collect();
+    bench.write(
+        "encoded/0001-base64.patch",
+        format!("{headers}{base64_body}").as_bytes(),
+    );
+
+    let second = String::from_utf8(std::fs::read(&files[1]).unwrap()).unwrap();
+    let header_end = second.find("\n\n").unwrap() + 2;
+    let (headers, body) = second.split_at(header_end);
+    let headers = with_transfer_encoding(headers, "quoted-printable");
+    bench.write(
+        "encoded/0002-qp.patch",
+        format!("{headers}{}", quoted_printable(body.as_bytes())).as_bytes(),
+    );
+    assert!(
+        String::from_utf8(std::fs::read(bench.path("encoded/0002-qp.patch")).unwrap())
+            .unwrap()
+            .contains("=0D"),
+        "the carriage returns travel encoded"
+    );
+
+    bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            bench.path("encoded").to_str().unwrap(),
+        ])
+        .expect_code(0);
+    let originals = commits_after(&bench, "origin", &base);
+    let copies = commits_after(&bench, "target", &base);
+    assert_eq!(copies.len(), 2);
+    for (original, copy) in originals.iter().zip(&copies) {
+        assert_eq!(
+            commit_facts(&bench, "target", copy),
+            commit_facts(&bench, "origin", original)
+        );
+    }
+}
+
+#[test]
+fn a_second_application_adds_nothing() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    format_patch(&bench, &base, "series");
+    let target = bench.path("target");
+    let series = bench.path("series");
+    let args = [
+        "patch",
+        "apply",
+        "--onto",
+        target.to_str().unwrap(),
+        series.to_str().unwrap(),
+    ];
+    bench.forge(&args).expect_code(0);
+    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
+    let before = snapshot(&target);
+
+    let run = bench.forge(&args).expect_code(0);
+    assert_eq!(
+        run.stderr.matches(": already applied as ").count(),
+        6,
+        "{}",
+        run.stderr
+    );
+    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+    assert_eq!(snapshot(&target), before);
+
+    let run = bench
+        .forge(&[
+            "--json",
+            "patch",
+            "check",
+            "--onto",
+            target.to_str().unwrap(),
+            series.to_str().unwrap(),
+        ])
+        .expect_code(0);
+    let document = run.json();
+    let statuses: Vec<&str> = document["targets"][0]["patches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|patch| patch["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, vec!["already applied"; 6]);
+}
+
+/// A change that reached the target through another commit (other author, other date) is
+/// recognised because the patch reverse-applies.
+#[test]
+fn a_change_committed_differently_is_already_applied() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    let files = format_patch(&bench, &base, "series");
+    bench.git("target", &["apply", files[0].to_str().unwrap()], &[]);
+    commit(
+        &bench,
+        "target",
+        ("Someone Else", "else@example.org"),
+        "2026-02-01T00:00:00+0000",
+        "same change, other commit\n",
+    );
+    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
+
+    let run = bench
+        .forge(&[
+            "--json",
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            files[0].to_str().unwrap(),
+        ])
+        .expect_code(0);
+    assert_eq!(
+        run.json()["targets"][0]["patches"][0]["status"],
+        "already applied"
+    );
+    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+}
+
+/// A conflict in the middle of the series: nothing changes, and the error names the patch, the
+/// file and the hunk.
+#[test]
+fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
+    let bench = Workbench::new();
+    bench.git("origin", &["init", "-q", "-b", "main"], &[]);
+    let lines: String = (1..=30).map(|line| format!("line {line}\n")).collect();
+    bench.write("origin/a.txt", b"a\n");
+    bench.write("origin/story.txt", lines.as_bytes());
+    let base = commit(
+        &bench,
+        "origin",
+        ("Base", "base@example.org"),
+        "2026-01-01T00:00:00+0000",
+        "base\n",
+    );
+    bench.write("origin/a.txt", b"a\nb\n");
+    commit(
+        &bench,
+        "origin",
+        ("First", "first@example.org"),
+        "2026-01-02T00:00:00+0000",
+        "first\n",
+    );
+    bench.write(
+        "origin/story.txt",
+        lines
+            .replace("line 2\n", "line two\n")
+            .replace("line 25\n", "line twenty-five\n")
+            .as_bytes(),
+    );
+    commit(
+        &bench,
+        "origin",
+        ("Second", "second@example.org"),
+        "2026-01-03T00:00:00+0000",
+        "second\n",
+    );
+    bench.write("origin/a.txt", b"a\nb\nc\n");
+    commit(
+        &bench,
+        "origin",
+        ("Third", "third@example.org"),
+        "2026-01-04T00:00:00+0000",
+        "third\n",
+    );
+    target_at(&bench, &base);
+    // The target's own change makes the second hunk of the second patch fail.
+    bench.write(
+        "target/story.txt",
+        lines.replace("line 25\n", "line 25 (changed)\n").as_bytes(),
+    );
+    commit(
+        &bench,
+        "target",
+        ("Target", "target@example.org"),
+        "2026-01-05T00:00:00+0000",
+        "target change\n",
+    );
+    let files = format_patch(&bench, &base, "series");
+    let target = bench.path("target");
+    let before = snapshot(&target);
+
+    let run = bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            target.to_str().unwrap(),
+            bench.path("series").to_str().unwrap(),
+        ])
+        .expect_code(1);
+    let second = files[1].file_name().unwrap().to_str().unwrap();
+    assert_eq!(second, "0002-second.patch");
+    assert!(
+        run.stderr.contains("0002-second.patch does not apply: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: nothing was applied"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(&target), before, "the repository changed");
+
+    let run = bench
+        .forge(&[
+            "--json",
+            "patch",
+            "check",
+            "--onto",
+            target.to_str().unwrap(),
+            bench.path("series").to_str().unwrap(),
+        ])
+        .expect_code(1);
+    let document = run.json();
+    let patches = document["targets"][0]["patches"].as_array().unwrap();
+    let statuses: Vec<&str> = patches
+        .iter()
+        .map(|patch| patch["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["applies", "conflicts", "applies"]);
+    assert_eq!(patches[1]["conflict"]["file"], "story.txt");
+    assert!(
+        run.stderr.contains("1 of 3 patches do not apply"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(&target), before, "a check wrote something");
+}
+
+#[test]
+fn a_file_that_is_not_a_patch_is_refused_by_name() {
+    let bench = Workbench::new();
+    bench.git("target", &["init", "-q", "-b", "main"], &[]);
+    bench.write("target/a.txt", b"a\n");
+    commit(
+        &bench,
+        "target",
+        ("Base", "base@example.org"),
+        "2026-01-01T00:00:00+0000",
+        "base\n",
+    );
+    bench.write("junk/notes.txt", b"Just some notes.\nNothing to see.\n");
+    bench.write("junk/mail.eml", b"From: A <a@example.org>\nSubject: hello\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\nno diff here\n");
+    for (file, reason) in [
+        ("notes.txt", "holds no mail message"),
+        ("mail.eml", "carries no diff"),
+    ] {
+        let path = bench.path(&format!("junk/{file}"));
+        let run = bench
+            .forge(&[
+                "patch",
+                "apply",
+                "--onto",
+                bench.path("target").to_str().unwrap(),
+                path.to_str().unwrap(),
+            ])
+            .expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("{} is not a patch", path.display())),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(reason), "{}", run.stderr);
+    }
+}
+
+#[test]
+fn paths_outside_the_repository_or_into_git_are_refused() {
+    let bench = Workbench::new();
+    bench.git("target", &["init", "-q", "-b", "main"], &[]);
+    bench.write("target/a.txt", b"a\n");
+    commit(
+        &bench,
+        "target",
+        ("Base", "base@example.org"),
+        "2026-01-01T00:00:00+0000",
+        "base\n",
+    );
+    let target = bench.path("target");
+    let before = snapshot(&target);
+    for path in [
+        "../../etc/passwd",
+        ".git/config",
+        "/etc/passwd",
+        "sub/.GIT/hooks/pre-commit",
+    ] {
+        let mail = format!(
+            "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+             From: Mallory <mallory@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+             Subject: [PATCH] innocent\n\n---\n\
+             diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..4903981\n\
+             --- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+owned\n-- \n2.47.3\n"
+        );
+        bench.write("evil.patch", mail.as_bytes());
+        let run = bench
+            .forge(&[
+                "patch",
+                "apply",
+                "--onto",
+                target.to_str().unwrap(),
+                bench.path("evil.patch").to_str().unwrap(),
+            ])
+            .expect_code(2);
+        assert!(
+            run.stderr.contains("evil.patch: refusing to write"),
+            "{path}: {}",
+            run.stderr
+        );
+        assert_eq!(snapshot(&target), before, "{path} changed the repository");
+    }
+    assert!(!bench.path("etc/passwd").exists());
+}
+
+#[test]
+fn a_dirty_worktree_is_refused() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    format_patch(&bench, &base, "series");
+    bench.write("target/plain.txt", b"local edit\n");
+    let target = bench.path("target");
+    let before = snapshot(&target);
+    let run = bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            target.to_str().unwrap(),
+            bench.path("series").to_str().unwrap(),
+        ])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("has uncommitted changes: plain.txt"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: commit or stash those changes first"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(&target), before);
+}
+
+/// The default recipe's series applies onto its overlay folder and gives the tree `git am`
+/// gives, with Mira Castellanos as author of both commits.
+#[test]
+fn the_default_recipe_series_applies_like_git_am() {
+    let context = TestContext::default_recipe();
+    let home = tempfile::tempdir().unwrap();
+    let environment = git_environment(home.path());
+    let pairs: Vec<(&str, &str)> = environment
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+
+    let run = context
+        .forge_with(&["patch", "check"], &pairs)
+        .expect_code(0);
+    assert_eq!(
+        run.stderr.matches("     Applies ").count(),
+        2,
+        "{}",
+        run.stderr
+    );
+    let run = context
+        .forge_with(&["--json", "patch", "apply"], &pairs)
+        .expect_code(0);
+    assert!(
+        run.stderr.contains("Applying 2 patches onto overlays/vllm"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("Applied 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>)"),
+        "{}",
+        run.stderr
+    );
+    let document = run.json();
+    let target = &document["targets"][0];
+    for patch in target["patches"].as_array().unwrap() {
+        assert_eq!(patch["author"]["name"], "Mira Castellanos");
+        assert_eq!(patch["status"], "applied");
+    }
+    assert_eq!(
+        target["patches"][0]["original_id"],
+        "c80a58513408daf05aede04a237651d859e4bdf3"
+    );
+    assert_eq!(target["patches"][1]["author"]["date"], "1783410331 +0200");
+
+    // The oracle: the same folder in a git repository, `git am` of the same files.
+    let oracle = home.path().join("oracle");
+    crate::support::copy_tree(&context.path().join("overlays/vllm"), &oracle);
+    let git = |args: &[&str]| {
+        let output = Command::new("git")
+            .args(args)
+            .current_dir(&oracle)
+            .envs(
+                environment
+                    .iter()
+                    .map(|(name, value)| (*name, value.as_str())),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "overlay"]);
+    let mut am = vec!["am".to_owned(), "-q".to_owned()];
+    let mut patch_files: Vec<PathBuf> = std::fs::read_dir(context.path().join("patches/pr4"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    patch_files.sort();
+    am.extend(patch_files.iter().map(|path| path.display().to_string()));
+    git(&am.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(target["tree"], git(&["rev-parse", "HEAD^{tree}"]).trim());
+    assert_eq!(
+        git(&["log", "--format=%an <%ae> %ad", "--date=raw"])
+            .lines()
+            .take(2)
+            .collect::<Vec<_>>(),
+        [
+            "Mira Castellanos <mira.castellanos@example.org> 1783410331 +0200",
+            "Mira Castellanos <mira.castellanos@example.org> 1783339929 +0200"
+        ]
+    );
+    // The recipe's own folder is never touched.
+    assert!(
+        !context
+            .path()
+            .join("overlays/vllm/platforms/sm12x_warmup.py")
+            .exists()
+    );
+}
+
+/// `onto = { git = "file://...", rev = "..." }`: fetched into forge's cache, patched in scratch.
+#[test]
+fn a_git_target_is_fetched_into_the_cache_and_patched_in_scratch() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    let recipe = TestContext::default_recipe();
+    format_patch(&bench, &base, "cases");
+    crate::support::copy_tree(&bench.path("cases"), &recipe.path().join("patches/cases"));
+    let url = format!("file://{}", bench.path("origin").display());
+    recipe
+        .edit(
+            "pins.toml",
+            "series = \"patches/pr4\"",
+            "series = \"patches/cases\"",
+        )
+        .edit(
+            "pins.toml",
+            "onto = \"overlays/vllm\"",
+            &format!("onto = {{ git = \"{url}\", rev = \"{base}\" }}"),
+        );
+
+    let run = bench
+        .forge_in(&recipe, &["--json", "patch", "apply"])
+        .expect_code(0);
+    let document = run.json();
+    let target = &document["targets"][0];
+    assert_eq!(target["kind"], "git");
+    assert_eq!(target["base"], base.as_str());
+    let expected_tree = bench.git("origin", &["rev-parse", "main^{tree}"], &[]);
+    assert_eq!(target["tree"], expected_tree.trim());
+    let cache = bench.path("cache/forge/git");
+    assert_eq!(
+        std::fs::read_dir(&cache).unwrap().count(),
+        1,
+        "one cached repository"
+    );
+    // The second run uses the cache: the source may be gone.
+    std::fs::rename(bench.path("origin"), bench.path("origin-moved")).unwrap();
+    let run = bench
+        .forge_in(&recipe, &["--json", "patch", "check"])
+        .expect_code(0);
+    assert_eq!(run.json()["targets"][0]["tree"], expected_tree.trim());
+}
+
+/// `headers` (ending in the blank line) declaring a body in `encoding`: git writes MIME headers
+/// only when the body is not plain ASCII.
+fn with_transfer_encoding(headers: &str, encoding: &str) -> String {
+    let kept: String = headers
+        .trim_end()
+        .lines()
+        .filter(|line| {
+            !line.starts_with("Content-Transfer-Encoding:")
+                && !line.starts_with("MIME-Version:")
+                && !line.starts_with("Content-Type:")
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    format!(
+        "{kept}MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: {encoding}\n\n"
+    )
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let value = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
+        for position in 0..4 {
+            if position <= chunk.len() {
+                out.push(ALPHABET[(value >> (18 - 6 * position) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Quoted-printable as RFC 2045 writes it: `=XX` for `=`, control bytes (CR included) and
+/// non-ASCII, soft line breaks before 76 columns.
+fn quoted_printable(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let mut column = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        if byte == b'\n' {
+            out.push('\n');
+            column = 0;
+            continue;
+        }
+        // Decoders drop whitespace at the end of a line, so it travels encoded.
+        let at_line_end = matches!(bytes.get(index + 1), None | Some(b'\n'));
+        let piece = if byte == b'='
+            || byte < 0x20
+            || byte >= 0x7f
+            || (at_line_end && matches!(byte, b' ' | b'\t'))
+        {
+            format!("={byte:02X}")
+        } else {
+            (byte as char).to_string()
+        };
+        if column + piece.len() > 75 {
+            out.push_str("=\n");
+            column = 0;
+        }
+        column += piece.len();
+        out.push_str(&piece);
+    }
+    out
+}
