@@ -96,6 +96,10 @@ pub struct BuildArgs {
     /// Refuse to build when the inputs no longer match forge.lock.
     #[arg(long)]
     pub locked: bool,
+
+    /// Also write the context archive the daemon receives to FILE (with --dry-run too).
+    #[arg(long, value_name = "FILE")]
+    pub context_out: Option<PathBuf>,
 }
 
 /// `forge pin ...`.

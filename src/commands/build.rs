@@ -25,6 +25,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
             args.progress
         },
         verbose: cli.verbose,
+        context_out: args.context_out.clone(),
     };
     crate::ops::build(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -38,12 +38,14 @@ pub struct Member {
 }
 
 /// Where the archive goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
     /// Nowhere: only its digest and size are wanted.
     Discard,
     /// A temporary file, removed when the `BuildContext` is dropped.
     TemporaryFile,
+    /// A file that stays, written through a temporary file beside it and a rename.
+    File(PathBuf),
 }
 
 /// The assembled context.
@@ -55,13 +57,24 @@ pub struct BuildContext {
     pub size: u64,
     /// How many entries (files, folders, links) it holds.
     pub entries: usize,
-    archive: Option<NamedTempFile>,
+    archive: Option<Archive>,
+}
+
+/// Where an assembled archive lives.
+#[derive(Debug)]
+enum Archive {
+    Temporary(NamedTempFile),
+    Kept(PathBuf),
 }
 
 impl BuildContext {
     /// The archive on disk, unless it was assembled with `Output::Discard`.
     pub fn archive(&self) -> Option<&Path> {
-        self.archive.as_ref().map(NamedTempFile::path)
+        match &self.archive {
+            Some(Archive::Temporary(file)) => Some(file.path()),
+            Some(Archive::Kept(path)) => Some(path),
+            None => None,
+        }
     }
 }
 
@@ -168,7 +181,22 @@ pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, Cont
                 .tempfile()
                 .map_err(ContextError::Write)?;
             let (hash, size, file) = entries.write(file, inputs.mtime)?;
-            (hash, size, Some(file))
+            (hash, size, Some(Archive::Temporary(file)))
+        }
+        Output::File(path) => {
+            let folder = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            let file = tempfile::Builder::new()
+                .prefix(".forge-context-")
+                .suffix(".tmp")
+                .tempfile_in(folder)
+                .map_err(ContextError::Write)?;
+            let (hash, size, file) = entries.write(file, inputs.mtime)?;
+            file.persist(&path)
+                .map_err(|error| ContextError::Write(error.error))?;
+            (hash, size, Some(Archive::Kept(path)))
         }
     };
     Ok(BuildContext {

@@ -9,7 +9,7 @@
 //!    the end puts every moved tag back and leaves forge.lock as it was.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -57,6 +57,8 @@ pub struct BuildOptions {
     pub progress: ProgressMode,
     /// Show each step's output lines on a terminal too.
     pub verbose: bool,
+    /// Keep the context archive in this file.
+    pub context_out: Option<PathBuf>,
 }
 
 /// The label that ties the image to the context it was built from.
@@ -66,7 +68,8 @@ const CONTEXT_LABEL: &str = "dev.forge.context.digest";
 struct Plan {
     dockerfile: Dockerfile,
     context: BuildContext,
-    inputs: Inputs,
+    /// Computed for a build and for `--locked`; a dry run does not re-read the recipe for it.
+    inputs: Option<Inputs>,
     patches: Vec<PatchRecord>,
     tags: Vec<ResolvedTag>,
     // The patched trees must outlive the context they are archived into.
@@ -75,13 +78,15 @@ struct Plan {
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
-    let output = match options.mode {
-        BuildMode::Build => Output::TemporaryFile,
-        BuildMode::DryRun => Output::Discard,
+    let output = match (&options.context_out, options.mode) {
+        (Some(path), _) => Output::File(path.clone()),
+        (None, BuildMode::Build) => Output::TemporaryFile,
+        (None, BuildMode::DryRun) => Output::Discard,
     };
-    let plan = plan(recipe, output, printer)?;
-    if options.locked {
-        check_locked(recipe, &plan.inputs)?;
+    let with_inputs = options.mode == BuildMode::Build || options.locked;
+    let plan = plan(recipe, output, with_inputs, printer)?;
+    if let (true, Some(inputs)) = (options.locked, &plan.inputs) {
+        check_locked(recipe, inputs)?;
         printer.status("Locked", "inputs match forge.lock");
     }
     match options.mode {
@@ -102,7 +107,12 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     }
 }
 
-fn plan(recipe: &Recipe, output: Output, printer: &Printer) -> anyhow::Result<Plan> {
+fn plan(
+    recipe: &Recipe,
+    output: Output,
+    with_inputs: bool,
+    printer: &Printer,
+) -> anyhow::Result<Plan> {
     let dockerfile = render::dockerfile(recipe)?;
     printer.status(
         "Rendered",
@@ -133,7 +143,11 @@ fn plan(recipe: &Recipe, output: Output, printer: &Printer) -> anyhow::Result<Pl
             human_size(context.size)
         ),
     );
-    let inputs = inputs(recipe, &dockerfile, &context)?;
+    let inputs = if with_inputs {
+        Some(inputs(recipe, &dockerfile, &context)?)
+    } else {
+        None
+    };
     Ok(Plan {
         dockerfile,
         context,
@@ -319,7 +333,7 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
             "context_digest": plan.context.digest.as_str(),
             "context_size": plan.context.size,
             "context_entries": plan.context.entries,
-            "inputs": serde_json::to_value(&plan.inputs).expect("inputs serialize"),
+            "inputs": plan.inputs.as_ref().map(|inputs| serde_json::to_value(inputs).expect("inputs serialize")),
             "patches": patches_json(&plan.patches),
             "image": {
                 "repository": repository.as_str(),
@@ -479,7 +493,7 @@ async fn run<E: Engine>(
         }
         let base = base_record(recipe, engine).await?;
         let record = Record::new(
-            plan.inputs.clone(),
+            plan.inputs.clone().expect("a build computes its inputs"),
             base,
             ImageRecord {
                 repository: repository.clone(),

@@ -176,6 +176,19 @@ fn context_digest_ignores_mtimes_creation_order_and_modes() {
     assert_eq!(dockerfile_one, dockerfile_two);
     assert!(context_one.starts_with("sha256:") && context_one.len() == 71);
 
+    // The digest is the sha256 of the very archive the daemon receives.
+    let archive = second.path().join("context.tar");
+    let archive_arg = archive.to_str().unwrap();
+    second
+        .forge(&["build", "--dry-run", "--context-out", archive_arg])
+        .expect_code(0);
+    let bytes = std::fs::read(&archive).unwrap();
+    std::fs::remove_file(&archive).unwrap();
+    assert_eq!(
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes))),
+        context_one
+    );
+
     // Secrets dropped into an overlay stay out of the context; a new file of it goes in.
     second.write(
         "overlays/app/id_rsa",
