@@ -111,7 +111,7 @@ pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
         printer.note("hint", hint);
     }
     let check_failed = |cause: &(dyn std::error::Error + 'static)| {
-        cause.is::<CheckFailed>() || failed_build(cause)
+        cause.is::<CheckFailed>()
             || failed_build(cause)
             || cause
                 .downcast_ref::<crate::patch::PatchError>()
