@@ -628,7 +628,7 @@ impl FromStr for PlainValue {
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         if all_chars(value, |c| {
             c.is_ascii_alphanumeric()
-                || matches!(c, '.' | '_' | '-' | '+' | ':' | '/' | ',' | '=' | '@' | '%' | '\n')
+                || matches!(c, '.' | '_' | '-' | '+' | ':' | '/' | ',' | '=' | '@' | '%')
         }) {
             Ok(Self(value.to_owned()))
         } else {

@@ -1,9 +1,12 @@
 //! forge's integration tests: one binary, each module a command or a stage, all driving the real
 //! `forge` executable through `TestContext`.
 
-mod fuzz_replay;
 mod build;
+mod fuzz_replay;
+mod index_server;
 mod patch;
+mod pin_bump;
 mod pins;
+mod registry_server;
 mod render;
 mod support;

@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use crate::index_server::IndexServer;
+use crate::registry_server::{self, RegistryServer};
 use crate::support::{Run, TestContext};
 
 /// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
@@ -763,4 +764,167 @@ fn pypi_answers_for_flashinfer_python() {
         "{}",
         run.stderr
     );
+}
+
+/// A registry for the base-image tests, or `None` (with the reason printed) where the tools are
+/// missing outside CI; in CI a missing tool fails the test.
+fn registry() -> Option<RegistryServer> {
+    match registry_server::missing_tools() {
+        None => Some(RegistryServer::start()),
+        Some(reason) if std::env::var_os("CI").is_some() => {
+            panic!("{reason}: ci/test installs docker-registry and skopeo")
+        }
+        Some(reason) => {
+            eprintln!("skipped: {reason} (apt-get install docker-registry skopeo)");
+            None
+        }
+    }
+}
+
+/// Points the default recipe's base at `registry`, following dated tags.
+fn with_local_base(context: &TestContext, registry: &RegistryServer, tag: &str) -> String {
+    context.edit(
+        "pins.toml",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
+        &format!(
+            "image = \"{}/aeon-7/base:{tag}\"\ntags = \"????-??-??-v*\"      # dated releases only\n",
+            registry.address()
+        ),
+    );
+    context.read("pins.toml")
+}
+
+#[test]
+fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
+    let Some(registry) = registry() else { return };
+    for tag in [
+        "2026-06-01-v0.23.0",
+        "2026-07-01-v0.24.0",
+        "2026-07-15-v0.25.9",
+        "latest",
+        "2026-07-15-rc",
+    ] {
+        registry.push("aeon-7/base", tag);
+    }
+    let newest = registry.push("aeon-7/base", "2026-07-15-v0.25.10");
+    let context = TestContext::default_recipe();
+    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+
+    let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    let image = format!("{}/aeon-7/base", registry.address());
+    // The tag moves, the digest skopeo sees is recorded right after the image, nothing else moves.
+    let expected = before.replacen(
+        &format!("image = \"{image}:2026-07-01-v0.24.0\"\n"),
+        &format!("image = \"{image}:2026-07-15-v0.25.10\"\n"),
+        1,
+    );
+    let expected = expected.replacen(
+        "tags = \"????-??-??-v*\"      # dated releases only\n",
+        &format!("tags = \"????-??-??-v*\"      # dated releases only\ndigest = \"{newest}\"\n"),
+        1,
+    );
+    assert_eq!(context.read("pins.toml"), expected);
+    // FROM changed: every step runs again.
+    assert_contains(&run.stderr, "Invalidated 14 of 14 steps, from step 1");
+    let render = forge(&context, &["render"], &[]).expect_code(0);
+    assert_contains(
+        &render.stdout,
+        &format!("FROM {image}:2026-07-15-v0.25.10@{newest}\n"),
+    );
+
+    // At the newest tag with its digest: nothing to do.
+    let now = context.read("pins.toml");
+    forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    assert_eq!(context.read("pins.toml"), now);
+
+    // --to names a tag, older ones too; its digest replaces the recorded one in place.
+    let older = registry.digest("aeon-7/base", "2026-06-01-v0.23.0");
+    forge(
+        &context,
+        &["pin", "bump", "base", "--to", "2026-06-01-v0.23.0"],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        now.replacen("2026-07-15-v0.25.10", "2026-06-01-v0.23.0", 1)
+            .replacen(&newest, &older, 1)
+    );
+}
+
+#[test]
+fn a_base_without_a_tag_pattern_only_records_the_digest_of_its_tag() {
+    let Some(registry) = registry() else { return };
+    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    registry.push("aeon-7/base", "2026-07-15-v0.25.0");
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
+        &format!(
+            "image = \"{}/aeon-7/base:2026-07-01-v0.24.0\"\n",
+            registry.address()
+        ),
+    );
+    let before = context.read("pins.toml");
+    forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "/aeon-7/base:2026-07-01-v0.24.0\"\n",
+            &format!("/aeon-7/base:2026-07-01-v0.24.0\"\ndigest = \"{digest}\"\n"),
+            1
+        )
+    );
+}
+
+#[test]
+fn an_unreachable_registry_or_a_missing_tag_changes_nothing() {
+    let Some(registry) = registry() else { return };
+    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    let context = TestContext::default_recipe();
+    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "base", "--to", "2027-01-01-v1.0.0"],
+        &[],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "pins.toml was not changed");
+    assert_contains(&run.stderr, "not found on the registry");
+    assert_unchanged(&context, &before);
+
+    let address = registry.address().to_owned();
+    drop(registry);
+    let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("cannot reach the registry at http://{address}/v2/aeon-7/base/tags/list"),
+    );
+    assert_unchanged(&context, &before);
+}
+
+#[test]
+fn outdated_follows_the_base_tags() {
+    let Some(registry) = registry() else { return };
+    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    registry.push("aeon-7/base", "2026-07-15-v0.25.0");
+    let context = TestContext::default_recipe();
+    with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    // Only the base is looked at when the pins' upstreams answer; give them an index.
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    let index = default_index();
+    let json = forge(
+        &context,
+        &["--json", "pin", "outdated"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0)
+    .json();
+    let base = &json["pins"][0];
+    assert_eq!(base["name"], "base");
+    assert_eq!(base["newest"], "2026-07-15-v0.25.0");
+    assert_eq!(base["state"], "outdated");
 }

@@ -1,0 +1,190 @@
+//! A real container registry on 127.0.0.1 for the tests: Debian's `docker-registry` with its
+//! storage in a temporary folder, and images pushed to it with `skopeo copy` from an OCI
+//! layout written on the spot (one layer holding one file), so no daemon and no network are
+//! needed. `skopeo inspect` is the independent view of what the registry serves.
+
+use std::io::Write as _;
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest as _, Sha256};
+
+/// A running registry; stopped when dropped.
+pub struct RegistryServer {
+    folder: tempfile::TempDir,
+    address: String,
+    child: Child,
+}
+
+/// Why the registry tests cannot run here.
+pub fn missing_tools() -> Option<String> {
+    let missing: Vec<&str> = ["docker-registry", "skopeo"]
+        .into_iter()
+        .filter(|tool| {
+            Command::new(tool)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_err()
+        })
+        .collect();
+    (!missing.is_empty()).then(|| format!("{} not installed", missing.join(" and ")))
+}
+
+impl RegistryServer {
+    /// Starts a registry on a free loopback port and waits until it answers.
+    pub fn start() -> Self {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("a free port")
+            .local_addr()
+            .expect("an address")
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let config = folder.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
+                folder.path().join("storage").display()
+            ),
+        )
+        .expect("write the registry config");
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry starts");
+        let server = Self {
+            folder,
+            address,
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(&server.address).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not listen on {} within 20 s",
+                server.address
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Pushes a one-file image as `repository:tag` and returns its manifest digest as skopeo
+    /// reports it.
+    pub fn push(&self, repository: &str, tag: &str) -> String {
+        let layout = self.folder.path().join(format!("layout-{tag}"));
+        write_layout(&layout, tag);
+        let destination = format!("docker://{}/{repository}:{tag}", self.address);
+        let output = Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .arg(format!("oci:{}:{tag}", layout.display()))
+            .arg(&destination)
+            .output()
+            .expect("skopeo runs");
+        assert!(
+            output.status.success(),
+            "skopeo copy to {destination}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.digest(repository, tag)
+    }
+
+    /// The manifest digest of `repository:tag`, from `skopeo inspect`.
+    pub fn digest(&self, repository: &str, tag: &str) -> String {
+        let output = Command::new("skopeo")
+            .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
+            .arg(format!("docker://{}/{repository}:{tag}", self.address))
+            .output()
+            .expect("skopeo runs");
+        assert!(
+            output.status.success(),
+            "skopeo inspect: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_owned()
+    }
+}
+
+impl Drop for RegistryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes an OCI image layout holding one image: one layer with `/tag.txt` saying `tag`.
+fn write_layout(folder: &Path, tag: &str) {
+    let blobs = folder.join("blobs").join("sha256");
+    std::fs::create_dir_all(&blobs).expect("layout folders");
+    let put = |bytes: &[u8]| -> (String, usize) {
+        let hex = hex::encode(Sha256::digest(bytes));
+        std::fs::write(blobs.join(&hex), bytes).expect("write a blob");
+        (format!("sha256:{hex}"), bytes.len())
+    };
+
+    let mut layer = tar::Builder::new(Vec::new());
+    let content = format!("{tag}\n");
+    let mut header = tar::Header::new_gnu();
+    header.set_size(content.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_cksum();
+    layer
+        .append_data(&mut header, "tag.txt", content.as_bytes())
+        .expect("a layer entry");
+    let layer = layer.into_inner().expect("a layer");
+    let (layer_digest, layer_size) = put(&layer);
+
+    let config = serde_json::json!({
+        "architecture": "arm64",
+        "os": "linux",
+        "rootfs": { "type": "layers", "diff_ids": [layer_digest] },
+        "config": {},
+    });
+    let (config_digest, config_size) = put(config.to_string().as_bytes());
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": config_digest,
+            "size": config_size,
+        },
+        "layers": [{
+            "mediaType": "application/vnd.oci.image.layer.v1.tar",
+            "digest": layer_digest,
+            "size": layer_size,
+        }],
+    });
+    let (manifest_digest, manifest_size) = put(manifest.to_string().as_bytes());
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": manifest_digest,
+            "size": manifest_size,
+            "annotations": { "org.opencontainers.image.ref.name": tag },
+        }],
+    });
+    std::fs::write(folder.join("index.json"), index.to_string()).expect("index.json");
+    let mut layout = std::fs::File::create(folder.join("oci-layout")).expect("oci-layout");
+    layout
+        .write_all(br#"{"imageLayoutVersion":"1.0.0"}"#)
+        .expect("write oci-layout");
+}
