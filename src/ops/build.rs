@@ -84,27 +84,35 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         (None, BuildMode::DryRun) => Output::Discard,
     };
     let with_inputs = options.mode == BuildMode::Build || options.locked;
-    let plan = plan(recipe, output, with_inputs, printer)?;
-    if let (true, Some(inputs)) = (options.locked, &plan.inputs) {
-        check_locked(recipe, inputs)?;
-        printer.status("Locked", "inputs match forge.lock");
-    }
-    match options.mode {
-        BuildMode::DryRun => {
-            print_plan(recipe, &plan, printer);
-            Ok(())
+    if options.mode == BuildMode::DryRun {
+        let plan = plan(recipe, output, with_inputs, printer)?;
+        if options.locked {
+            check_locked(
+                recipe,
+                plan.inputs.as_ref().expect("--locked computes the inputs"),
+            )?;
+            printer.status("Locked", "inputs match forge.lock");
         }
-        BuildMode::Build => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            runtime.block_on(async {
-                let engine = Docker::connect().await?;
-                run(recipe, options, &plan, &engine, printer).await
-            })
-        }
+        print_plan(recipe, &plan, printer);
+        return Ok(());
     }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        // An unreachable daemon is reported before any work that would be wasted.
+        let engine = Docker::connect().await?;
+        let plan = plan(recipe, output, with_inputs, printer)?;
+        if options.locked {
+            check_locked(
+                recipe,
+                plan.inputs.as_ref().expect("a build computes its inputs"),
+            )?;
+            printer.status("Locked", "inputs match forge.lock");
+        }
+        run(recipe, options, &plan, &engine, printer).await
+    })
 }
 
 fn plan(
