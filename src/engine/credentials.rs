@@ -109,20 +109,36 @@ struct HelperAnswer {
 /// The credentials for `registry` (a host such as `ghcr.io` or `127.0.0.1:5000`), if any are
 /// configured.
 pub fn for_registry(registry: &str) -> Result<Option<Credentials>, CredentialsError> {
-    if let (Ok(username), Ok(password)) = (
-        std::env::var("FORGE_REGISTRY_USER"),
-        std::env::var("FORGE_REGISTRY_PASSWORD"),
-    ) {
+    let environment = Environment {
+        username: std::env::var("FORGE_REGISTRY_USER").ok(),
+        password: std::env::var("FORGE_REGISTRY_PASSWORD").ok(),
+        config: config_path(),
+    };
+    lookup(registry, &environment)
+}
+
+/// Where credentials may come from.
+struct Environment {
+    username: Option<String>,
+    password: Option<String>,
+    config: Option<PathBuf>,
+}
+
+fn lookup(
+    registry: &str,
+    environment: &Environment,
+) -> Result<Option<Credentials>, CredentialsError> {
+    if let (Some(username), Some(password)) = (&environment.username, &environment.password) {
         return Ok(Some(Credentials {
             registry: registry.to_owned(),
-            username,
-            password,
+            username: username.clone(),
+            password: password.clone(),
         }));
     }
-    let Some(path) = config_path() else {
+    let Some(path) = &environment.config else {
         return Ok(None);
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(_) => return Ok(None),
     };
@@ -231,4 +247,92 @@ fn ask_helper(helper: &str, registry: &str) -> Result<Option<Credentials>, Crede
         username: answer.username,
         password: answer.secret,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn environment(config: Option<&std::path::Path>) -> Environment {
+        Environment {
+            username: None,
+            password: None,
+            config: config.map(ToOwned::to_owned),
+        }
+    }
+
+    fn config(text: &str) -> tempfile::TempDir {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("config.json"), text).unwrap();
+        folder
+    }
+
+    #[test]
+    fn forge_variables_win_over_the_docker_configuration() {
+        let folder = config(r#"{"auths": {"ghcr.io": {"auth": "ZG9ja2VyOmNvbmZpZw=="}}}"#);
+        let mut environment = environment(Some(&folder.path().join("config.json")));
+        environment.username = Some("robot".to_owned());
+        environment.password = Some("s3cret".to_owned());
+        let found = lookup("ghcr.io", &environment).unwrap().unwrap();
+        assert_eq!(
+            (found.username.as_str(), found.password.as_str()),
+            ("robot", "s3cret")
+        );
+    }
+
+    #[test]
+    fn auths_entries_are_decoded_per_registry() {
+        // base64("docker:config") and base64("user:pa:ss")
+        let folder = config(
+            r#"{"auths": {"ghcr.io": {"auth": "ZG9ja2VyOmNvbmZpZw=="},
+                          "https://127.0.0.1:5000": {"auth": "dXNlcjpwYTpzcw=="}}}"#,
+        );
+        let environment = environment(Some(&folder.path().join("config.json")));
+        let ghcr = lookup("ghcr.io", &environment).unwrap().unwrap();
+        assert_eq!(
+            (ghcr.username.as_str(), ghcr.password.as_str()),
+            ("docker", "config")
+        );
+        let local = lookup("127.0.0.1:5000", &environment).unwrap().unwrap();
+        assert_eq!(
+            (local.username.as_str(), local.password.as_str()),
+            ("user", "pa:ss")
+        );
+        assert_eq!(lookup("quay.io", &environment).unwrap(), None);
+        assert!(
+            !format!("{ghcr:?}").contains("config\""),
+            "the password is not shown"
+        );
+    }
+
+    #[test]
+    fn a_damaged_configuration_names_the_file() {
+        let folder = config(r#"{"auths": {"ghcr.io": {"auth": "not base64!"}}}"#);
+        let path = folder.path().join("config.json");
+        let error = lookup("ghcr.io", &environment(Some(&path))).unwrap_err();
+        assert!(
+            error.to_string().contains(&path.display().to_string()),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("`auth` is not base64"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_missing_helper_is_an_error_naming_it() {
+        let folder = config(r#"{"credHelpers": {"ghcr.io": "forge-test-missing"}}"#);
+        let error = lookup(
+            "ghcr.io",
+            &environment(Some(&folder.path().join("config.json"))),
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("docker-credential-forge-test-missing"),
+            "{error}"
+        );
+    }
 }
