@@ -144,7 +144,8 @@ pub struct PinBumpArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Move outside the pin's allowed range. A denied version is never moved to.
+    /// Move outside the pin's allowed range, or where its patch series conflicts. A denied
+    /// version is never moved to.
     #[arg(long)]
     pub force: bool,
 

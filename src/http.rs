@@ -11,9 +11,16 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 pub const BODY_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// A fresh agent. Redirects are followed (PyPI and registries redirect to CDNs); the proxy
-/// settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply.
+/// settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply. Certificates are checked
+/// against the machine's trust store, as pip and docker do, so a site that adds its own CA
+/// (a TLS-inspecting proxy, an internal mirror) works here as it does for them.
 pub fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                .build(),
+        )
         .http_status_as_error(false)
         .timeout_global(Some(TIMEOUT))
         .user_agent(concat!("forge/", env!("CARGO_PKG_VERSION")))

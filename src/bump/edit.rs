@@ -5,11 +5,20 @@ use std::fmt;
 
 use toml_edit::{DocumentMut, Item, Value};
 
-/// One value to set: `key` in the table at `table` (`["pins", "flashinfer"]`).
+/// One step of the path to a table: a key, or an entry of an array of tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// `[table]` or `key = { ... }`.
+    Key(String),
+    /// The n-th `[[array]]` entry (0-based) of the array named by the segment before.
+    Index(usize),
+}
+
+/// One value to set: `key` in the table at `table` (`pins.flashinfer`, `patches[0].onto`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
     /// The table path.
-    pub table: Vec<String>,
+    pub table: Vec<Segment>,
     /// The key in that table.
     pub key: String,
     /// The new string value (already checked against its grammar).
@@ -20,14 +29,50 @@ impl Assignment {
     /// `key = value` in the table at `table`.
     pub fn new(table: &[&str], key: &str, value: impl Into<String>) -> Self {
         Self {
-            table: table.iter().map(|part| (*part).to_owned()).collect(),
+            table: table
+                .iter()
+                .map(|part| Segment::Key((*part).to_owned()))
+                .collect(),
             key: key.to_owned(),
             value: value.into(),
         }
     }
 
+    /// `key = value` in the table at `rest` inside the `index`-th entry of `[[array]]`.
+    pub fn in_array(
+        array: &str,
+        index: usize,
+        rest: &[&str],
+        key: &str,
+        value: impl Into<String>,
+    ) -> Self {
+        let mut assignment = Self::new(rest, key, value);
+        assignment.table.splice(
+            0..0,
+            [Segment::Key(array.to_owned()), Segment::Index(index)],
+        );
+        assignment
+    }
+
+    /// The table path as people write it: `pins.flashinfer`, `patches[0].onto`.
+    pub fn table_path(&self) -> String {
+        let mut path = String::new();
+        for segment in &self.table {
+            match segment {
+                Segment::Key(key) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(key);
+                }
+                Segment::Index(index) => path.push_str(&format!("[{index}]")),
+            }
+        }
+        path
+    }
+
     fn place(&self) -> String {
-        format!("[{}] {}", self.table.join("."), self.key)
+        format!("[{}] {}", self.table_path(), self.key)
     }
 }
 
@@ -59,12 +104,24 @@ pub fn apply(text: &str, assignments: &[Assignment]) -> Result<String, EditError
         .parse()
         .map_err(|error: toml_edit::TomlError| EditError::Parse(error.to_string()))?;
     for assignment in assignments {
+        let missing = || EditError::NoTable(assignment.table_path());
         let mut table = document.as_table_mut() as &mut dyn toml_edit::TableLike;
-        for part in &assignment.table {
-            table = table
-                .get_mut(part)
-                .and_then(Item::as_table_like_mut)
-                .ok_or_else(|| EditError::NoTable(assignment.table.join(".")))?;
+        let mut segments = assignment.table.iter().peekable();
+        while let Some(segment) = segments.next() {
+            let Segment::Key(key) = segment else {
+                return Err(missing());
+            };
+            let item = table.get_mut(key).ok_or_else(missing)?;
+            table = match segments.peek() {
+                Some(Segment::Index(index)) => {
+                    segments.next();
+                    item.as_array_of_tables_mut()
+                        .and_then(|array| array.get_mut(*index))
+                        .map(|entry| entry as &mut dyn toml_edit::TableLike)
+                        .ok_or_else(missing)?
+                }
+                _ => item.as_table_like_mut().ok_or_else(missing)?,
+            };
         }
         match table.get_mut(&assignment.key) {
             Some(Item::Value(old)) => {
@@ -122,6 +179,23 @@ mod tests {
             edited,
             "# top\n[pins.a]   # a table\nkind = \"python\"\nversion = '1.1'    # why\n\n[pins.b]\nversion = \"2.1\" # b\n"
         );
+    }
+
+    #[test]
+    fn edits_an_inline_table_inside_an_array_of_tables() {
+        let text = "[[patches]]\nseries = \"a\"\n\n[[patches]]   # second\nseries = \"b\"\nonto = { git = \"file:///r\", rev = \"1111111\" }  # target\n";
+        let edited = apply(
+            text,
+            &[Assignment::in_array(
+                "patches",
+                1,
+                &["onto"],
+                "rev",
+                "2222222",
+            )],
+        )
+        .unwrap();
+        assert_eq!(edited, text.replace("1111111", "2222222"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::R
             Prereleases::Exclude
         },
         constraints: if args.force {
-            Constraints::ForceRanges
+            Constraints::Force
         } else {
             Constraints::Enforce
         },

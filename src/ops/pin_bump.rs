@@ -15,7 +15,8 @@ use crate::fs::{Written, write_if_changed};
 use crate::git_remote::Git2Remote;
 use crate::index::SimpleIndex;
 use crate::index::select::Indexes;
-use crate::pins::{self, GitRev, Pin, PinName, Source, Tag, Url, Version};
+use crate::patch::{self, Applied, Outcome, Series, Target};
+use crate::pins::{self, GitRev, Onto, Pin, PinName, RecipePath, Source, Tag, Url, Version};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::registry::RegistryClient;
@@ -33,13 +34,14 @@ pub enum BumpMode {
     DryRun,
 }
 
-/// Whether allowed ranges hold. Deny lists always hold.
+/// Whether the overridable constraints hold. Deny lists always hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Constraints {
     /// Every constraint holds.
     Enforce,
-    /// `--force`: allowed ranges may be crossed.
-    ForceRanges,
+    /// `--force`: allowed ranges may be crossed, and a git pin may move where its patch
+    /// series conflicts.
+    Force,
 }
 
 /// Options of `forge pin bump`.
@@ -102,9 +104,17 @@ struct Move {
     to: String,
     detail: String,
     assignments: Vec<Assignment>,
+    patches: Vec<SeriesCheck>,
 }
 
-/// Bumps against the given upstream.
+/// A patch series that applies onto the moved git pin, checked against its new revision.
+#[derive(Debug, Clone)]
+pub struct SeriesCheck {
+    /// The series folder, as pins.toml names it.
+    pub series: String,
+    /// What each patch would do.
+    pub applied: Applied,
+}
 pub fn pin_bump_with(
     recipe: &Recipe,
     options: &PinBumpOptions,
@@ -119,7 +129,7 @@ pub fn pin_bump_with(
             Source::Python { .. } | Source::Wheels { .. } => {
                 plan_version(recipe, pin, options, upstream, printer)?
             }
-            Source::Git { .. } => plan_git(pin, options, upstream)?,
+            Source::Git { .. } => plan_git(recipe, pin, options, upstream, printer)?,
             Source::Assert { .. } => {
                 return Err(BumpError::NotTracked {
                     pin: pin.name.clone(),
@@ -170,7 +180,7 @@ fn plan_version(
                 pin.name
             )
         })?;
-    let force = options.constraints == Constraints::ForceRanges;
+    let force = options.constraints == Constraints::Force;
     let chosen: Candidate = match &options.to {
         Some(text) => {
             let version = Version::from_str(text).map_err(|error| BumpError::InvalidTarget {
@@ -269,6 +279,7 @@ fn version_move(offer: &VersionOffer, version: &Version) -> Move {
         to: version.to_string(),
         detail: packages.join(", "),
         assignments,
+        patches: Vec::new(),
     }
 }
 
@@ -301,9 +312,11 @@ fn join(refusals: &[Refusal]) -> String {
 }
 
 fn plan_git(
+    recipe: &Recipe,
     pin: &Pin,
     options: &PinBumpOptions,
     upstream: &Upstream<'_>,
+    printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
     let Source::Git { url, branch, rev } = &pin.source else {
         unreachable!("plan_git is called for git pins only")
@@ -328,23 +341,137 @@ fn plan_git(
         None => bump::git_offer(pin, upstream).with_context(context)?.head,
     };
     if &target == rev {
+        printer.status(
+            "Fresh",
+            format_args!("{} is at {target}, the head of its branch", pin.name),
+        );
         return Ok(None);
+    }
+    let mut assignments = vec![Assignment::new(
+        &["pins", pin.name.as_str()],
+        "rev",
+        target.as_str(),
+    )];
+    let mut checks = Vec::new();
+    for (index, entry) in recipe.pins.patches.iter().enumerate() {
+        let Onto::Git { git, .. } = &entry.onto else {
+            continue;
+        };
+        if !same_repository(git, url) {
+            continue;
+        }
+        let check = check_series(recipe, &entry.series, git, &target, printer)?;
+        assignments.push(Assignment::in_array(
+            "patches",
+            index,
+            &["onto"],
+            "rev",
+            target.as_str(),
+        ));
+        checks.push(check);
+    }
+    let conflicts: Vec<String> = checks
+        .iter()
+        .flat_map(|check| {
+            check
+                .applied
+                .patches
+                .iter()
+                .filter_map(move |result| match &result.outcome {
+                    Outcome::Conflict { file, hunk } => {
+                        Some(format!("{}/{} ({file}: {hunk})", check.series, result.name))
+                    }
+                    _ => None,
+                })
+        })
+        .collect();
+    if !conflicts.is_empty() {
+        if options.constraints == Constraints::Force {
+            printer.warn(format_args!(
+                "--force: moving {} to {} although these patches conflict there: {}",
+                pin.name,
+                target.short(),
+                conflicts.join(", ")
+            ));
+        } else {
+            return Err(CheckFailed::new(
+                format!(
+                    "refusing to move {} to {}: its patch series would not apply there: {}",
+                    pin.name,
+                    target.short(),
+                    conflicts.join(", ")
+                ),
+                "rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway",
+            )
+            .into());
+        }
     }
     Ok(Some(Move {
         subject: pin.name.to_string(),
         from: rev.to_string(),
         to: target.short().to_owned(),
         detail: format!(
-            "{} {}",
+            "{}, recorded as {target}",
             branch.as_ref().map_or("HEAD", |branch| branch.as_str()),
-            target
         ),
-        assignments: vec![Assignment::new(
-            &["pins", pin.name.as_str()],
-            "rev",
-            target.as_str(),
-        )],
+        assignments,
+        patches: checks,
     }))
+}
+
+/// Whether two URLs name the same repository (`.../x.git` and `.../x/` do).
+fn same_repository(left: &Url, right: &Url) -> bool {
+    let canonical = |url: &Url| {
+        url.as_str()
+            .trim_end_matches('/')
+            .trim_end_matches(".git")
+            .to_owned()
+    };
+    canonical(left) == canonical(right)
+}
+
+/// Checks the series at `series` onto `url` at `revision`, printing each patch's outcome.
+fn check_series(
+    recipe: &Recipe,
+    series: &RecipePath,
+    url: &Url,
+    revision: &GitRev,
+    printer: &Printer,
+) -> anyhow::Result<SeriesCheck> {
+    let patches = Series::read(&[recipe.root.join(series.as_str())])?;
+    let target = Target::Git {
+        url: url.to_string(),
+        rev: revision.to_string(),
+    };
+    printer.status(
+        "Checking",
+        format_args!(
+            "{series} ({} patches) onto {url} at {}",
+            patches.patches.len(),
+            revision.short()
+        ),
+    );
+    let patched =
+        patch::patched_tree(&target, &patches, patch::Mode::Check).with_context(|| {
+            format!(
+                "cannot check {series} onto {}; pins.toml was not changed",
+                revision.short()
+            )
+        })?;
+    for result in &patched.applied.patches {
+        let (verb, note) = match &result.outcome {
+            Outcome::Applies | Outcome::Applied { .. } => ("Applies", String::new()),
+            Outcome::AlreadyApplied { .. } => {
+                ("Upstream", " (already in the new revision)".to_owned())
+            }
+            Outcome::Conflict { file, hunk } => ("Conflicts", format!(" ({file}: {hunk})")),
+        };
+        printer.status(verb, format_args!("{}{note}", result.name));
+    }
+    Ok(SeriesCheck {
+        series: series.to_string(),
+        applied: patched.applied,
+    })
 }
 
 fn plan_base(
@@ -391,6 +518,7 @@ fn plan_base(
         to: format!("{image}@{}", offer.digest),
         detail: format!("{} newer tag(s) matched", offer.newer.len()),
         assignments,
+        patches: Vec::new(),
     }))
 }
 
@@ -471,8 +599,8 @@ fn apply(
     report_invalidated(invalidated.as_ref(), printer);
     if options.mode == BumpMode::DryRun {
         printer.status(
-            "Dry run",
-            format_args!("{} was not written", path.display()),
+            "Unchanged",
+            format_args!("{} (a dry run writes nothing)", path.display()),
         );
     }
     if printer.is_json() {
@@ -482,7 +610,7 @@ fn apply(
             "from": planned.from,
             "to": planned.to,
             "assignments": planned.assignments.iter().map(|assignment| json!({
-                "table": assignment.table.join("."),
+                "table": assignment.table_path(),
                 "key": assignment.key,
                 "value": assignment.value,
             })).collect::<Vec<_>>(),
@@ -492,6 +620,11 @@ fn apply(
                 "total": invalidated.total,
                 "steps": invalidated.steps,
             })),
+            "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
+                "series": check.series,
+                "patch": result.name,
+                "status": result.outcome.status(),
+            }))).collect::<Vec<_>>(),
             "pins_diff": pins_diff,
             "dockerfile_diff": dockerfile_diff,
         }));

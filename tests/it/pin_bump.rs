@@ -3,6 +3,7 @@
 //! loopback for the base image. Every run is hermetic: no pip configuration, cache or
 //! credentials of the machine leak in.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::index_server::IndexServer;
@@ -138,6 +139,33 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
         "flashinfer-python==0.6.15 flashinfer-cubin==0.6.15",
     );
     assert_contains(&render.stdout, "flashinfer-jit-cache==0.6.15+cu130");
+}
+
+#[test]
+fn the_value_keeps_its_quote_style_and_trailing_comment() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "version = \"0.6.14\"\n",
+        "version = '0.6.14'     # follows upstream releases\n",
+    );
+    let before = context.read("pins.toml");
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("FORGE_INDEX_URL", &index.url())],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "version = '0.6.14'     # follows upstream releases\n",
+            "version = '0.6.15'     # follows upstream releases\n",
+            1
+        )
+    );
 }
 
 #[test]
@@ -345,7 +373,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         "\n+RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfer-cubin==0.6.15 \\\n",
     );
     assert_contains(&run.stderr, "Invalidated 5 of 14 steps");
-    assert_contains(&run.stderr, "was not written");
+    assert_contains(&run.stderr, "a dry run writes nothing");
     assert_unchanged(&context, &before);
     let after = std::fs::metadata(context.path().join("pins.toml"))
         .unwrap()
@@ -582,7 +610,8 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     assert_ne!(before, before_outdated);
 }
 
-/// A bare repository with a `nv_dev` branch of three commits, and a side branch.
+/// A bare repository with a `nv_dev` branch of three commits (the third also adds
+/// `docs.txt`), and a side branch.
 struct GitRemote {
     folder: tempfile::TempDir,
     first: String,
@@ -591,42 +620,49 @@ struct GitRemote {
     side: String,
 }
 
+/// Runs git in `folder` with a fixed identity and returns its stdout.
+fn git(folder: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        // A test run from a git hook or a script must not point these at another repository.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_WORK_TREE")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(folder)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?}: {output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
 impl GitRemote {
     fn new() -> Self {
         let folder = tempfile::tempdir().unwrap();
         let work = folder.path().join("work");
-        let git = |args: &[&str]| {
-            let output = Command::new("git")
-                .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
-                .args(["-c", "init.defaultBranch=main"])
-                .args(args)
-                .current_dir(&work)
-                .output()
-                .expect("git runs");
-            assert!(output.status.success(), "git {args:?}: {output:?}");
-            String::from_utf8(output.stdout).unwrap().trim().to_owned()
-        };
         std::fs::create_dir_all(&work).unwrap();
-        git(&["init", "--quiet"]);
-        let commit = |message: &str| {
-            std::fs::write(work.join("kernel.txt"), message).unwrap();
-            git(&["add", "kernel.txt"]);
-            git(&["commit", "--quiet", "-m", message]);
-            git(&["rev-parse", "HEAD"])
-        };
-        let first = commit("first");
-        let second = commit("second");
-        let head = commit("third");
-        git(&["branch", "-m", "nv_dev"]);
-        git(&["checkout", "--quiet", "-b", "side", &first]);
-        let side = commit("side");
-        git(&[
-            "clone",
-            "--quiet",
-            "--bare",
-            ".",
-            folder.path().join("remote.git").to_str().unwrap(),
-        ]);
+        git(&work, &["init", "--quiet"]);
+        let first = commit(&work, "first", &[("kernel.txt", "first\n")]);
+        let second = commit(&work, "second", &[("kernel.txt", "second\n")]);
+        let head = commit(
+            &work,
+            "third",
+            &[("kernel.txt", "third\n"), ("docs.txt", "docs\n")],
+        );
+        git(&work, &["branch", "-m", "nv_dev"]);
+        git(&work, &["checkout", "--quiet", "-b", "side", &first]);
+        let side = commit(&work, "side", &[("kernel.txt", "side\n")]);
+        git(
+            &work,
+            &[
+                "clone",
+                "--quiet",
+                "--bare",
+                ".",
+                folder.path().join("remote.git").to_str().unwrap(),
+            ],
+        );
         Self {
             folder,
             first,
@@ -639,6 +675,117 @@ impl GitRemote {
     fn url(&self) -> String {
         format!("file://{}", self.folder.path().join("remote.git").display())
     }
+
+    /// Writes a `git format-patch` series into `into`: one commit per entry of `commits`, made
+    /// on a branch from `base`.
+    fn series(&self, base: &str, commits: &[(&str, &[(&str, &str)])], into: &Path) {
+        let work = self.folder.path().join("work");
+        git(&work, &["checkout", "--quiet", "--detach", base]);
+        for (message, files) in commits {
+            commit(&work, message, files);
+        }
+        let count = format!("-{}", commits.len());
+        git(
+            &work,
+            &[
+                "format-patch",
+                "--quiet",
+                &count,
+                "-o",
+                into.to_str().unwrap(),
+            ],
+        );
+    }
+}
+
+/// Commits `files` (path, content) in `work` and returns the commit id.
+fn commit(work: &Path, message: &str, files: &[(&str, &str)]) -> String {
+    for (path, content) in files {
+        std::fs::write(work.join(path), content).unwrap();
+        git(work, &["add", path]);
+    }
+    git(work, &["commit", "--quiet", "-m", message]);
+    git(work, &["rev-parse", "HEAD"])
+}
+
+/// Adds a `[[patches]]` entry for the series folder `series` onto `remote` at `rev`.
+fn with_series_onto(context: &TestContext, series: &str, remote: &GitRemote, rev: &str) -> String {
+    context.edit(
+        "pins.toml",
+        "[[overlays]]",
+        &format!(
+            "[[patches]]                    # DeepGEMM fixes, kept until upstream takes them\nseries = \"{series}\"\nonto = {{ git = \"{}\", rev = \"{rev}\" }}\n\n[[overlays]]",
+            remote.url()
+        ),
+    );
+    context.read("pins.toml")
+}
+
+#[test]
+fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[
+            ("add extra", &[("extra.txt", "extra\n")]),
+            ("add docs", &[("docs.txt", "docs\n")]),
+        ],
+        &context.path().join("patches/deepgemm"),
+    );
+    let before = with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    assert_contains(&run.stderr, "Applies 0001-add-extra.patch");
+    assert_contains(
+        &run.stderr,
+        "Upstream 0002-add-docs.patch (already in the new revision)",
+    );
+    // The pin and the series' target move together; nothing else changes.
+    assert_eq!(
+        context.read("pins.toml"),
+        before
+            .replacen(
+                "rev = \"a6b593d\"",
+                &format!("rev = \"{}\"", remote.head),
+                1
+            )
+            .replacen(
+                &format!("rev = \"{}\" }}", remote.first),
+                &format!("rev = \"{}\" }}", remote.head),
+                1
+            )
+    );
+}
+
+#[test]
+fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[("tune the kernel", &[("kernel.txt", "first, tuned\n")])],
+        &context.path().join("patches/deepgemm"),
+    );
+    let before = with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "Conflicts 0001-tune-the-kernel.patch (kernel.txt",
+    );
+    assert_contains(&run.stderr, "error: refusing to move deepgemm to");
+    assert_contains(&run.stderr, "hint: rebase the series");
+    assert_unchanged(&context, &before);
+
+    let run = forge(&context, &["pin", "bump", "deepgemm", "--force"], &[]).expect_code(0);
+    assert_contains(&run.stderr, "warning: --force: moving deepgemm");
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("rev = \"{}\"\nmodule", remote.head),
+    );
 }
 
 fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
@@ -769,14 +916,18 @@ fn pypi_answers_for_flashinfer_python() {
 /// A registry for the base-image tests, or `None` (with the reason printed) where the tools are
 /// missing outside CI; in CI a missing tool fails the test.
 fn registry() -> Option<RegistryServer> {
+    tools_or_skip().then(RegistryServer::start)
+}
+
+fn tools_or_skip() -> bool {
     match registry_server::missing_tools() {
-        None => Some(RegistryServer::start()),
+        None => true,
         Some(reason) if std::env::var_os("CI").is_some() => {
             panic!("{reason}: ci/test installs docker-registry and skopeo")
         }
         Some(reason) => {
             eprintln!("skipped: {reason} (apt-get install docker-registry skopeo)");
-            None
+            false
         }
     }
 }
@@ -927,4 +1078,69 @@ fn outdated_follows_the_base_tags() {
     assert_eq!(base["name"], "base");
     assert_eq!(base["newest"], "2026-07-15-v0.25.0");
     assert_eq!(base["state"], "outdated");
+}
+
+#[test]
+fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_config() {
+    if !tools_or_skip() {
+        return;
+    }
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().expect("credentials");
+    let (user, password) = (user.to_owned(), password.to_owned());
+    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    let context = TestContext::default_recipe();
+    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let recorded = before.replacen(
+        "# dated releases only\n",
+        &format!("# dated releases only\ndigest = \"{digest}\"\n"),
+        1,
+    );
+
+    let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
+    assert_contains(&run.stderr, "the registry refused access to");
+    assert_contains(&run.stderr, "(HTTP 401)");
+    assert_contains(&run.stderr, "hint: log in with `docker login HOST`");
+    assert_unchanged(&context, &before);
+
+    forge(
+        &context,
+        &["pin", "bump", "base"],
+        &[
+            ("FORGE_REGISTRY_USER", &user),
+            ("FORGE_REGISTRY_PASSWORD", &password),
+        ],
+    )
+    .expect_code(0);
+    assert_eq!(context.read("pins.toml"), recorded);
+
+    // The same through the Docker client's config.json, and a wrong password refused.
+    context.write("pins.toml", &before);
+    let docker = context.path().join(".docker-config");
+    let auth = |password: &str| {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        format!(
+            "{{\"auths\": {{\"{}\": {{\"auth\": \"{token}\"}}}}}}",
+            registry.address()
+        )
+    };
+    std::fs::create_dir_all(&docker).unwrap();
+    std::fs::write(docker.join("config.json"), auth("wrong")).unwrap();
+    let run = forge(
+        &context,
+        &["pin", "bump", "base"],
+        &[("DOCKER_CONFIG", docker.to_str().unwrap())],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "hint: the credentials were refused");
+    assert_unchanged(&context, &before);
+    std::fs::write(docker.join("config.json"), auth(&password)).unwrap();
+    forge(
+        &context,
+        &["pin", "bump", "base"],
+        &[("DOCKER_CONFIG", docker.to_str().unwrap())],
+    )
+    .expect_code(0);
+    assert_eq!(context.read("pins.toml"), recorded);
 }

@@ -16,6 +16,7 @@ pub struct RegistryServer {
     folder: tempfile::TempDir,
     address: String,
     child: Child,
+    credentials: Option<(String, String)>,
 }
 
 /// Why the registry tests cannot run here.
@@ -35,8 +36,25 @@ pub fn missing_tools() -> Option<String> {
 }
 
 impl RegistryServer {
-    /// Starts a registry on a free loopback port and waits until it answers.
+    /// Starts an anonymous registry on a free loopback port and waits until it answers.
     pub fn start() -> Self {
+        Self::launch(Access::Anonymous)
+    }
+
+    /// Starts a registry that wants HTTP Basic credentials; the registry makes up the user and
+    /// password itself (an `htpasswd` path that does not exist yet) and logs them.
+    pub fn start_with_basic_auth() -> Self {
+        Self::launch(Access::Basic)
+    }
+
+    /// The user and password of a registry started with `start_with_basic_auth`.
+    pub fn credentials(&self) -> Option<(&str, &str)> {
+        self.credentials
+            .as_ref()
+            .map(|(user, password)| (user.as_str(), password.as_str()))
+    }
+
+    fn launch(access: Access) -> Self {
         let folder = tempfile::tempdir().expect("a temporary folder");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("a free port")
@@ -45,25 +63,30 @@ impl RegistryServer {
             .port();
         let address = format!("127.0.0.1:{port}");
         let config = folder.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
-                folder.path().join("storage").display()
-            ),
-        )
-        .expect("write the registry config");
+        let mut text = format!(
+            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
+            folder.path().join("storage").display()
+        );
+        if access == Access::Basic {
+            text.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: forge-test\n    path: {}\n",
+                folder.path().join("htpasswd").display()
+            ));
+        }
+        std::fs::write(&config, text).expect("write the registry config");
+        let log = folder.path().join("registry.log");
         let child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("a log file"))
             .spawn()
             .expect("docker-registry starts");
-        let server = Self {
+        let mut server = Self {
             folder,
             address,
             child,
+            credentials: None,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(&server.address).is_err() {
@@ -73,6 +96,23 @@ impl RegistryServer {
                 server.address
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+        if access == Access::Basic {
+            // `level=warning msg="htpasswd is missing, provisioning with default user" ... password=P user=U`
+            let field = |line: &str, name: &str| {
+                line.split_whitespace()
+                    .find_map(|part| part.strip_prefix(&format!("{name}=")))
+                    .map(ToOwned::to_owned)
+            };
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            let line = logged
+                .lines()
+                .find(|line| line.contains("provisioning with default user"))
+                .unwrap_or_else(|| panic!("docker-registry logged no credentials:\n{logged}"));
+            server.credentials = Some((
+                field(line, "user").expect("a user"),
+                field(line, "password").expect("a password"),
+            ));
         }
         server
     }
@@ -88,8 +128,12 @@ impl RegistryServer {
         let layout = self.folder.path().join(format!("layout-{tag}"));
         write_layout(&layout, tag);
         let destination = format!("docker://{}/{repository}:{tag}", self.address);
-        let output = Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+        let mut command = Command::new("skopeo");
+        command.args(["copy", "--quiet", "--dest-tls-verify=false"]);
+        if let Some((user, password)) = self.credentials() {
+            command.arg(format!("--dest-creds={user}:{password}"));
+        }
+        let output = command
             .arg(format!("oci:{}:{tag}", layout.display()))
             .arg(&destination)
             .output()
@@ -104,8 +148,12 @@ impl RegistryServer {
 
     /// The manifest digest of `repository:tag`, from `skopeo inspect`.
     pub fn digest(&self, repository: &str, tag: &str) -> String {
-        let output = Command::new("skopeo")
-            .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
+        let mut command = Command::new("skopeo");
+        command.args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"]);
+        if let Some((user, password)) = self.credentials() {
+            command.arg(format!("--creds={user}:{password}"));
+        }
+        let output = command
             .arg(format!("docker://{}/{repository}:{tag}", self.address))
             .output()
             .expect("skopeo runs");
@@ -119,6 +167,12 @@ impl RegistryServer {
             .trim()
             .to_owned()
     }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Anonymous,
+    Basic,
 }
 
 impl Drop for RegistryServer {
