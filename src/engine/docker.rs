@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
+use std::time::Duration;
 
 use bollard::errors::Error as BollardError;
 use bollard::models::BuildInfoAux;
@@ -18,6 +19,13 @@ use crate::pins::{Digest, Repository, Tag};
 
 /// The socket the docker CLI uses when `DOCKER_HOST` is unset.
 const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
+
+/// How long a daemon may take to answer its first request.
+const PING_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long a request may wait for the daemon's response to begin: a build's response starts
+/// once the whole context is uploaded, which for a large context on a remote daemon is slow.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// A Docker daemon.
 #[derive(Debug, Clone)]
@@ -38,9 +46,14 @@ impl Docker {
             host: host.clone(),
             message: error.to_string(),
         };
-        let client = bollard::Docker::connect_with_defaults().map_err(unreachable)?;
+        let client = bollard::Docker::connect_with_defaults()
+            .map_err(unreachable)?
+            .with_timeout(PING_TIMEOUT);
         client.ping().await.map_err(unreachable)?;
-        Ok(Self { client, host })
+        Ok(Self {
+            client: client.with_timeout(REQUEST_TIMEOUT),
+            host,
+        })
     }
 
     /// Where the daemon was reached.

@@ -40,11 +40,19 @@ fn docker_available() -> bool {
     }
 }
 
-/// Makes the example's base image once per test run, with the example's own script.
+/// Makes the example's base image, with the example's own script, unless it exists. A file
+/// lock keeps test processes running side by side (nextest) from importing it twice: a second
+/// import would give the tag a new image id under a build that is using it.
 fn ensure_base_image() {
     static MADE: Mutex<bool> = Mutex::new(false);
     let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if *made || image_id(BASE_IMAGE).is_some() {
+    if *made {
+        return;
+    }
+    let lock = std::fs::File::create(std::env::temp_dir().join("forge-test-base-image.lock"))
+        .expect("a lock file in the temporary folder");
+    lock.lock().expect("the base image lock");
+    if image_id(BASE_IMAGE).is_some() {
         *made = true;
         return;
     }
