@@ -267,10 +267,17 @@ pub fn version_offer(
         for (name, local, own_index) in packages_of(member) {
             let index = upstream.indexes.for_package(own_index).clone();
             let key = (index.to_string(), name.normalized());
+            let primary = packages.is_empty();
             let releases = match fetched.get(&key) {
                 Some(releases) => releases.clone(),
                 None => {
-                    let releases = upstream.index.releases(&index, &name)?;
+                    let releases = match upstream.index.releases(&index, &name) {
+                        Ok(releases) => releases,
+                        // A wheel or partner the index lacks altogether is missing at every
+                        // version: a refusal naming it, not a failed lookup.
+                        Err(IndexError::NotFound { .. }) if !primary => Releases::default(),
+                        Err(error) => return Err(error.into()),
+                    };
                     fetched.insert(key, releases.clone());
                     releases
                 }

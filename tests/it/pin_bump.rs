@@ -281,6 +281,33 @@ fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
 }
 
 #[test]
+fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_an_error() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let index = IndexServer::start();
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-cubin", "0.6.15");
+    let url = index.url();
+    let env = [("FORGE_INDEX_URL", url.as_str())];
+
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!("wheel flashinfer-jit-cache 0.6.15+cu130 is not on {url}"),
+    );
+    assert_unchanged(&context, &before);
+
+    // The pin's own package missing is not a refusal but a lookup that failed.
+    let run = forge(&context, &["pin", "bump", "tilelang"], &env).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("{url}/tilelang/ has no package `tilelang` (HTTP 404)"),
+    );
+    assert_unchanged(&context, &before);
+}
+
+#[test]
 fn an_allowed_range_holds_unless_forced() {
     let context = TestContext::default_recipe();
     context.edit(
@@ -885,9 +912,16 @@ fn pypi_answers_for_flashinfer_python() {
         return;
     }
     let context = TestContext::default_recipe();
+    // Only the wheel PyPI serves: the cu130 jit-cache wheel lives on FlashInfer's own index.
+    context.edit(
+        "pins.toml",
+        "  { package = \"flashinfer-cubin\" },\n  { package = \"flashinfer-jit-cache\", local = \"cu130\", index = \"https://flashinfer.ai/whl/cu130\" },\n",
+        "",
+    );
     let run = forge(
         &context,
         &[
+            "--json",
             "pin",
             "bump",
             "flashinfer",
@@ -896,21 +930,19 @@ fn pypi_answers_for_flashinfer_python() {
             "https://pypi.org/simple",
         ],
         &[],
-    );
-    // Whatever PyPI offers today, the answer must parse: a move, up to date, or a refusal that
-    // names a wheel (the jit-cache wheel is not on PyPI) — never an unreadable answer.
-    assert!(
-        !run.stderr.contains("cannot read") && !run.stderr.contains("cannot reach"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("flashinfer 0.6.14 -> ")
-            || run.stderr.contains("the newest version on offer")
-            || run.stderr.contains("refusing to move flashinfer"),
-        "{}",
-        run.stderr
-    );
+    )
+    .expect_code(0);
+    // Whatever PyPI offers today, the answer parsed: a move to a PEP 440 version, or none.
+    let document = run.json();
+    if document["changed"] == true {
+        let to = document["to"].as_str().expect("a version");
+        assert!(
+            to.parse::<pep440_rs::Version>().is_ok(),
+            "not a version: {to}"
+        );
+    } else {
+        assert_eq!(document["changed"], false, "{document}");
+    }
 }
 
 /// A registry for the base-image tests, or `None` (with the reason printed) where the tools are
