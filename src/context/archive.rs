@@ -44,6 +44,14 @@ impl Entries {
         self.entries.insert(components.join("/"), source);
     }
 
+    /// Removes the entry at `at` and everything under it.
+    pub(super) fn remove_tree(&mut self, at: &str) {
+        let at = at.trim_matches('/');
+        let prefix = format!("{at}/");
+        self.entries
+            .retain(|path, _| path != at && !path.starts_with(&prefix));
+    }
+
     /// Adds the file or folder tree at `from` under `at`, leaving out what `exclusions` names.
     /// Folders are read in any order: the map sorts them.
     pub(super) fn insert_tree(

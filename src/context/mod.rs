@@ -151,7 +151,8 @@ impl ContextError {
 pub struct Inputs<'a> {
     /// The rendered Dockerfile's text, stored as `Dockerfile`.
     pub dockerfile: &'a str,
-    /// The recipe paths the Dockerfile copies.
+    /// The recipe paths the Dockerfile copies; a later member at the same path replaces an
+    /// earlier one.
     pub members: &'a [Member],
     /// What stays out.
     pub exclusions: &'a Exclusions,
@@ -162,7 +163,10 @@ pub struct Inputs<'a> {
 /// Writes the context for `inputs` to `output` and returns its digest.
 pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, ContextError> {
     let mut entries = Entries::default();
+    // A later member replaces an earlier one at the same path whole: a patched tree stands in
+    // for the folder it patched, files the patches deleted included.
     for member in inputs.members {
+        entries.remove_tree(&member.at);
         entries.insert_tree(&member.at, &member.from, inputs.exclusions)?;
     }
     entries.insert(
@@ -354,6 +358,52 @@ mod tests {
             ]
         );
         assert_eq!(context.entries, seen.len());
+    }
+
+    #[test]
+    fn a_later_member_replaces_an_earlier_one_whole() {
+        let checked_in = tempfile::tempdir().unwrap();
+        tree(checked_in.path(), FILES, 0);
+        let patched = tempfile::tempdir().unwrap();
+        tree(patched.path(), &[("z.py", "z = 2\n")], 0);
+        let members = [
+            Member {
+                at: "overlays/a".to_owned(),
+                from: checked_in.path().join("overlays/a"),
+            },
+            Member {
+                at: "overlays/a".to_owned(),
+                from: patched.path().to_owned(),
+            },
+        ];
+        let context = assemble(
+            Inputs {
+                dockerfile: DOCKERFILE_TEXT,
+                members: &members,
+                exclusions: &Exclusions::default(),
+                mtime: 0,
+            },
+            Output::TemporaryFile,
+        )
+        .unwrap();
+        let mut archive =
+            tar::Archive::new(std::fs::File::open(context.archive().unwrap()).unwrap());
+        let paths: Vec<String> = archive
+            .entries()
+            .unwrap()
+            .map(|entry| {
+                entry
+                    .unwrap()
+                    .path()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            paths,
+            ["Dockerfile", "overlays/", "overlays/a/", "overlays/a/z.py"]
+        );
     }
 
     #[test]
