@@ -408,7 +408,7 @@ fn plan_git(
     }
     Ok(Some(Move {
         subject: pin.name.to_string(),
-        from: rev.to_string(),
+        from: rev.short().to_owned(),
         to: target.short().to_owned(),
         detail: format!(
             "{}, recorded as {target}",
@@ -516,7 +516,13 @@ fn plan_base(
         subject: BASE.to_owned(),
         from: base.reference(),
         to: format!("{image}@{}", offer.digest),
-        detail: format!("{} newer tag(s) matched", offer.newer.len()),
+        detail: match (&options.to, &base.tags) {
+            (Some(_), _) => "the tag given with --to".to_owned(),
+            (None, Some(pattern)) => format!("the newest tag matching {pattern}"),
+            (None, None) => {
+                "the digest of its tag; declare [base] tags to follow newer tags".to_owned()
+            }
+        },
         assignments,
         patches: Vec::new(),
     }))

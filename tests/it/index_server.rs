@@ -1,7 +1,8 @@
 //! A package index on 127.0.0.1 for the tests: a thread that serves the simple repository API
 //! from a temporary folder holding one folder per package (PEP 503 normalised names) with the
 //! distribution files in it. `GET /simple/<name>/` answers PEP 691 JSON, or the PEP 503 HTML
-//! page when the request does not accept JSON; a file with a `.yanked` twin is marked yanked.
+//! page when the request does not accept JSON; `GET /pypi/<name>/json` answers as PyPI's JSON
+//! API does. A file with a `.yanked` twin is marked yanked.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -52,6 +53,11 @@ impl IndexServer {
     /// The index URL, as pip's `--index-url` takes it.
     pub fn url(&self) -> String {
         format!("http://{}/simple", self.address)
+    }
+
+    /// The base of the PyPI-style JSON API (`/pypi/<name>/json`).
+    pub fn json_api_url(&self) -> String {
+        format!("http://{}/pypi", self.address)
     }
 
     /// Publishes `files` (file names) of `package`.
@@ -154,6 +160,12 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
 
 fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str, String) {
     let not_found = ("404 Not Found", "text/plain", "not found\n".to_owned());
+    if let Some(name) = path
+        .strip_prefix("/pypi/")
+        .and_then(|rest| rest.strip_suffix("/json"))
+    {
+        return json_api(root, name).unwrap_or(not_found);
+    }
     let Some(name) = path
         .strip_prefix("/simple/")
         .map(|rest| rest.trim_end_matches('/'))
@@ -210,4 +222,30 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
         page.push_str("</body></html>\n");
         ("200 OK", "text/html", page)
     }
+}
+
+/// PyPI's JSON API: `releases` maps each version to its files.
+fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, String)> {
+    let folder = root.join(name);
+    let mut releases = serde_json::Map::new();
+    for entry in std::fs::read_dir(&folder)
+        .ok()?
+        .filter_map(|entry| entry.ok())
+    {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file.ends_with(".yanked") {
+            continue;
+        }
+        let version = file.split('-').nth(1).unwrap_or_default().to_owned();
+        let yanked = folder.join(format!("{file}.yanked")).exists();
+        let files = releases
+            .entry(version)
+            .or_insert_with(|| serde_json::json!([]));
+        files
+            .as_array_mut()
+            .expect("an array")
+            .push(serde_json::json!({ "filename": file, "yanked": yanked }));
+    }
+    let document = serde_json::json!({ "info": { "name": name }, "releases": releases });
+    Some(("200 OK", "application/json", document.to_string()))
 }

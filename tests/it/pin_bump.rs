@@ -484,6 +484,41 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
 }
 
 #[test]
+fn the_pypi_json_api_is_read_for_an_index_url_ending_in_pypi() {
+    let context = TestContext::default_recipe();
+    let index = default_index();
+    offer_flashinfer_0_6_15(&index);
+    index.wheel("flashinfer-python", "0.6.16").yank(
+        "flashinfer-python",
+        "flashinfer_python-0.6.16-py3-none-manylinux_2_28_aarch64.whl",
+    );
+    forge(
+        &context,
+        &[
+            "pin",
+            "bump",
+            "flashinfer",
+            "--index-url",
+            &index.json_api_url(),
+        ],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        "version = \"0.6.15\"\nmodule = \"flashinfer\"",
+    );
+    assert!(
+        index
+            .requests()
+            .iter()
+            .any(|path| path == "/pypi/flashinfer-jit-cache/json"),
+        "{:?}",
+        index.requests()
+    );
+}
+
+#[test]
 fn the_index_of_pins_toml_is_used_when_pip_names_none() {
     let context = TestContext::default_recipe();
     let index = default_index();
@@ -955,10 +990,10 @@ fn tools_or_skip() -> bool {
     match registry_server::missing_tools() {
         None => true,
         Some(reason) if std::env::var_os("CI").is_some() => {
-            panic!("{reason}: ci/test installs docker-registry and skopeo")
+            panic!("{reason}: ci/test installs docker-registry, skopeo and openssl")
         }
         Some(reason) => {
-            eprintln!("skipped: {reason} (apt-get install docker-registry skopeo)");
+            eprintln!("skipped: {reason} (apt-get install docker-registry skopeo openssl)");
             false
         }
     }
@@ -1175,4 +1210,58 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
     )
     .expect_code(0);
     assert_eq!(context.read("pins.toml"), recorded);
+}
+
+#[test]
+fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
+    if !tools_or_skip() {
+        return;
+    }
+    let registry = RegistryServer::start_with_token_auth();
+    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    registry.push("aeon-7/base", "2026-07-15-v0.25.0");
+    let newest = registry.digest("aeon-7/base", "2026-07-15-v0.25.0");
+    assert_ne!(digest, newest);
+    let context = TestContext::default_recipe();
+    with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let before_requests = registry.token_requests().len();
+
+    forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("/aeon-7/base:2026-07-15-v0.25.0\"\n"),
+    );
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("digest = \"{newest}\"\n"),
+    );
+    // forge asked the realm for the scope and service of the challenge, once, anonymously.
+    let requests = registry.token_requests();
+    let asked: Vec<&String> = requests[before_requests..].iter().collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_contains(asked[0], "scope=repository%3Aaeon-7%2Fbase%3Apull");
+    assert_contains(asked[0], "service=forge-test-registry");
+    assert!(!asked[0].contains("Authorization"), "{asked:?}");
+
+    // With credentials, the token request carries them.
+    forge(
+        &context,
+        &["pin", "bump", "base", "--to", "2026-07-01-v0.24.0"],
+        &[
+            ("FORGE_REGISTRY_USER", "robot"),
+            ("FORGE_REGISTRY_PASSWORD", "secret"),
+        ],
+    )
+    .expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("digest = \"{digest}\"\n"),
+    );
+    let requests = registry.token_requests();
+    assert!(
+        requests
+            .last()
+            .is_some_and(|request| request.ends_with("Basic cm9ib3Q6c2VjcmV0")),
+        "{requests:?}"
+    );
 }

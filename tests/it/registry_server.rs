@@ -1,10 +1,15 @@
 //! A real container registry on 127.0.0.1 for the tests: Debian's `docker-registry` with its
 //! storage in a temporary folder, and images pushed to it with `skopeo copy` from an OCI
 //! layout written on the spot (one layer holding one file), so no daemon and no network are
-//! needed. `skopeo inspect` is the independent view of what the registry serves.
+//! needed. `skopeo inspect` is the independent view of what the registry serves. A registry can
+//! also be started behind HTTP Basic (its own `htpasswd` user) or behind a token realm (a JWT
+//! signed with `openssl`), the two challenges registries answer with.
 
-use std::io::Write as _;
-use std::net::TcpStream;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,11 +22,12 @@ pub struct RegistryServer {
     address: String,
     child: Child,
     credentials: Option<(String, String)>,
+    token_server: Option<TokenServer>,
 }
 
 /// Why the registry tests cannot run here.
 pub fn missing_tools() -> Option<String> {
-    let missing: Vec<&str> = ["docker-registry", "skopeo"]
+    let missing: Vec<&str> = ["docker-registry", "skopeo", "openssl"]
         .into_iter()
         .filter(|tool| {
             Command::new(tool)
@@ -47,6 +53,21 @@ impl RegistryServer {
         Self::launch(Access::Basic)
     }
 
+    /// Starts a registry that answers with a `Bearer` challenge, and the token server of its
+    /// realm: a thread on loopback that hands every caller one token, a JWT signed (with the
+    /// `openssl` command) by a certificate the registry trusts.
+    pub fn start_with_token_auth() -> Self {
+        Self::launch(Access::Token)
+    }
+
+    /// The requests the token server answered (path and query).
+    pub fn token_requests(&self) -> Vec<String> {
+        self.token_server
+            .as_ref()
+            .map(|server| server.requests.lock().expect("the request log").clone())
+            .unwrap_or_default()
+    }
+
     /// The user and password of a registry started with `start_with_basic_auth`.
     pub fn credentials(&self) -> Option<(&str, &str)> {
         self.credentials
@@ -67,11 +88,22 @@ impl RegistryServer {
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {address}\n",
             folder.path().join("storage").display()
         );
-        if access == Access::Basic {
-            text.push_str(&format!(
+        let mut token_server = None;
+        match access {
+            Access::Anonymous => {}
+            Access::Basic => text.push_str(&format!(
                 "auth:\n  htpasswd:\n    realm: forge-test\n    path: {}\n",
                 folder.path().join("htpasswd").display()
-            ));
+            )),
+            Access::Token => {
+                let server = TokenServer::start(folder.path());
+                text.push_str(&format!(
+                    "auth:\n  token:\n    realm: {}\n    service: {SERVICE}\n    issuer: {ISSUER}\n    rootcertbundle: {}\n",
+                    server.realm,
+                    folder.path().join("cert.pem").display()
+                ));
+                token_server = Some(server);
+            }
         }
         std::fs::write(&config, text).expect("write the registry config");
         let log = folder.path().join("registry.log");
@@ -87,6 +119,7 @@ impl RegistryServer {
             address,
             child,
             credentials: None,
+            token_server,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(&server.address).is_err() {
@@ -173,6 +206,136 @@ impl RegistryServer {
 enum Access {
     Anonymous,
     Basic,
+    Token,
+}
+
+/// The `service` and `issuer` the token registry and its tokens agree on.
+const SERVICE: &str = "forge-test-registry";
+const ISSUER: &str = "forge-test-issuer";
+
+/// A token endpoint on loopback that answers every request with the same signed token.
+struct TokenServer {
+    realm: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl TokenServer {
+    /// Makes a key and a self-signed certificate in `folder`, signs a token for pull and push
+    /// on every repository path the tests use, and serves it.
+    fn start(folder: &Path) -> Self {
+        let openssl = |args: &[&str], input: Option<&[u8]>| -> Vec<u8> {
+            let mut child = Command::new("openssl")
+                .args(args)
+                .current_dir(folder)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("openssl runs");
+            if let Some(input) = input {
+                child
+                    .stdin
+                    .take()
+                    .expect("stdin")
+                    .write_all(input)
+                    .expect("write to openssl");
+            }
+            let output = child.wait_with_output().expect("openssl ends");
+            assert!(
+                output.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            output.stdout
+        };
+        openssl(
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "cert.pem",
+                "-days",
+                "3650",
+                "-subj",
+                "/CN=forge-test-token",
+            ],
+            None,
+        );
+        let der = openssl(&["x509", "-in", "cert.pem", "-outform", "DER"], None);
+        let url = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let header = serde_json::json!({
+            "typ": "JWT",
+            "alg": "RS256",
+            "x5c": [base64::engine::general_purpose::STANDARD.encode(&der)],
+        });
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs();
+        let claims = serde_json::json!({
+            "iss": ISSUER,
+            "sub": "forge-test",
+            "aud": SERVICE,
+            "iat": now - 60,
+            "nbf": now - 60,
+            "exp": now + 3600,
+            "jti": "forge-test-token",
+            "access": [{ "type": "repository", "name": "aeon-7/base", "actions": ["pull", "push"] }],
+        });
+        let signing_input = format!(
+            "{}.{}",
+            url(header.to_string().as_bytes()),
+            url(claims.to_string().as_bytes())
+        );
+        let signature = openssl(
+            &["dgst", "-sha256", "-sign", "key.pem"],
+            Some(signing_input.as_bytes()),
+        );
+        let token = format!("{signing_input}.{}", url(&signature));
+
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let realm = format!(
+            "http://{}/token",
+            listener.local_addr().expect("an address")
+        );
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let log = requests.clone();
+        // Detached: it ends with the test process; every answer closes its connection.
+        std::thread::spawn(move || {
+            let body = serde_json::json!({ "token": token }).to_string();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+                let mut request_line = String::new();
+                let _ = reader.read_line(&mut request_line);
+                let mut authorization = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if line.to_ascii_lowercase().starts_with("authorization:") {
+                        authorization = line.trim().to_owned();
+                    }
+                }
+                let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+                log.lock()
+                    .expect("the request log")
+                    .push(format!("{path} {authorization}").trim_end().to_owned());
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        Self { realm, requests }
+    }
 }
 
 impl Drop for RegistryServer {
