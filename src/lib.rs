@@ -6,6 +6,10 @@
 //! 2. `render`: `Recipe` → `Dockerfile` (minijinja, strict).
 //! 3. `patch`: `git format-patch` mail → `Series` → commits on a repository or a scratch copy
 //!    (authors kept, all or nothing) → the patched tree.
+//! 4. `context`: Dockerfile + overlays + patched trees + shims → a deterministic tar and its
+//!    sha256, the context digest.
+//! 5. `engine`: context → image id (Docker Engine API, BuildKit or classic) → tags, pushes.
+//! 6. `lock`: the successful build → `forge.lock`, its record.
 //!
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
