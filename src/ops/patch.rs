@@ -48,7 +48,7 @@ pub fn patch_jobs(
     options: &PatchOptions,
 ) -> anyhow::Result<Vec<PatchJob>> {
     let given_target = options.onto.as_ref().map(|path| {
-        let target = if path.is_dir() && git2::Repository::open(path).is_err() {
+        let target = if path.is_dir() && !is_repository(path) {
             Target::Folder(path.clone())
         } else {
             Target::Repository(path.clone())
@@ -225,6 +225,12 @@ fn run_job(job: &PatchJob, series: &Series, mode: Mode) -> anyhow::Result<Applie
         }
         target => patch::patched_tree(target, series, mode)?.applied,
     })
+}
+
+/// Whether `path` holds a git repository (a worktree with `.git`, or a bare one), judged by
+/// its files: opening it with libgit2 reads its configuration and packs, which is wasted here.
+fn is_repository(path: &std::path::Path) -> bool {
+    path.join(".git").exists() || (path.join("HEAD").is_file() && path.join("objects").is_dir())
 }
 
 fn describe(target: &Target, label: &str) -> String {

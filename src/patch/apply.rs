@@ -8,13 +8,12 @@
 //! HEAD, index, worktree and object store as they were.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::{ApplyOptions, Commit, Diff, Oid, Repository, Signature, Tree};
 
 use super::mail::{Author, Patch};
-use super::{PatchError, Series, reverse};
+use super::{PatchError, Series, reverse, slice};
 
 /// How far back the branch is searched for commits that already carry a patch.
 const HISTORY_SEARCH_LIMIT: usize = 20_000;
@@ -183,17 +182,7 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
     }
 
     // Every patch went through: keep the objects, then show them.
-    let mut pack = git2::Buf::new();
-    let persisted = memory
-        .dump(&repository, &mut pack)
-        .and_then(|()| {
-            let mut writer = odb.packwriter()?;
-            writer
-                .write_all(&pack)
-                .map_err(|error| git2::Error::from_str(&error.to_string()))?;
-            writer.commit().map(|_| ())
-        })
-        .map_err(PatchError::git("cannot write the new commits"));
+    let persisted = persist(&repository, &applied);
     let _ = memory.reset();
     persisted?;
     publish(
@@ -204,6 +193,62 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
         series.patches.len(),
     )?;
     Ok(applied)
+}
+
+/// Copies the objects the replay made (commits, and the trees and blobs they added) from the
+/// in-memory store to the repository's own, as loose objects. Writing them this way costs less
+/// than the delta search of a pack, and a later `git gc` packs them as usual.
+fn persist(repository: &Repository, applied: &Applied) -> Result<(), PatchError> {
+    let failed = PatchError::git("cannot write the new commits");
+    let memory = repository
+        .odb()
+        .map_err(PatchError::git("cannot write the new commits"))?;
+    // A handle without the in-memory store, so that writes reach the disk.
+    let on_disk = Repository::open(repository.path())
+        .map_err(PatchError::git("cannot write the new commits"))?;
+    let disk = on_disk
+        .odb()
+        .map_err(PatchError::git("cannot write the new commits"))?;
+    let copy = |id: Oid| -> Result<(), git2::Error> {
+        let object = memory.read(id)?;
+        disk.write(object.kind(), object.data())?;
+        Ok(())
+    };
+    let mut copied = Result::<(), git2::Error>::Ok(());
+    for result in &applied.patches {
+        let Outcome::Applied { new_id } = result.outcome else {
+            continue;
+        };
+        copied = repository
+            .find_commit(new_id)
+            .and_then(|commit| copy_tree(repository, &disk, commit.tree_id(), &copy))
+            .and_then(|()| copy(new_id));
+        if copied.is_err() {
+            break;
+        }
+    }
+    copied.map_err(failed)
+}
+
+/// Copies tree `id` and what it holds that `disk` lacks, children first.
+fn copy_tree(
+    repository: &Repository,
+    disk: &git2::Odb<'_>,
+    id: Oid,
+    copy: &dyn Fn(Oid) -> Result<(), git2::Error>,
+) -> Result<(), git2::Error> {
+    if disk.exists(id) {
+        return Ok(());
+    }
+    let tree = repository.find_tree(id)?;
+    for entry in tree.iter() {
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) => copy_tree(repository, disk, entry.id(), copy)?,
+            Some(git2::ObjectType::Blob) if !disk.exists(entry.id()) => copy(entry.id())?,
+            _ => {}
+        }
+    }
+    copy(id)
 }
 
 /// Checks out the new tree and moves the branch (or a detached HEAD) to the new head. If the
@@ -323,19 +368,22 @@ impl Replay<'_> {
                 source,
             })?;
             check_paths(&name, patch, &diff)?;
+            // Only the files the diff names take part; see `slice`.
+            let paths = slice::touched_paths(&patch.paths, &diff);
+            let files = slice::slice(repository, &tree, &paths).map_err(PatchError::git(
+                format!("{name}: cannot read the files it touches"),
+            ))?;
             let outcome = if let Some(commit) = self.carried_by(patch, &diff, base.id())? {
                 Outcome::AlreadyApplied { by: Some(commit) }
-            } else if reverse_applies(repository, &tree, patch, &diff) {
+            } else if reverse_applies(repository, &files, patch, &diff) {
                 Outcome::AlreadyApplied { by: None }
             } else {
-                match repository.apply_to_tree(&tree, &diff, None) {
-                    Ok(mut index) => {
-                        let tree_id = index
-                            .write_tree_to(repository)
+                match repository.apply_to_tree(&files, &diff, None) {
+                    Ok(index) => {
+                        let changes = slice::changes(&index, &paths);
+                        let new_tree = slice::graft(repository, Some(&tree), &changes)
+                            .and_then(|id| repository.find_tree(id))
                             .map_err(PatchError::git(format!("{name}: cannot write its tree")))?;
-                        let new_tree = repository
-                            .find_tree(tree_id)
-                            .map_err(PatchError::git(format!("{name}: cannot read its tree")))?;
                         let author = patch.author.signature().map_err(PatchError::git(format!(
                             "{name}: unusable author {}",
                             patch.author.identity()
@@ -360,7 +408,7 @@ impl Replay<'_> {
                         }
                     }
                     Err(error) => {
-                        let (file, hunk) = locate_conflict(repository, &tree, &diff, &error);
+                        let (file, hunk) = locate_conflict(repository, &files, &diff, &error);
                         if self.mode == Mode::Write {
                             return Err(PatchError::Conflict {
                                 patch: name,

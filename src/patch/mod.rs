@@ -14,6 +14,7 @@ mod apply;
 mod diff_text;
 mod mail;
 mod reverse;
+mod slice;
 mod target;
 
 use std::path::{Path, PathBuf};
