@@ -1,5 +1,6 @@
+#![allow(dead_code)] // each fuzz target uses one property of this file
 //! What must hold for any input, shared by the fuzz targets (`cargo fuzz run NAME`) and by the
-//! test suite, which replays every file of `fuzz/corpus/` and `fuzz/regressions/` through them.
+//! test suite, which replays every file of `fuzz/seeds/` and `fuzz/regressions/` through them.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
