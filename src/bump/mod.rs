@@ -372,13 +372,15 @@ fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Versi
     }
     for member in members {
         let pin = &pins.pins[member];
-        if let Some(allow) = &pin.allow {
-            if !allow.contains(&version.pep440()) {
-                refusals.push(Refusal::OutsideRange {
-                    pin: member.clone(),
-                    range: allow.as_str().to_owned(),
-                });
-            }
+        if let Some(allow) = pin
+            .allow
+            .as_ref()
+            .filter(|allow| !allow.contains(&version.pep440()))
+        {
+            refusals.push(Refusal::OutsideRange {
+                pin: member.clone(),
+                range: allow.as_str().to_owned(),
+            });
         }
     }
     let own = &members[0];

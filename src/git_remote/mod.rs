@@ -4,7 +4,7 @@
 //! refs, disconnect), so nothing is downloaded to learn it. Resolving a revision that is not a
 //! ref tip (a short id, an older commit) needs the objects: the branch is fetched into a bare
 //! cache repository under `$XDG_CACHE_HOME/forge/git/` (else `~/.cache/forge/git/`), one per
-//! URL, and later fetches only bring what is new.
+//! URL and shared with the patch stage, and later fetches only bring what is new.
 
 use std::path::PathBuf;
 
@@ -126,7 +126,8 @@ impl Git2Remote {
 
     fn cache(&self, url: &Url) -> Result<git2::Repository, GitRemoteError> {
         let key = hex::encode(Sha256::digest(url.as_str().as_bytes()));
-        let path = cache_root().join("git").join(format!("{}.git", &key[..16]));
+        // The folder the patch stage fetches into too: a bump that checks a series reuses it.
+        let path = cache_root().join("git").join(&key[..16]);
         let cache_error = |error: git2::Error| GitRemoteError::Cache {
             path: path.clone(),
             message: error.message().to_owned(),

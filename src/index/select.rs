@@ -162,10 +162,11 @@ fn global_index_url(text: &str) -> Option<String> {
         if !in_global {
             continue;
         }
-        if let Some((key, value)) = line.split_once(['=', ':']) {
-            if matches!(key.trim(), "index-url" | "index_url") {
-                return Some(value.trim().to_owned());
-            }
+        if let Some((_, value)) = line
+            .split_once(['=', ':'])
+            .filter(|(key, _)| matches!(key.trim(), "index-url" | "index_url"))
+        {
+            return Some(value.trim().to_owned());
         }
     }
     None

@@ -542,17 +542,19 @@ impl Loader<'_> {
             }
             // Outside the range is a warning, not an error: `forge pin bump --force` may put a
             // pin there on purpose, and the recipe must still load.
-            if let Some(allow) = &raw.allow {
-                if !allow.contains(&version.get_ref().pep440()) {
-                    notices.push(Notice {
-                        location: Location::from_offset(self.path, self.text, version.span().start),
-                        message: format!(
-                            "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
-                            version.get_ref(),
-                            allow.as_str()
-                        ),
-                    });
-                }
+            if let Some(allow) = raw
+                .allow
+                .as_ref()
+                .filter(|allow| !allow.contains(&version.get_ref().pep440()))
+            {
+                notices.push(Notice {
+                    location: Location::from_offset(self.path, self.text, version.span().start),
+                    message: format!(
+                        "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
+                        version.get_ref(),
+                        allow.as_str()
+                    ),
+                });
             }
         }
 

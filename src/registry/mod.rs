@@ -259,9 +259,8 @@ impl RegistryClient {
         service: Option<&str>,
         scope: &str,
     ) -> Result<String, RegistryError> {
-        if !realm.starts_with("https://")
-            && !(realm.starts_with("http://") && realm_is_plain_ok(realm, &self.insecure))
-        {
+        let plain_ok = realm.starts_with("http://") && realm_is_plain_ok(realm, &self.insecure);
+        if !realm.starts_with("https://") && !plain_ok {
             return Err(RegistryError::Invalid {
                 url: realm.to_owned(),
                 message: "the token realm is not an https:// URL".to_owned(),

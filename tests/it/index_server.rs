@@ -136,10 +136,11 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("accept") {
-                accept = value.trim().to_owned();
-            }
+        if let Some((_, value)) = line
+            .split_once(':')
+            .filter(|(name, _)| name.eq_ignore_ascii_case("accept"))
+        {
+            accept = value.trim().to_owned();
         }
     }
     let path = request_line

@@ -941,6 +941,8 @@ fn an_unreachable_git_remote_is_an_error() {
 }
 
 #[test]
+// A skipped test says why on its own output.
+#[allow(clippy::print_stderr)]
 fn pypi_answers_for_flashinfer_python() {
     if std::env::var("FORGE_TEST_PYPI").as_deref() != Ok("1") {
         eprintln!("skipped: set FORGE_TEST_PYPI=1 to ask the real PyPI for flashinfer-python");
@@ -986,6 +988,8 @@ fn registry() -> Option<RegistryServer> {
     tools_or_skip().then(RegistryServer::start)
 }
 
+// A skipped test says why on its own output.
+#[allow(clippy::print_stderr)]
 fn tools_or_skip() -> bool {
     match registry_server::missing_tools() {
         None => true,
@@ -1229,7 +1233,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
     forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
     assert_contains(
         &context.read("pins.toml"),
-        &format!("/aeon-7/base:2026-07-15-v0.25.0\"\n"),
+        "/aeon-7/base:2026-07-15-v0.25.0\"\n",
     );
     assert_contains(
         &context.read("pins.toml"),
