@@ -406,9 +406,25 @@ fn clean_subject(subject: &str) -> String {
     }
 }
 
-/// Name and address from a `From:` header, RFC 2047 words and quoted names decoded.
+/// Name and address from a `From:` header, RFC 2047 words and quoted names decoded. Like
+/// `git mailinfo`, `Name <address>` is read leniently: git writes the in-body `From:` of
+/// `format-patch --from` unquoted, commas and all (`From: O'Brien, Séan <sean@...>`).
 fn parse_from(header: &mailparse::MailHeader<'_>) -> Result<(String, String), String> {
     let value = header.get_value();
+    if let Some((name, rest)) = value.trim().rsplit_once('<') {
+        if let Some(email) = rest.strip_suffix('>') {
+            let email = email.trim();
+            let name = unquote_display_name(name.trim());
+            if !email.is_empty() {
+                let name = if name.is_empty() {
+                    email.to_owned()
+                } else {
+                    name
+                };
+                return Ok((name, email.to_owned()));
+            }
+        }
+    }
     let addresses = mailparse::addrparse_header(header)
         .map_err(|error| format!("unreadable `From: {value}`: {error}"))?;
     match addresses.extract_single_info() {
@@ -421,6 +437,25 @@ fn parse_from(header: &mailparse::MailHeader<'_>) -> Result<(String, String), St
         }
         _ => Err(format!("`From: {value}` names no single author address")),
     }
+}
+
+/// `"O'Brien, Sean"` without its quotes and backslash escapes; other names as they are.
+fn unquote_display_name(name: &str) -> String {
+    let Some(inner) = name
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+    else {
+        return name.to_owned();
+    };
+    let mut out = String::with_capacity(inner.len());
+    let mut characters = inner.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            '\\' => out.extend(characters.next()),
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Seconds since the epoch and the UTC offset in minutes. mailparse's `dateparse` gives the

@@ -1079,3 +1079,59 @@ fn quoted_printable(bytes: &[u8]) -> String {
     }
     out
 }
+
+/// Other shapes `git format-patch` writes: a version and a prefix in the tag
+/// (`[RFC PATCH v2 3/6]`), the author moved into the body by `--from`, the diff as a MIME
+/// attachment, and a signature of several lines.
+#[test]
+fn other_format_patch_shapes_round_trip() {
+    for (label, options) in [
+        ("versioned", vec!["-v2", "--subject-prefix=RFC PATCH"]),
+        ("from", vec!["--from=Patch Sender <sender@example.org>"]),
+        ("attach", vec!["--attach"]),
+        ("signature", vec!["--signature=forge test\nsecond line"]),
+    ] {
+        let bench = Workbench::new();
+        let base = build_history(&bench);
+        target_at(&bench, &base);
+        let out = bench.path("series");
+        let mut args = vec![
+            "format-patch",
+            "-q",
+            "-M",
+            "-C",
+            "--binary",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(options.iter().copied());
+        let range = format!("{base}..main");
+        args.push(&range);
+        bench.git("origin", &args, &[]);
+        let first = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .min()
+            .unwrap();
+        let text = std::fs::read_to_string(&first).unwrap();
+        match label {
+            "versioned" => assert!(text.contains("Subject: [RFC PATCH v2 1/6]"), "{text}"),
+            "from" => assert!(
+                text.contains("From: Patch Sender <sender@example.org>")
+                    && text.contains("\n\nFrom: Jörg Müller <joerg@example.org>\n"),
+                "{text}"
+            ),
+            "attach" => assert!(text.contains("Content-Type: multipart/mixed"), "{text}"),
+            _ => assert!(text.contains("-- \nforge test\nsecond line"), "{text}"),
+        }
+        let run = bench.forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            bench.path("target").to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "{label}: {}", run.stderr);
+        assert_round_trip(&bench, &base);
+    }
+}
