@@ -152,10 +152,10 @@ fn lookup(
         .iter()
         .find_map(|key| config.credential_helpers.get(key))
         .or(config.credentials_store.as_ref());
-    if let Some(helper) = helper {
-        if let Some(credentials) = ask_helper(helper, registry)? {
-            return Ok(Some(credentials));
-        }
+    if let Some(helper) = helper
+        && let Some(credentials) = ask_helper(helper, registry)?
+    {
+        return Ok(Some(credentials));
     }
     let Some(entry) = keys.iter().find_map(|key| config.auths.get(key)) else {
         return Ok(None);

@@ -97,15 +97,16 @@ impl Steps {
     }
 
     fn classic_line(&mut self, line: &str, display: &mut Display) {
-        if let Some(rest) = line.strip_prefix("Step ") {
-            if let Some((number, instruction)) = rest.split_once(" : ") {
-                self.finish_classic_step(display);
-                let id = format!("step-{number}");
-                let name = format!("[{number}] {instruction}");
-                self.set_state(&id, &name, StepState::Running, display);
-                self.classic_current = Some(id);
-                return;
-            }
+        if let Some((number, instruction)) = line
+            .strip_prefix("Step ")
+            .and_then(|rest| rest.split_once(" : "))
+        {
+            self.finish_classic_step(display);
+            let id = format!("step-{number}");
+            let name = format!("[{number}] {instruction}");
+            self.set_state(&id, &name, StepState::Running, display);
+            self.classic_current = Some(id);
+            return;
         }
         let Some(current) = self.classic_current.clone() else {
             return;

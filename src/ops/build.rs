@@ -449,17 +449,19 @@ async fn run<E: Engine>(
     for tag in &plan.tags {
         let reference = format!("{repository}:{}", tag.tag);
         let current = engine.image(&reference).await?;
-        if let Some(current) = &current {
-            if tag.mutability == Mutability::Immutable && current.id != image && !options.force {
-                return Err(CheckFailed::new(
-                    format!(
-                        "tag {} already points at {}, not at the image just built ({})",
-                        tag.tag, current.id, image
-                    ),
-                    "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
-                )
-                .into());
-            }
+        if let Some(current) = &current
+            && tag.mutability == Mutability::Immutable
+            && current.id != image
+            && !options.force
+        {
+            return Err(CheckFailed::new(
+                format!(
+                    "tag {} already points at {}, not at the image just built ({})",
+                    tag.tag, current.id, image
+                ),
+                "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
+            )
+            .into());
         }
         previous.push((tag, current.map(|info| info.id)));
     }
