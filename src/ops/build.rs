@@ -190,9 +190,9 @@ fn recipe_members(recipe: &Recipe) -> Vec<Member> {
 }
 
 /// Applies each `[[patches]]` series to a scratch copy of its target and checks the result out
-/// into a temporary folder, which stands in for the target folder in the context. A series
-/// onto a git revision is applied and recorded, but only a recipe folder has a place in the
-/// context.
+/// into a temporary folder, which stands in for the target folder in the context. Every series
+/// is applied and recorded; only a recipe folder inside an overlay has a place in the context
+/// (a git revision, or a folder nothing copies, does not).
 fn patched_trees(
     recipe: &Recipe,
     printer: &Printer,
@@ -239,7 +239,9 @@ fn patched_trees(
                 author: result.author.identity(),
             });
         }
-        if let Onto::Folder(folder) = &entry.onto {
+        if let Onto::Folder(folder) = &entry.onto
+            && copied_into_image(recipe, folder.as_str())
+        {
             let checkout = tempfile::Builder::new()
                 .prefix("forge-patched-")
                 .tempdir()
@@ -262,6 +264,18 @@ fn patched_trees(
         }
     }
     Ok((members, records, folders))
+}
+
+/// Whether the recipe folder `path` is, or lies inside, an overlay folder: only then does the
+/// Dockerfile copy it, and only then does its patched tree belong in the context.
+fn copied_into_image(recipe: &Recipe, path: &str) -> bool {
+    recipe.pins.overlays.iter().any(|overlay| {
+        let from = overlay.from.as_str();
+        path == from
+            || path
+                .strip_prefix(from)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
 }
 
 /// The digests of everything the build is made from.
