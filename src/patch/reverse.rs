@@ -9,24 +9,40 @@ pub fn reverse(diff: &[u8]) -> Option<Vec<u8>> {
     let mut index = 0;
     // Lines of the current hunk still to come, on the old and the new side.
     let mut remaining = (0usize, 0usize);
+    // A run of changed lines, reversed but held back so that removals come before additions,
+    // the order git writes and libgit2 expects. A `\ No newline` marker stays with its line.
+    let mut removals: Vec<u8> = Vec::new();
+    let mut additions: Vec<u8> = Vec::new();
+    let mut last_was_addition = false;
+    let flush = |out: &mut Vec<u8>, removals: &mut Vec<u8>, additions: &mut Vec<u8>| {
+        out.append(removals);
+        out.append(additions);
+    };
     while index < lines.len() {
         let line = lines[index];
         let in_hunk = remaining != (0, 0);
         if in_hunk || line.starts_with(b"\\") {
             match line.first() {
                 Some(b'+') if in_hunk => {
-                    out.push(b'-');
-                    out.extend_from_slice(&line[1..]);
+                    removals.push(b'-');
+                    removals.extend_from_slice(&line[1..]);
+                    last_was_addition = false;
                     remaining.1 = remaining.1.checked_sub(1)?;
                 }
                 Some(b'-') if in_hunk => {
-                    out.push(b'+');
-                    out.extend_from_slice(&line[1..]);
+                    additions.push(b'+');
+                    additions.extend_from_slice(&line[1..]);
+                    last_was_addition = true;
                     remaining.0 = remaining.0.checked_sub(1)?;
                 }
-                Some(b'\\') => out.extend_from_slice(line),
+                Some(b'\\') if removals.is_empty() && additions.is_empty() => {
+                    out.extend_from_slice(line)
+                }
+                Some(b'\\') if last_was_addition => additions.extend_from_slice(line),
+                Some(b'\\') => removals.extend_from_slice(line),
                 // A context line; an empty one may have lost its space in transit.
                 Some(b' ' | b'\n') if in_hunk => {
+                    flush(&mut out, &mut removals, &mut additions);
                     out.extend_from_slice(line);
                     remaining.0 = remaining.0.checked_sub(1)?;
                     remaining.1 = remaining.1.checked_sub(1)?;
@@ -36,6 +52,7 @@ pub fn reverse(diff: &[u8]) -> Option<Vec<u8>> {
             index += 1;
             continue;
         }
+        flush(&mut out, &mut removals, &mut additions);
         if let Some(rest) = line.strip_prefix(b"diff --git ") {
             out.extend_from_slice(b"diff --git ");
             out.extend_from_slice(&swap_git_header_paths(rest)?);
@@ -99,6 +116,7 @@ pub fn reverse(diff: &[u8]) -> Option<Vec<u8>> {
         }
         index += 1;
     }
+    flush(&mut out, &mut removals, &mut additions);
     Some(out)
 }
 
@@ -194,6 +212,16 @@ mod tests {
         assert_eq!(
             String::from_utf8(reversed).unwrap(),
             "diff --git a/f b/f\nindex 422c2b7..7898192 100644\n--- a/f\n+++ b/f\n@@ -1,2 +1 @@\n a\n-b\n"
+        );
+    }
+
+    #[test]
+    fn keeps_removals_before_additions_and_markers_with_their_lines() {
+        let diff = b"diff --git a/link b/link\nindex dab8c79..3c1d453 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-plain.txt\n\\ No newline at end of file\n+crlf.txt\n\\ No newline at end of file\n";
+        let reversed = String::from_utf8(reverse(diff).unwrap()).unwrap();
+        assert_eq!(
+            reversed,
+            "diff --git a/link b/link\nindex 3c1d453..dab8c79 120000\n--- a/link\n+++ b/link\n@@ -1 +1 @@\n-crlf.txt\n\\ No newline at end of file\n+plain.txt\n\\ No newline at end of file\n"
         );
     }
 

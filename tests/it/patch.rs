@@ -178,6 +178,7 @@ fn build_history(bench: &Workbench) -> String {
     bench.write("origin/data.bin", &binary);
     bench.write("origin/script.sh", b"#!/bin/sh\necho hi\n");
     bench.write("origin/to-delete.txt", b"doomed\n");
+    bench.write("origin/lonely/only.txt", b"the only file of its folder\n");
     let renamed: String = (1..=40)
         .map(|line| format!("line {line} of a file that moves\n"))
         .collect();
@@ -257,6 +258,7 @@ fn build_history(bench: &Workbench) -> String {
     )
     .expect("chmod");
     std::fs::remove_file(bench.path("origin/to-delete.txt")).expect("remove");
+    std::fs::remove_dir_all(bench.path("origin/lonely")).expect("remove");
     commit(
         bench,
         origin,
@@ -610,35 +612,40 @@ fn a_second_application_adds_nothing() {
 /// recognised because the patch reverse-applies.
 #[test]
 fn a_change_committed_differently_is_already_applied() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    let files = format_patch(&bench, &base, "series");
-    bench.git("target", &["apply", files[0].to_str().unwrap()], &[]);
-    commit(
-        &bench,
-        "target",
-        ("Someone Else", "else@example.org"),
-        "2026-02-01T00:00:00+0000",
-        "same change, other commit\n",
-    );
-    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
+    // Text (1), binary literal and delta (4), symlinks, an empty file and spaces (6).
+    for index in [0, 3, 5] {
+        let bench = Workbench::new();
+        let base = build_history(&bench);
+        target_at(&bench, &base);
+        let files = format_patch(&bench, &base, "series");
+        bench.git("target", &["apply", files[index].to_str().unwrap()], &[]);
+        commit(
+            &bench,
+            "target",
+            ("Someone Else", "else@example.org"),
+            "2026-02-01T00:00:00+0000",
+            "same change, other commit\n",
+        );
+        let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
 
-    let run = bench
-        .forge(&[
+        let run = bench.forge(&[
             "--json",
             "patch",
             "apply",
             "--onto",
             bench.path("target").to_str().unwrap(),
-            files[0].to_str().unwrap(),
-        ])
-        .expect_code(0);
-    assert_eq!(
-        run.json()["targets"][0]["patches"][0]["status"],
-        "already applied"
-    );
-    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+            files[index].to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "patch {}: {}", index + 1, run.stderr);
+        let patch = &run.json()["targets"][0]["patches"][0];
+        assert_eq!(patch["status"], "already applied", "patch {}", index + 1);
+        assert_eq!(
+            patch["applied_as"],
+            serde_json::Value::Null,
+            "found by reverse apply"
+        );
+        assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+    }
 }
 
 /// A conflict in the middle of the series: nothing changes, and the error names the patch, the
