@@ -20,7 +20,7 @@ use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
 use crate::index::{IndexError, PackageIndex, Releases};
 use crate::pins::{
-    GitRev, LocalLabel, PackageName, Pin, PinName, Pins, Source, Tag, Text, Url, Version,
+    GitRev, LocalLabel, PackageName, Pin, PinKind, PinName, Pins, Source, Tag, Text, Url, Version,
 };
 use crate::registry::{Registry, RegistryError, RemoteRepository};
 
@@ -191,9 +191,21 @@ pub struct VersionOffer {
     pub packages: Vec<Package>,
     /// Every version newer than the current one, newest first.
     pub newer: Vec<Candidate>,
+    /// The kind of each member.
+    pub kinds: BTreeMap<PinName, PinKind>,
 }
 
 impl VersionOffer {
+    /// What pins.toml writes for `member` when the group moves to `version`: a python pin
+    /// keeps its local label (`2.9.0+cu130`), a wheel set carries the bare version.
+    pub fn pin_version(&self, member: &PinName, version: &Version) -> String {
+        let package = self.packages.iter().find(|package| &package.pin == member);
+        match (self.kinds.get(member), package) {
+            (Some(PinKind::Python), Some(package)) => package.version_at(version),
+            _ => version.to_string(),
+        }
+    }
+
     /// The newest version on offer, allowed or not.
     pub fn newest(&self) -> Option<&Candidate> {
         self.newer.first()
@@ -312,12 +324,17 @@ pub fn version_offer(
         .iter()
         .map(|version| judge(pins, &members, &packages, version))
         .collect();
+    let kinds = members
+        .iter()
+        .map(|member| (member.clone(), pins.pins[member].kind()))
+        .collect();
     Ok(VersionOffer {
         pin: pin.name.clone(),
         current,
         members,
         packages,
         newer,
+        kinds,
     })
 }
 

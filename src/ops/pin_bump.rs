@@ -183,10 +183,7 @@ fn plan_version(
     let force = options.constraints == Constraints::Force;
     let chosen: Candidate = match &options.to {
         Some(text) => {
-            let version = Version::from_str(text).map_err(|error| BumpError::InvalidTarget {
-                value: text.clone(),
-                message: error.to_string(),
-            })?;
+            let version = target_version(&offer, text)?;
             let candidate = offer.judge(pins, &version);
             // A denied version is refused before anything else, whether the index has it or not.
             let denied: Vec<&Refusal> = candidate
@@ -210,7 +207,7 @@ fn plan_version(
                 let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
                 return Err(refused(&pin.name, &version, &refusals).into());
             }
-            if version == offer.current {
+            if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
                 printer.status(
                     "Fresh",
                     format_args!("{} is already at {version}", pin.name),
@@ -262,11 +259,46 @@ fn plan_version(
     Ok(Some(version_move(&offer, &chosen.version)))
 }
 
+/// The version `--to` names, without the local label the pin adds itself: `4.7.0+cu130` and
+/// `4.7.0` are the same target for a pin at `4.6.0+cu130`; another label is refused.
+fn target_version(offer: &VersionOffer, text: &str) -> Result<Version, BumpError> {
+    let invalid = |message: String| BumpError::InvalidTarget {
+        value: text.to_owned(),
+        message,
+    };
+    let version = Version::from_str(text).map_err(|error| invalid(error.to_string()))?;
+    let Some((bare, label)) = text.split_once('+') else {
+        return Ok(version);
+    };
+    let bare = Version::from_str(bare).map_err(|error| invalid(error.to_string()))?;
+    if offer.pin_version(&offer.pin, &bare) != text {
+        let expected = offer
+            .packages
+            .first()
+            .and_then(|package| package.local.as_ref())
+            .map_or_else(
+                || "no local label".to_owned(),
+                |local| format!("the label +{local}"),
+            );
+        return Err(invalid(format!(
+            "{} carries {expected}, not +{label}",
+            offer.pin
+        )));
+    }
+    Ok(bare)
+}
+
 fn version_move(offer: &VersionOffer, version: &Version) -> Move {
     let assignments = offer
         .members
         .iter()
-        .map(|member| Assignment::new(&["pins", member.as_str()], "version", version.as_str()))
+        .map(|member| {
+            Assignment::new(
+                &["pins", member.as_str()],
+                "version",
+                offer.pin_version(member, version),
+            )
+        })
         .collect();
     let packages: Vec<String> = offer
         .packages
@@ -276,7 +308,7 @@ fn version_move(offer: &VersionOffer, version: &Version) -> Move {
     Move {
         subject: offer.pin.to_string(),
         from: offer.current.to_string(),
-        to: version.to_string(),
+        to: offer.pin_version(&offer.pin, version),
         detail: packages.join(", "),
         assignments,
         patches: Vec::new(),

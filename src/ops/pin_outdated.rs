@@ -192,12 +192,11 @@ fn pin_standing(
         Source::Python { .. } | Source::Wheels { .. } => {
             match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
                 Ok(offer) => {
-                    let newest = offer
-                        .newest()
-                        .map(|candidate| candidate.version.to_string());
-                    let allowed = offer
-                        .newest_allowed()
-                        .map(|candidate| candidate.version.to_string());
+                    let shown = |candidate: &bump::Candidate| {
+                        offer.pin_version(&pin.name, &candidate.version)
+                    };
+                    let newest = offer.newest().map(shown);
+                    let allowed = offer.newest_allowed().map(shown);
                     standing.state = match (&newest, &allowed) {
                         (None, _) => "up-to-date",
                         (Some(_), Some(_)) => "outdated",
@@ -211,7 +210,7 @@ fn pin_standing(
                         .iter()
                         .filter(|candidate| !candidate.allowed())
                         .map(|candidate| Held {
-                            version: candidate.version.to_string(),
+                            version: shown(candidate),
                             reasons: candidate
                                 .refusals
                                 .iter()

@@ -169,6 +169,66 @@ fn the_value_keeps_its_quote_style_and_trailing_comment() {
 }
 
 #[test]
+fn a_python_pin_keeps_its_local_label() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "version = \"4.6.0\"",
+        "version = \"4.6.0+cu130\"",
+    );
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("nvidia-cutlass-dsl", "4.6.0+cu130")
+        .wheel("nvidia-cutlass-dsl", "4.7.0+cu130")
+        // Newer, but a build for another CUDA: not this pin's.
+        .wheel("nvidia-cutlass-dsl", "4.8.0+cu128")
+        .wheel("nvidia-cutlass-dsl", "4.8.0");
+    let url = index.url();
+    let env = [("FORGE_INDEX_URL", url.as_str())];
+
+    let outdated = forge(&context, &["--json", "pin", "outdated"], &env);
+    let document = outdated.json();
+    let cutlass = document["pins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pin| pin["name"] == "cutlass-dsl")
+        .unwrap()
+        .clone();
+    assert_eq!(cutlass["newest"], "4.7.0+cu130", "{cutlass}");
+
+    let run = forge(&context, &["pin", "bump", "cutlass-dsl"], &env).expect_code(0);
+    assert_contains(&run.stderr, "cutlass-dsl 4.6.0+cu130 -> 4.7.0+cu130");
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen("version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\"", 1)
+    );
+    // --to may name the label or leave it to the pin; another label is refused.
+    context.write("pins.toml", &before);
+    forge(
+        &context,
+        &["pin", "bump", "cutlass-dsl", "--to", "4.7.0+cu130"],
+        &env,
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen("version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\"", 1)
+    );
+    let run = forge(
+        &context,
+        &["pin", "bump", "cutlass-dsl", "--to", "4.8.0+cu128"],
+        &env,
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "cutlass-dsl carries the label +cu130, not +cu128",
+    );
+}
+
+#[test]
 fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
     let context = TestContext::default_recipe();
     let before = context.read("pins.toml");
