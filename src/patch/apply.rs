@@ -475,10 +475,10 @@ impl Replay<'_> {
             }
             // Binary and renamed changes can hash differently when parsed from text than when
             // computed from trees; applying the patch to the parent settles it.
-            if let Ok(mut index) = repository.apply_to_tree(&parent_tree, diff, None) {
-                if index.write_tree_to(repository).ok() == Some(tree.id()) {
-                    return Ok(Some(candidate));
-                }
+            if let Ok(mut index) = repository.apply_to_tree(&parent_tree, diff, None)
+                && index.write_tree_to(repository).ok() == Some(tree.id())
+            {
+                return Ok(Some(candidate));
             }
         }
         Ok(None)

@@ -159,7 +159,7 @@ pub(crate) fn split_git_header(rest: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     if rest.len() % 2 == 1 {
         let half = (rest.len() - 1) / 2;
         let (old, tail) = rest.split_at(half);
-        if tail.starts_with(b" b/") && old.starts_with(b"a/") && &tail[3..] == &old[2..] {
+        if tail.starts_with(b" b/") && old.starts_with(b"a/") && tail[3..] == old[2..] {
             return Some((old.to_vec(), tail[1..].to_vec()));
         }
     }

@@ -394,13 +394,12 @@ fn clean_subject(subject: &str) -> String {
             rest = rest[3..].trim_start();
             continue;
         }
-        if let Some(inner) = rest.strip_prefix('[') {
-            if let Some(close) = inner.find(']') {
-                if inner[..close].to_ascii_uppercase().contains("PATCH") {
-                    rest = inner[close + 1..].trim_start();
-                    continue;
-                }
-            }
+        if let Some(inner) = rest.strip_prefix('[')
+            && let Some(close) = inner.find(']')
+            && inner[..close].to_ascii_uppercase().contains("PATCH")
+        {
+            rest = inner[close + 1..].trim_start();
+            continue;
         }
         return rest.to_owned();
     }
@@ -411,19 +410,18 @@ fn clean_subject(subject: &str) -> String {
 /// `format-patch --from` unquoted, commas and all (`From: O'Brien, Séan <sean@...>`).
 fn parse_from(header: &mailparse::MailHeader<'_>) -> Result<(String, String), String> {
     let value = header.get_value();
-    if let Some((name, rest)) = value.trim().rsplit_once('<') {
-        if let Some(email) = rest.strip_suffix('>') {
-            let email = email.trim();
-            let name = unquote_display_name(name.trim());
-            if !email.is_empty() {
-                let name = if name.is_empty() {
-                    email.to_owned()
-                } else {
-                    name
-                };
-                return Ok((name, email.to_owned()));
-            }
-        }
+    if let Some((name, rest)) = value.trim().rsplit_once('<')
+        && let Some(email) = rest.strip_suffix('>')
+        && !email.trim().is_empty()
+    {
+        let email = email.trim();
+        let name = unquote_display_name(name.trim());
+        let name = if name.is_empty() {
+            email.to_owned()
+        } else {
+            name
+        };
+        return Ok((name, email.to_owned()));
     }
     let addresses = mailparse::addrparse_header(header)
         .map_err(|error| format!("unreadable `From: {value}`: {error}"))?;
@@ -465,8 +463,7 @@ fn parse_date(value: &str) -> Result<(i64, i32), String> {
         .map_err(|error| format!("unreadable `Date: {value}`: {error}"))?;
     let zone = value
         .split_whitespace()
-        .filter(|word| !word.starts_with('('))
-        .next_back()
+        .rfind(|word| !word.starts_with('('))
         .unwrap_or_default();
     let offset_minutes = match zone.as_bytes() {
         [sign @ (b'+' | b'-'), digits @ ..]

@@ -37,10 +37,10 @@ pub fn slice<'r>(
 ) -> Result<Tree<'r>, git2::Error> {
     let mut files = BTreeMap::new();
     for path in paths {
-        if let Ok(entry) = tree.get_path(Path::new(path)) {
-            if entry.kind() != Some(ObjectType::Tree) {
-                files.insert(path.clone(), Some((entry.id(), entry.filemode())));
-            }
+        if let Ok(entry) = tree.get_path(Path::new(path))
+            && entry.kind() != Some(ObjectType::Tree)
+        {
+            files.insert(path.clone(), Some((entry.id(), entry.filemode())));
         }
     }
     let id = graft(repository, None, &files)?;
@@ -81,14 +81,17 @@ pub fn graft(
     }
 }
 
+/// A change below a folder: the rest of its path, and what goes there.
+type Change<'a> = (&'a [&'a str], Option<Entry>);
+
 fn graft_level(
     repository: &Repository,
     base: Option<&Tree<'_>>,
-    changes: &[(&[&str], Option<Entry>)],
+    changes: &[Change<'_>],
 ) -> Result<Option<Oid>, git2::Error> {
     let mut builder = repository.treebuilder(base)?;
     // Changes grouped by their first component, in order.
-    let mut groups: BTreeMap<&str, Vec<(&[&str], Option<Entry>)>> = BTreeMap::new();
+    let mut groups: BTreeMap<&str, Vec<Change<'_>>> = BTreeMap::new();
     for (parts, entry) in changes {
         let (first, rest) = parts.split_first().expect("a path has a component");
         if rest.is_empty() {

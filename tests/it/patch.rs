@@ -1069,8 +1069,7 @@ fn quoted_printable(bytes: &[u8]) -> String {
         // Decoders drop whitespace at the end of a line, so it travels encoded.
         let at_line_end = matches!(bytes.get(index + 1), None | Some(b'\n'));
         let piece = if byte == b'='
-            || byte < 0x20
-            || byte >= 0x7f
+            || !(0x20..0x7f).contains(&byte)
             || (at_line_end && matches!(byte, b' ' | b'\t'))
         {
             format!("={byte:02X}")
