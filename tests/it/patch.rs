@@ -1141,3 +1141,56 @@ fn other_format_patch_shapes_round_trip() {
         assert_round_trip(&bench, &base);
     }
 }
+
+/// Without a committer identity forge refuses to commit, says how to set one, and changes
+/// nothing; a check needs no identity.
+#[test]
+fn a_missing_committer_identity_is_refused_with_a_hint() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    format_patch(&bench, &base, "series");
+    let target = bench.path("target");
+    let before = snapshot(&target);
+    let environment: Vec<(&str, String)> = git_environment(bench.context.path())
+        .into_iter()
+        .filter(|(name, _)| {
+            !name.starts_with("FORGE_COMMITTER") && !name.starts_with("GIT_COMMITTER")
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = environment
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    let series = bench.path("series");
+    let args = |command: &'static str| {
+        vec![
+            "patch",
+            command,
+            "--onto",
+            target.to_str().unwrap(),
+            series.to_str().unwrap(),
+        ]
+    };
+    let run = bench
+        .context
+        .forge_with(&args("apply"), &pairs)
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("no committer identity"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(&target), before);
+    bench
+        .context
+        .forge_with(&args("check"), &pairs)
+        .expect_code(0);
+    assert_eq!(snapshot(&target), before);
+}
