@@ -205,7 +205,7 @@ pub fn patch(
     if conflicts > 0 {
         let total: usize = reports.iter().map(|applied| applied.patches.len()).sum();
         return Err(CheckFailed::new(
-            format!("{conflicts} of {total} patches do not apply"),
+            format!("{conflicts} of {total} patches conflict with their target"),
             "rebase the series onto the target (`git rebase`, then `git format-patch --binary`), or fix the target",
         )
         .into());

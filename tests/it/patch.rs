@@ -753,7 +753,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     assert_eq!(statuses, ["applies", "conflicts", "applies"]);
     assert_eq!(patches[1]["conflict"]["file"], "story.txt");
     assert!(
-        run.stderr.contains("1 of 3 patches do not apply"),
+        run.stderr.contains("1 of 3 patches conflict with their target"),
         "{}",
         run.stderr
     );
