@@ -48,18 +48,48 @@ pub fn header<'a>(response: &'a ureq::http::Response<ureq::Body>, name: &str) ->
 /// Whether `host` (with or without a port) names this machine: plain HTTP is only ever used
 /// for those without being asked.
 pub fn is_loopback(host: &str) -> bool {
+    let is_loopback_name = |name: &str| {
+        name == "localhost"
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    };
+    // A bare IPv6 address is all colons: try the whole host before splitting off a port.
+    if is_loopback_name(host) {
+        return true;
+    }
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => host.rsplit_once(':').map_or(host, |(name, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) {
-                name
-            } else {
-                host
-            }
-        }),
+        None => host
+            .rsplit_once(':')
+            .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+            .map_or(host, |(name, _)| name),
     };
-    name == "localhost"
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
+    is_loopback_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_with_and_without_ports() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:5000",
+            "localhost:5000",
+            "[::1]:5000",
+            "::1",
+        ] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in [
+            "ghcr.io",
+            "10.0.0.1:5000",
+            "example.org:443",
+            "127.0.0.1.example.org",
+        ] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
 }

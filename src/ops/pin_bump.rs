@@ -115,6 +115,8 @@ pub struct SeriesCheck {
     /// What each patch would do.
     pub applied: Applied,
 }
+
+/// Bumps against the given upstream.
 pub fn pin_bump_with(
     recipe: &Recipe,
     options: &PinBumpOptions,

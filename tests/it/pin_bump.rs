@@ -732,6 +732,36 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     assert_ne!(before, before_outdated);
 }
 
+#[test]
+fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/simple");
+    let run = forge(&context, &["pin", "outdated", "--index-url", &url], &[]).expect_code(2);
+    // The git pin was still looked up; the index pins say why they could not be.
+    let deepgemm = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("deepgemm "))
+        .unwrap_or_default();
+    assert_contains(deepgemm, "outdated");
+    assert_contains(
+        &run.stdout,
+        &format!("flashinfer: cannot reach the package index at {url}/flashinfer-python/"),
+    );
+    assert_contains(&run.stderr, "error: forge pin outdated is incomplete");
+    assert_contains(
+        &run.stderr,
+        "could not look up apache-tvm-ffi, cutlass-dsl, flashinfer, tilelang",
+    );
+}
+
 /// A bare repository with a `nv_dev` branch of three commits (the third also adds
 /// `docs.txt`), and a side branch.
 struct GitRemote {
