@@ -124,7 +124,7 @@ pub fn pin_bump_with(
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
     let planned = if options.name == BASE {
-        plan_base(recipe, options, upstream)?
+        plan_base(recipe, options, upstream, printer)?
     } else {
         let pin = find_pin(&recipe.pins, &options.name)?;
         match &pin.source {
@@ -512,6 +512,7 @@ fn plan_base(
     recipe: &Recipe,
     options: &PinBumpOptions,
     upstream: &Upstream<'_>,
+    printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
     let base = &recipe.pins.base;
     let to = options
@@ -544,6 +545,7 @@ fn plan_base(
         assignments.push(Assignment::new(&["base"], "digest", offer.digest.as_str()));
     }
     if assignments.is_empty() {
+        printer.status("Fresh", format_args!("base is at {image}@{}", offer.digest));
         return Ok(None);
     }
     Ok(Some(Move {

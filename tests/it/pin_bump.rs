@@ -1146,7 +1146,11 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
 
     // At the newest tag with its digest: nothing to do.
     let now = context.read("pins.toml");
-    forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!("Fresh base is at {image}:2026-07-15-v0.25.10@{newest}"),
+    );
     assert_eq!(context.read("pins.toml"), now);
 
     // --to names a tag, older ones too; its digest replaces the recorded one in place.
