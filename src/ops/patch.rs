@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
 use crate::patch::{self, Applied, Mode, Outcome, Series, Target};
@@ -188,7 +188,7 @@ pub fn patch(
             // nothing conflicts (committer times aside).
             "head": (options.mode == Mode::Write).then(|| applied.head.to_string()),
             "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
-            "patches": applied.patches.iter().map(patch_json).collect::<Vec<_>>(),
+            "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
         }));
         reports.push(applied);
     }
@@ -266,35 +266,6 @@ fn report(printer: &Printer, applied: &Applied) {
             }
         }
     }
-}
-
-fn patch_json(result: &patch::PatchResult) -> Value {
-    let mut value = json!({
-        "patch": result.name,
-        "file": result.file,
-        "original_id": result.original_id.map(|id| id.to_string()),
-        "new_id": match &result.outcome {
-            Outcome::Applied { new_id } => Some(new_id.to_string()),
-            _ => None,
-        },
-        "author": {
-            "name": result.author.name,
-            "email": result.author.email,
-            "date": result.author.raw_date(),
-        },
-        "subject": result.subject,
-        "status": result.outcome.status(),
-    });
-    if let (Value::Object(object), Outcome::Conflict { file, hunk }) = (&mut value, &result.outcome)
-    {
-        object.insert("conflict".to_owned(), json!({ "file": file, "hunk": hunk }));
-    }
-    if let (Value::Object(object), Outcome::AlreadyApplied { by: Some(id) }) =
-        (&mut value, &result.outcome)
-    {
-        object.insert("applied_as".to_owned(), json!(id.to_string()));
-    }
-    value
 }
 
 fn short(id: git2::Oid) -> String {

@@ -81,6 +81,44 @@ pub struct PatchResult {
     pub outcome: Outcome,
 }
 
+impl PatchResult {
+    /// The record of this patch, as `--json` prints it and a build record can keep it:
+    /// `patch`, `file`, `original_id`, `new_id`, `author` (`name`, `email`, `date` as
+    /// `seconds +hhmm`), `subject`, `status`, and `conflict` or `applied_as` when they apply.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::json!({
+            "patch": self.name,
+            "file": self.file,
+            "original_id": self.original_id.map(|id| id.to_string()),
+            "new_id": match &self.outcome {
+                Outcome::Applied { new_id } => Some(new_id.to_string()),
+                _ => None,
+            },
+            "author": {
+                "name": self.author.name,
+                "email": self.author.email,
+                "date": self.author.raw_date(),
+            },
+            "subject": self.subject,
+            "status": self.outcome.status(),
+        });
+        let object = value.as_object_mut().expect("built as an object");
+        match &self.outcome {
+            Outcome::Conflict { file, hunk } => {
+                object.insert(
+                    "conflict".to_owned(),
+                    serde_json::json!({ "file": file, "hunk": hunk }),
+                );
+            }
+            Outcome::AlreadyApplied { by: Some(id) } => {
+                object.insert("applied_as".to_owned(), serde_json::json!(id.to_string()));
+            }
+            _ => {}
+        }
+        value
+    }
+}
+
 /// What `apply` did.
 #[derive(Debug, Clone)]
 pub struct Applied {
