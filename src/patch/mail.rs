@@ -390,7 +390,9 @@ fn strip_signature(diff: &[u8]) -> &[u8] {
 fn clean_subject(subject: &str) -> String {
     let mut rest = subject.trim();
     loop {
-        if rest.len() >= 3 && rest[..3].eq_ignore_ascii_case("re:") {
+        if let Some(prefix) = rest.get(..3)
+            && prefix.eq_ignore_ascii_case("re:")
+        {
             rest = rest[3..].trim_start();
             continue;
         }

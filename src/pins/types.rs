@@ -423,12 +423,20 @@ impl FromStr for Digest {
 }
 
 /// An image reference such as `ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0`, checked
-/// against the distribution reference grammar. The text is kept as written.
+/// against the distribution reference grammar (`[domain[:port]/]path[:tag][@sha256:hex]`, path
+/// components lowercase alphanumerics joined by `.`, `_`, `__` or dashes). The text is kept as
+/// written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRef {
     text: String,
-    parsed: oci_spec::distribution::Reference,
+    registry: String,
+    repository: String,
+    tag: Option<String>,
+    digest: Option<Digest>,
 }
+
+/// The registry a reference without a domain names, as the docker CLI resolves it.
+const DEFAULT_REGISTRY: &str = "docker.io";
 
 impl ImageRef {
     /// The reference as written.
@@ -436,21 +444,117 @@ impl ImageRef {
         &self.text
     }
 
-    /// The registry host, with `docker.io` for bare names.
+    /// The registry host (with its port), `docker.io` for bare names.
     pub fn registry(&self) -> &str {
-        self.parsed.registry()
+        &self.registry
     }
 
-    /// The repository path within the registry.
+    /// The repository path within the registry (`library/NAME` for a bare Docker Hub name).
     pub fn repository(&self) -> &str {
-        self.parsed.repository()
+        &self.repository
     }
 
-    /// The tag, if the reference names one (`latest` is implied only when neither tag nor
-    /// digest is given).
+    /// The tag; `latest` when the reference names neither tag nor digest.
     pub fn tag(&self) -> Option<&str> {
-        self.parsed.tag()
+        self.tag.as_deref()
     }
+
+    /// The digest, when the reference pins one.
+    pub fn digest(&self) -> Option<&Digest> {
+        self.digest.as_ref()
+    }
+
+    fn parse(value: &str) -> Result<Self, String> {
+        let (rest, digest) = match value.split_once('@') {
+            Some((rest, digest)) => (
+                rest,
+                Some(
+                    digest
+                        .parse::<Digest>()
+                        .map_err(|error| error.to_string())?,
+                ),
+            ),
+            None => (value, None),
+        };
+        // A tag follows the last ':' that comes after the last '/' (an earlier ':' is a port).
+        let last_slash = rest.rfind('/').map_or(0, |index| index + 1);
+        let (name, tag) = match rest[last_slash..].find(':') {
+            Some(colon) => {
+                let (name, tag) = rest.split_at(last_slash + colon);
+                (
+                    name,
+                    Some(
+                        tag[1..]
+                            .parse::<Tag>()
+                            .map_err(|error| error.to_string())?
+                            .to_string(),
+                    ),
+                )
+            }
+            None => (rest, None),
+        };
+        let (registry, path) = match name.split_once('/') {
+            Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
+                if !is_domain(first) {
+                    return Err(format!("registry {first:?} is not a host[:port]"));
+                }
+                (first.to_owned(), path.to_owned())
+            }
+            _ => (DEFAULT_REGISTRY.to_owned(), name.to_owned()),
+        };
+        if path.is_empty() || !path.split('/').all(is_path_component) {
+            return Err(format!(
+                "repository {path:?} must be lowercase letters and digits joined by '.', '_', '__' or '-', in '/'-separated parts"
+            ));
+        }
+        if path.len() > 255 {
+            return Err("repository longer than 255 characters".to_owned());
+        }
+        let repository = if registry == DEFAULT_REGISTRY && !path.contains('/') {
+            format!("library/{path}")
+        } else {
+            path
+        };
+        let tag = tag.or_else(|| digest.is_none().then(|| "latest".to_owned()));
+        Ok(Self {
+            text: value.to_owned(),
+            registry,
+            repository,
+            tag,
+            digest,
+        })
+    }
+}
+
+/// `host[:port]`: dot-separated labels of letters, digits and inner dashes, then digits.
+fn is_domain(value: &str) -> bool {
+    let (host, port) = match value.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (value, None),
+    };
+    let label = |label: &str| {
+        all_chars(label, |c| c.is_ascii_alphanumeric() || c == '-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    host.split('.').all(label) && port.is_none_or(|port| all_chars(port, |c| c.is_ascii_digit()))
+}
+
+/// One path component: `[a-z0-9]+` runs joined by `.`, `_`, `__` or any number of `-`.
+fn is_path_component(value: &str) -> bool {
+    if !all_chars(value, |c| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+    }) {
+        return false;
+    }
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut runs = value
+        .split(alphanumeric)
+        .filter(|separator| !separator.is_empty());
+    let separators_ok = runs.all(|separator| {
+        matches!(separator, "." | "_" | "__") || separator.chars().all(|c| c == '-')
+    });
+    separators_ok && value.starts_with(alphanumeric) && value.ends_with(alphanumeric)
 }
 
 impl fmt::Display for ImageRef {
@@ -462,17 +566,13 @@ impl fmt::Display for ImageRef {
 impl FromStr for ImageRef {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match oci_spec::distribution::Reference::from_str(value) {
-            Ok(parsed) => Ok(Self {
-                text: value.to_owned(),
-                parsed,
-            }),
-            Err(error) => Err(GrammarError::new(
+        Self::parse(value).map_err(|reason| {
+            GrammarError::new(
                 "image reference",
                 value,
-                format!("{error}; expected [registry/]repository[:tag][@sha256:digest]"),
-            )),
-        }
+                format!("{reason}; expected [registry/]repository[:tag][@sha256:digest]"),
+            )
+        })
     }
 }
 
@@ -501,7 +601,7 @@ impl FromStr for Repository {
             GrammarError::new("image repository", value, "expected [registry/]repository")
         })?;
         // The parser fills in `latest` when no tag is given; a repository must not carry one.
-        let bare = reference.parsed.digest().is_none()
+        let bare = reference.digest().is_none()
             && !value
                 .rsplit('/')
                 .next()
@@ -787,6 +887,69 @@ mod tests {
             "ghcr.io/a/b:1 && x",
             "ghcr.io/A/b",
             "",
+        ] {
+            assert!(ImageRef::from_str(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn image_references_split_like_the_docker_cli() {
+        let reference =
+            ImageRef::from_str("ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0").unwrap();
+        assert_eq!(
+            (
+                reference.registry(),
+                reference.repository(),
+                reference.tag()
+            ),
+            (
+                "ghcr.io",
+                "aeon-7/aeon-vllm-ultimate",
+                Some("2026-07-01-v0.24.0")
+            )
+        );
+        let reference = ImageRef::from_str("busybox").unwrap();
+        assert_eq!(
+            (
+                reference.registry(),
+                reference.repository(),
+                reference.tag()
+            ),
+            ("docker.io", "library/busybox", Some("latest"))
+        );
+        let reference = ImageRef::from_str("localhost:5000/forge/example:1.0").unwrap();
+        assert_eq!(
+            (
+                reference.registry(),
+                reference.repository(),
+                reference.tag()
+            ),
+            ("localhost:5000", "forge/example", Some("1.0"))
+        );
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let reference = ImageRef::from_str(&format!("127.0.0.1:5000/x@{digest}")).unwrap();
+        assert_eq!(
+            (reference.tag(), reference.digest().map(Digest::as_str)),
+            (None, Some(digest.as_str()))
+        );
+        for good in [
+            "a__b/c",
+            "a---b",
+            "a.b_c-d",
+            "my-registry.example:443/team/app:v1",
+        ] {
+            assert!(ImageRef::from_str(good).is_ok(), "{good:?} was refused");
+        }
+        for bad in [
+            "a..b",
+            "a___b",
+            "-a",
+            "a-",
+            "Registry.io:x/a",
+            "a:tag:more",
+            "x@sha256:abc",
+            "a//b",
+            "ghcr.io/",
         ] {
             assert!(ImageRef::from_str(bad).is_err(), "{bad:?} was accepted");
         }

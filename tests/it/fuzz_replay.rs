@@ -6,7 +6,7 @@ mod properties;
 
 use std::path::Path;
 
-fn replay(target: &str, property: fn(&str)) {
+fn replay(target: &str, property: impl Fn(&[u8])) {
     let root = crate::support::repository_root().join("fuzz");
     let mut replayed = 0;
     for folder in [
@@ -18,11 +18,8 @@ fn replay(target: &str, property: fn(&str)) {
         };
         for entry in entries {
             let path = entry.unwrap().path();
-            let bytes = std::fs::read(&path).unwrap();
-            if let Ok(text) = std::str::from_utf8(&bytes) {
-                property(text);
-                replayed += 1;
-            }
+            property(&std::fs::read(&path).unwrap());
+            replayed += 1;
         }
     }
     assert!(
@@ -34,12 +31,21 @@ fn replay(target: &str, property: fn(&str)) {
 
 #[test]
 fn pins_toml_inputs_hold() {
-    replay("pins_toml", properties::pins_toml);
+    replay("pins_toml", |bytes| {
+        properties::pins_toml(&String::from_utf8_lossy(bytes))
+    });
 }
 
 #[test]
 fn dockerfile_template_inputs_hold() {
-    replay("dockerfile_template", properties::dockerfile_template);
+    replay("dockerfile_template", |bytes| {
+        properties::dockerfile_template(&String::from_utf8_lossy(bytes))
+    });
+}
+
+#[test]
+fn mbox_inputs_hold() {
+    replay("mbox", properties::mbox);
 }
 
 #[test]
