@@ -309,7 +309,13 @@ fn publish(
                 new_tree.as_object(),
                 Some(git2::build::CheckoutBuilder::new().safe()),
             )
-            .map_err(PatchError::git("cannot check out the patched tree"))?;
+            .map_err(|source| PatchError::Checkout {
+                repository: repository
+                    .workdir()
+                    .unwrap_or_else(|| repository.path())
+                    .to_owned(),
+                source,
+            })?;
     }
     let message = format!("forge patch apply: {count} patches");
     let moved = match branch {

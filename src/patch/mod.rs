@@ -135,6 +135,14 @@ pub enum PatchError {
         /// Some of the changed files.
         files: Vec<String>,
     },
+    /// The worktree could not take the patched files (an untracked file is in the way).
+    #[error("cannot check out the patched tree in {}: {}", repository.display(), source.message())]
+    Checkout {
+        /// The repository's worktree.
+        repository: PathBuf,
+        /// libgit2's complaint.
+        source: git2::Error,
+    },
     /// The target has no commit to apply onto.
     #[error("{} has no commit to apply onto (HEAD is unborn)", repository.display())]
     Unborn {
@@ -174,6 +182,7 @@ impl PatchError {
             PatchError::UnsafePath { .. } => "a patch may only touch files inside the repository; nothing was applied".to_owned(),
             PatchError::Conflict { .. } => "nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again".to_owned(),
             PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),
+            PatchError::Checkout { .. } => "an untracked file is where the series puts a file: move it away (`git status` lists it); HEAD, index and worktree were left as they were".to_owned(),
             PatchError::Unborn { .. } => "commit the files the series applies to, then run again".to_owned(),
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
             PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),

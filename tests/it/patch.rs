@@ -753,7 +753,8 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     assert_eq!(statuses, ["applies", "conflicts", "applies"]);
     assert_eq!(patches[1]["conflict"]["file"], "story.txt");
     assert!(
-        run.stderr.contains("1 of 3 patches conflict with their target"),
+        run.stderr
+            .contains("1 of 3 patches conflict with their target"),
         "{}",
         run.stderr
     );
@@ -1193,4 +1194,48 @@ fn a_missing_committer_identity_is_refused_with_a_hint() {
         .forge_with(&args("check"), &pairs)
         .expect_code(0);
     assert_eq!(snapshot(&target), before);
+}
+
+/// An untracked file where the series creates one: the checkout is refused before it writes
+/// anything, and HEAD, the index and the worktree stay as they were.
+#[test]
+fn an_untracked_file_in_the_way_leaves_the_worktree_as_it_was() {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    format_patch(&bench, &base, "series");
+    bench.write("target/new.bin", b"mine, not tracked\n");
+    let target = bench.path("target");
+    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
+    let before = snapshot(&target);
+    let run = bench
+        .forge(&[
+            "patch",
+            "apply",
+            "--onto",
+            target.to_str().unwrap(),
+            bench.path("series").to_str().unwrap(),
+        ])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("cannot check out the patched tree"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: an untracked file is where the series puts a file"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+    let after = snapshot(&target);
+    let worktree_and_index = |files: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        files
+            .iter()
+            .filter(|(path, _)| !path.starts_with(".git/objects/"))
+            .map(|(path, bytes)| (path.clone(), bytes.clone()))
+            .collect()
+    };
+    assert_eq!(worktree_and_index(&after), worktree_and_index(&before));
 }
