@@ -219,7 +219,13 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
         return Ok(applied);
     }
 
-    // Every patch went through: keep the objects, then show them.
+    // Every patch went through. Look for untracked files where the series puts files first,
+    // so that a refusal leaves even the object store untouched; then keep the objects, then
+    // show them.
+    if let Err(error) = check_untracked(&repository, &location, &base, applied.tree) {
+        let _ = memory.reset();
+        return Err(error);
+    }
     let persisted = persist(&repository, &applied);
     let _ = memory.reset();
     persisted?;
@@ -298,25 +304,7 @@ fn publish(
     applied: &Applied,
     count: usize,
 ) -> Result<(), PatchError> {
-    let new_tree = repository
-        .find_tree(applied.tree)
-        .map_err(PatchError::git("cannot read the patched tree"))?;
-    if !repository.is_bare() {
-        // Safe mode: libgit2 finds every conflict (an untracked file in the way) before it
-        // writes any file, so a refusal here changes nothing.
-        repository
-            .checkout_tree(
-                new_tree.as_object(),
-                Some(git2::build::CheckoutBuilder::new().safe()),
-            )
-            .map_err(|source| PatchError::Checkout {
-                repository: repository
-                    .workdir()
-                    .unwrap_or_else(|| repository.path())
-                    .to_owned(),
-                source,
-            })?;
-    }
+    checkout(repository, applied.tree)?;
     let message = format!("forge patch apply: {count} patches");
     let moved = match branch {
         Some(branch) => repository
@@ -337,6 +325,66 @@ fn publish(
         return Err(PatchError::git("cannot move the branch")(error));
     }
     Ok(())
+}
+
+/// Refuses when a file the series adds already exists, untracked, in the worktree (libgit2's
+/// dry-run checkout does not look for conflicts, so this is checked here).
+fn check_untracked(
+    repository: &Repository,
+    location: &Path,
+    base: &Commit<'_>,
+    tree: Oid,
+) -> Result<(), PatchError> {
+    let Some(workdir) = repository.workdir() else {
+        return Ok(());
+    };
+    let trees = base
+        .tree()
+        .and_then(|old| Ok((old, repository.find_tree(tree)?)));
+    let (old, new) = trees.map_err(PatchError::git("cannot read the patched tree"))?;
+    let diff = repository
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .map_err(PatchError::git("cannot compare the patched tree with HEAD"))?;
+    let in_the_way: Vec<String> = diff
+        .deltas()
+        .filter(|delta| matches!(delta.status(), git2::Delta::Added | git2::Delta::Typechange))
+        .filter_map(|delta| delta.new_file().path().map(Path::to_owned))
+        .filter(|path| {
+            let tracked = old.get_path(path).is_ok();
+            !tracked && std::fs::symlink_metadata(workdir.join(path)).is_ok()
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    if in_the_way.is_empty() {
+        return Ok(());
+    }
+    Err(PatchError::Untracked {
+        repository: location.to_owned(),
+        files: in_the_way,
+    })
+}
+
+/// Checks out `tree` in safe mode: nothing is overwritten that differs from HEAD, and libgit2
+/// finds every conflict before it writes a file, so a refusal changes nothing. A bare
+/// repository has nothing to check out.
+fn checkout(repository: &Repository, tree: Oid) -> Result<(), PatchError> {
+    if repository.is_bare() {
+        return Ok(());
+    }
+    let tree = repository
+        .find_tree(tree)
+        .map_err(PatchError::git("cannot read the patched tree"))?;
+    let mut options = git2::build::CheckoutBuilder::new();
+    options.safe();
+    repository
+        .checkout_tree(tree.as_object(), Some(&mut options))
+        .map_err(|source| PatchError::Checkout {
+            repository: repository
+                .workdir()
+                .unwrap_or_else(|| repository.path())
+                .to_owned(),
+            source,
+        })
 }
 
 /// Refuses a worktree or index that differs from HEAD (untracked files are fine; the checkout

@@ -135,7 +135,15 @@ pub enum PatchError {
         /// Some of the changed files.
         files: Vec<String>,
     },
-    /// The worktree could not take the patched files (an untracked file is in the way).
+    /// Untracked files sit where the series adds files.
+    #[error("untracked files in {} are where the series adds files: {}", repository.display(), files.join(", "))]
+    Untracked {
+        /// The repository's worktree.
+        repository: PathBuf,
+        /// The files in the way.
+        files: Vec<String>,
+    },
+    /// The worktree could not take the patched files.
     #[error("cannot check out the patched tree in {}: {}", repository.display(), source.message())]
     Checkout {
         /// The repository's worktree.
@@ -182,7 +190,8 @@ impl PatchError {
             PatchError::UnsafePath { .. } => "a patch may only touch files inside the repository; nothing was applied".to_owned(),
             PatchError::Conflict { .. } => "nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again".to_owned(),
             PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),
-            PatchError::Checkout { .. } => "an untracked file is where the series puts a file: move it away (`git status` lists it); HEAD, index and worktree were left as they were".to_owned(),
+            PatchError::Untracked { .. } => "move those files away (or add them to the series' base), then run again; nothing was applied".to_owned(),
+            PatchError::Checkout { .. } => "`git status` shows what is in the way; HEAD, index and worktree were left as they were".to_owned(),
             PatchError::Unborn { .. } => "commit the files the series applies to, then run again".to_owned(),
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
             PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),
