@@ -3,9 +3,14 @@
 //!
 //! Everything happens in memory first. A second handle on the repository gets an in-memory
 //! object store in front of its own, so the trees and commits of the replay never reach the
-//! disk unless every patch goes through; then they are written as one pack, the worktree is
-//! checked out once and the branch moved. A conflict drops the in-memory store and leaves
-//! HEAD, index, worktree and object store as they were.
+//! disk unless every patch goes through and no untracked file is in the way; then they are
+//! copied out as loose objects, the worktree is checked out once and the branch moved. A
+//! conflict drops the in-memory store and leaves HEAD, index, worktree and object store as
+//! they were.
+//!
+//! Per patch: a commit of the branch with the same author and change (patch id, else applying
+//! the patch to its parent) means `already applied`; so does a clean reverse apply. Otherwise
+//! the diff is applied to a slice of the tree holding only the files it names (`slice`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -3,12 +3,14 @@
 //! 1. `Series::read` takes mbox files (or folders of them, in name order) and reads each
 //!    message into a `Patch`: author name, email, time and offset, the commit message, the diff.
 //! 2. `apply(&Series, &Repository, Mode) -> Applied` replays them onto the repository's `HEAD`
-//!    in memory (objects go to an in-memory store, trees come from `apply_to_tree`), one commit
-//!    per patch with the mail's author. A patch whose change is already there is skipped. Only
+//!    in memory (objects go to an in-memory store, trees come from `apply_to_tree` on the files
+//!    each diff names), one commit per patch with the mail's author. A patch whose change is already there is skipped. Only
 //!    when every patch has gone through are the objects written, the worktree checked out and
 //!    the branch moved; a conflict leaves the repository exactly as it was.
-//! 3. `patched_tree(&Onto, ...)` does the same onto a scratch repository made from a recipe
-//!    folder or a fetched git revision, and hands back the patched tree for the build.
+//! 3. `patched_tree(&Target, &Series, Mode) -> Patched` does the same onto a scratch repository
+//!    made from a recipe folder, a git revision fetched into forge's cache, or a local
+//!    repository's HEAD, and hands back the scratch repository and the patched tree for the
+//!    build; the user's own files are never touched.
 
 mod apply;
 mod diff_text;
