@@ -33,3 +33,4 @@ pub mod printer;
 pub mod recipe;
 pub mod registry;
 pub mod render;
+pub mod table;

@@ -36,6 +36,43 @@ pub struct Upstream<'a> {
     pub registry: &'a dyn Registry,
 }
 
+/// The real clients an `Upstream` borrows: the package index, the git remote and the registry,
+/// set up once per command.
+pub struct Clients {
+    indexes: Indexes,
+    index: crate::index::SimpleIndex,
+    git: crate::git_remote::Git2Remote,
+    registry: crate::registry::RegistryClient,
+}
+
+impl Clients {
+    /// Clients for `recipe`: the index chosen from `mirror`, pip's settings and pins.toml; the
+    /// registry with the base image's credentials and plain HTTP for `insecure` hosts.
+    pub fn new(
+        recipe: &crate::recipe::Recipe,
+        mirror: Option<&crate::pins::Url>,
+        insecure: Vec<String>,
+    ) -> Result<Self, crate::index::select::SelectError> {
+        Ok(Self {
+            indexes: Indexes::discover(mirror, recipe.pins.index.as_ref())?,
+            index: crate::index::SimpleIndex::default(),
+            git: crate::git_remote::Git2Remote,
+            registry: crate::registry::RegistryClient::new(insecure)
+                .with_credentials_for(recipe.pins.base.image.registry()),
+        })
+    }
+
+    /// The clients, as the bump planner asks them.
+    pub fn upstream(&self) -> Upstream<'_> {
+        Upstream {
+            index: &self.index,
+            indexes: &self.indexes,
+            git: &self.git,
+            registry: &self.registry,
+        }
+    }
+}
+
 /// Whether pre-releases (`a`, `b`, `rc`, `.dev`) are on offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Prereleases {

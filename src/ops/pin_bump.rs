@@ -9,17 +9,15 @@ use serde_json::{Value, json};
 
 use crate::bump::edit::{self, Assignment};
 use crate::bump::steps::{self, Invalidated};
-use crate::bump::{self, BumpError, Candidate, Prereleases, Refusal, Upstream, VersionOffer};
+use crate::bump::{
+    self, BumpError, Candidate, Clients, Prereleases, Refusal, Upstream, VersionOffer,
+};
 use crate::diagnostics::CheckFailed;
 use crate::fs::{Written, write_if_changed};
-use crate::git_remote::Git2Remote;
-use crate::index::SimpleIndex;
-use crate::index::select::Indexes;
 use crate::patch::{self, Applied, Outcome, Series, Target};
 use crate::pins::{self, GitRev, Onto, Pin, PinName, RecipePath, Source, Tag, Url, Version};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::registry::RegistryClient;
 use crate::render;
 
 /// The name that means the base image rather than a pin.
@@ -83,17 +81,12 @@ pub fn pin_bump(
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
-    let indexes = Indexes::discover(options.index_url.as_ref(), recipe.pins.index.as_ref())?;
-    let index = SimpleIndex::default();
-    let git = Git2Remote;
-    let registry = RegistryClient::new(options.insecure_registries.clone())
-        .with_credentials_for(recipe.pins.base.image.registry());
-    let upstream = Upstream {
-        index: &index,
-        indexes: &indexes,
-        git: &git,
-        registry: &registry,
-    };
+    let clients = Clients::new(
+        recipe,
+        options.index_url.as_ref(),
+        options.insecure_registries.clone(),
+    )?;
+    let upstream = clients.upstream();
     pin_bump_with(recipe, options, &upstream, printer)
 }
 

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use crate::pins::{Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
+use crate::table::table;
 
 /// Prints the pins as a table on stdout, or as `{"pins": [...]}` with `--json`.
 pub fn pin_list(recipe: &Recipe, printer: &Printer) {
@@ -116,31 +117,4 @@ fn pin_json(pin: &Pin) -> Value {
         target.extend(extra);
     }
     value
-}
-
-/// Left-aligned columns separated by two spaces.
-fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
-    let mut widths = header.map(str::len);
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let last = cells.len() - 1;
-        for (index, cell) in cells.iter().enumerate() {
-            if index == last {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  ", width = widths[index]));
-            }
-        }
-        out.push('\n');
-    };
-    line(header.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
-    out
 }

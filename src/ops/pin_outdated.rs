@@ -5,14 +5,10 @@
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::bump::{self, Prereleases, Upstream};
-use crate::git_remote::Git2Remote;
-use crate::index::SimpleIndex;
-use crate::index::select::Indexes;
+use crate::bump::{self, Clients, Prereleases, Upstream};
 use crate::pins::{Pin, Source, Url};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::registry::RegistryClient;
 
 /// Options of `forge pin outdated`.
 #[derive(Debug, Clone)]
@@ -70,17 +66,12 @@ pub fn pin_outdated(
     options: &PinOutdatedOptions,
     printer: &Printer,
 ) -> anyhow::Result<Vec<Standing>> {
-    let indexes = Indexes::discover(options.index_url.as_ref(), recipe.pins.index.as_ref())?;
-    let index = SimpleIndex::default();
-    let git = Git2Remote;
-    let registry = RegistryClient::new(options.insecure_registries.clone())
-        .with_credentials_for(recipe.pins.base.image.registry());
-    let upstream = Upstream {
-        index: &index,
-        indexes: &indexes,
-        git: &git,
-        registry: &registry,
-    };
+    let clients = Clients::new(
+        recipe,
+        options.index_url.as_ref(),
+        options.insecure_registries.clone(),
+    )?;
+    let upstream = clients.upstream();
     pin_outdated_with(recipe, options, &upstream, printer)
 }
 
@@ -272,28 +263,5 @@ fn table(standings: &[Standing]) -> String {
             ]
         })
         .collect();
-    let header = ["NAME", "CURRENT", "ALLOWED", "NEWEST", "STATE"];
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: Vec<&str>| {
-        let last = cells.len() - 1;
-        for (index, cell) in cells.iter().enumerate() {
-            if index == last {
-                out.push_str(cell);
-            } else {
-                out.push_str(&format!("{cell:<width$}  ", width = widths[index]));
-            }
-        }
-        out.push('\n');
-    };
-    line(header.to_vec());
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect());
-    }
-    out
+    crate::table::table(["NAME", "CURRENT", "ALLOWED", "NEWEST", "STATE"], &rows)
 }
