@@ -42,6 +42,8 @@ pub enum Command {
         #[command(subcommand)]
         command: PatchCommand,
     },
+    /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
+    VerifyDigest(VerifyDigestArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.
@@ -100,6 +102,27 @@ pub struct BuildArgs {
     /// Also write the context archive the daemon receives to FILE (with --dry-run too).
     #[arg(long, value_name = "FILE")]
     pub context_out: Option<PathBuf>,
+}
+
+/// `forge verify-digest`.
+#[derive(Debug, Args)]
+pub struct VerifyDigestArgs {
+    /// Also ask the registry for each tag's manifest digest (not the local daemon).
+    #[arg(long)]
+    pub remote: bool,
+
+    /// Also run the image (no network) and read back every pin and overlay file.
+    #[arg(long)]
+    pub contents: bool,
+
+    /// Check the tags on this daemon (unix:///PATH or tcp://HOST:PORT) instead of the default
+    /// one; repeat for every node.
+    #[arg(long, value_name = "URL")]
+    pub host: Vec<String>,
+
+    /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
 }
 
 /// `forge pin ...`.

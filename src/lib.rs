@@ -10,6 +10,7 @@
 //!    sha256, the context digest.
 //! 5. `engine`: context → image id (Docker Engine API, BuildKit or classic) → tags, pushes.
 //! 6. `lock`: the successful build → `forge.lock`, its record.
+//! 7. `verify`: the record and what daemons, the registry and the image hold now → a `Report`.
 //!
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
@@ -34,3 +35,4 @@ pub mod recipe;
 pub mod registry;
 pub mod render;
 pub mod table;
+pub mod verify;

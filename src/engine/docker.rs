@@ -4,17 +4,21 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
+use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::models::BuildInfoAux;
+use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, BuilderVersion, PushImageOptionsBuilder, RemoveImageOptionsBuilder,
-    TagImageOptionsBuilder,
+    BuildImageOptionsBuilder, BuilderVersion, LogsOptionsBuilder, PushImageOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, TagImageOptionsBuilder,
 };
 use futures_util::StreamExt as _;
 
 use super::progress::Display;
 use super::steps::Steps;
-use super::{BuildRequest, Builder, Credentials, Engine, EngineError, ImageId, ImageInfo};
+use super::{
+    BuildRequest, Builder, Credentials, Engine, EngineError, ImageId, ImageInfo, RunOutput,
+};
 use crate::pins::{Digest, Repository, Tag};
 
 /// The socket the docker CLI uses when `DOCKER_HOST` is unset.
@@ -53,6 +57,39 @@ impl Docker {
         Ok(Self {
             client: client.with_timeout(REQUEST_TIMEOUT),
             host,
+        })
+    }
+
+    /// Connects to the daemon at `host` (`unix:///path` or `tcp://HOST:PORT`, as `DOCKER_HOST`
+    /// spells them) and checks that it answers. `ssh://` is refused: forge is built without
+    /// bollard's ssh transport.
+    pub async fn connect_to(host: &str) -> Result<Self, EngineError> {
+        let unreachable = |error: BollardError| EngineError::Unreachable {
+            host: host.to_owned(),
+            message: error.to_string(),
+        };
+        let timeout = PING_TIMEOUT.as_secs();
+        let client = if host.starts_with("unix://") {
+            bollard::Docker::connect_with_unix(host, timeout, bollard::API_DEFAULT_VERSION)
+        } else if host.starts_with("tcp://") || host.starts_with("http://") {
+            bollard::Docker::connect_with_http(host, timeout, bollard::API_DEFAULT_VERSION)
+        } else if host.starts_with("ssh://") {
+            return Err(EngineError::UnsupportedHost {
+                host: host.to_owned(),
+                reason: "this forge is built without ssh support (bollard's `ssh` feature)"
+                    .to_owned(),
+            });
+        } else {
+            return Err(EngineError::UnsupportedHost {
+                host: host.to_owned(),
+                reason: "expected unix://PATH or tcp://HOST:PORT".to_owned(),
+            });
+        }
+        .map_err(unreachable)?;
+        client.ping().await.map_err(unreachable)?;
+        Ok(Self {
+            client: client.with_timeout(REQUEST_TIMEOUT),
+            host: host.to_owned(),
         })
     }
 
@@ -296,6 +333,72 @@ impl Engine for Docker {
         }
         display.finish();
         digest.ok_or(EngineError::NoPushDigest { reference })
+    }
+
+    async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError> {
+        let config = ContainerCreateBody {
+            image: Some(image.0.to_string()),
+            entrypoint: Some(command.to_vec()),
+            cmd: Some(Vec::new()),
+            network_disabled: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_owned()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = self
+            .client
+            .create_container(None, config)
+            .await
+            .map_err(self.api(format!("create a container of {image}")))?;
+        let id = created.id;
+        let outcome = async {
+            self.client
+                .start_container(&id, None)
+                .await
+                .map_err(self.api(format!("start a container of {image}")))?;
+            let mut code = 0;
+            let mut waiting = self.client.wait_container(&id, None);
+            while let Some(item) = waiting.next().await {
+                match item {
+                    Ok(answer) => code = answer.status_code,
+                    Err(BollardError::DockerContainerWaitError { code: failed, .. }) => {
+                        code = failed;
+                    }
+                    Err(error) => {
+                        return Err(self.api(format!("wait for a container of {image}"))(error));
+                    }
+                }
+            }
+            let options = LogsOptionsBuilder::default()
+                .stdout(true)
+                .stderr(true)
+                .build();
+            let mut logs = self.client.logs(&id, Some(options));
+            let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+            while let Some(item) = logs.next().await {
+                match item
+                    .map_err(self.api(format!("read the output of a container of {image}")))?
+                {
+                    LogOutput::StdOut { message } => stdout.extend_from_slice(&message),
+                    LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
+                    _ => {}
+                }
+            }
+            Ok(RunOutput {
+                code,
+                stdout: String::from_utf8_lossy(&stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            })
+        }
+        .await;
+        // The container goes whatever happened; a failure to remove it is not the run's result.
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        let _ = self.client.remove_container(&id, Some(options)).await;
+        outcome
     }
 
     async fn registry_digest(

@@ -75,6 +75,17 @@ pub struct ImageInfo {
     pub repo_digests: Vec<String>,
 }
 
+/// What a container run left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutput {
+    /// The exit code of its command.
+    pub code: i64,
+    /// Everything it wrote to stdout.
+    pub stdout: String,
+    /// Everything it wrote to stderr.
+    pub stderr: String,
+}
+
 /// Why the engine could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -126,6 +137,14 @@ pub enum EngineError {
         path: std::path::PathBuf,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// A daemon address forge cannot connect to.
+    #[error("cannot connect to the Docker daemon at {host}: {reason}")]
+    UnsupportedHost {
+        /// The address as given.
+        host: String,
+        /// Why not.
+        reason: String,
     },
     /// Any other refusal of the daemon.
     #[error("{action}: {message}")]
@@ -180,6 +199,9 @@ impl EngineError {
             EngineError::Context { .. } => {
                 Some("the context archive lives in the temporary folder; check TMPDIR".to_owned())
             }
+            EngineError::UnsupportedHost { .. } => Some(
+                "name the daemon as unix:///path/to/docker.sock or tcp://HOST:PORT; for a daemon reached over ssh, forward its socket (`ssh -L /tmp/node.sock:/var/run/docker.sock HOST`) and name the local end".to_owned(),
+            ),
             EngineError::Api { .. } => Some("check the daemon's log".to_owned()),
         }
     }
@@ -218,6 +240,10 @@ pub trait Engine {
         credentials: Option<&Credentials>,
         display: &mut Display,
     ) -> Result<Digest, EngineError>;
+
+    /// Runs `command` in a new container of `image` with its entrypoint replaced and no
+    /// network, waits for it to end, removes it, and returns its exit code and output.
+    async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
 
     /// The manifest digest `repository:tag` has in its registry, if it is there.
     async fn registry_digest(

@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::context::{self, BuildContext, ContextError};
 use crate::fs::{Written, write_if_changed};
-use crate::pins::{Digest, ImageRef, Mutability, Repository, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Repository, Source, Tag};
+use crate::recipe::{Recipe, TEMPLATES_DIR};
+use crate::render::Dockerfile;
 
 /// The record's file name, in the recipe folder.
 pub const LOCK_FILE: &str = "forge.lock";
@@ -60,6 +63,51 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// The inputs of `recipe` as they are now: pins.toml, the templates folder, every patch
+    /// series, every overlay folder and shim file as checked in, and the Dockerfile and context
+    /// made from them.
+    pub fn of(
+        recipe: &Recipe,
+        dockerfile: &Dockerfile,
+        context: &BuildContext,
+    ) -> Result<Inputs, LockError> {
+        let pins_path = recipe.pins_path();
+        let pins_bytes = std::fs::read(&pins_path).map_err(|source| LockError::Io {
+            action: "read",
+            path: pins_path.clone(),
+            source,
+        })?;
+        let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&pins_bytes));
+        let series: Vec<&str> = recipe
+            .pins
+            .patches
+            .iter()
+            .map(|entry| entry.series.as_str())
+            .collect();
+        let mut overlays: Vec<&str> = recipe
+            .pins
+            .overlays
+            .iter()
+            .map(|overlay| overlay.from.as_str())
+            .collect();
+        for pin in recipe.pins.pins.values() {
+            if let Source::Python {
+                shim: Some(shim), ..
+            } = &pin.source
+            {
+                overlays.push(shim.file.as_str());
+            }
+        }
+        Ok(Inputs {
+            pins,
+            templates: context::digest_of(&recipe.root, &[TEMPLATES_DIR])?,
+            patches: context::digest_of(&recipe.root, &series)?,
+            overlays: context::digest_of(&recipe.root, &overlays)?,
+            dockerfile: dockerfile.digest(),
+            context: context.digest.clone(),
+        })
+    }
+
     /// The fields that differ between `self` (recorded) and `current`, as
     /// `(field, recorded, current)`.
     pub fn differences(&self, current: &Inputs) -> Vec<(&'static str, Digest, Digest)> {
@@ -170,6 +218,9 @@ pub enum LockError {
         /// What is wrong.
         message: String,
     },
+    /// An input could not be hashed.
+    #[error(transparent)]
+    Inputs(#[from] ContextError),
 }
 
 impl LockError {
@@ -181,6 +232,7 @@ impl LockError {
                 "restore it from version control, or delete it and run `forge build` to record a fresh build"
                     .to_owned()
             }
+            LockError::Inputs(error) => return error.hint(),
         })
     }
 }

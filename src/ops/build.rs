@@ -22,7 +22,7 @@ use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::render::{self, Dockerfile, REVISION_ARG};
@@ -65,11 +65,12 @@ pub struct BuildOptions {
 const CONTEXT_LABEL: &str = "dev.forge.context.digest";
 
 /// Everything the build needs, computed without a daemon.
-struct Plan {
+pub(crate) struct Plan {
     dockerfile: Dockerfile,
-    context: BuildContext,
+    /// The assembled context.
+    pub(crate) context: BuildContext,
     /// Computed for a build and for `--locked`; a dry run does not re-read the recipe for it.
-    inputs: Option<Inputs>,
+    pub(crate) inputs: Option<Inputs>,
     patches: Vec<PatchRecord>,
     tags: Vec<ResolvedTag>,
     // The patched trees must outlive the context they are archived into.
@@ -115,7 +116,9 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     })
 }
 
-fn plan(
+/// Renders, patches and assembles the context of `recipe` (`forge verify-digest` compares
+/// the same plan with the record).
+pub(crate) fn plan(
     recipe: &Recipe,
     output: Output,
     with_inputs: bool,
@@ -152,7 +155,7 @@ fn plan(
         ),
     );
     let inputs = if with_inputs {
-        Some(inputs(recipe, &dockerfile, &context)?)
+        Some(Inputs::of(recipe, &dockerfile, &context)?)
     } else {
         None
     };
@@ -275,46 +278,6 @@ fn copied_into_image(recipe: &Recipe, path: &str) -> bool {
             || path
                 .strip_prefix(from)
                 .is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
-/// The digests of everything the build is made from.
-fn inputs(
-    recipe: &Recipe,
-    dockerfile: &Dockerfile,
-    context: &BuildContext,
-) -> anyhow::Result<Inputs> {
-    let pins_path = recipe.pins_path();
-    let pins_bytes = std::fs::read(&pins_path)
-        .with_context(|| format!("cannot read {}", pins_path.display()))?;
-    let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&pins_bytes));
-    let series: Vec<&str> = recipe
-        .pins
-        .patches
-        .iter()
-        .map(|entry| entry.series.as_str())
-        .collect();
-    let mut overlays: Vec<&str> = recipe
-        .pins
-        .overlays
-        .iter()
-        .map(|overlay| overlay.from.as_str())
-        .collect();
-    for pin in recipe.pins.pins.values() {
-        if let Source::Python {
-            shim: Some(shim), ..
-        } = &pin.source
-        {
-            overlays.push(shim.file.as_str());
-        }
-    }
-    Ok(Inputs {
-        pins,
-        templates: context::digest_of(&recipe.root, &[crate::recipe::TEMPLATES_DIR])?,
-        patches: context::digest_of(&recipe.root, &series)?,
-        overlays: context::digest_of(&recipe.root, &overlays)?,
-        dockerfile: dockerfile.digest(),
-        context: context.digest.clone(),
     })
 }
 

@@ -69,6 +69,68 @@ pub trait Registry {
         repository: &RemoteRepository,
         reference: &str,
     ) -> Result<Digest, RegistryError>;
+
+    /// The manifest (or index) `reference` names, with the digest the registry claims for it
+    /// and the digest of the bytes received.
+    fn manifest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Manifest, RegistryError>;
+}
+
+/// A manifest or index as a registry served it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The `Docker-Content-Digest` header of the answer, if the registry sent one.
+    pub claimed: Option<Digest>,
+    /// The sha256 of the bytes received.
+    pub received: Digest,
+    /// The `Content-Type` of the answer.
+    pub media_type: String,
+    /// The bytes received.
+    pub body: Vec<u8>,
+}
+
+impl Manifest {
+    /// Whether it is a multi-platform index (OCI index or Docker manifest list).
+    pub fn is_index(&self) -> bool {
+        self.media_type.contains("image.index") || self.media_type.contains("manifest.list")
+    }
+
+    /// The digest of the entry for `platform` (`os/arch` or `os/arch/variant`) of an index;
+    /// `None` for a single manifest or when no entry matches.
+    pub fn platform_entry(&self, platform: &str) -> Option<Digest> {
+        #[derive(serde::Deserialize)]
+        struct Index {
+            #[serde(default)]
+            manifests: Vec<Entry>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            digest: String,
+            platform: Option<EntryPlatform>,
+        }
+        #[derive(serde::Deserialize)]
+        struct EntryPlatform {
+            os: String,
+            architecture: String,
+            variant: Option<String>,
+        }
+        if !self.is_index() {
+            return None;
+        }
+        let index: Index = serde_json::from_slice(&self.body).ok()?;
+        let mut wanted = platform.split('/');
+        let (os, architecture, variant) = (wanted.next()?, wanted.next()?, wanted.next());
+        index.manifests.into_iter().find_map(|entry| {
+            let found = entry.platform?;
+            let matches = found.os == os
+                && found.architecture == architecture
+                && variant.is_none_or(|variant| found.variant.as_deref() == Some(variant));
+            matches.then(|| entry.digest.parse().ok()).flatten()
+        })
+    }
 }
 
 /// Why a registry could not answer.
@@ -419,6 +481,52 @@ impl Registry for RegistryClient {
             message: error.to_string(),
         })?;
         Ok(Digest::from_sha256(&Sha256::digest(&body)))
+    }
+
+    fn manifest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Manifest, RegistryError> {
+        let url = format!(
+            "{}/v2/{}/manifests/{reference}",
+            self.base_url(repository),
+            repository.path
+        );
+        let mut response = self.send(Method::Get, &url, MANIFEST_TYPES, repository)?;
+        Self::check_status(&response, &url, || format!("{repository}:{reference}"))?;
+        let header = |name: &str| crate::http::header(&response, name).map(ToOwned::to_owned);
+        let claimed = match header("docker-content-digest") {
+            Some(value) => Some(
+                value
+                    .parse::<Digest>()
+                    .map_err(|_| RegistryError::Invalid {
+                        url: url.clone(),
+                        message: format!("Docker-Content-Digest {value:?} is not a sha256 digest"),
+                    })?,
+            ),
+            None => None,
+        };
+        let media_type = header("content-type").unwrap_or_default();
+        let mut body = Vec::new();
+        std::io::Read::read_to_end(
+            &mut response
+                .body_mut()
+                .with_config()
+                .limit(crate::http::BODY_LIMIT)
+                .reader(),
+            &mut body,
+        )
+        .map_err(|error| RegistryError::Unreachable {
+            url: url.clone(),
+            message: error.to_string(),
+        })?;
+        Ok(Manifest {
+            claimed,
+            received: Digest::from_sha256(&Sha256::digest(&body)),
+            media_type,
+            body,
+        })
     }
 }
 

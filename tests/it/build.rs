@@ -17,11 +17,11 @@ use sha2::Digest as _;
 use crate::support::{TestContext, copy_tree, repository_root};
 
 /// The base image the offline example builds on.
-const BASE_IMAGE: &str = "forge-example-base:busybox";
-const DATED_TAG: &str = "2026-07-08-offline";
+pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
+pub(crate) const DATED_TAG: &str = "2026-07-08-offline";
 
 /// Whether the Docker tests run; panics when no daemon answers and skipping was not asked for.
-fn docker_available() -> bool {
+pub(crate) fn docker_available() -> bool {
     if std::env::var("FORGE_SKIP_DOCKER").as_deref() == Ok("1") {
         return false;
     }
@@ -43,7 +43,7 @@ fn docker_available() -> bool {
 /// Makes the example's base image, with the example's own script, unless it exists. A file
 /// lock keeps test processes running side by side (nextest) from importing it twice: a second
 /// import would give the tag a new image id under a build that is using it.
-fn ensure_base_image() {
+pub(crate) fn ensure_base_image() {
     static MADE: Mutex<bool> = Mutex::new(false);
     let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if *made {
@@ -71,7 +71,7 @@ fn ensure_base_image() {
 }
 
 /// The id `reference` names in the local engine, asked of the docker CLI.
-fn image_id(reference: &str) -> Option<String> {
+pub(crate) fn image_id(reference: &str) -> Option<String> {
     let output = Command::new("docker")
         .args(["image", "inspect", "--format", "{{.Id}}", reference])
         .output()
@@ -84,17 +84,17 @@ fn image_id(reference: &str) -> Option<String> {
 
 /// A copy of the offline example whose image repository is unique to one test; its tags are
 /// removed when it is dropped.
-struct Example {
-    context: TestContext,
-    repository: String,
+pub(crate) struct Example {
+    pub(crate) context: TestContext,
+    pub(crate) repository: String,
 }
 
 impl Example {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         Self::with_repository(&format!("forge-test/{name}-{}", std::process::id()))
     }
 
-    fn with_repository(repository: &str) -> Self {
+    pub(crate) fn with_repository(repository: &str) -> Self {
         let context = TestContext::empty();
         copy_example(context.path());
         context.edit(
@@ -113,7 +113,7 @@ impl Example {
     }
 
     /// Builds with `args` and `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
-    fn build(&self, args: &[&str]) -> crate::support::Run {
+    pub(crate) fn build(&self, args: &[&str]) -> crate::support::Run {
         let mut all = vec!["--json", "build", "--progress", "plain"];
         all.extend_from_slice(args);
         self.context

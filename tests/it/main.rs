@@ -10,3 +10,4 @@ mod pins;
 mod registry_server;
 mod render;
 mod support;
+mod verify;

@@ -1,0 +1,267 @@
+//! `forge verify-digest`: proves from forge.lock that the tags, the base, the inputs, the
+//! registry, every node and the image contents still are what the build recorded.
+//!
+//! 1. Read the record; render, patch and assemble the context as a build would, for the inputs
+//!    (and the overlay files `--contents` compares).
+//! 2. On each node (the `--host`s, else `DOCKER_HOST` or the default socket): what every tag
+//!    names. On the first node also the base image, and with `--contents` a run of the image.
+//! 3. With `--remote`: each tag's manifest from the registry itself.
+//! 4. The table on stderr, `--json` on stdout; exit 1 when a check fails, 2 when a check could
+//!    not run.
+
+use anyhow::Context as _;
+
+use crate::context::Output;
+use crate::diagnostics::CheckFailed;
+use crate::engine::{Docker, Engine, ImageId};
+use crate::lock::{self, Record};
+use crate::pins::ImageRef;
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::registry::{Registry, RegistryClient, RemoteRepository};
+use crate::verify::{self, Check, Report, Served, VerifyError, probe};
+
+/// Options of `forge verify-digest`.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Ask the registry for each tag's manifest.
+    pub remote: bool,
+    /// Run the image and read back its pins and overlay files.
+    pub contents: bool,
+    /// The daemons to check (`unix://`, `tcp://`); empty for the default one.
+    pub hosts: Vec<String>,
+    /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
+    pub insecure_registries: Vec<String>,
+}
+
+/// Runs `forge verify-digest` on `recipe`.
+pub fn verify_digest(
+    recipe: &Recipe,
+    options: &VerifyOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let Some(record) = lock::read(&recipe.root)? else {
+        return Err(VerifyError::NoRecord {
+            path: lock::path(&recipe.root),
+        }
+        .into());
+    };
+    let mut report = Report::default();
+    let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
+
+    let plan = crate::ops::build::plan(recipe, Output::TemporaryFile, true, printer)?;
+    let current = plan.inputs.as_ref().expect("the plan computes the inputs");
+    report.extend(verify::inputs(&record.inputs, current));
+
+    let files = if options.contents {
+        let archive = plan
+            .context
+            .archive()
+            .expect("the context is assembled into a file");
+        probe::overlay_files(archive, &recipe.pins.overlays)
+            .with_context(|| format!("cannot read the build context {}", archive.display()))?
+    } else {
+        Vec::new()
+    };
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let hosts: Vec<Option<&str>> = if options.hosts.is_empty() {
+            vec![None]
+        } else {
+            options
+                .hosts
+                .iter()
+                .map(|host| Some(host.as_str()))
+                .collect()
+        };
+        let mut first = true;
+        for host in hosts {
+            let connected = match host {
+                Some(host) => Docker::connect_to(host).await,
+                None => Docker::connect().await,
+            };
+            let engine = match connected {
+                Ok(engine) => engine,
+                Err(error) => {
+                    let node = host.map_or_else(|| "the Docker daemon".to_owned(), str::to_owned);
+                    unreached.push((format!("node {node}"), error.into()));
+                    continue;
+                }
+            };
+            printer.status("Checking", format_args!("tags on {}", engine.host()));
+            let outcome = async {
+                node_checks(&record, &engine, &mut report).await?;
+                if first {
+                    base_checks(&record, &engine, &mut report).await?;
+                    if options.contents {
+                        content_checks(recipe, &record, &files, &engine, &mut report, printer)
+                            .await?;
+                    }
+                }
+                anyhow::Ok(())
+            }
+            .await;
+            if let Err(error) = outcome {
+                unreached.push((format!("node {}", engine.host()), error));
+            }
+            first = false;
+        }
+    });
+
+    if options.remote {
+        match registry_checks(recipe, &record, options, printer) {
+            Ok(checks) => report.extend(checks),
+            Err((subject, error)) => unreached.push((subject, error)),
+        }
+    }
+
+    let names: Vec<String> = unreached
+        .iter()
+        .map(|(subject, error)| format!("{subject}: {error}"))
+        .collect();
+    printer.stderr(report.table());
+    if printer.is_json() {
+        printer.json(&report.to_json(&names));
+    }
+    let mut unreached = unreached.into_iter();
+    if let Some((subject, error)) = unreached.next() {
+        for (other, error) in unreached {
+            printer.error(format_args!("could not verify {other}: {error:#}"));
+        }
+        return Err(error.context(VerifyError::Unreached { subject }));
+    }
+    let failed: Vec<&Check> = report.failed().collect();
+    if let Some(first) = failed.first() {
+        let stale = failed.iter().any(|check| check.name == "input");
+        return Err(CheckFailed::new(
+            format!(
+                "{} of {} checks failed; the first: {} {}: expected {}, found {}",
+                failed.len(),
+                report.checks.len(),
+                first.name,
+                first.subject,
+                first.expected,
+                first.actual
+            ),
+            if stale {
+                "an input changed since the build: build again to record it, or restore the input"
+            } else {
+                "what was recorded no longer holds: rebuild and push, or re-point the tags at the recorded image"
+            },
+        )
+        .into());
+    }
+    printer.status(
+        "Verified",
+        format_args!(
+            "{} checks against {}",
+            report.checks.len(),
+            lock::path(&recipe.root).display()
+        ),
+    );
+    Ok(())
+}
+
+/// What every recorded tag names on `engine`.
+async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
+    let repository = &record.image.repository;
+    let mut resolved = Vec::new();
+    for tag in &record.tags {
+        let reference = format!("{repository}:{}", tag.name);
+        let found = engine.image(&reference).await?.map(|info| info.id.0);
+        resolved.push((reference, found));
+    }
+    report.extend(verify::tags(record, engine.host(), &resolved));
+    Ok(())
+}
+
+async fn base_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
+    let found = engine.image(record.base.image.as_str()).await?;
+    report.extend(verify::base(
+        &record.base,
+        engine.host(),
+        found
+            .as_ref()
+            .map(|info| (&info.id.0, info.repo_digests.as_slice())),
+    ));
+    Ok(())
+}
+
+/// Runs the recorded image and compares what it reports with the recipe's pins and files.
+async fn content_checks(
+    recipe: &Recipe,
+    record: &Record,
+    files: &[probe::ExpectedFile],
+    engine: &Docker,
+    report: &mut Report,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let image = ImageId(record.image.id.clone());
+    if engine.image(image.0.as_str()).await?.is_none() {
+        report.extend([Check::new(
+            "contents",
+            format!("{}: {image}", engine.host()),
+            "the recorded image",
+            verify::MISSING,
+            false,
+        )]);
+        return Ok(());
+    }
+    printer.status(
+        "Running",
+        format_args!("{} to read back its contents", image.short()),
+    );
+    let command = probe::command(recipe.pins.pins.values(), files);
+    let output = engine.run(&image, &command).await?;
+    printer.detail(
+        "Probe",
+        format_args!("exit {}, stderr: {}", output.code, output.stderr.trim()),
+    );
+    report.extend(probe::checks(
+        recipe.pins.pins.values(),
+        files,
+        &output.stdout,
+    ));
+    Ok(())
+}
+
+/// Each recorded tag's manifest, from the registry of the image's repository.
+fn registry_checks(
+    recipe: &Recipe,
+    record: &Record,
+    options: &VerifyOptions,
+    printer: &Printer,
+) -> Result<Vec<Check>, (String, anyhow::Error)> {
+    let reference: ImageRef = record
+        .image
+        .repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    let repository = RemoteRepository::of(&reference);
+    let client = RegistryClient::new(options.insecure_registries.clone())
+        .with_credentials_for(&repository.registry);
+    let mut served = Vec::new();
+    for tag in &record.tags {
+        printer.status(
+            "Asking",
+            format_args!("{repository}:{} of its registry", tag.name),
+        );
+        let manifest = client
+            .manifest(&repository, tag.name.as_str())
+            .map_err(|error| (format!("{repository}:{}", tag.name), error.into()))?;
+        served.push(Served {
+            reference: format!("{repository}:{}", tag.name),
+            pushed: tag.pushed.clone(),
+            manifest,
+        });
+    }
+    Ok(verify::registry(
+        &served,
+        recipe.pins.image.platform.as_str(),
+    ))
+}

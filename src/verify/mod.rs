@@ -1,0 +1,516 @@
+//! Stage 7: the build record (`forge.lock`) and what the world holds now in, a `Report` out.
+//!
+//! Each function here turns one kind of evidence into rows `{name, subject, expected, actual,
+//! ok}`; none of them talks to a daemon or a registry (the ops layer fetches, this stage judges):
+//!
+//! 1. `tags`: what each recorded tag names on a daemon (a node), against the recorded image id,
+//!    and whether the tags agree with each other.
+//! 2. `base`: the base image's digest and id on the daemon, against the record.
+//! 3. `inputs`: the current inputs' digests against the recorded ones; a change is `stale`.
+//! 4. `registry`: each tag's manifest as the registry served it: the claimed digest against the
+//!    sha256 of the bytes, against the pushed digest in the record, the tags against each other,
+//!    and an index's entry for the recipe's platform.
+//! 5. `contents`: what a run of the image reports (`probe`), against the pins and the overlay
+//!    files of the recipe.
+
+pub mod probe;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::lock::{BaseRecord, Inputs, Record};
+use crate::pins::Digest;
+use crate::registry::Manifest;
+
+/// One check: what was looked at, what the record or recipe says, what was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The kind of check (`tag`, `tags agree`, `base`, `input`, `registry`, `pin`, `file`, ...).
+    pub name: String,
+    /// What was checked (`node: repository:tag`, an input, a pin, a path in the image).
+    pub subject: String,
+    /// What the record or the recipe says.
+    pub expected: String,
+    /// What was found.
+    pub actual: String,
+    /// Whether they agree.
+    pub ok: bool,
+}
+
+impl Check {
+    /// A check that holds when `expected == actual`.
+    pub fn compare(
+        name: &str,
+        subject: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Self {
+        let (expected, actual) = (expected.into(), actual.into());
+        Self {
+            name: name.to_owned(),
+            subject: subject.into(),
+            ok: expected == actual,
+            expected,
+            actual,
+        }
+    }
+
+    /// A check whose outcome is decided by the caller.
+    pub fn new(
+        name: &str,
+        subject: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+        ok: bool,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            subject: subject.into(),
+            expected: expected.into(),
+            actual: actual.into(),
+            ok,
+        }
+    }
+}
+
+/// Every check of one verification, in the order they ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// What `found` is written as when nothing was found.
+pub const MISSING: &str = "missing";
+
+impl Report {
+    /// Adds checks.
+    pub fn extend(&mut self, checks: impl IntoIterator<Item = Check>) {
+        self.checks.extend(checks);
+    }
+
+    /// Whether every check holds.
+    pub fn ok(&self) -> bool {
+        self.checks.iter().all(|check| check.ok)
+    }
+
+    /// The checks that do not hold.
+    pub fn failed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|check| !check.ok)
+    }
+
+    /// `{"ok": bool, "checks": [{"name", "subject", "expected", "actual", "ok"}]}`; with
+    /// `unreached`, the things that could not be asked, so that `ok` is false.
+    pub fn to_json(&self, unreached: &[String]) -> serde_json::Value {
+        json!({
+            "ok": self.ok() && unreached.is_empty(),
+            "checks": self.checks,
+            "unreached": unreached,
+        })
+    }
+
+    /// The table people read: one row per check, columns aligned.
+    pub fn table(&self) -> String {
+        let header = ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"];
+        let rows: Vec<[String; 5]> = self
+            .checks
+            .iter()
+            .map(|check| {
+                let verdict = match (check.ok, check.name.as_str()) {
+                    (true, _) => "ok",
+                    (false, "input") => "STALE",
+                    (false, _) => "FAIL",
+                };
+                [
+                    check.name.clone(),
+                    check.subject.clone(),
+                    check.expected.clone(),
+                    check.actual.clone(),
+                    verdict.to_owned(),
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let mut text = String::new();
+        let mut line = |cells: [&str; 5]| {
+            let mut out = String::new();
+            for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+                if index + 1 == cells.len() {
+                    out.push_str(cell);
+                } else {
+                    out.push_str(&format!("{cell:<width$}  "));
+                }
+            }
+            text.push_str(out.trim_end());
+            text.push('\n');
+        };
+        line(header);
+        for row in &rows {
+            line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
+        }
+        text
+    }
+}
+
+/// Why verification could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// There is no build record to verify.
+    #[error("there is no build record to verify: {} does not exist", path.display())]
+    NoRecord {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// Something a check needed could not be reached.
+    #[error("could not verify {subject}")]
+    Unreached {
+        /// What the check was about (a node, a registry tag).
+        subject: String,
+    },
+}
+
+impl VerifyError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            VerifyError::NoRecord { .. } => Some(
+                "run `forge build` (with --push for --remote) to record a build; forge.lock is written only after a build succeeds".to_owned(),
+            ),
+            VerifyError::Unreached { .. } => None,
+        }
+    }
+}
+
+/// What one recorded tag names on a node: the image id, or nothing.
+pub type Resolved = Vec<(String, Option<Digest>)>;
+
+/// Each recorded tag on `node` against the recorded image id, then whether the tags agree.
+/// `resolved` pairs each `repository:tag` with the id it names on the node.
+pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
+    let mut checks: Vec<Check> = resolved
+        .iter()
+        .map(|(reference, found)| {
+            Check::compare(
+                "tag",
+                format!("{node}: {reference}"),
+                record.image.id.as_str(),
+                found.as_ref().map_or(MISSING, Digest::as_str),
+            )
+        })
+        .collect();
+    if resolved.len() > 1 {
+        checks.push(agreement(
+            "tags agree",
+            node,
+            resolved
+                .iter()
+                .map(|(reference, found)| (reference.as_str(), found.as_ref())),
+        ));
+    }
+    checks
+}
+
+/// One row saying whether every subject named the same digest.
+fn agreement<'a>(
+    name: &str,
+    place: &str,
+    found: impl Iterator<Item = (&'a str, Option<&'a Digest>)>,
+) -> Check {
+    let found: Vec<(&str, Option<&Digest>)> = found.collect();
+    let distinct: BTreeMap<Option<&Digest>, Vec<&str>> =
+        found
+            .iter()
+            .fold(BTreeMap::new(), |mut groups, (what, digest)| {
+                groups.entry(*digest).or_default().push(what);
+                groups
+            });
+    let subjects: Vec<&str> = found
+        .iter()
+        .map(|(what, _)| what.rsplit(':').next().unwrap_or(what))
+        .collect();
+    let ok = distinct.len() == 1 && !distinct.contains_key(&None);
+    let actual = if ok {
+        "one image".to_owned()
+    } else {
+        distinct
+            .iter()
+            .map(|(digest, whats)| {
+                let tags: Vec<&str> = whats
+                    .iter()
+                    .map(|what| what.rsplit(':').next().unwrap_or(what))
+                    .collect();
+                format!(
+                    "{} → {}",
+                    tags.join(", "),
+                    digest.map_or(MISSING, |digest| digest.as_str())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Check::new(
+        name,
+        format!("{place}: {}", subjects.join(", ")),
+        "one image",
+        actual,
+        ok,
+    )
+}
+
+/// The base image on `node` against the record: its digest in the base's repository (when
+/// recorded) and its local id (when recorded). `found` is the id and the repo digests of what
+/// the base reference names on the node now.
+pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String])>) -> Vec<Check> {
+    let subject = format!("{node}: {}", recorded.image);
+    let mut checks = Vec::new();
+    if let Some(digest) = &recorded.digest {
+        let repository = repository_name(recorded.image.as_str());
+        let actual = found
+            .and_then(|(_, repo_digests)| {
+                repo_digests.iter().find_map(|known| {
+                    let (name, digest) = known.split_once('@')?;
+                    (name == repository).then(|| digest.to_owned())
+                })
+            })
+            .unwrap_or_else(|| MISSING.to_owned());
+        checks.push(Check::compare(
+            "base digest",
+            subject.clone(),
+            digest.as_str(),
+            actual,
+        ));
+    }
+    if let Some(id) = &recorded.id {
+        checks.push(Check::compare(
+            "base id",
+            subject,
+            id.as_str(),
+            found.map_or(MISSING, |(id, _)| id.as_str()),
+        ));
+    }
+    checks
+}
+
+/// The repository part of an image reference, without `:tag` or `@digest`.
+fn repository_name(reference: &str) -> &str {
+    let name = reference
+        .split_once('@')
+        .map_or(reference, |(name, _)| name);
+    let last = name.rfind('/').map_or(0, |slash| slash + 1);
+    match name[last..].find(':') {
+        Some(colon) => &name[..last + colon],
+        None => name,
+    }
+}
+
+/// Each recorded input against its digest now; one that changed is stale.
+pub fn inputs(recorded: &Inputs, current: &Inputs) -> Vec<Check> {
+    [
+        ("pins.toml", &recorded.pins, &current.pins),
+        ("templates", &recorded.templates, &current.templates),
+        ("patches", &recorded.patches, &current.patches),
+        ("overlays", &recorded.overlays, &current.overlays),
+        ("Dockerfile", &recorded.dockerfile, &current.dockerfile),
+        ("context", &recorded.context, &current.context),
+    ]
+    .into_iter()
+    .map(|(subject, recorded, current)| {
+        Check::compare("input", subject, recorded.as_str(), current.as_str())
+    })
+    .collect()
+}
+
+/// What the registry served for one recorded tag.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// `registry/repository:tag`.
+    pub reference: String,
+    /// The digest forge.lock recorded for the push, if the tag was pushed.
+    pub pushed: Option<Digest>,
+    /// The manifest as served.
+    pub manifest: Manifest,
+}
+
+/// Each tag's manifest: the registry's claimed digest against the bytes, the bytes against the
+/// pushed digest, an index's entry for `platform`; then whether the tags agree.
+pub fn registry(served: &[Served], platform: &str) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for tag in served {
+        let manifest = &tag.manifest;
+        checks.push(Check::compare(
+            "served digest",
+            tag.reference.clone(),
+            manifest
+                .claimed
+                .as_ref()
+                .map_or("no Docker-Content-Digest", Digest::as_str),
+            manifest.received.as_str(),
+        ));
+        checks.push(Check::compare(
+            "registry",
+            tag.reference.clone(),
+            tag.pushed
+                .as_ref()
+                .map_or("a pushed digest (never pushed)", Digest::as_str),
+            manifest.received.as_str(),
+        ));
+        if manifest.is_index() {
+            let entry = manifest.platform_entry(platform);
+            checks.push(Check::new(
+                "platform",
+                format!("{}@{platform}", tag.reference),
+                format!("an entry for {platform}"),
+                entry.as_ref().map_or(MISSING, Digest::as_str),
+                entry.is_some(),
+            ));
+        }
+    }
+    if served.len() > 1 {
+        let place = served[0]
+            .reference
+            .rsplit_once(':')
+            .map_or(served[0].reference.as_str(), |(name, _)| name);
+        checks.push(agreement(
+            "registry tags agree",
+            place,
+            served
+                .iter()
+                .map(|tag| (tag.reference.as_str(), Some(&tag.manifest.received))),
+        ));
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(byte: char) -> Digest {
+        format!("sha256:{}", byte.to_string().repeat(64))
+            .parse()
+            .unwrap()
+    }
+
+    fn manifest(body: &[u8], claimed: Option<Digest>, media_type: &str) -> Manifest {
+        Manifest {
+            claimed,
+            received: Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(body)),
+            media_type: media_type.to_owned(),
+            body: body.to_vec(),
+        }
+    }
+
+    #[test]
+    fn tags_that_part_ways_name_each_image() {
+        let check = agreement(
+            "tags agree",
+            "node",
+            [
+                ("r:latest", Some(&digest('a'))),
+                ("r:dated", Some(&digest('b'))),
+            ]
+            .into_iter(),
+        );
+        assert!(!check.ok);
+        assert_eq!(check.subject, "node: latest, dated");
+        assert_eq!(
+            check.actual,
+            format!("latest → {}; dated → {}", digest('a'), digest('b'))
+        );
+        let same = agreement(
+            "tags agree",
+            "node",
+            [("r:a", Some(&digest('a'))), ("r:b", Some(&digest('a')))].into_iter(),
+        );
+        assert!(same.ok, "{same:?}");
+        let missing = agreement(
+            "tags agree",
+            "node",
+            [("r:a", None), ("r:b", None)].into_iter(),
+        );
+        assert!(!missing.ok, "two missing tags do not agree on an image");
+    }
+
+    #[test]
+    fn served_bytes_must_match_the_claimed_and_the_pushed_digest() {
+        let body = br#"{"schemaVersion":2}"#;
+        let good = manifest(
+            body,
+            None,
+            "application/vnd.docker.distribution.manifest.v2+json",
+        );
+        let received = good.received.clone();
+        let served = |claimed: Option<Digest>, pushed: Option<Digest>| Served {
+            reference: "127.0.0.1:5000/r:t".to_owned(),
+            pushed,
+            manifest: Manifest {
+                claimed,
+                ..good.clone()
+            },
+        };
+        let checks = registry(
+            &[served(Some(received.clone()), Some(received.clone()))],
+            "linux/amd64",
+        );
+        assert!(checks.iter().all(|check| check.ok), "{checks:?}");
+        let checks = registry(
+            &[served(Some(digest('c')), Some(received.clone()))],
+            "linux/amd64",
+        );
+        assert!(!checks[0].ok && checks[1].ok, "{checks:?}");
+        let checks = registry(&[served(Some(received.clone()), None)], "linux/amd64");
+        assert!(checks[0].ok && !checks[1].ok, "{checks:?}");
+    }
+
+    #[test]
+    fn an_index_needs_an_entry_for_the_platform() {
+        let body = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"digest":"{}","platform":{{"os":"linux","architecture":"arm64"}}}}]}}"#,
+            digest('e')
+        );
+        let index = manifest(
+            body.as_bytes(),
+            None,
+            "application/vnd.oci.image.index.v1+json",
+        );
+        assert_eq!(index.platform_entry("linux/arm64"), Some(digest('e')));
+        assert_eq!(index.platform_entry("linux/amd64"), None);
+        let served = Served {
+            reference: "r:t".to_owned(),
+            pushed: Some(index.received.clone()),
+            manifest: index,
+        };
+        let checks = registry(&[served], "linux/amd64");
+        let platform = checks
+            .iter()
+            .find(|check| check.name == "platform")
+            .unwrap();
+        assert!(!platform.ok);
+        assert_eq!(platform.actual, MISSING);
+    }
+
+    #[test]
+    fn the_table_aligns_columns_and_says_stale_for_inputs() {
+        let report = Report {
+            checks: vec![
+                Check::compare("input", "pins.toml", "sha256:1", "sha256:2"),
+                Check::compare("tag", "node: r:latest", "sha256:1", "sha256:1"),
+            ],
+        };
+        let table = report.table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "CHECK  SUBJECT         EXPECTED  ACTUAL    OK");
+        assert_eq!(lines[1], "input  pins.toml       sha256:1  sha256:2  STALE");
+        assert_eq!(lines[2], "tag    node: r:latest  sha256:1  sha256:1  ok");
+        assert!(!report.ok());
+        assert_eq!(report.to_json(&[])["ok"], false);
+    }
+}

@@ -1,0 +1,288 @@
+//! Content checks: the pins and overlay files of a recipe in, a shell script that reads back
+//! what landed in the image out; then that script's output in, one check per pin and file out.
+//!
+//! The script needs only a POSIX shell and `sha256sum` (busybox has both); the Python pins are
+//! read with `importlib.metadata` and the NCCL assertion through `ncclGetVersion`, each only when
+//! the recipe has such pins. Git pins are read from the revision files the build writes
+//! (`render::gate::REVISIONS_DIR`). Every value spliced into the script has passed its grammar
+//! in `pins::types`; file paths are single-quoted.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+use super::{Check, MISSING};
+use crate::pins::{Digest, Overlay, Pin, Probe, Source};
+use crate::render::gate;
+
+/// One file the recipe copies into the image, with the digest it must have there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedFile {
+    /// Its absolute path in the image.
+    pub path: String,
+    /// The sha256 of its bytes in the build context.
+    pub digest: Digest,
+}
+
+/// What a pin must read back as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Wanted {
+    /// The probe line's kind: `python`, `revision` or `assert`.
+    kind: &'static str,
+    /// The key the probe prints (a distribution name, or the pin name).
+    key: String,
+    /// The pin it belongs to.
+    pin: String,
+    /// The value it must have (a git revision may be a prefix of what is found).
+    value: String,
+}
+
+/// The files each overlay copies into the image, read from the context archive the image was
+/// built from (with the patched trees standing in for the folders they patch).
+pub fn overlay_files(archive: &Path, overlays: &[Overlay]) -> std::io::Result<Vec<ExpectedFile>> {
+    let mut files = Vec::new();
+    let mut tar = tar::Archive::new(std::fs::File::open(archive)?);
+    for entry in tar.entries()? {
+        let mut entry = entry?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry.path()?.to_string_lossy().into_owned();
+        for overlay in overlays {
+            let from = overlay.from.as_str().trim_end_matches('/');
+            let Some(rest) = path
+                .strip_prefix(from)
+                .and_then(|rest| rest.strip_prefix('/'))
+            else {
+                continue;
+            };
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes)?;
+            files.push(ExpectedFile {
+                path: format!("{}/{rest}", overlay.to.as_str().trim_end_matches('/')),
+                digest: Digest::from_sha256(&Sha256::digest(&bytes)),
+            });
+            break;
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
+    let mut wanted = Vec::new();
+    for pin in pins {
+        let name = pin.name.to_string();
+        match &pin.source {
+            Source::Python {
+                package, version, ..
+            } => wanted.push(Wanted {
+                kind: "python",
+                key: package.to_string(),
+                pin: name,
+                value: version.to_string(),
+            }),
+            Source::Wheels { version, wheels } => {
+                for wheel in wheels {
+                    wanted.push(Wanted {
+                        kind: "python",
+                        key: wheel.package.to_string(),
+                        pin: name.clone(),
+                        value: wheel.version(version),
+                    });
+                }
+            }
+            Source::Git { rev, .. } => wanted.push(Wanted {
+                kind: "revision",
+                key: name.clone(),
+                pin: name,
+                value: rev.to_string(),
+            }),
+            Source::Assert { version, .. } => wanted.push(Wanted {
+                kind: "assert",
+                key: name.clone(),
+                pin: name,
+                value: version.to_string(),
+            }),
+        }
+    }
+    wanted
+}
+
+/// The command that reads back every pin and file: `/bin/sh -c SCRIPT`.
+pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFile]) -> Vec<String> {
+    let pins: Vec<&Pin> = pins.into_iter().collect();
+    let mut script = String::new();
+    if !files.is_empty() {
+        let quoted: Vec<String> = files.iter().map(|file| quote(&file.path)).collect();
+        script.push_str(&format!("sha256sum {} 2>/dev/null\n", quoted.join(" ")));
+    }
+    for pin in &pins {
+        if let Source::Git { .. } = pin.source {
+            script.push_str(&format!(
+                "printf 'revision %s %s\\n' {} \"$(head -n 1 {} 2>/dev/null)\"\n",
+                pin.name,
+                quote(&gate::revision_file(pin))
+            ));
+        }
+    }
+    let packages: Vec<String> = wanted(pins.iter().copied())
+        .into_iter()
+        .filter(|wanted| wanted.kind == "python")
+        .map(|wanted| format!("'{}'", wanted.key))
+        .collect();
+    let mut python = Vec::new();
+    if !packages.is_empty() {
+        python.push(format!(
+            "import importlib.metadata as m\nfor p in [{}]:\n    try: print('python', p, m.version(p))\n    except Exception: print('python', p, '-')",
+            packages.join(", ")
+        ));
+    }
+    for pin in &pins {
+        if let Source::Assert {
+            probe: Probe::Nccl, ..
+        } = pin.source
+        {
+            // torch loads the NCCL it was built against; the gate asks the same library.
+            python.push(format!(
+                "import ctypes\ntry:\n    import torch\nexcept Exception:\n    pass\ntry:\n    n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n))\n    print('assert', '{name}', '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100))\nexcept Exception:\n    print('assert', '{name}', '-')",
+                name = pin.name
+            ));
+        }
+    }
+    if !python.is_empty() {
+        script.push_str(&format!(
+            "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo 'python3 missing'; fi\n",
+            python.join("\n")
+        ));
+    }
+    vec!["/bin/sh".to_owned(), "-c".to_owned(), script]
+}
+
+/// `text` in single quotes for the shell.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// One check per pin value and file, from the output of `command`.
+pub fn checks<'a>(
+    pins: impl IntoIterator<Item = &'a Pin>,
+    files: &[ExpectedFile],
+    output: &str,
+) -> Vec<Check> {
+    let mut found_files: BTreeMap<&str, String> = BTreeMap::new();
+    let mut found: BTreeMap<(&str, &str), &str> = BTreeMap::new();
+    let no_python = output.lines().any(|line| line == "python3 missing");
+    for line in output.lines() {
+        if let Some((hex, path)) = line.split_once("  ")
+            && hex.len() == 64
+            && hex.chars().all(|c| c.is_ascii_hexdigit())
+        {
+            found_files.insert(path, format!("sha256:{hex}"));
+            continue;
+        }
+        let mut parts = line.splitn(3, ' ');
+        if let (Some(kind @ ("python" | "revision" | "assert")), Some(key)) =
+            (parts.next(), parts.next())
+        {
+            found.insert((kind, key), parts.next().unwrap_or("").trim());
+        }
+    }
+    let mut checks = Vec::new();
+    for wanted in wanted(pins) {
+        let actual = match found.get(&(wanted.kind, wanted.key.as_str())) {
+            Some(&"-") | Some(&"") => MISSING.to_owned(),
+            Some(value) => (*value).to_owned(),
+            None if wanted.kind != "revision" && no_python => "python3 missing".to_owned(),
+            None => MISSING.to_owned(),
+        };
+        let ok = match wanted.kind {
+            // A short revision names the commit it is a prefix of.
+            "revision" => actual != MISSING && actual.starts_with(&wanted.value),
+            _ => actual == wanted.value,
+        };
+        let subject = if wanted.key == wanted.pin {
+            wanted.pin.clone()
+        } else {
+            format!("{} ({})", wanted.pin, wanted.key)
+        };
+        checks.push(Check::new("pin", subject, wanted.value, actual, ok));
+    }
+    for file in files {
+        checks.push(Check::compare(
+            "file",
+            file.path.clone(),
+            file.digest.as_str(),
+            found_files
+                .get(file.path.as_str())
+                .map_or(MISSING, String::as_str),
+        ));
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pins(text: &str) -> crate::pins::Pins {
+        let base = "[image]\nrepository = \"r\"\nplatform = \"linux/amd64\"\n[image.tags]\nmoving = [\"latest\"]\n[base]\nimage = \"busybox:1\"\n";
+        crate::pins::parse(Path::new("pins.toml"), &format!("{base}{text}")).unwrap()
+    }
+
+    #[test]
+    fn each_pin_reads_back_and_a_missing_one_is_named() {
+        let pins = pins(
+            "[pins.tool]\nkind = \"git\"\nurl = \"https://example.org/tool.git\"\nrev = \"0123456789abcdef0123456789abcdef01234567\"\nmodule = \"tool\"\n\
+             [pins.lib]\nkind = \"python\"\npackage = \"lib-py\"\nmodule = \"lib\"\nversion = \"1.2.3\"\n",
+        );
+        let files = [ExpectedFile {
+            path: "/opt/app/a b.txt".to_owned(),
+            digest: format!("sha256:{}", "a".repeat(64)).parse().unwrap(),
+        }];
+        let command = command(pins.pins.values(), &files);
+        assert!(
+            command[2].contains("sha256sum '/opt/app/a b.txt'"),
+            "{}",
+            command[2]
+        );
+        assert!(
+            command[2].contains("/opt/forge/revisions/tool"),
+            "{}",
+            command[2]
+        );
+        assert!(command[2].contains("for p in ['lib-py']"), "{}", command[2]);
+
+        let output = format!(
+            "{}  /opt/app/a b.txt\nrevision tool 0123456789abcdef0123456789abcdef01234567\npython lib-py 1.2.4\n",
+            "a".repeat(64)
+        );
+        let checks = checks(pins.pins.values(), &files, &output);
+        let row = |subject: &str| {
+            checks
+                .iter()
+                .find(|check| check.subject == subject)
+                .unwrap()
+        };
+        assert!(row("tool").ok);
+        assert!(row("/opt/app/a b.txt").ok);
+        let lib = row("lib (lib-py)");
+        assert!(!lib.ok);
+        assert_eq!(
+            (lib.expected.as_str(), lib.actual.as_str()),
+            ("1.2.3", "1.2.4")
+        );
+
+        let checks = super::checks(
+            pins.pins.values(),
+            &files,
+            "python3 missing\nrevision tool \n",
+        );
+        assert!(checks.iter().all(|check| !check.ok), "{checks:?}");
+        // Pins come in name order: lib, then tool.
+        assert_eq!(checks[0].actual, "python3 missing");
+        assert_eq!(checks[1].actual, MISSING);
+    }
+}

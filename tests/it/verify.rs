@@ -1,0 +1,619 @@
+//! `forge verify-digest`: the offline example built on the real daemon, pushed to a real
+//! `docker-registry` on loopback, then tampered with one way at a time. Each tampering must turn
+//! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
+//! access exits 2.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::build::{BASE_IMAGE, DATED_TAG, Example, docker_available, ensure_base_image, image_id};
+use crate::registry_server::{self, RegistryServer};
+use crate::support::Run;
+
+/// The address of the daemon the tests build on.
+fn default_host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
+}
+
+/// `forge --json verify-digest args...`, with the `SOURCE_DATE_EPOCH` the example is built
+/// with (the context's mtimes, and so its digest, depend on it).
+fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--json", "verify-digest"];
+    all.extend_from_slice(args);
+    let mut env = env.to_vec();
+    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
+    example.context.forge_with(&all, &env)
+}
+
+/// The one row with this name and subject.
+#[track_caller]
+fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
+    let rows: Vec<&Value> = json["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|check| check["name"] == name && check["subject"] == subject)
+        .collect();
+    assert_eq!(rows.len(), 1, "one {name} row for {subject} in {json:#}");
+    rows[0]
+}
+
+/// The subjects of the failing rows, as `name subject`.
+fn failing(json: &Value) -> Vec<String> {
+    json["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|check| check["ok"] == false)
+        .map(|check| {
+            format!(
+                "{} {}",
+                check["name"].as_str().unwrap(),
+                check["subject"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn built(name: &str) -> Option<(Example, String)> {
+    if !docker_available() {
+        return None;
+    }
+    ensure_base_image();
+    let example = Example::new(name);
+    let id = example.build(&[]).expect_code(0).json()["image"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    Some((example, id))
+}
+
+#[test]
+fn no_record_exits_2_naming_the_file() {
+    let example = Example::new("verify-none");
+    let run = example.context.forge(&["verify-digest"]).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: there is no build record to verify:"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("forge.lock does not exist"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: run `forge build`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
+    let Some((example, id)) = built("verify-local") else {
+        return;
+    };
+    let host = default_host();
+    let json = verify(&example, &[], &[]).expect_code(0).json();
+    assert_eq!(json["ok"], true, "{json:#}");
+    let latest = format!("{host}: {}:latest", example.repository);
+    let dated = format!("{host}: {}:{DATED_TAG}", example.repository);
+    assert_eq!(row(&json, "tag", &latest)["actual"], id.as_str());
+    assert_eq!(row(&json, "tag", &dated)["expected"], id.as_str());
+    assert_eq!(
+        row(&json, "tags agree", &format!("{host}: latest, {DATED_TAG}"))["actual"],
+        "one image"
+    );
+    let base_id = image_id(BASE_IMAGE).unwrap();
+    assert_eq!(
+        row(&json, "base id", &format!("{host}: {BASE_IMAGE}"))["actual"],
+        base_id.as_str()
+    );
+    for input in [
+        "pins.toml",
+        "templates",
+        "patches",
+        "overlays",
+        "Dockerfile",
+        "context",
+    ] {
+        assert_eq!(row(&json, "input", input)["ok"], true, "{input}");
+    }
+
+    // The dated tag re-pointed at another image: its row and the agreement fail, nothing else.
+    let dated_reference = format!("{}:{DATED_TAG}", example.repository);
+    let tagged = Command::new("docker")
+        .args(["tag", BASE_IMAGE, &dated_reference])
+        .status()
+        .unwrap();
+    assert!(tagged.success());
+    let run = verify(&example, &[], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(
+        failing(&json),
+        [
+            format!("tag {dated}"),
+            format!("tags agree {host}: latest, {DATED_TAG}")
+        ]
+    );
+    assert_eq!(row(&json, "tag", &dated)["actual"], base_id.as_str());
+    // Each image once, in digest order, with the tags naming it.
+    let mut parts = [format!("latest → {id}"), format!("{DATED_TAG} → {base_id}")];
+    parts.sort_by_key(|part| part.rsplit(' ').next().unwrap().to_owned());
+    assert_eq!(
+        row(&json, "tags agree", &format!("{host}: latest, {DATED_TAG}"))["actual"],
+        parts.join("; ").as_str()
+    );
+    assert!(
+        run.stderr.contains("error: 2 of 10 checks failed"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("FAIL"), "{}", run.stderr);
+    let restored = Command::new("docker")
+        .args(["tag", &id, &dated_reference])
+        .status()
+        .unwrap();
+    assert!(restored.success());
+    verify(&example, &[], &[]).expect_code(0);
+
+    // A file added to the overlay after the build: the overlays and the context are stale.
+    example
+        .context
+        .write("overlays/app/notes.txt", "a new file\n");
+    let run = verify(&example, &[], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(failing(&json), ["input overlays", "input context"]);
+    let overlays = row(&json, "input", "overlays");
+    assert_ne!(overlays["expected"], overlays["actual"]);
+    assert!(run.stderr.contains("STALE"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("hint: an input changed since the build"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn contents_read_back_the_git_pin_and_every_overlay_file() {
+    let Some((example, id)) = built("verify-contents") else {
+        return;
+    };
+    const REV: &str = "3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293";
+    let json = verify(&example, &["--contents"], &[]).expect_code(0).json();
+    let pin = row(&json, "pin", "app");
+    assert_eq!(
+        (pin["expected"].as_str(), pin["actual"].as_str()),
+        (Some(REV), Some(REV))
+    );
+    // The patched file, not the checked-in one: the image holds what the context held.
+    let conf = row(&json, "file", "/opt/app/conf/app.conf");
+    assert_eq!(conf["ok"], true, "{conf}");
+    assert_eq!(row(&json, "file", "/opt/app/greet.sh")["ok"], true);
+
+    // The pin moved in pins.toml but the image was not rebuilt: the pin did not land.
+    const MOVED: &str = "0badc0de0badc0de0badc0de0badc0de0badc0de";
+    example.context.edit(
+        "pins.toml",
+        &format!("rev = \"{REV}\""),
+        &format!("rev = \"{MOVED}\""),
+    );
+    let run = verify(&example, &["--contents"], &[]).expect_code(1);
+    let json = run.json();
+    let pin = row(&json, "pin", "app");
+    assert_eq!(
+        (
+            pin["expected"].as_str(),
+            pin["actual"].as_str(),
+            pin["ok"].as_bool()
+        ),
+        (Some(MOVED), Some(REV), Some(false))
+    );
+    assert_eq!(
+        failing(&json),
+        [
+            "input pins.toml",
+            "input Dockerfile",
+            "input context",
+            "pin app"
+        ]
+    );
+
+    // A file of the overlay changed inside the image: only its row fails.
+    example.context.edit(
+        "pins.toml",
+        &format!("rev = \"{MOVED}\""),
+        &format!("rev = \"{REV}\""),
+    );
+    let tampered = tamper(&example, "echo tampered > /opt/app/greet.sh");
+    let json = verify(&example, &["--contents"], &[]).expect_code(1).json();
+    assert_eq!(failing(&json), ["file /opt/app/greet.sh"]);
+    assert_eq!(
+        row(&json, "file", "/opt/app/greet.sh")["actual"],
+        tampered.as_str()
+    );
+    // The build's own image lost its tags to the tampered one.
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
+}
+
+/// Runs `script` in a container of the example's recorded image, commits the result, makes the
+/// record name the new image and re-points both tags there; returns the sha256 of what the
+/// script left in /opt/app/greet.sh.
+fn tamper(example: &Example, script: &str) -> String {
+    let lock = example.context.read("forge.lock");
+    let id = image_id(&format!("{}:latest", example.repository)).unwrap();
+    let name = format!("forge-verify-tamper-{}", std::process::id());
+    let run = Command::new("docker")
+        .args([
+            "run",
+            "--name",
+            &name,
+            "--network",
+            "none",
+            &id,
+            "sh",
+            "-c",
+            script,
+        ])
+        .status()
+        .unwrap();
+    assert!(run.success());
+    let committed = Command::new("docker")
+        .args(["commit", &name])
+        .output()
+        .unwrap();
+    let _ = Command::new("docker").args(["rm", &name]).output();
+    let new_id = String::from_utf8(committed.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(new_id.starts_with("sha256:"), "{new_id}");
+    for tag in ["latest", DATED_TAG] {
+        let tagged = Command::new("docker")
+            .args(["tag", &new_id, &format!("{}:{tag}", example.repository)])
+            .status()
+            .unwrap();
+        assert!(tagged.success());
+    }
+    example
+        .context
+        .write("forge.lock", &lock.replace(&id, &new_id));
+    let digest = Command::new("docker")
+        .args(["run", "--rm", &new_id, "sha256sum", "/opt/app/greet.sh"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(digest.stdout).unwrap();
+    format!("sha256:{}", text.split_whitespace().next().unwrap())
+}
+
+/// The offline example under a repository of `registry`, built and pushed (with `env`).
+fn pushed(registry: &RegistryServer, name: &str, env: &[(&str, &str)]) -> Option<Example> {
+    if !docker_available() || registry_tools_missing() {
+        return None;
+    }
+    ensure_base_image();
+    let path = format!("forge-test/{name}-{}", std::process::id());
+    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
+    let args = ["--json", "build", "--progress", "plain", "--push"];
+    let mut env = env.to_vec();
+    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
+    example.context.forge_with(&args, &env).expect_code(0);
+    Some(example)
+}
+
+// A skipped test says why on its own output.
+#[allow(clippy::print_stderr)]
+fn registry_tools_missing() -> bool {
+    match registry_server::missing_tools() {
+        Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
+            eprintln!("skipped: {missing}");
+            true
+        }
+        Some(missing) => panic!("{missing}; install them, or set FORGE_SKIP_REGISTRY=1"),
+        None => false,
+    }
+}
+
+/// The repository path of `example` on its registry (without the registry host).
+fn path_of(example: &Example, registry: &RegistryServer) -> String {
+    example
+        .repository
+        .strip_prefix(&format!("{}/", registry.address()))
+        .unwrap()
+        .to_owned()
+}
+
+/// No credentials anywhere: an empty Docker configuration folder.
+fn no_credentials() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
+    let registry = RegistryServer::start();
+    let Some(example) = pushed(&registry, "verify-remote", &[]) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let served = registry.digest(&path, "latest");
+    assert_eq!(registry.digest(&path, DATED_TAG), served);
+    let lock = example.context.read("forge.lock");
+    assert!(lock.contains(&format!("pushed = \"{served}\"")), "{lock}");
+
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let json = verify(&example, &["--remote"], &env).expect_code(0).json();
+    for tag in ["latest", DATED_TAG] {
+        let reference = format!("{}:{tag}", example.repository);
+        let registry_row = row(&json, "registry", &reference);
+        assert_eq!(registry_row["expected"], served.as_str());
+        assert_eq!(registry_row["actual"], served.as_str());
+        let bytes = row(&json, "served digest", &reference);
+        assert_eq!(bytes["expected"], served.as_str(), "Docker-Content-Digest");
+        assert_eq!(bytes["actual"], served.as_str(), "sha256 of the bytes");
+    }
+
+    // Another image pushed to the dated tag behind forge's back.
+    let other = registry.push(&path, DATED_TAG);
+    assert_ne!(other, served);
+    let run = verify(&example, &["--remote"], &env).expect_code(1);
+    let json = run.json();
+    let dated = format!("{}:{DATED_TAG}", example.repository);
+    assert_eq!(
+        failing(&json),
+        [
+            format!("registry {dated}"),
+            format!(
+                "registry tags agree {}: latest, {DATED_TAG}",
+                example.repository
+            )
+        ]
+    );
+    let registry_row = row(&json, "registry", &dated);
+    assert_eq!(
+        (
+            registry_row["expected"].as_str(),
+            registry_row["actual"].as_str()
+        ),
+        (Some(served.as_str()), Some(other.as_str()))
+    );
+    // The registry still agrees with itself about the bytes it serves.
+    assert_eq!(row(&json, "served digest", &dated)["ok"], true);
+}
+
+#[test]
+fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().unwrap();
+    let (user, password) = (user.to_owned(), password.to_owned());
+    let credentials = [
+        ("FORGE_REGISTRY_USER", user.as_str()),
+        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
+    ];
+    let Some(example) = pushed(&registry, "verify-auth", &credentials) else {
+        return;
+    };
+    let config = no_credentials();
+    let config = config.path().to_str().unwrap();
+    let run = verify(&example, &["--remote"], &[("DOCKER_CONFIG", config)]).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "error: could not verify {}:latest",
+            example.repository
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("(HTTP 401)"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("hint: log in with `docker login HOST`"),
+        "{}",
+        run.stderr
+    );
+    let json = run.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["unreached"].as_array().unwrap().len(), 1, "{json:#}");
+
+    let mut env = credentials.to_vec();
+    env.push(("DOCKER_CONFIG", config));
+    let json = verify(&example, &["--remote"], &env).expect_code(0).json();
+    assert_eq!(json["ok"], true, "{json:#}");
+    let reference = format!("{}:latest", example.repository);
+    assert_eq!(row(&json, "registry", &reference)["ok"], true);
+}
+
+/// A second Docker daemon with its own socket, data root, exec root, pidfile and containerd
+/// namespace, holding no images. It runs in a network namespace of its own: a daemon started
+/// with `--bridge none` deletes the host's `docker0`, which the first daemon's builds need.
+struct SecondDaemon {
+    child: Child,
+    folder: PathBuf,
+    host: String,
+}
+
+impl SecondDaemon {
+    /// Starts it, or says why this machine cannot (only root may start a daemon).
+    fn start() -> Result<Self, String> {
+        let uid = Command::new("id")
+            .arg("-u")
+            .output()
+            .map_err(|e| e.to_string())?;
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            return Err("a second dockerd needs root".to_owned());
+        }
+        let folder = tempfile::Builder::new()
+            .prefix("forge-node-")
+            .tempdir_in("/tmp")
+            .map_err(|e| e.to_string())?
+            .keep();
+        // An empty configuration: the machine's daemon.json names the first daemon's data root.
+        std::fs::write(folder.join("daemon.json"), "{}").map_err(|e| e.to_string())?;
+        let namespace = format!("forge-verify-{}", std::process::id());
+        let host = format!("unix://{}", folder.join("docker.sock").display());
+        let log = std::fs::File::create(folder.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let child = Command::new("unshare")
+            .arg("--net")
+            .arg("dockerd")
+            .arg("--config-file")
+            .arg(folder.join("daemon.json"))
+            .args(["--host", &host])
+            .arg("--data-root")
+            .arg(folder.join("data"))
+            .arg("--exec-root")
+            .arg(folder.join("exec"))
+            .arg("--pidfile")
+            .arg(folder.join("docker.pid"))
+            .args(["--bridge", "none", "--iptables=false", "--ip6tables=false"])
+            .args(["--storage-driver", "vfs"])
+            .args(["--containerd-namespace", &namespace])
+            .args([
+                "--containerd-plugins-namespace",
+                &format!("{namespace}-plugins"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("unshare dockerd cannot run: {e}"))?;
+        let daemon = Self {
+            child,
+            folder,
+            host,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let answered = Command::new("docker")
+                .args([
+                    "-H",
+                    &daemon.host,
+                    "version",
+                    "--format",
+                    "{{.Server.Version}}",
+                ])
+                .output()
+                .is_ok_and(|output| output.status.success());
+            if answered {
+                return Ok(daemon);
+            }
+            if Instant::now() > deadline {
+                let log =
+                    std::fs::read_to_string(daemon.folder.join("dockerd.log")).unwrap_or_default();
+                return Err(format!(
+                    "the second dockerd did not answer within 60 s:\n{log}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for SecondDaemon {
+    fn drop(&mut self) {
+        // `unshare` execs dockerd, so the child is the daemon itself: ask it to stop cleanly.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+#[test]
+// A skipped part says why on the test's own output.
+#[allow(clippy::print_stderr)]
+fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
+    let Some((example, id)) = built("verify-nodes") else {
+        return;
+    };
+    let main = default_host();
+    let latest = format!("{}:latest", example.repository);
+
+    // The same daemon under a second address agrees with itself.
+    let alias_folder = tempfile::tempdir().unwrap();
+    let alias = alias_folder.path().join("alias.sock");
+    let socket = main
+        .strip_prefix("unix://")
+        .expect("the tests' daemon listens on a socket");
+    std::os::unix::fs::symlink(socket, &alias).unwrap();
+    let alias = format!("unix://{}", alias.display());
+    let json = verify(&example, &["--host", &main, "--host", &alias], &[])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        row(&json, "tag", &format!("{alias}: {latest}"))["actual"],
+        id.as_str()
+    );
+
+    // A node that cannot be reached: exit 2 naming it, the reachable node still reported.
+    let run = verify(
+        &example,
+        &[
+            "--host",
+            &main,
+            "--host",
+            "unix:///nonexistent/forge-node.sock",
+        ],
+        &[],
+    )
+    .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: could not verify node unix:///nonexistent/forge-node.sock"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        row(&run.json(), "tag", &format!("{main}: {latest}"))["ok"],
+        true
+    );
+    let run = verify(&example, &["--host", "ssh://node-2"], &[]).expect_code(2);
+    assert!(run.stderr.contains("without ssh support"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("hint: name the daemon as unix://"),
+        "{}",
+        run.stderr
+    );
+
+    // A second daemon that lacks the image: its rows fail, and only its rows.
+    let node = match SecondDaemon::start() {
+        Ok(node) => node,
+        Err(reason) if reason == "a second dockerd needs root" => {
+            eprintln!("skipped the second daemon: {reason}");
+            return;
+        }
+        Err(reason) => panic!("{reason}"),
+    };
+    let run = verify(&example, &["--host", &main, "--host", &node.host], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(
+        failing(&json),
+        [
+            format!("tag {}: {latest}", node.host),
+            format!("tag {}: {}:{DATED_TAG}", node.host, example.repository),
+            format!("tags agree {}: latest, {DATED_TAG}", node.host),
+        ]
+    );
+    assert_eq!(
+        row(&json, "tag", &format!("{}: {latest}", node.host))["actual"],
+        "missing"
+    );
+    assert_eq!(row(&json, "tag", &format!("{main}: {latest}"))["ok"], true);
+    assert!(run.stderr.contains(&node.host), "{}", run.stderr);
+}
