@@ -422,7 +422,7 @@ fn check_clean(repository: &Repository, location: &Path) -> Result<(), PatchErro
 }
 
 /// The committer: `FORGE_COMMITTER_NAME` / `FORGE_COMMITTER_EMAIL`, else the repository's git
-/// config; the time is `SOURCE_DATE_EPOCH` when set (reproducible scratch builds), else now.
+/// config; the time is `SOURCE_DATE_EPOCH` when set, else 0 in a scratch repository, else now.
 fn committer(repository: &Repository) -> Option<Signature<'static>> {
     let config = repository.config().ok();
     let setting = |variable: &str, key: &str| {
@@ -436,9 +436,16 @@ fn committer(repository: &Repository) -> Option<Signature<'static>> {
     let epoch = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|value| value.trim().parse::<i64>().ok());
-    match epoch {
-        Some(seconds) => Signature::new(&name, &email, &git2::Time::new(seconds, 0)).ok(),
-        None => Signature::now(&name, &email).ok(),
+    // A scratch copy lives only inside one build: a fixed time keeps its commit ids, and so
+    // the ids forge.lock records, the same from one run to the next.
+    let scratch = config
+        .as_ref()
+        .and_then(|config| config.get_bool(super::target::SCRATCH_KEY).ok())
+        .unwrap_or(false);
+    match (epoch, scratch) {
+        (Some(seconds), _) => Signature::new(&name, &email, &git2::Time::new(seconds, 0)).ok(),
+        (None, true) => Signature::new(&name, &email, &git2::Time::new(0, 0)).ok(),
+        (None, false) => Signature::now(&name, &email).ok(),
     }
 }
 

@@ -110,6 +110,9 @@ pub fn scratch_from_folder(folder: &Path) -> Result<(tempfile::TempDir, Reposito
     Ok((scratch, repository))
 }
 
+/// The git config key that marks a scratch repository (see `apply::committer`).
+pub(super) const SCRATCH_KEY: &str = "forge.scratch";
+
 /// A bare repository in a temporary folder, with forge as its committer.
 fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
     let scratch = tempfile::Builder::new()
@@ -127,6 +130,7 @@ fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
     config
         .set_str("user.name", "forge")
         .and_then(|()| config.set_str("user.email", "forge@localhost"))
+        .and_then(|()| config.set_bool(SCRATCH_KEY, true))
         .map_err(PatchError::git("cannot configure the scratch repository"))?;
     Ok((scratch, repository))
 }

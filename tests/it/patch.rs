@@ -1242,3 +1242,26 @@ fn an_untracked_file_in_the_way_leaves_the_worktree_as_it_was() {
     assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
     assert_unchanged(&before, &snapshot(&target));
 }
+
+#[test]
+fn scratch_commits_keep_their_ids_from_run_to_run() {
+    // A build applies its series in a scratch copy; without SOURCE_DATE_EPOCH the commit ids
+    // must still not depend on the clock, or forge.lock would change with every build.
+    let context = TestContext::default_recipe();
+    let ids = |run: Run| -> Vec<String> {
+        let document = run.expect_code(0).json();
+        let text = document.to_string();
+        let mut ids = Vec::new();
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("\"new_id\":\"") {
+            rest = &rest[start + 10..];
+            ids.push(rest[..40].to_owned());
+        }
+        ids
+    };
+    let first = ids(context.forge(&["--json", "patch", "apply"]));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let second = ids(context.forge(&["--json", "patch", "apply"]));
+    assert_eq!(first.len(), 2, "two patches applied");
+    assert_eq!(first, second, "scratch commit ids changed between runs");
+}
