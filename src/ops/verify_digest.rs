@@ -18,7 +18,7 @@ use crate::lock::{self, Record};
 use crate::pins::ImageRef;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::registry::{Registry, RegistryClient, RemoteRepository};
+use crate::registry::{Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::verify::{self, Check, Report, Served, VerifyError, probe};
 
 /// Options of `forge verify-digest`.
@@ -246,22 +246,30 @@ fn registry_checks(
     let client = RegistryClient::new(options.insecure_registries.clone())
         .with_credentials_for(&repository.registry);
     let mut served = Vec::new();
+    let mut absent = Vec::new();
     for tag in &record.tags {
-        printer.status(
-            "Asking",
-            format_args!("{repository}:{} of its registry", tag.name),
-        );
-        let manifest = client
-            .manifest(&repository, tag.name.as_str())
-            .map_err(|error| (format!("{repository}:{}", tag.name), error.into()))?;
-        served.push(Served {
-            reference: format!("{repository}:{}", tag.name),
-            pushed: tag.pushed.clone(),
-            manifest,
-        });
+        let reference = format!("{repository}:{}", tag.name);
+        printer.status("Asking", format_args!("{reference} of its registry"));
+        match client.manifest(&repository, tag.name.as_str()) {
+            Ok(manifest) => served.push(Served {
+                reference,
+                pushed: tag.pushed.clone(),
+                manifest,
+            }),
+            // A tag the registry does not hold is drift, not an unreachable registry.
+            Err(RegistryError::NotFound { .. }) => absent.push(Check::new(
+                "registry",
+                reference,
+                tag.pushed
+                    .as_ref()
+                    .map_or("a pushed digest (never pushed)", |digest| digest.as_str()),
+                verify::MISSING,
+                false,
+            )),
+            Err(error) => return Err((reference, error.into())),
+        }
     }
-    Ok(verify::registry(
-        &served,
-        recipe.pins.image.platform.as_str(),
-    ))
+    let mut checks = verify::registry(&served, recipe.pins.image.platform.as_str());
+    checks.extend(absent);
+    Ok(checks)
 }

@@ -389,6 +389,24 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     );
     // The registry still agrees with itself about the bytes it serves.
     assert_eq!(row(&json, "served digest", &dated)["ok"], true);
+
+    // A recorded tag the registry does not hold is a failing row, not an unreachable registry.
+    let unpushed = Example::with_repository(&format!(
+        "{}/forge-test/verify-unpushed-{}",
+        registry.address(),
+        std::process::id()
+    ));
+    unpushed.build(&[]).expect_code(0);
+    let json = verify(&unpushed, &["--remote"], &env).expect_code(1).json();
+    let latest = row(
+        &json,
+        "registry",
+        &format!("{}:latest", unpushed.repository),
+    );
+    assert_eq!(
+        (latest["expected"].as_str(), latest["actual"].as_str()),
+        (Some("a pushed digest (never pushed)"), Some("missing"))
+    );
 }
 
 #[test]
