@@ -122,8 +122,15 @@ fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
             path: std::env::temp_dir(),
             source,
         })?;
-    let repository = Repository::init_bare(scratch.path())
-        .map_err(PatchError::git("cannot create a scratch repository"))?;
+    // No template: copying git's sample hooks into every scratch repository is most of the
+    // file-system work a small series costs.
+    let repository = Repository::init_opts(
+        scratch.path(),
+        git2::RepositoryInitOptions::new()
+            .bare(true)
+            .external_template(false),
+    )
+    .map_err(PatchError::git("cannot create a scratch repository"))?;
     let mut config = repository
         .config()
         .map_err(PatchError::git("cannot configure the scratch repository"))?;
