@@ -635,3 +635,36 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
     assert_eq!(row(&json, "tag", &format!("{main}: {latest}"))["ok"], true);
     assert!(run.stderr.contains(&node.host), "{}", run.stderr);
 }
+
+#[test]
+fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
+    let registry = RegistryServer::start_with_token_auth();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    // The token server signs for this one repository path.
+    let example = Example::with_repository(&format!("{}/aeon-7/base", registry.address()));
+    example
+        .context
+        .forge_with(
+            &["--json", "build", "--progress", "plain", "--push"],
+            &[("SOURCE_DATE_EPOCH", "1783500000")],
+        )
+        .expect_code(0);
+    let served = registry.digest("aeon-7/base", "latest");
+    let before = registry.token_requests().len();
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let json = verify(&example, &["--remote"], &env).expect_code(0).json();
+    let latest = row(&json, "registry", &format!("{}:latest", example.repository));
+    assert_eq!(latest["actual"], served.as_str());
+    let asked = registry.token_requests()[before..].to_vec();
+    assert!(
+        asked.iter().any(
+            |request| request.contains("scope=repository%3Aaeon-7%2Fbase%3Apull")
+                || request.contains("scope=repository:aeon-7/base:pull")
+        ),
+        "{asked:?}"
+    );
+}
