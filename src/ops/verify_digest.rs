@@ -87,8 +87,11 @@ pub fn verify_digest(
             let engine = match connected {
                 Ok(engine) => engine,
                 Err(error) => {
-                    let node = host.map_or_else(|| "the Docker daemon".to_owned(), str::to_owned);
-                    unreached.push((format!("node {node}"), error.into()));
+                    let subject = host.map_or_else(
+                        || "the Docker daemon".to_owned(),
+                        |host| format!("node {host}"),
+                    );
+                    unreached.push((subject, error.into()));
                     continue;
                 }
             };

@@ -182,6 +182,31 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
         "{}",
         run.stderr
     );
+
+    // No daemon at DOCKER_HOST: the checks that need one could not run.
+    let run = verify(
+        &example,
+        &[],
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    )
+    .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("error: could not verify the Docker daemon"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("cannot reach the Docker daemon at unix:///nonexistent/docker.sock"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("hint: start the Docker daemon"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
