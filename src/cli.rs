@@ -44,6 +44,8 @@ pub enum Command {
     },
     /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
     VerifyDigest(VerifyDigestArgs),
+    /// Print the tester report for the build forge.lock records, as Markdown (or --json).
+    Report,
     /// Inspect and move pins.
     Pin {
         /// The pin command.

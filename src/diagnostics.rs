@@ -78,6 +78,12 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::patch::PatchError>() {
         return error.hint();
     }
+    if let Some(error) = error.downcast_ref::<crate::ops::build::BuildError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::ops::report::ReportError>() {
+        return error.hint();
+    }
     if let Some(error) = error.downcast_ref::<crate::verify::VerifyError>() {
         return error.hint();
     }

@@ -6,6 +6,7 @@ mod patch;
 mod pin_list;
 mod pin_outdated;
 mod render;
+mod report;
 mod verify_digest;
 
 use crate::cli::{Cli, Command, PinCommand};
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Render(args) => render::run(&cli, args, &printer),
         Command::Build(args) => build::run(&cli, args, &printer),
         Command::Patch { command } => patch::run(&cli, command, &printer),
+        Command::Report => report::run(&cli, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
         Command::Pin {
             command: PinCommand::List,

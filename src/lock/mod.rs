@@ -146,6 +146,10 @@ pub struct ImageRecord {
     pub repository: Repository,
     /// The image id.
     pub id: Digest,
+    /// The recipe repository's commit the image was built from (its revision label), when the
+    /// recipe is in git.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 /// One tag applied to the image.
@@ -329,6 +333,7 @@ mod tests {
             ImageRecord {
                 repository: "localhost:5000/forge/example".parse().unwrap(),
                 id: digest('a'),
+                revision: Some("e".repeat(40)),
             },
             vec![
                 TagRecord {

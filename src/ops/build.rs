@@ -6,13 +6,19 @@
 //!    forge.lock here; `--dry-run` prints the plan here and stops.
 //! 3. Build through the engine; check that no immutable tag would be re-pointed (locally, and
 //!    in the registry when pushing); move the tags; push; write forge.lock. Any failure before
-//!    the end puts every moved tag back and leaves forge.lock as it was.
+//!    the end puts every moved tag back and leaves forge.lock as it was, with one exception: a
+//!    push that stops after some tags reached the registry keeps the tags and records exactly
+//!    the tags pushed, so that the record never disagrees with the registry.
+//!
+//! One build per recipe at a time (an advisory lock on the recipe folder); SIGINT and SIGTERM
+//! stop the build at its next step and put back what it moved.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::context::{self, BuildContext, Exclusions, Member, Output};
 use crate::diagnostics::CheckFailed;
@@ -97,6 +103,8 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         print_plan(recipe, &plan, printer);
         return Ok(());
     }
+    // Held until the build returns; the kernel lets go of it if forge dies.
+    let _exclusive = lock_recipe(&recipe.root)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -114,6 +122,108 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         }
         run(recipe, options, &plan, &engine, printer).await
     })
+}
+
+/// Why a build could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Another `forge build` holds the recipe.
+    #[error("another `forge build` is running on the recipe {}", root.display())]
+    Busy {
+        /// The recipe folder.
+        root: PathBuf,
+    },
+    /// SIGINT or SIGTERM arrived before the build was recorded.
+    #[error("interrupted by {signal} before the build was recorded")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+    },
+    /// A push failed after other tags were pushed; forge.lock records those.
+    #[error(
+        "the push stopped part way: pushed {}; not pushed {}",
+        pushed.join(", "),
+        not_pushed.join(", ")
+    )]
+    PartlyPushed {
+        /// The tags in the registry, recorded with their digests.
+        pushed: Vec<String>,
+        /// The tags not pushed.
+        not_pushed: Vec<String>,
+        /// Why the push stopped.
+        source: crate::engine::EngineError,
+    },
+    /// The recipe folder could not be locked.
+    #[error("cannot lock the recipe folder {} for the build: {source}", root.display())]
+    Lock {
+        /// The recipe folder.
+        root: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl BuildError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            BuildError::Busy { .. } => {
+                "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()
+            }
+            BuildError::Interrupted { .. } => {
+                "every tag moved was put back and forge.lock is as it was; build again to finish".to_owned()
+            }
+            BuildError::PartlyPushed { .. } => {
+                "the tags stay on the image built and forge.lock records the digests pushed; run `forge build --push` again to push the rest".to_owned()
+            }
+            BuildError::Lock { .. } => "check the recipe folder's permissions".to_owned(),
+        })
+    }
+}
+
+/// SIGINT and SIGTERM, caught from the moment the daemon is asked to build: instead of ending
+/// forge on the spot they stop the build at its next step and let it put back what it moved.
+struct Stop {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Stop {
+    fn listen() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("cannot listen for SIGINT and SIGTERM");
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for either signal and names it.
+    async fn received(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
+
+/// Takes the recipe's build lock: an advisory lock on the recipe folder itself, so that two
+/// builds never move the same tags or write the same forge.lock at once. Locking the folder
+/// rather than a file in it needs no free space, which matters when the disk is full.
+fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
+    let folder = std::fs::File::open(root).map_err(|source| BuildError::Lock {
+        root: root.to_owned(),
+        source,
+    })?;
+    match folder.try_lock() {
+        Ok(()) => Ok(folder),
+        Err(std::fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
+            root: root.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(BuildError::Lock {
+            root: root.to_owned(),
+            source,
+        }),
+    }
 }
 
 /// Renders, patches and assembles the context of `recipe` (`forge verify-digest` compares
@@ -397,7 +507,8 @@ async fn run<E: Engine>(
         .iter()
         .map(|(name, value)| (name.to_string(), value.to_string()))
         .collect();
-    args.insert(REVISION_ARG.to_owned(), revision(&recipe.root));
+    let revision = revision(&recipe.root);
+    args.insert(REVISION_ARG.to_owned(), revision.clone());
     let labels = BTreeMap::from([(CONTEXT_LABEL.to_owned(), plan.context.digest.to_string())]);
     let request = BuildRequest {
         context: archive,
@@ -417,8 +528,16 @@ async fn run<E: Engine>(
             }
         ),
     );
+    let mut stop = Stop::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
-    let image = engine.build(&request, &mut display).await?;
+    // Dropping the build's stream closes its connection, and the daemon cancels the build.
+    let built = tokio::select! {
+        biased;
+        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
+        built = engine.build(&request, &mut display) => built.map_err(anyhow::Error::from),
+    };
+    display.finish();
+    let image = built?;
     printer.status("Built", &image);
 
     // Every refusal comes before the first tag moves.
@@ -459,23 +578,37 @@ async fn run<E: Engine>(
     };
 
     let mut moved: Vec<(&Tag, Option<ImageId>)> = Vec::new();
-    let outcome = async {
+    let finish = async {
         for (tag, before) in &previous {
-            engine.tag(&image, repository, &tag.tag).await?;
+            // Listed before the daemon is asked, so that an interruption while it answers
+            // still puts the tag back.
             moved.push((&tag.tag, before.clone()));
+            engine.tag(&image, repository, &tag.tag).await?;
             printer.status("Tagged", format_args!("{repository}:{}", tag.tag));
         }
         let mut pushed = BTreeMap::new();
+        let mut stopped = None;
         if options.push {
             // Immutable tags first: a refusal there leaves the moving tags where they were.
             let mut order: Vec<&ResolvedTag> = plan.tags.iter().collect();
             order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
             for tag in order {
-                let digest = engine
+                match engine
                     .push(repository, &tag.tag, credentials.as_ref(), &mut display)
-                    .await?;
-                printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
-                pushed.insert(tag.tag.clone(), digest);
+                    .await
+                {
+                    Ok(digest) => {
+                        printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
+                        pushed.insert(tag.tag.clone(), digest);
+                    }
+                    // Once a tag is in the registry the record must say so: keep the tags,
+                    // record what was pushed, then fail.
+                    Err(error) if !pushed.is_empty() => {
+                        stopped = Some(error);
+                        break;
+                    }
+                    Err(error) => return Err(error.into()),
+                }
             }
         }
         let base = base_record(recipe, engine).await?;
@@ -485,6 +618,7 @@ async fn run<E: Engine>(
             ImageRecord {
                 repository: repository.clone(),
                 id: image.0.clone(),
+                revision: (revision != UNKNOWN_REVISION).then(|| revision.clone()),
             },
             plan.tags
                 .iter()
@@ -496,12 +630,17 @@ async fn run<E: Engine>(
                 .collect(),
             plan.patches.clone(),
         );
+        // A synchronous write: a signal cannot stop it half way.
         let written = record.write(&recipe.root)?;
-        anyhow::Ok((record, written))
-    }
-    .await;
+        anyhow::Ok((record, written, stopped))
+    };
+    let outcome = tokio::select! {
+        biased;
+        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
+        outcome = finish => outcome,
+    };
 
-    let (record, written) = match outcome {
+    let (record, written, stopped) = match outcome {
         Ok(done) => done,
         Err(error) => {
             restore_tags(engine, repository, &moved, printer).await;
@@ -512,6 +651,22 @@ async fn run<E: Engine>(
     match written {
         Written::Changed => printer.status("Recorded", lock_path.display()),
         Written::Unchanged => printer.status("Fresh", lock_path.display()),
+    }
+    if let Some(source) = stopped {
+        let names = |pushed: bool| -> Vec<String> {
+            record
+                .tags
+                .iter()
+                .filter(|tag| tag.pushed.is_some() == pushed)
+                .map(|tag| tag.name.to_string())
+                .collect()
+        };
+        return Err(BuildError::PartlyPushed {
+            pushed: names(true),
+            not_pushed: names(false),
+            source,
+        }
+        .into());
     }
     if printer.is_json() {
         printer.json(&result_json(&record, plan, written));
@@ -636,16 +791,19 @@ fn in_recipe(recipe: &Recipe, path: &str) -> PathBuf {
     }
 }
 
+/// The revision label's value outside git.
+const UNKNOWN_REVISION: &str = "unknown";
+
 /// The recipe repository's `HEAD` commit, for the revision label; `unknown` outside git.
 fn revision(root: &Path) -> String {
     let Ok(repository) = git2::Repository::discover(root) else {
-        return "unknown".to_owned();
+        return UNKNOWN_REVISION.to_owned();
     };
     repository
         .head()
         .and_then(|head| head.peel_to_commit())
         .map(|commit| commit.id().to_string())
-        .unwrap_or_else(|_| "unknown".to_owned())
+        .unwrap_or_else(|_| UNKNOWN_REVISION.to_owned())
 }
 
 fn result_json(record: &Record, plan: &Plan, written: Written) -> Value {

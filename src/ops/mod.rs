@@ -6,6 +6,7 @@ pub mod patch;
 pub mod pin_list;
 pub mod pin_outdated;
 pub mod render;
+pub mod report;
 pub mod verify_digest;
 
 pub use build::build;
@@ -14,4 +15,5 @@ pub use patch::patch;
 pub use pin_list::pin_list;
 pub use pin_outdated::pin_outdated;
 pub use render::render;
+pub use report::report;
 pub use verify_digest::verify_digest;

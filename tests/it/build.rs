@@ -108,7 +108,7 @@ impl Example {
         }
     }
 
-    fn tag_id(&self, tag: &str) -> Option<String> {
+    pub(crate) fn tag_id(&self, tag: &str) -> Option<String> {
         image_id(&format!("{}:{tag}", self.repository))
     }
 
@@ -138,7 +138,7 @@ fn copy_example(to: &Path) {
     }
 }
 
-fn lock_text(example: &Example) -> Option<String> {
+pub(crate) fn lock_text(example: &Example) -> Option<String> {
     std::fs::read_to_string(example.context.path().join("forge.lock")).ok()
 }
 
@@ -484,14 +484,14 @@ fn a_dated_tag_naming_another_image_is_refused_unless_forced() {
 }
 
 /// A `docker-registry` on a free loopback port with its storage in a temporary folder.
-struct Registry {
-    child: Child,
-    port: u16,
+pub(crate) struct Registry {
+    pub(crate) child: Child,
+    pub(crate) port: u16,
     _storage: tempfile::TempDir,
 }
 
 impl Registry {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let storage = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -533,7 +533,7 @@ impl Registry {
     }
 
     /// A plain HTTP GET: the status line's code, the `Docker-Content-Digest` header and the body.
-    fn get(&self, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
+    pub(crate) fn get(&self, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))

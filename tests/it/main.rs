@@ -2,6 +2,7 @@
 //! `forge` executable through `TestContext`.
 
 mod build;
+mod faults;
 mod fuzz_replay;
 mod index_server;
 mod patch;
@@ -9,5 +10,7 @@ mod pin_bump;
 mod pins;
 mod registry_server;
 mod render;
+mod report;
 mod support;
 mod verify;
+mod workflow;

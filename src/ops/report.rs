@@ -1,0 +1,283 @@
+//! `forge report`: the record of the last build (forge.lock) and the pins in, the tester report
+//! out, as Markdown or JSON.
+//!
+//! The report names the exact image a tester ran (image id, and the registry digest of each
+//! pushed tag), what it was made from (commit, base digest, every pin, the patch series with
+//! its authors), and leaves blank the fields only the tester can fill in: the rig, the settings
+//! and the results.
+
+use serde_json::{Value, json};
+
+use crate::lock::{self, Record};
+use crate::pins::{Digest, Mutability, Pin, Source};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+
+/// The fields a tester fills in, in the order the report asks for them: (key, label).
+const RIG_FIELDS: [(&str, &str); 4] = [
+    ("hardware", "Hardware (nodes, GPU, memory)"),
+    ("driver", "Driver and CUDA"),
+    ("fabric", "Fabric (link, NICs)"),
+    ("nccl", "NCCL settings"),
+];
+
+/// The concurrency levels a tester measures.
+const CONCURRENCY: [u32; 4] = [1, 2, 4, 8];
+
+/// The free-text result fields after the throughput table: (key, label).
+const RESULT_FIELDS: [(&str, &str); 4] = [
+    ("long_context", "Long-context"),
+    ("soak", "Soak"),
+    ("errors", "Errors"),
+    ("thermals", "Thermals"),
+];
+
+/// Why there is no report to print.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The recipe has no forge.lock.
+    #[error("{} does not exist: there is no recorded build to report on", path.display())]
+    NoRecord {
+        /// Where the record would be.
+        path: std::path::PathBuf,
+    },
+}
+
+impl ReportError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ReportError::NoRecord { .. } => Some(
+                "run `forge build` (with --push to record registry digests) first; the report describes the build forge.lock records"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+/// Prints the tester report for the build recorded in the recipe's forge.lock.
+pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
+    let record = lock::read(&recipe.root)?.ok_or_else(|| ReportError::NoRecord {
+        path: lock::path(&recipe.root),
+    })?;
+    let pins_changed = pins_digest(recipe)? != record.inputs.pins;
+    if pins_changed {
+        printer.warn(format_args!(
+            "{} has changed since the recorded build; the pins listed are today's, the rest is the record's",
+            recipe.pins_path().display()
+        ));
+    }
+    let report = Report {
+        record: &record,
+        pins: recipe.pins.pins.values().collect(),
+        pins_changed,
+    };
+    if printer.is_json() {
+        printer.json(&report.to_json());
+    } else {
+        printer.stdout(&report.to_markdown());
+    }
+    Ok(())
+}
+
+fn pins_digest(recipe: &Recipe) -> anyhow::Result<Digest> {
+    let path = recipe.pins_path();
+    let bytes = std::fs::read(&path)
+        .map_err(|source| anyhow::anyhow!("cannot read {}: {source}", path.display()))?;
+    Ok(Digest::from_sha256(
+        &<sha2::Sha256 as sha2::Digest>::digest(&bytes),
+    ))
+}
+
+/// The report's facts: the record, and the pins it was built from.
+struct Report<'a> {
+    record: &'a Record,
+    pins: Vec<&'a Pin>,
+    /// pins.toml no longer hashes to the recorded digest.
+    pins_changed: bool,
+}
+
+impl Report<'_> {
+    fn to_markdown(&self) -> String {
+        let record = self.record;
+        let repository = record.image.repository.as_str();
+        let mut text = format!("# Tester report: {repository}\n\n");
+        text.push_str("## Image\n\n| | |\n|---|---|\n");
+        text.push_str(&format!("| repository | `{repository}` |\n"));
+        text.push_str(&format!("| image id (local) | `{}` |\n", record.image.id));
+        let commit = record.image.revision.as_deref().unwrap_or("not recorded");
+        text.push_str(&format!("| commit | `{commit}` |\n"));
+        text.push_str(&format!("| base image | `{}` |\n", record.base.image));
+        let base_digest = record
+            .base
+            .digest
+            .as_ref()
+            .map_or_else(|| "not recorded".to_owned(), |digest| format!("`{digest}`"));
+        text.push_str(&format!("| base digest | {base_digest} |\n"));
+        let base_id = record
+            .base
+            .id
+            .as_ref()
+            .map_or_else(|| "not recorded".to_owned(), |id| format!("`{id}`"));
+        text.push_str(&format!("| base image id (local) | {base_id} |\n"));
+        text.push_str(&format!("| context | `{}` |\n", record.inputs.context));
+        text.push_str(&format!(
+            "| Dockerfile | `{}` |\n",
+            record.inputs.dockerfile
+        ));
+
+        text.push_str("\n## Tags\n\n| tag | kind | registry digest |\n|---|---|---|\n");
+        for tag in &record.tags {
+            let pushed = tag
+                .pushed
+                .as_ref()
+                .map_or_else(|| "not pushed".to_owned(), |digest| format!("`{digest}`"));
+            text.push_str(&format!(
+                "| `{repository}:{}` | {} | {pushed} |\n",
+                tag.name,
+                mutability(tag.mutability)
+            ));
+        }
+        if let Some(digest) = record.tags.iter().find_map(|tag| tag.pushed.as_ref()) {
+            text.push_str(&format!(
+                "\nRun exactly this image: `docker pull {repository}@{digest}`\n"
+            ));
+        }
+
+        text.push_str("\n## Pins\n\n");
+        if self.pins_changed {
+            text.push_str("> pins.toml has changed since this build; these are its pins now.\n\n");
+        }
+        text.push_str("| pin | kind | version | source |\n|---|---|---|---|\n");
+        for pin in &self.pins {
+            text.push_str(&format!(
+                "| {} | {} | `{}` | {} |\n",
+                pin.name,
+                pin.kind(),
+                pin.current(),
+                source(pin)
+            ));
+        }
+
+        text.push_str("\n## Patches\n\n");
+        if record.patches.is_empty() {
+            text.push_str("None.\n");
+        } else {
+            text.push_str("| patch | author | from commit | applied as |\n|---|---|---|---|\n");
+            for patch in &record.patches {
+                text.push_str(&format!(
+                    "| `{}` | {} | {} | {} |\n",
+                    patch.file,
+                    patch.author,
+                    short(patch.original.as_deref()),
+                    patch.applied.as_deref().map_or_else(
+                        || "already there".to_owned(),
+                        |id| format!("`{}`", &id[..id.len().min(12)])
+                    )
+                ));
+            }
+        }
+
+        text.push_str("\n## Rig (tester)\n\n");
+        for (_, label) in RIG_FIELDS {
+            text.push_str(&format!("- {label}:\n"));
+        }
+        text.push_str("\n## Results (tester)\n\n");
+        text.push_str("| concurrency | output tokens/s | TTFT p50 | TTFT p99 | notes |\n");
+        text.push_str("|---|---|---|---|---|\n");
+        for level in CONCURRENCY {
+            text.push_str(&format!("| c={level} | | | | |\n"));
+        }
+        text.push('\n');
+        for (_, label) in RESULT_FIELDS {
+            text.push_str(&format!("- {label}:\n"));
+        }
+        text
+    }
+
+    fn to_json(&self) -> Value {
+        let record = self.record;
+        let repository = record.image.repository.as_str();
+        let blank = |fields: &[(&str, &str)]| -> Value {
+            fields
+                .iter()
+                .map(|(key, _)| ((*key).to_owned(), Value::Null))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let mut results = blank(&RESULT_FIELDS);
+        results["concurrency"] = CONCURRENCY
+            .iter()
+            .map(|level| json!({ "c": level, "tokens_per_second": null, "ttft_p50": null, "ttft_p99": null, "notes": null }))
+            .collect();
+        json!({
+            "image": {
+                "repository": repository,
+                "id": record.image.id.as_str(),
+                "revision": record.image.revision,
+            },
+            "base": {
+                "image": record.base.image.as_str(),
+                "digest": record.base.digest.as_ref().map(Digest::as_str),
+                "id": record.base.id.as_ref().map(Digest::as_str),
+            },
+            "tags": record.tags.iter().map(|tag| json!({
+                "tag": format!("{repository}:{}", tag.name),
+                "mutability": mutability(tag.mutability),
+                "digest": tag.pushed.as_ref().map(Digest::as_str),
+            })).collect::<Vec<_>>(),
+            "inputs": serde_json::to_value(&record.inputs).expect("inputs serialize"),
+            "pins_changed": self.pins_changed,
+            "pins": self.pins.iter().map(|pin| json!({
+                "name": pin.name.as_str(),
+                "kind": pin.kind().to_string(),
+                "version": pin.current(),
+                "source": source(pin),
+            })).collect::<Vec<_>>(),
+            "patches": record.patches.iter().map(|patch| json!({
+                "file": patch.file,
+                "author": patch.author,
+                "original": patch.original,
+                "applied": patch.applied,
+            })).collect::<Vec<_>>(),
+            "rig": blank(&RIG_FIELDS),
+            "results": results,
+        })
+    }
+}
+
+fn mutability(mutability: Mutability) -> &'static str {
+    match mutability {
+        Mutability::Moving => "moving",
+        Mutability::Immutable => "immutable",
+    }
+}
+
+fn short(id: Option<&str>) -> String {
+    id.map_or_else(
+        || "-".to_owned(),
+        |id| format!("`{}`", &id[..id.len().min(12)]),
+    )
+}
+
+/// Where a pin comes from, in a few words.
+fn source(pin: &Pin) -> String {
+    match &pin.source {
+        Source::Python {
+            package,
+            install: true,
+            ..
+        } => format!("`{package}`"),
+        Source::Python { package, .. } => format!("`{package}` (in the base)"),
+        Source::Wheels { wheels, .. } => wheels
+            .iter()
+            .map(|wheel| format!("`{}`", wheel.package))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        Source::Git { url, branch, .. } => match branch {
+            Some(branch) => format!("{url} ({branch})"),
+            None => url.to_string(),
+        },
+        Source::Assert { probe, .. } => format!("asserted in the base ({probe})"),
+    }
+}

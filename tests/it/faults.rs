@@ -1,0 +1,872 @@
+//! forge when things go wrong underneath it: the daemon's connection cut mid-build, two builds
+//! of one recipe at once, SIGINT during a build and during a patch series, a full disk when the
+//! record is written, a registry gone mid-push, and hostile patches (a 100 MB one, one that writes through a symlink).
+//! Each test takes the state that must survive (tags' image ids, forge.lock's bytes, a
+//! repository's HEAD, index and worktree) before the fault and compares it after.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::build::{DATED_TAG, Example, Registry, docker_available, ensure_base_image, image_id};
+use crate::support::{TestContext, copy_tree, repository_root};
+
+/// The socket the daemon listens on in these tests (the default one).
+const DAEMON_SOCKET: &str = "/var/run/docker.sock";
+
+/// Makes the example's Dockerfile take a few seconds after its context is uploaded, so that a
+/// fault can be put in the middle of the build. The step is new to the build cache each time.
+fn slow_down(context: &TestContext) {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    context.edit(
+        "templates/Dockerfile.j2",
+        "# The smoke gate:",
+        &format!(
+            "RUN sleep 4 && echo {}-{nanos}\n\n# The smoke gate:",
+            std::process::id()
+        ),
+    );
+}
+
+/// A forge run in the background whose stderr is collected as it comes.
+struct Background {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Background {
+    fn start(folder: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
+        command
+            .arg("-C")
+            .arg(folder)
+            .args(args)
+            .current_dir(folder)
+            .env("NO_COLOR", "1")
+            .env("SOURCE_DATE_EPOCH", "1783500000")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("forge starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let collected = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = collected.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        Self { child, stderr }
+    }
+
+    /// Waits until stderr contains `text`.
+    #[track_caller]
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !self.stderr.lock().unwrap().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "forge never printed {text:?}:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Waits for the exit; returns the status and everything forge printed on stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String) {
+        let mut stdout = String::new();
+        if let Some(mut pipe) = self.child.stdout.take() {
+            let _ = pipe.read_to_string(&mut stdout);
+        }
+        let status = self.child.wait().expect("forge ends");
+        // The reader thread ends with the pipe; give it a moment to take the last lines.
+        std::thread::sleep(Duration::from_millis(100));
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status, stderr)
+    }
+}
+
+/// A Unix-socket forwarder between forge and the daemon that notices the build request and
+/// can be cut: every connection through it is shut down and new ones are refused.
+struct DaemonProxy {
+    path: PathBuf,
+    build_requested: Arc<AtomicBool>,
+    cut: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<UnixStream>>>,
+    _folder: tempfile::TempDir,
+}
+
+impl DaemonProxy {
+    fn start() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("docker.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let build_requested = Arc::new(AtomicBool::new(false));
+        let cut = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (requested, is_cut, open) = (
+            Arc::clone(&build_requested),
+            Arc::clone(&cut),
+            Arc::clone(&streams),
+        );
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                if is_cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let daemon = UnixStream::connect(DAEMON_SOCKET).expect("the daemon's socket");
+                {
+                    let mut open = open.lock().unwrap();
+                    open.push(client.try_clone().unwrap());
+                    open.push(daemon.try_clone().unwrap());
+                }
+                let (client_reader, daemon_writer) =
+                    (client.try_clone().unwrap(), daemon.try_clone().unwrap());
+                let requested = Arc::clone(&requested);
+                std::thread::spawn(move || pump(client_reader, daemon_writer, Some(&requested)));
+                std::thread::spawn(move || pump(daemon, client, None));
+            }
+        });
+        Self {
+            path,
+            build_requested,
+            cut,
+            streams,
+            _folder: folder,
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.path.display())
+    }
+
+    fn wait_for_build(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !self.build_requested.load(Ordering::SeqCst) {
+            assert!(
+                Instant::now() < deadline,
+                "forge never asked the daemon to build"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for stream in self.streams.lock().unwrap().iter() {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+/// Copies bytes from `from` to `to` until either side closes; with `build`, notes a build
+/// request passing through.
+fn pump(mut from: UnixStream, mut to: UnixStream, build: Option<&AtomicBool>) {
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let count = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(count) => count,
+        };
+        if let Some(build) = build
+            && buffer[..count]
+                .windows(7)
+                .any(|window| window == b"/build?")
+        {
+            build.store(true, Ordering::SeqCst);
+        }
+        if to.write_all(&buffer[..count]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+fn lock_bytes(folder: &Path) -> Option<Vec<u8>> {
+    std::fs::read(folder.join("forge.lock")).ok()
+}
+
+/// forge.lock parses as TOML whenever it exists: never torn.
+#[track_caller]
+fn assert_lock_parses(folder: &Path) {
+    if let Some(bytes) = lock_bytes(folder) {
+        let text = String::from_utf8(bytes).expect("forge.lock is UTF-8");
+        text.parse::<toml::Table>()
+            .unwrap_or_else(|error| panic!("forge.lock does not parse: {error}\n{text}"));
+    }
+}
+
+#[test]
+fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_cache() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("daemon-cut");
+    let first = example.build(&[]).expect_code(0).json();
+    let id = first["image"]["id"].as_str().unwrap().to_owned();
+    let lock = lock_bytes(example.context.path()).unwrap();
+    slow_down(&example.context);
+
+    let proxy = DaemonProxy::start();
+    let host = proxy.host();
+    let run = Background::start(
+        example.context.path(),
+        &["build", "--progress", "plain"],
+        &[("DOCKER_HOST", &host)],
+    );
+    proxy.wait_for_build();
+    std::thread::sleep(Duration::from_millis(1500));
+    proxy.cut();
+    let (status, stderr) = run.finish();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: cannot reach the Docker daemon at {host}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: start the Docker daemon"), "{stderr}");
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    assert_eq!(lock_bytes(example.context.path()), Some(lock.clone()));
+
+    // Straight to the daemon this time: the steps before the cut come from the cache. The
+    // slower Dockerfile is a new image, so the dated tag moves only with --force.
+    let again = example.build(&["--force"]).expect_code(0);
+    assert!(again.stderr.contains(" cached"), "{}", again.stderr);
+    let second = again.json()["image"]["id"].as_str().unwrap().to_owned();
+    assert_ne!(second, id);
+    assert_eq!(example.tag_id("latest").as_deref(), Some(second.as_str()));
+    assert_ne!(lock_bytes(example.context.path()), Some(lock));
+    assert_lock_parses(example.context.path());
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
+}
+
+#[test]
+fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("two-at-once");
+    slow_down(&example.context);
+    let first = Background::start(
+        example.context.path(),
+        &["--json", "build", "--progress", "plain"],
+        &[],
+    );
+    first.wait_for("Building");
+    let second = example.build(&[]).expect_code(2);
+    assert!(
+        second.stderr.contains(&format!(
+            "error: another `forge build` is running on the recipe {}",
+            example.context.path().display()
+        )),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        second.stderr.contains("hint: wait for it to finish"),
+        "{}",
+        second.stderr
+    );
+    assert_lock_parses(example.context.path());
+    let (status, stderr) = first.finish();
+    assert!(status.success(), "{stderr}");
+    assert_lock_parses(example.context.path());
+    let id = example
+        .tag_id("latest")
+        .expect("the first build tagged its image");
+    let lock = String::from_utf8(lock_bytes(example.context.path()).unwrap()).unwrap();
+    assert!(lock.contains(&format!("id = \"{id}\"")), "{lock}");
+
+    // Once the first is done the lock is free again.
+    example.build(&[]).expect_code(0);
+    assert_lock_parses(example.context.path());
+}
+
+#[test]
+fn sigint_during_a_build_moves_no_tag_and_leaves_the_record() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::new("sigint-build");
+    let first = example.build(&[]).expect_code(0).json();
+    let id = first["image"]["id"].as_str().unwrap().to_owned();
+    let lock = lock_bytes(example.context.path()).unwrap();
+    slow_down(&example.context);
+
+    let run = Background::start(
+        example.context.path(),
+        &["build", "--progress", "plain", "--force"],
+        &[],
+    );
+    run.wait_for("Building");
+    std::thread::sleep(Duration::from_millis(1500));
+    run.signal("INT");
+    let (status, stderr) = run.finish();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: interrupted by SIGINT before the build was recorded"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("forge.lock is as it was"), "{stderr}");
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    assert_eq!(lock_bytes(example.context.path()), Some(lock));
+}
+
+/// A mounted tmpfs of `size`, unmounted when dropped.
+struct Tmpfs {
+    folder: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let output = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(folder.path())
+            .output()
+            .expect("mount runs");
+        assert!(
+            output.status.success(),
+            "cannot mount a tmpfs to fill ({}); this test needs root (ci/test runs as root)",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        Self { folder }
+    }
+
+    fn path(&self) -> &Path {
+        self.folder.path()
+    }
+
+    /// Writes a file until the filesystem is full.
+    fn fill(&self) -> PathBuf {
+        let path = self.path().join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let block = vec![0u8; 4096];
+        while file.write_all(&block).is_ok() {}
+        let _ = file.sync_all();
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.folder.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let disk = Tmpfs::mount("4m");
+    let recipe = disk.path().join("recipe");
+    let repository = format!("forge-test/disk-full-{}", std::process::id());
+    let example_root = repository_root().join("examples/offline");
+    std::fs::create_dir_all(&recipe).unwrap();
+    for entry in ["pins.toml", "templates", "patches", "overlays"] {
+        copy_tree(&example_root.join(entry), &recipe.join(entry));
+    }
+    let pins = std::fs::read_to_string(recipe.join("pins.toml")).unwrap();
+    std::fs::write(
+        recipe.join("pins.toml"),
+        pins.replace(
+            "repository = \"forge-example/offline\"",
+            &format!("repository = \"{repository}\""),
+        ),
+    )
+    .unwrap();
+    let tag_id = |tag: &str| image_id(&format!("{repository}:{tag}"));
+    let build = |args: &[&str]| {
+        let mut all = vec!["--json", "build", "--progress", "plain"];
+        all.extend_from_slice(args);
+        Background::start(&recipe, &all, &[]).finish()
+    };
+
+    let (status, stderr) = build(&[]);
+    assert!(status.success(), "{stderr}");
+    let id = tag_id("latest").unwrap();
+    let lock = lock_bytes(&recipe).unwrap();
+
+    // A new image, so a new record; then no room for it.
+    let pins = std::fs::read_to_string(recipe.join("pins.toml")).unwrap();
+    std::fs::write(
+        recipe.join("pins.toml"),
+        pins.replace("GREETING = \"hello\"", "GREETING = \"hello-disk\""),
+    )
+    .unwrap();
+    let filler = disk.fill();
+    let (status, stderr) = build(&["--force"]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write {}",
+            recipe.join("forge.lock").display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(stderr.contains("Restored"), "{stderr}");
+    assert_eq!(lock_bytes(&recipe), Some(lock.clone()));
+    assert_eq!(tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    let leftovers: Vec<String> = std::fs::read_dir(&recipe)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".forge-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // With room again the same build goes through and is recorded.
+    std::fs::remove_file(filler).unwrap();
+    let (status, stderr) = build(&["--force"]);
+    assert!(status.success(), "{stderr}");
+    let new_id = tag_id("latest").unwrap();
+    assert_ne!(new_id, id);
+    assert_eq!(tag_id(DATED_TAG).as_deref(), Some(new_id.as_str()));
+    assert_ne!(lock_bytes(&recipe), Some(lock));
+    assert_lock_parses(&recipe);
+    for reference in [
+        format!("{repository}:latest"),
+        format!("{repository}:{DATED_TAG}"),
+        id,
+    ] {
+        let _ = Command::new("docker")
+            .args(["image", "rm", &reference])
+            .output();
+    }
+}
+
+/// Runs git in `folder`, panicking on failure; returns stdout.
+#[track_caller]
+fn git(folder: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(folder)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
+        .env("GIT_COMMITTER_NAME", "Forge Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.org")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A repository's HEAD, index, status and worktree files.
+#[derive(Debug, PartialEq, Eq)]
+struct RepositoryState {
+    head: String,
+    index: String,
+    status: String,
+    files: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+fn repository_state(folder: &Path) -> RepositoryState {
+    fn walk(root: &Path, folder: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path.strip_prefix(root).unwrap().to_owned();
+            if relative == Path::new(".git") {
+                continue;
+            }
+            let metadata = std::fs::symlink_metadata(&path).unwrap();
+            if metadata.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                files.insert(relative, target.into_os_string().into_encoded_bytes());
+            } else if metadata.is_dir() {
+                walk(root, &path, files);
+            } else {
+                files.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(folder, folder, &mut files);
+    RepositoryState {
+        head: git(folder, &["rev-parse", "HEAD"]),
+        index: git(folder, &["ls-files", "--stage"]),
+        status: git(folder, &["status", "--porcelain", "--untracked-files=all"]),
+        files,
+    }
+}
+
+/// A repository with one base commit and a series of `count` patches on it (made by git), the
+/// repository reset to the base.
+fn repository_with_series(bench: &Path, count: usize) -> (PathBuf, PathBuf) {
+    let target = bench.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    git(&target, &["init", "-q", "-b", "main"]);
+    std::fs::write(target.join("README"), "base\n").unwrap();
+    git(&target, &["add", "."]);
+    git(&target, &["commit", "-q", "-m", "base"]);
+    for index in 0..count {
+        let folder = target.join(format!("part-{}", index % 16));
+        std::fs::create_dir_all(&folder).unwrap();
+        let text: String = (0..200)
+            .map(|line| format!("patch {index} line {line}\n"))
+            .collect();
+        std::fs::write(folder.join(format!("file-{index}.txt")), text).unwrap();
+        git(&target, &["add", "."]);
+        git(&target, &["commit", "-q", "-m", &format!("part {index}")]);
+    }
+    let series = bench.join("series");
+    git(
+        &target,
+        &[
+            "format-patch",
+            "-q",
+            "-o",
+            series.to_str().unwrap(),
+            "HEAD~",
+            "--root",
+        ],
+    );
+    let _ = std::fs::remove_file(series.join("0001-base.patch"));
+    git(&target, &["reset", "-q", "--hard", "HEAD~"]);
+    git(
+        &target,
+        &["reset", "-q", "--hard", &format!("HEAD~{}", count - 1)],
+    );
+    (target, series)
+}
+
+#[test]
+fn sigint_during_a_patch_series_leaves_the_repository_as_it_was() {
+    let bench = TestContext::empty();
+    let (target, series) = repository_with_series(bench.path(), 300);
+    let before = repository_state(&target);
+    let args = [
+        "patch",
+        "apply",
+        "--onto",
+        target.to_str().unwrap(),
+        series.to_str().unwrap(),
+    ];
+    // How long the series takes to check, to interrupt the apply well inside it.
+    let started = Instant::now();
+    let mut check = args;
+    check[1] = "check";
+    bench.forge(&check).expect_code(0);
+    let takes = started.elapsed();
+
+    let run = Background::start(bench.path(), &args, &[]);
+    std::thread::sleep(takes / 3);
+    run.signal("INT");
+    let (status, stderr) = run.finish();
+    let after = repository_state(&target);
+    if status.signal() == Some(2) {
+        assert_eq!(
+            after, before,
+            "interrupted, yet the repository changed:\n{stderr}"
+        );
+    } else {
+        // The whole series went in before the signal arrived: all of it, cleanly.
+        assert!(status.success(), "{stderr}");
+        assert_eq!(after.status, "");
+        assert_eq!(
+            git(&target, &["rev-list", "--count", "HEAD"]).trim(),
+            "301",
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
+    let bench = TestContext::empty();
+    let target = bench.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    git(&target, &["init", "-q", "-b", "main"]);
+    std::fs::write(target.join("README"), "base\n").unwrap();
+    git(&target, &["add", "."]);
+    git(&target, &["commit", "-q", "-m", "base"]);
+    const LINES: usize = 1_700_000;
+    let row = format!("+{}\n", "x".repeat(58));
+    let patch = bench.path().join("big.patch");
+    {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&patch).unwrap());
+        write!(
+            file,
+            "From 2222222222222222222222222222222222222222 Mon Sep 17 00:00:00 2001\n\
+             From: Big Patch <big@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+             Subject: [PATCH] one big file\n\n---\n\
+             diff --git a/big.txt b/big.txt\nnew file mode 100644\nindex 0000000..1111111\n\
+             --- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,{LINES} @@\n"
+        )
+        .unwrap();
+        for _ in 0..LINES {
+            file.write_all(row.as_bytes()).unwrap();
+        }
+        file.write_all(b"-- \n2.47.3\n").unwrap();
+    }
+    assert!(std::fs::metadata(&patch).unwrap().len() > 100_000_000);
+
+    // 1.5 GB of address space for a 100 MB patch; a copy per line or per hunk would not fit.
+    let started = Instant::now();
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -v 1500000 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_forge"))
+        .args(["patch", "apply", "--onto"])
+        .arg(&target)
+        .arg(&patch)
+        .env("NO_COLOR", "1")
+        .env("GIT_COMMITTER_NAME", "Forge Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.org")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(took < Duration::from_secs(120), "took {took:?}");
+    let size = git(&target, &["cat-file", "-s", "HEAD:big.txt"]);
+    assert_eq!(size.trim(), (LINES * 59).to_string());
+    assert_eq!(
+        git(&target, &["log", "-1", "--format=%an <%ae>"]).trim(),
+        "Big Patch <big@example.org>"
+    );
+    assert_eq!(git(&target, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_patch_through_a_symlink_writes_nothing_outside_the_repository() {
+    let bench = TestContext::empty();
+    let outside = bench.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = bench.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    git(&target, &["init", "-q", "-b", "main"]);
+    std::os::unix::fs::symlink("../outside", target.join("link")).unwrap();
+    std::fs::write(target.join("a.txt"), "a\n").unwrap();
+    git(&target, &["add", "."]);
+    git(&target, &["commit", "-q", "-m", "base"]);
+    let mail = "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+        From: Mallory <mallory@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+        Subject: [PATCH] through the link\n\n---\n\
+        diff --git a/link/evil.txt b/link/evil.txt\nnew file mode 100644\nindex 0000000..4903981\n\
+        --- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+owned\n-- \n2.47.3\n";
+    bench.write("evil.patch", mail);
+    for command in ["check", "apply"] {
+        bench.forge(&[
+            "patch",
+            command,
+            "--onto",
+            target.to_str().unwrap(),
+            bench.path().join("evil.patch").to_str().unwrap(),
+        ]);
+        let written: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+        assert!(
+            written.is_empty(),
+            "`forge patch {command}` wrote through the symlink"
+        );
+    }
+}
+
+/// A TCP forwarder in front of a registry that, once `cut` is armed, lets the first manifest
+/// upload through and then drops every connection, as a registry going away mid-push would;
+/// `heal` lets connections through again.
+struct RegistryProxy {
+    port: u16,
+    armed: Arc<AtomicBool>,
+    cut: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl RegistryProxy {
+    fn start(registry: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let armed = Arc::new(AtomicBool::new(false));
+        let cut = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let (is_armed, is_cut, open) = (Arc::clone(&armed), Arc::clone(&cut), Arc::clone(&streams));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                if is_cut.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", registry)) else {
+                    continue;
+                };
+                {
+                    let mut open = open.lock().unwrap();
+                    open.push(client.try_clone().unwrap());
+                    open.push(upstream.try_clone().unwrap());
+                }
+                let (client_reader, upstream_writer) =
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                let uploaded = Arc::new(AtomicBool::new(false));
+                let noted = Arc::clone(&uploaded);
+                let armed = Arc::clone(&is_armed);
+                std::thread::spawn(move || {
+                    forward(client_reader, upstream_writer, |bytes| {
+                        if armed.load(Ordering::SeqCst)
+                            && bytes.starts_with(b"PUT /v2/")
+                            && bytes.windows(11).any(|window| window == b"/manifests/")
+                        {
+                            noted.store(true, Ordering::SeqCst);
+                        }
+                    })
+                });
+                let (cut, open) = (Arc::clone(&is_cut), Arc::clone(&open));
+                std::thread::spawn(move || {
+                    forward(upstream, client, |_| {
+                        // The registry has answered the manifest upload: from here on it is gone.
+                        if uploaded.load(Ordering::SeqCst) && !cut.swap(true, Ordering::SeqCst) {
+                            let open = Arc::clone(&open);
+                            std::thread::spawn(move || {
+                                std::thread::sleep(Duration::from_millis(200));
+                                for stream in open.lock().unwrap().drain(..) {
+                                    let _ = stream.shutdown(std::net::Shutdown::Both);
+                                }
+                            });
+                        }
+                    })
+                });
+            }
+        });
+        Self {
+            port,
+            armed,
+            cut,
+            streams,
+        }
+    }
+
+    fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    fn heal(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+        self.streams.lock().unwrap().clear();
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Copies bytes from `from` to `to` until either side closes, showing each chunk to `seen`
+/// first.
+fn forward(mut from: TcpStream, mut to: TcpStream, seen: impl Fn(&[u8])) {
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        let count = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(count) => count,
+        };
+        seen(&buffer[..count]);
+        if to.write_all(&buffer[..count]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+#[test]
+fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let registry = Registry::start();
+    let proxy = RegistryProxy::start(registry.port);
+    let name = format!("forge-test/push-cut-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", proxy.port));
+    proxy.arm();
+
+    // The dated tag goes first; the registry is gone before the moving tag's push.
+    let run = example.build(&["--push"]).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "error: the push stopped part way: pushed {DATED_TAG}; not pushed latest"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("run `forge build --push` again"),
+        "{}",
+        run.stderr
+    );
+    assert_lock_parses(example.context.path());
+    let lock = String::from_utf8(lock_bytes(example.context.path()).unwrap()).unwrap();
+    let recorded: Vec<&str> = lock
+        .lines()
+        .filter_map(|line| line.strip_prefix("pushed = \""))
+        .map(|line| line.trim_end_matches('"'))
+        .collect();
+    assert_eq!(recorded.len(), 1, "{lock}");
+    assert!(
+        lock.contains(&format!(
+            "name = \"{DATED_TAG}\"\nmutability = \"immutable\"\npushed = \"{}\"",
+            recorded[0]
+        )),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("name = \"latest\"\nmutability = \"moving\"\n\n"),
+        "{lock}"
+    );
+    let manifest = |tag: &str| {
+        registry
+            .get(
+                &format!("/v2/{name}/manifests/{tag}"),
+                "application/vnd.docker.distribution.manifest.v2+json",
+            )
+            .expect("the registry answers")
+    };
+    let (code, served, _) = manifest(DATED_TAG);
+    assert_eq!((code, served.as_deref()), (200, Some(recorded[0])));
+    assert_eq!(manifest("latest").0, 404);
+    // The tags stay on the image the record names.
+    let id = example.tag_id("latest").unwrap();
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    assert!(lock.contains(&format!("id = \"{id}\"")), "{lock}");
+
+    // The registry is back: the same build pushes the rest and records both.
+    proxy.heal();
+    let done = example.build(&["--push"]).expect_code(0).json();
+    assert_eq!(done["image"]["id"].as_str(), Some(id.as_str()));
+    let pushed = done["image"]["pushed"].as_array().unwrap();
+    assert_eq!(pushed.len(), 2, "{done}");
+    let (code, served, _) = manifest("latest");
+    assert_eq!(code, 200);
+    assert_eq!(served.as_deref(), Some(recorded[0]));
+    assert_lock_parses(example.context.path());
+}
