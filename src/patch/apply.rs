@@ -471,7 +471,7 @@ impl Replay<'_> {
                 patch: name.clone(),
                 source,
             })?;
-            check_paths(&name, patch, &diff)?;
+            check_paths(&name, patch, &diff, &tree)?;
             // Only the files the diff names take part; see `slice`.
             let paths = slice::touched_paths(&patch.paths, &diff);
             let files = slice::slice(repository, &tree, &paths).map_err(PatchError::git(
@@ -652,7 +652,12 @@ fn reverse_applies(
 
 /// Refuses paths that leave the repository or reach into `.git`: as the patch writes them, and
 /// as libgit2 read them.
-fn check_paths(name: &str, patch: &Patch, diff: &Diff<'_>) -> Result<(), PatchError> {
+fn check_paths(
+    name: &str,
+    patch: &Patch,
+    diff: &Diff<'_>,
+    tree: &Tree<'_>,
+) -> Result<(), PatchError> {
     let parsed = diff.deltas().flat_map(|delta| {
         [delta.old_file(), delta.new_file()]
             .into_iter()
@@ -675,6 +680,10 @@ fn check_paths(name: &str, patch: &Patch, diff: &Diff<'_>) -> Result<(), PatchEr
             Some("it lies inside .git")
         } else if path.is_empty() || path.contains('\0') {
             Some("it is not a file name")
+        } else if through_symlink(tree, &parts) {
+            // git apply refuses this too ("beyond a symbolic link"): writing there would turn
+            // the link into a folder, or follow it out of the repository on checkout.
+            Some("it goes through a symbolic link")
         } else {
             None
         };
@@ -687,6 +696,14 @@ fn check_paths(name: &str, patch: &Patch, diff: &Diff<'_>) -> Result<(), PatchEr
         }
     }
     Ok(())
+}
+
+/// Whether a folder on the way to `parts` (not the file itself) is a symbolic link in `tree`.
+fn through_symlink(tree: &Tree<'_>, parts: &[&str]) -> bool {
+    (1..parts.len()).any(|end| {
+        tree.get_path(Path::new(&parts[..end].join("/")))
+            .is_ok_and(|entry| entry.filemode() == i32::from(git2::FileMode::Link))
+    })
 }
 
 /// The file and hunk a failed diff stops at: libgit2 says only `hunk at line N did not apply`,

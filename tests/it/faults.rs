@@ -665,7 +665,7 @@ fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
 }
 
 #[test]
-fn a_patch_through_a_symlink_writes_nothing_outside_the_repository() {
+fn a_patch_through_a_symlink_is_refused_and_writes_nothing() {
     let bench = TestContext::empty();
     let outside = bench.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -682,14 +682,31 @@ fn a_patch_through_a_symlink_writes_nothing_outside_the_repository() {
         diff --git a/link/evil.txt b/link/evil.txt\nnew file mode 100644\nindex 0000000..4903981\n\
         --- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+owned\n-- \n2.47.3\n";
     bench.write("evil.patch", mail);
+    let head = git(&target, &["rev-parse", "HEAD"]);
     for command in ["check", "apply"] {
-        bench.forge(&[
-            "patch",
-            command,
-            "--onto",
-            target.to_str().unwrap(),
-            bench.path().join("evil.patch").to_str().unwrap(),
-        ]);
+        let run = bench
+            .forge(&[
+                "patch",
+                command,
+                "--onto",
+                target.to_str().unwrap(),
+                bench.path().join("evil.patch").to_str().unwrap(),
+            ])
+            .expect_code(2);
+        assert!(
+            run.stderr.contains("link/evil.txt")
+                && run.stderr.contains("it goes through a symbolic link"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(git(&target, &["rev-parse", "HEAD"]), head, "HEAD moved");
+        assert!(
+            std::fs::symlink_metadata(target.join("link"))
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link was replaced"
+        );
         let written: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
         assert!(
             written.is_empty(),
