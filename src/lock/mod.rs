@@ -178,6 +178,26 @@ pub struct PatchRecord {
     pub applied: Option<String>,
     /// `Name <email>` of its author, kept on the new commit.
     pub author: String,
+    /// The first line of its commit message.
+    #[serde(default)]
+    pub subject: String,
+}
+
+impl PatchRecord {
+    /// One line for people: `original -> applied author: subject`, ids abbreviated.
+    pub fn summary(&self) -> String {
+        let short = |id: &Option<String>| {
+            id.as_deref()
+                .map_or("-".to_owned(), |id| id.chars().take(12).collect())
+        };
+        format!(
+            "{} -> {} {}: {}",
+            short(&self.original),
+            short(&self.applied),
+            self.author,
+            self.subject
+        )
+    }
 }
 
 /// `Mutability` as the record spells it; pins.toml spells it as the table a tag is listed in.
@@ -352,6 +372,7 @@ mod tests {
                 original: Some("c".repeat(40)),
                 applied: Some("d".repeat(40)),
                 author: "Ada <ada@example.org>".to_owned(),
+                subject: "example: one fix".to_owned(),
             }],
         )
     }

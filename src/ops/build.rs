@@ -70,6 +70,9 @@ pub struct BuildOptions {
 /// The label that ties the image to the context it was built from.
 const CONTEXT_LABEL: &str = "dev.forge.context.digest";
 
+/// The label that lists the applied patches: original and new commit, author, subject.
+const PATCHES_LABEL: &str = "dev.forge.patches";
+
 /// Everything the build needs, computed without a daemon.
 pub(crate) struct Plan {
     dockerfile: Dockerfile,
@@ -350,6 +353,7 @@ fn patched_trees(
                 original: result.original_id.map(|id| id.to_string()),
                 applied,
                 author: result.author.identity(),
+                subject: result.subject.clone(),
             });
         }
         if let Onto::Folder(folder) = &entry.onto
@@ -479,6 +483,7 @@ fn patches_json(patches: &[PatchRecord]) -> Vec<Value> {
                 "original": patch.original,
                 "applied": patch.applied,
                 "author": patch.author,
+                "subject": patch.subject,
             })
         })
         .collect()
@@ -509,7 +514,11 @@ async fn run<E: Engine>(
         .collect();
     let revision = revision(&recipe.root);
     args.insert(REVISION_ARG.to_owned(), revision.clone());
-    let labels = BTreeMap::from([(CONTEXT_LABEL.to_owned(), plan.context.digest.to_string())]);
+    let mut labels = BTreeMap::from([(CONTEXT_LABEL.to_owned(), plan.context.digest.to_string())]);
+    if !plan.patches.is_empty() {
+        let applied: Vec<String> = plan.patches.iter().map(PatchRecord::summary).collect();
+        labels.insert(PATCHES_LABEL.to_owned(), applied.join("; "));
+    }
     let request = BuildRequest {
         context: archive,
         builder: options.builder,

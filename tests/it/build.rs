@@ -131,7 +131,7 @@ impl Drop for Example {
     }
 }
 
-fn copy_example(to: &Path) {
+pub(crate) fn copy_example(to: &Path) {
     let example = repository_root().join("examples/offline");
     for entry in ["pins.toml", "templates", "patches", "overlays"] {
         copy_tree(&example.join(entry), &to.join(entry));
@@ -336,6 +336,26 @@ fn a_build_tags_both_tags_on_one_image_records_it_and_reuses_the_cache() {
         String::from_utf8_lossy(&label.stdout).trim(),
         first["context_digest"].as_str().unwrap()
     );
+
+    // The image carries the applied patches: original and new commit, author and subject.
+    let label = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{ index .Config.Labels \"dev.forge.patches\" }}",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    let label = String::from_utf8_lossy(&label.stdout);
+    assert!(label.starts_with("670b47f4f55d -> "), "{label}");
+    assert_eq!(
+        label.matches(" Ada Lovelace <ada@example.org>: ").count(),
+        2,
+        "{label}"
+    );
+    assert!(label.contains(": app: ship in release mode; "), "{label}");
 
     // The record names the image, both tags, and the patches with their author.
     let lock = lock_text(&example).expect("forge.lock is written");
