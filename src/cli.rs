@@ -42,10 +42,10 @@ pub enum Command {
         #[command(subcommand)]
         command: PatchCommand,
     },
-    /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
-    VerifyDigest(VerifyDigestArgs),
     /// Print the tester report for the build forge.lock records, as Markdown (or --json).
     Report,
+    /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
+    VerifyDigest(VerifyDigestArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.

@@ -54,6 +54,15 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::render::RenderError>() {
         return error.hint();
     }
+    if let Some(error) = error.downcast_ref::<crate::bump::BumpError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::bump::OfferError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
+        return error.hint();
+    }
     if let Some(error) = error.downcast_ref::<crate::context::ContextError>() {
         return error.hint();
     }
@@ -66,28 +75,19 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::lock::LockError>() {
         return error.hint();
     }
-    if let Some(error) = error.downcast_ref::<crate::bump::BumpError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::bump::OfferError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
-        return error.hint();
-    }
     if let Some(error) = error.downcast_ref::<crate::patch::PatchError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::ops::build::BuildError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::ops::report::ReportError>() {
         return error.hint();
     }
     if let Some(error) = error.downcast_ref::<crate::verify::VerifyError>() {
         return error.hint();
     }
     if let Some(error) = error.downcast_ref::<crate::registry::RegistryError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::ops::build::BuildError>() {
+        return error.hint();
+    }
+    if let Some(error) = error.downcast_ref::<crate::ops::report::ReportError>() {
         return error.hint();
     }
     None

@@ -1,8 +1,8 @@
 //! Thin commands: each turns its clap arguments into options and calls the operations layer.
 
 mod build;
-mod pin_bump;
 mod patch;
+mod pin_bump;
 mod pin_list;
 mod pin_outdated;
 mod render;

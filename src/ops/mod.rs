@@ -1,8 +1,8 @@
 //! The operations layer: what each command does, in terms of the pipeline stages.
 
 pub mod build;
-pub mod pin_bump;
 pub mod patch;
+pub mod pin_bump;
 pub mod pin_list;
 pub mod pin_outdated;
 pub mod render;
@@ -10,8 +10,8 @@ pub mod report;
 pub mod verify_digest;
 
 pub use build::build;
-pub use pin_bump::pin_bump;
 pub use patch::patch;
+pub use pin_bump::pin_bump;
 pub use pin_list::pin_list;
 pub use pin_outdated::pin_outdated;
 pub use render::render;

@@ -23,14 +23,23 @@ impl Run {
     /// Panics with both streams unless forge exited with `code`.
     #[track_caller]
     pub fn expect_code(self, code: i32) -> Self {
-        assert_eq!(self.code, code, "forge exited {} (wanted {code})\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr);
+        assert_eq!(
+            self.code, code,
+            "forge exited {} (wanted {code})\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
         self
     }
 
     /// stdout parsed as the one JSON document `--json` promises.
     #[track_caller]
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|error| panic!("stdout is not one JSON document ({error}):\n{}", self.stdout))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not one JSON document ({error}):\n{}",
+                self.stdout
+            )
+        })
     }
 }
 
@@ -42,7 +51,9 @@ pub struct TestContext {
 impl TestContext {
     /// An empty folder.
     pub fn empty() -> Self {
-        Self { dir: tempfile::tempdir().expect("a temporary folder") }
+        Self {
+            dir: tempfile::tempdir().expect("a temporary folder"),
+        }
     }
 
     /// A copy of the default recipe at the repository root (pins.toml, templates, patches,
@@ -89,7 +100,11 @@ impl TestContext {
     /// Runs `forge -C <folder> args...` with extra environment variables.
     pub fn forge_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
-        command.arg("-C").arg(self.path()).args(args).current_dir(self.path());
+        command
+            .arg("-C")
+            .arg(self.path())
+            .args(args)
+            .current_dir(self.path());
         command.env_remove("SOURCE_DATE_EPOCH").env("NO_COLOR", "1");
         for (name, value) in env {
             command.env(name, value);
