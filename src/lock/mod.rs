@@ -60,6 +60,10 @@ pub struct Inputs {
     pub dockerfile: Digest,
     /// The build context archive.
     pub context: Digest,
+    /// The mtime every context entry carried (`SOURCE_DATE_EPOCH` at build time, else 0);
+    /// `forge verify-digest` assembles the context with it again.
+    #[serde(default)]
+    pub context_mtime: u64,
 }
 
 impl Inputs {
@@ -70,6 +74,7 @@ impl Inputs {
         recipe: &Recipe,
         dockerfile: &Dockerfile,
         context: &BuildContext,
+        context_mtime: u64,
     ) -> Result<Inputs, LockError> {
         let pins_path = recipe.pins_path();
         let pins_bytes = std::fs::read(&pins_path).map_err(|source| LockError::Io {
@@ -105,6 +110,7 @@ impl Inputs {
             overlays: context::digest_of(&recipe.root, &overlays)?,
             dockerfile: dockerfile.digest(),
             context: context.digest.clone(),
+            context_mtime,
         })
     }
 
@@ -344,6 +350,7 @@ mod tests {
                 overlays: digest('4'),
                 dockerfile: digest('5'),
                 context: digest('6'),
+                context_mtime: 0,
             },
             BaseRecord {
                 image: "forge-example-base:1".parse().unwrap(),

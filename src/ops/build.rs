@@ -95,7 +95,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     };
     let with_inputs = options.mode == BuildMode::Build || options.locked;
     if options.mode == BuildMode::DryRun {
-        let plan = plan(recipe, output, with_inputs, printer)?;
+        let plan = plan(recipe, output, with_inputs, None, printer)?;
         if options.locked {
             check_locked(
                 recipe,
@@ -115,7 +115,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     runtime.block_on(async {
         // An unreachable daemon is reported before any work that would be wasted.
         let engine = Docker::connect().await?;
-        let plan = plan(recipe, output, with_inputs, printer)?;
+        let plan = plan(recipe, output, with_inputs, None, printer)?;
         if options.locked {
             check_locked(
                 recipe,
@@ -230,11 +230,13 @@ fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
 }
 
 /// Renders, patches and assembles the context of `recipe` (`forge verify-digest` compares
-/// the same plan with the record).
+/// the same plan with the record). Context entries carry `mtime`, else `SOURCE_DATE_EPOCH`,
+/// else 0.
 pub(crate) fn plan(
     recipe: &Recipe,
     output: Output,
     with_inputs: bool,
+    mtime: Option<u64>,
     printer: &Printer,
 ) -> anyhow::Result<Plan> {
     let dockerfile = render::dockerfile(recipe)?;
@@ -248,7 +250,10 @@ pub(crate) fn plan(
     members.extend(patched_members);
 
     let exclusions = Exclusions::load(&recipe.root)?;
-    let mtime = context::mtime_from_environment()?;
+    let mtime = match mtime {
+        Some(mtime) => mtime,
+        None => context::mtime_from_environment()?,
+    };
     let context = context::assemble(
         context::Inputs {
             dockerfile: dockerfile.as_str(),
@@ -268,7 +273,7 @@ pub(crate) fn plan(
         ),
     );
     let inputs = if with_inputs {
-        Some(Inputs::of(recipe, &dockerfile, &context)?)
+        Some(Inputs::of(recipe, &dockerfile, &context, mtime)?)
     } else {
         None
     };

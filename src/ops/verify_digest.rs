@@ -49,7 +49,15 @@ pub fn verify_digest(
     let mut report = Report::default();
     let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
 
-    let plan = crate::ops::build::plan(recipe, Output::TemporaryFile, true, printer)?;
+    // The context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says
+    // now, so that only a changed input can change its digest.
+    let plan = crate::ops::build::plan(
+        recipe,
+        Output::TemporaryFile,
+        true,
+        Some(record.inputs.context_mtime),
+        printer,
+    )?;
     let current = plan.inputs.as_ref().expect("the plan computes the inputs");
     report.extend(verify::inputs(&record.inputs, current));
 
