@@ -114,21 +114,27 @@ impl Inputs {
         })
     }
 
-    /// The fields that differ between `self` (recorded) and `current`, as
-    /// `(field, recorded, current)`.
-    pub fn differences(&self, current: &Inputs) -> Vec<(&'static str, Digest, Digest)> {
+    /// Each digest with the name people know its input by, in record order.
+    pub fn named(&self) -> [(&'static str, &Digest); 6] {
         [
-            ("pins", &self.pins, &current.pins),
-            ("templates", &self.templates, &current.templates),
-            ("patches", &self.patches, &current.patches),
-            ("overlays", &self.overlays, &current.overlays),
-            ("dockerfile", &self.dockerfile, &current.dockerfile),
-            ("context", &self.context, &current.context),
+            ("pins.toml", &self.pins),
+            ("templates", &self.templates),
+            ("patches", &self.patches),
+            ("overlays", &self.overlays),
+            ("Dockerfile", &self.dockerfile),
+            ("context", &self.context),
         ]
-        .into_iter()
-        .filter(|(_, recorded, current)| recorded != current)
-        .map(|(field, recorded, current)| (field, recorded.clone(), current.clone()))
-        .collect()
+    }
+
+    /// The inputs that differ between `self` (recorded) and `current`, as
+    /// `(name, recorded, current)`.
+    pub fn differences(&self, current: &Inputs) -> Vec<(&'static str, Digest, Digest)> {
+        self.named()
+            .into_iter()
+            .zip(current.named())
+            .filter(|((_, recorded), (_, current))| recorded != current)
+            .map(|((name, recorded), (_, current))| (name, recorded.clone(), current.clone()))
+            .collect()
     }
 }
 
@@ -409,7 +415,7 @@ mod tests {
             .iter()
             .map(|(field, ..)| *field)
             .collect();
-        assert_eq!(fields, ["pins", "context"]);
+        assert_eq!(fields, ["pins.toml", "context"]);
     }
 
     #[test]

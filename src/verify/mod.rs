@@ -313,19 +313,14 @@ fn repository_name(reference: &str) -> &str {
 
 /// Each recorded input against its digest now; one that changed is stale.
 pub fn inputs(recorded: &Inputs, current: &Inputs) -> Vec<Check> {
-    [
-        ("pins.toml", &recorded.pins, &current.pins),
-        ("templates", &recorded.templates, &current.templates),
-        ("patches", &recorded.patches, &current.patches),
-        ("overlays", &recorded.overlays, &current.overlays),
-        ("Dockerfile", &recorded.dockerfile, &current.dockerfile),
-        ("context", &recorded.context, &current.context),
-    ]
-    .into_iter()
-    .map(|(subject, recorded, current)| {
-        Check::compare("input", subject, recorded.as_str(), current.as_str())
-    })
-    .collect()
+    recorded
+        .named()
+        .into_iter()
+        .zip(current.named())
+        .map(|((subject, recorded), (_, current))| {
+            Check::compare("input", subject, recorded.as_str(), current.as_str())
+        })
+        .collect()
 }
 
 /// What the registry served for one recorded tag.
