@@ -771,7 +771,7 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
     };
     if let Some(local) = engine.image(base.image.as_str()).await? {
         if record.digest.is_none() {
-            let name = repository_name(base.image.as_str());
+            let name = crate::pins::repository_name(base.image.as_str());
             record.digest = local.repo_digests.iter().find_map(|known| {
                 let (repository, digest) = known.split_once('@')?;
                 (repository == name).then(|| digest.parse().ok()).flatten()
@@ -780,19 +780,6 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
         record.id = Some(local.id.0);
     }
     Ok(record)
-}
-
-/// The repository part of an image reference: without `@digest`, and without the `:tag` of
-/// its last path component (a `:` earlier on names a registry port).
-fn repository_name(reference: &str) -> &str {
-    let name = reference
-        .split_once('@')
-        .map_or(reference, |(name, _)| name);
-    let last = name.rfind('/').map_or(0, |slash| slash + 1);
-    match name[last..].find(':') {
-        Some(colon) => &name[..last + colon],
-        None => name,
-    }
 }
 
 /// `root/path`, without a leading `./` when the recipe is the current folder, so paths in
@@ -855,27 +842,5 @@ fn human_size(bytes: u64) -> String {
         format!("{bytes} B")
     } else {
         format!("{size:.1} {}", UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repository_names_drop_tag_and_digest_but_keep_ports() {
-        assert_eq!(
-            repository_name("ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0"),
-            "ghcr.io/aeon-7/aeon-vllm-ultimate"
-        );
-        assert_eq!(
-            repository_name("127.0.0.1:5000/base:1@sha256:ab"),
-            "127.0.0.1:5000/base"
-        );
-        assert_eq!(
-            repository_name("127.0.0.1:5000/base"),
-            "127.0.0.1:5000/base"
-        );
-        assert_eq!(repository_name("busybox"), "busybox");
     }
 }

@@ -526,6 +526,19 @@ impl ImageRef {
     }
 }
 
+/// The repository part of an image reference: without `@digest`, and without the `:tag` of
+/// its last path component (a `:` earlier on names a registry port).
+pub fn repository_name(reference: &str) -> &str {
+    let name = reference
+        .split_once('@')
+        .map_or(reference, |(name, _)| name);
+    let last = name.rfind('/').map_or(0, |slash| slash + 1);
+    match name[last..].find(':') {
+        Some(colon) => &name[..last + colon],
+        None => name,
+    }
+}
+
 /// `host[:port]`: dot-separated labels of letters, digits and inner dashes, then digits.
 fn is_domain(value: &str) -> bool {
     let (host, port) = match value.rsplit_once(':') {
@@ -953,6 +966,23 @@ mod tests {
         ] {
             assert!(ImageRef::from_str(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn repository_names_drop_tag_and_digest_but_keep_ports() {
+        assert_eq!(
+            repository_name("ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0"),
+            "ghcr.io/aeon-7/aeon-vllm-ultimate"
+        );
+        assert_eq!(
+            repository_name("127.0.0.1:5000/base:1@sha256:ab"),
+            "127.0.0.1:5000/base"
+        );
+        assert_eq!(
+            repository_name("127.0.0.1:5000/base"),
+            "127.0.0.1:5000/base"
+        );
+        assert_eq!(repository_name("busybox"), "busybox");
     }
 
     #[test]

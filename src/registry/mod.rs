@@ -467,19 +467,7 @@ impl Registry for RegistryClient {
         // Some registries leave the header out of HEAD answers: hash the manifest itself.
         let mut response = self.send(Method::Get, &url, MANIFEST_TYPES, repository)?;
         Self::check_status(&response, &url, what)?;
-        let mut body = Vec::new();
-        std::io::Read::read_to_end(
-            &mut response
-                .body_mut()
-                .with_config()
-                .limit(crate::http::BODY_LIMIT)
-                .reader(),
-            &mut body,
-        )
-        .map_err(|error| RegistryError::Unreachable {
-            url: url.clone(),
-            message: error.to_string(),
-        })?;
+        let body = read_body(&mut response, &url)?;
         Ok(Digest::from_sha256(&Sha256::digest(&body)))
     }
 
@@ -508,19 +496,7 @@ impl Registry for RegistryClient {
             None => None,
         };
         let media_type = header("content-type").unwrap_or_default();
-        let mut body = Vec::new();
-        std::io::Read::read_to_end(
-            &mut response
-                .body_mut()
-                .with_config()
-                .limit(crate::http::BODY_LIMIT)
-                .reader(),
-            &mut body,
-        )
-        .map_err(|error| RegistryError::Unreachable {
-            url: url.clone(),
-            message: error.to_string(),
-        })?;
+        let body = read_body(&mut response, &url)?;
         Ok(Manifest {
             claimed,
             received: Digest::from_sha256(&Sha256::digest(&body)),
@@ -626,4 +602,25 @@ mod tests {
             Some("/v2/a/tags/list?n=2&last=b")
         );
     }
+}
+
+/// The whole body of `response` (at most `http::BODY_LIMIT` bytes), fetched from `url`.
+fn read_body(
+    response: &mut ureq::http::Response<ureq::Body>,
+    url: &str,
+) -> Result<Vec<u8>, RegistryError> {
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(
+        &mut response
+            .body_mut()
+            .with_config()
+            .limit(crate::http::BODY_LIMIT)
+            .reader(),
+        &mut body,
+    )
+    .map_err(|error| RegistryError::Unreachable {
+        url: url.to_owned(),
+        message: error.to_string(),
+    })?;
+    Ok(body)
 }

@@ -272,7 +272,7 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String]
     let subject = format!("{node}: {}", recorded.image);
     let mut checks = Vec::new();
     if let Some(digest) = &recorded.digest {
-        let repository = repository_name(recorded.image.as_str());
+        let repository = crate::pins::repository_name(recorded.image.as_str());
         let actual = found
             .and_then(|(_, repo_digests)| {
                 repo_digests.iter().find_map(|known| {
@@ -297,18 +297,6 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String]
         ));
     }
     checks
-}
-
-/// The repository part of an image reference, without `:tag` or `@digest`.
-fn repository_name(reference: &str) -> &str {
-    let name = reference
-        .split_once('@')
-        .map_or(reference, |(name, _)| name);
-    let last = name.rfind('/').map_or(0, |slash| slash + 1);
-    match name[last..].find(':') {
-        Some(colon) => &name[..last + colon],
-        None => name,
-    }
 }
 
 /// Each recorded input against its digest now; one that changed is stale.
