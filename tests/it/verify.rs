@@ -3,6 +3,8 @@
 //! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
 //! access exits 2.
 
+mod python_image;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,7 +13,8 @@ use serde_json::Value;
 
 use crate::build::{BASE_IMAGE, DATED_TAG, Example, docker_available, ensure_base_image, image_id};
 use crate::registry_server::{self, RegistryServer};
-use crate::support::Run;
+use crate::support::{Run, TestContext};
+use python_image::PythonImage;
 
 /// The address of the daemon the tests build on.
 fn default_host() -> String {
@@ -25,11 +28,16 @@ fn default_host() -> String {
 /// the context is assembled again with the mtime the record holds, so verification does not
 /// depend on the environment matching the build's.
 fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
+    verify_in(&example.context, args, env)
+}
+
+/// `verify` for any recipe folder.
+fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--json", "verify-digest"];
     all.extend_from_slice(args);
     let mut env = env.to_vec();
     env.push(("SOURCE_DATE_EPOCH", "1"));
-    example.context.forge_with(&all, &env)
+    context.forge_with(&all, &env)
 }
 
 /// The one row with this name and subject.
@@ -320,6 +328,256 @@ fn tamper(example: &Example, script: &str) -> String {
         .unwrap();
     let text = String::from_utf8(digest.stdout).unwrap();
     format!("sha256:{}", text.split_whitespace().next().unwrap())
+}
+
+/// A recipe on the Python base image: a distribution the base ships (asserted, never installed,
+/// as cutlass-dsl is in the default recipe) and the NCCL that torch loads, each with its smoke
+/// gate in the build. Its tag, and the images it made, are removed when it is dropped.
+struct PythonRecipe {
+    context: TestContext,
+    repository: String,
+    base: PythonImage,
+    images: Vec<String>,
+}
+
+impl PythonRecipe {
+    /// The pin names, as pins.toml spells them.
+    const PACKAGE_PIN: &str = "fixture";
+    const NCCL_PIN: &str = "nccl";
+
+    fn new(name: &str) -> Self {
+        let base = python_image::ensure();
+        let repository = format!("forge-test/{name}-{}", std::process::id());
+        let platform = Command::new("docker")
+            .args(["version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"])
+            .output()
+            .expect("docker runs");
+        let platform = String::from_utf8(platform.stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+        let context = TestContext::empty();
+        context.write(
+            "pins.toml",
+            &format!(
+                "[image]\nrepository = \"{repository}\"\ndate = \"2026-07-08\"\nplatform = \"{platform}\"\n\n\
+                 [image.tags]\nmoving = [\"latest\"]\n\n\
+                 [base]\nimage = \"{}\"\n\n\
+                 [pins.{}]\nkind = \"python\"\npackage = \"{}\"\nmodule = \"{}\"\nversion = \"{}\"\ninstall = false\n\n\
+                 [pins.{}]\nkind = \"assert\"\nprobe = \"nccl\"\nversion = \"{}\"\n",
+                base.name,
+                Self::PACKAGE_PIN,
+                python_image::FIXTURE_PACKAGE,
+                python_image::FIXTURE_MODULE,
+                python_image::FIXTURE_VERSION,
+                Self::NCCL_PIN,
+                python_image::nccl_version_text(python_image::NCCL_VERSION),
+            ),
+        );
+        context.write(
+            "templates/Dockerfile.j2",
+            &format!(
+                "FROM {{{{ base.reference }}}}\n\
+                 # In the base, asserted and never installed.\n\
+                 RUN {{{{ pins.{package}.gate }}}}\n\
+                 RUN {{{{ pins.{nccl}.gate }}}}\n",
+                package = Self::PACKAGE_PIN,
+                nccl = Self::NCCL_PIN,
+            ),
+        );
+        Self {
+            context,
+            repository,
+            base,
+            images: Vec::new(),
+        }
+    }
+
+    /// Builds it; returns the image id.
+    fn build(&mut self) -> String {
+        let run = self
+            .context
+            .forge_with(
+                &["--json", "build", "--progress", "plain"],
+                &[("SOURCE_DATE_EPOCH", "1783500000")],
+            )
+            .expect_code(0);
+        let id = run.json()["image"]["id"].as_str().unwrap().to_owned();
+        self.images.push(id.clone());
+        id
+    }
+
+    /// The subject of the Python pin's row.
+    fn package_subject() -> String {
+        format!("{} ({})", Self::PACKAGE_PIN, python_image::FIXTURE_PACKAGE)
+    }
+
+    /// Replaces the recorded image's `libnccl.so.2` with one reporting `version`, commits the
+    /// result, makes the record name it and re-points the tag there.
+    fn swap_nccl(&mut self, version: (u32, u32, u32)) {
+        let lock = self.context.read("forge.lock");
+        let id = image_id(&format!("{}:latest", self.repository)).unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let library = folder.path().join("libnccl.so.2");
+        std::fs::write(&library, python_image::nccl_library(version)).unwrap();
+        let name = format!("forge-verify-nccl-{}", std::process::id());
+        let docker = |args: &[&str]| {
+            let output = Command::new("docker").args(args).output().unwrap();
+            assert!(
+                output.status.success(),
+                "docker {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        };
+        docker(&["create", "--name", &name, &id, "true"]);
+        docker(&[
+            "cp",
+            library.to_str().unwrap(),
+            &format!("{name}:{}", self.base.nccl_path),
+        ]);
+        let swapped = docker(&["commit", &name]);
+        docker(&["rm", &name]);
+        self.images.push(swapped.clone());
+        docker(&["tag", &swapped, &format!("{}:latest", self.repository)]);
+        self.context
+            .write("forge.lock", &lock.replace(&id, &swapped));
+    }
+}
+
+impl Drop for PythonRecipe {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .args(["image", "rm", &format!("{}:latest", self.repository)])
+            .output();
+        for image in &self.images {
+            let _ = Command::new("docker").args(["image", "rm", image]).output();
+        }
+    }
+}
+
+/// The row as one JSON object, for comparing every field at once.
+fn pin_row(subject: &str, expected: &str, actual: &str, ok: bool) -> Value {
+    serde_json::json!({
+        "name": "pin",
+        "subject": subject,
+        "expected": expected,
+        "actual": actual,
+        "ok": ok,
+    })
+}
+
+#[test]
+fn contents_read_back_a_python_pin_the_base_ships_and_name_a_moved_version() {
+    if !docker_available() {
+        return;
+    }
+    let mut recipe = PythonRecipe::new("verify-python");
+    recipe.build();
+    let nccl = python_image::nccl_version_text(python_image::NCCL_VERSION);
+    let package = PythonRecipe::package_subject();
+    let json = verify_in(&recipe.context, &["--contents"], &[])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        row(&json, "pin", &package),
+        &pin_row(
+            &package,
+            python_image::FIXTURE_VERSION,
+            python_image::FIXTURE_VERSION,
+            true
+        )
+    );
+    assert_eq!(
+        row(&json, "pin", PythonRecipe::NCCL_PIN),
+        &pin_row(PythonRecipe::NCCL_PIN, &nccl, &nccl, true)
+    );
+
+    // The pin moved in pins.toml but the image was not rebuilt: the base still ships the old
+    // version, and the row names both.
+    const MOVED: &str = "1.4.3";
+    assert_ne!(MOVED, python_image::FIXTURE_VERSION);
+    recipe.context.edit(
+        "pins.toml",
+        &format!("version = \"{}\"", python_image::FIXTURE_VERSION),
+        &format!("version = \"{MOVED}\""),
+    );
+    let run = verify_in(&recipe.context, &["--contents"], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(
+        failing(&json),
+        [
+            "input pins.toml".to_owned(),
+            "input Dockerfile".to_owned(),
+            "input context".to_owned(),
+            format!("pin {package}"),
+        ]
+    );
+    assert_eq!(
+        row(&json, "pin", &package),
+        &pin_row(&package, MOVED, python_image::FIXTURE_VERSION, false)
+    );
+    let table_row = run
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("pin") && line.contains(&package))
+        .unwrap_or_else(|| panic!("no row for {package} in:\n{}", run.stderr));
+    assert_eq!(
+        table_row.split_whitespace().collect::<Vec<_>>(),
+        [
+            "pin",
+            PythonRecipe::PACKAGE_PIN,
+            &format!("({})", python_image::FIXTURE_PACKAGE),
+            MOVED,
+            python_image::FIXTURE_VERSION,
+            "FAIL"
+        ]
+    );
+}
+
+#[test]
+fn contents_read_back_the_nccl_torch_loads_and_name_a_swapped_library() {
+    if !docker_available() {
+        return;
+    }
+    let mut recipe = PythonRecipe::new("verify-nccl");
+    recipe.build();
+    let pinned = python_image::nccl_version_text(python_image::NCCL_VERSION);
+    let json = verify_in(&recipe.context, &["--contents"], &[])
+        .expect_code(0)
+        .json();
+    assert_eq!(
+        row(&json, "pin", PythonRecipe::NCCL_PIN),
+        &pin_row(PythonRecipe::NCCL_PIN, &pinned, &pinned, true)
+    );
+
+    // The image's NCCL replaced by another release: pins.toml and the inputs are unchanged,
+    // so only the NCCL row fails, naming what was pinned and what the library reports.
+    let (major, minor, patch) = python_image::NCCL_VERSION;
+    let other = (major, minor, patch - 2);
+    recipe.swap_nccl(other);
+    let found = python_image::nccl_version_text(other);
+    let run = verify_in(&recipe.context, &["--contents"], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(failing(&json), [format!("pin {}", PythonRecipe::NCCL_PIN)]);
+    assert_eq!(
+        row(&json, "pin", PythonRecipe::NCCL_PIN),
+        &pin_row(PythonRecipe::NCCL_PIN, &pinned, &found, false)
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "the first: pin {}: expected {pinned}, found {found}",
+            PythonRecipe::NCCL_PIN
+        )),
+        "{}",
+        run.stderr
+    );
+    // The Python pin of the same image still holds.
+    assert_eq!(
+        row(&json, "pin", &PythonRecipe::package_subject())["ok"],
+        true
+    );
 }
 
 /// The offline example under a repository of `registry`, built and pushed (with `env`).
