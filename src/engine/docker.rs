@@ -14,15 +14,14 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt as _;
 
+use super::address::{DEFAULT_HOST, DaemonAddress, TlsFiles};
 use super::progress::Display;
+use super::ssh::SshConnector;
 use super::steps::Steps;
 use super::{
     BuildRequest, Builder, Credentials, Engine, EngineError, ImageId, ImageInfo, RunOutput,
 };
 use crate::pins::{Digest, Repository, Tag};
-
-/// The socket the docker CLI uses when `DOCKER_HOST` is unset.
-const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 
 /// How long a daemon may take to answer its first request.
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
@@ -39,54 +38,87 @@ pub struct Docker {
 }
 
 impl Docker {
-    /// Connects as the docker CLI does (`DOCKER_HOST`, with `DOCKER_TLS_VERIFY` and
-    /// `DOCKER_CERT_PATH` for tcp, else the default socket) and checks that the daemon answers.
+    /// Connects as the docker CLI does, to `DOCKER_HOST` or else the default socket, and checks
+    /// that the daemon answers.
     pub async fn connect() -> Result<Self, EngineError> {
         let host = std::env::var("DOCKER_HOST")
             .ok()
             .filter(|host| !host.is_empty())
             .unwrap_or_else(|| DEFAULT_HOST.to_owned());
-        let unreachable = |error: BollardError| EngineError::Unreachable {
-            host: host.clone(),
-            message: error.to_string(),
-        };
-        let client = bollard::Docker::connect_with_defaults()
-            .map_err(unreachable)?
-            .with_timeout(PING_TIMEOUT);
-        client.ping().await.map_err(unreachable)?;
-        Ok(Self {
-            client: client.with_timeout(REQUEST_TIMEOUT),
-            host,
-        })
+        Self::connect_to(&host).await
     }
 
-    /// Connects to the daemon at `host` (`unix:///path` or `tcp://HOST:PORT`, as `DOCKER_HOST`
-    /// spells them) and checks that it answers. `ssh://` is refused: forge is built without
-    /// bollard's ssh transport.
+    /// Connects to the daemon at `host`, spelt as `DOCKER_HOST` spells it (`unix:///path`,
+    /// `tcp://HOST:PORT`, over TLS when `DOCKER_TLS_VERIFY` is set, or
+    /// `ssh://[USER@]HOST[:PORT]`), and checks that it answers.
     pub async fn connect_to(host: &str) -> Result<Self, EngineError> {
+        let address =
+            DaemonAddress::parse(host, TlsFiles::from_environment()).map_err(|error| {
+                EngineError::UnsupportedHost {
+                    host: host.to_owned(),
+                    reason: error.reason,
+                }
+            })?;
         let unreachable = |error: BollardError| EngineError::Unreachable {
             host: host.to_owned(),
-            message: error.to_string(),
+            message: describe(&error),
         };
         let timeout = PING_TIMEOUT.as_secs();
-        let client = if host.starts_with("unix://") {
-            bollard::Docker::connect_with_unix(host, timeout, bollard::API_DEFAULT_VERSION)
-        } else if host.starts_with("tcp://") || host.starts_with("http://") {
-            bollard::Docker::connect_with_http(host, timeout, bollard::API_DEFAULT_VERSION)
-        } else if host.starts_with("ssh://") {
-            return Err(EngineError::UnsupportedHost {
-                host: host.to_owned(),
-                reason: "this forge is built without ssh support (bollard's `ssh` feature)"
-                    .to_owned(),
-            });
-        } else {
-            return Err(EngineError::UnsupportedHost {
-                host: host.to_owned(),
-                reason: "expected unix://PATH or tcp://HOST:PORT".to_owned(),
-            });
+        let version = bollard::API_DEFAULT_VERSION;
+        let mut ssh = None;
+        let client = match &address {
+            DaemonAddress::Unix(path) => {
+                bollard::Docker::connect_with_unix(&path.to_string_lossy(), timeout, version)
+            }
+            DaemonAddress::Tcp {
+                authority,
+                tls: None,
+            } => bollard::Docker::connect_with_http(authority, timeout, version),
+            DaemonAddress::Tcp {
+                authority,
+                tls: Some(files),
+            } => {
+                check_tls_files(host, files)?;
+                bollard::Docker::connect_with_ssl(
+                    authority,
+                    &files.key(),
+                    &files.certificate(),
+                    &files.ca(),
+                    timeout,
+                    version,
+                )
+            }
+            DaemonAddress::Ssh(destination) => {
+                let connector = SshConnector::new(destination.clone());
+                let client = connector.client(timeout);
+                ssh = Some(connector);
+                client
+            }
         }
         .map_err(unreachable)?;
-        client.ping().await.map_err(unreachable)?;
+        if let Err(error) = client.ping().await {
+            if let DaemonAddress::Tcp {
+                tls: Some(files), ..
+            } = &address
+                && refused_by_tls(&error)
+            {
+                return Err(EngineError::TlsHandshake {
+                    host: host.to_owned(),
+                    message: describe(&error),
+                    folder: files.folder.as_path().into(),
+                });
+            }
+            if let Some(connector) = ssh {
+                let said = connector.said().await;
+                if !said.is_empty() {
+                    return Err(EngineError::Ssh {
+                        host: host.to_owned(),
+                        said,
+                    });
+                }
+            }
+            return Err(unreachable(error));
+        }
         Ok(Self {
             client: client.with_timeout(REQUEST_TIMEOUT),
             host: host.to_owned(),
@@ -107,10 +139,79 @@ impl Docker {
             // Anything else is the connection failing under us.
             other => EngineError::Unreachable {
                 host: self.host.clone(),
-                message: other.to_string(),
+                message: describe(&other),
             },
         }
     }
+}
+
+/// `error` and its causes: bollard's own text for a failed connection is only
+/// `client error (Connect)`, and what went wrong (a refused connection, a certificate the
+/// daemon would not accept) is in the causes.
+fn describe(error: &BollardError) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        let more = error.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = error.source();
+    }
+    text
+}
+
+/// Whether the connection failed in the TLS handshake (a certificate one side would not accept)
+/// rather than in reaching the daemon: rustls reports its errors as I/O errors of kind
+/// `InvalidData`, where a daemon that is down gives `ConnectionRefused` and the like.
+fn refused_by_tls(error: &BollardError) -> bool {
+    // An I/O error wrapping another hides the inner one from `source()`: look inside too.
+    fn invalid_data(error: &std::io::Error) -> bool {
+        error.kind() == std::io::ErrorKind::InvalidData
+            || error
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+                .is_some_and(invalid_data)
+    }
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        if error
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(invalid_data)
+        {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// Checks that the files TLS needs are there and hold PEM of the right kind. bollard reads the
+/// client certificate and key only during the handshake and, when it cannot, sends none, so
+/// the daemon's refusal would hide which file was wrong.
+fn check_tls_files(host: &str, files: &TlsFiles) -> Result<(), EngineError> {
+    let wanted = [
+        (files.ca(), "CERTIFICATE-----", "a PEM certificate"),
+        (files.certificate(), "CERTIFICATE-----", "a PEM certificate"),
+        (files.key(), "PRIVATE KEY-----", "a PEM private key"),
+    ];
+    for (path, marker, kind) in wanted {
+        let problem = match std::fs::read_to_string(&path) {
+            Ok(text) if text.contains(marker) => continue,
+            Ok(_) => format!("holds no {kind}"),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                "does not exist".to_owned()
+            }
+            Err(error) => format!("cannot be read: {error}"),
+        };
+        return Err(EngineError::TlsFile {
+            host: host.to_owned(),
+            path: path.into(),
+            problem,
+        });
+    }
+    Ok(())
 }
 
 /// A session id for one BuildKit build, unique on this machine.
@@ -195,7 +296,7 @@ impl Engine for Docker {
                     display.finish();
                     return Err(EngineError::Unreachable {
                         host: self.host.clone(),
-                        message: other.to_string(),
+                        message: describe(&other),
                     });
                 }
             }
@@ -310,7 +411,7 @@ impl Engine for Docker {
                     display.finish();
                     return Err(EngineError::Unreachable {
                         host: self.host.clone(),
-                        message: other.to_string(),
+                        message: describe(&other),
                     });
                 }
             };

@@ -2,14 +2,17 @@
 //! pushes of that image.
 //!
 //! `Engine` is the side-effect boundary: `Docker` implements it over the Docker Engine API with
-//! bollard, connecting as the docker CLI does (`DOCKER_HOST`, else the default socket). The
+//! bollard, connecting as the docker CLI does (`address`: `DOCKER_HOST`, else the default
+//! socket; `unix://`, `tcp://` plain or TLS, `ssh://` through the system `ssh`). The
 //! builder's stream, BuildKit status or classic `Step N/M` text, is turned into `steps::Event`s
 //! that a `progress::Display` draws, and a failing step comes back as
 //! `EngineError::StepFailed` with its instruction and the tail of its output.
 
+pub mod address;
 pub mod credentials;
 mod docker;
 pub mod progress;
+mod ssh;
 pub mod steps;
 
 use std::collections::BTreeMap;
@@ -146,6 +149,36 @@ pub enum EngineError {
         /// Why not.
         reason: String,
     },
+    /// A file TLS needs (`DOCKER_TLS_VERIFY` is set) is missing or is not what it should be.
+    #[error("cannot connect to the Docker daemon at {host} over TLS: {} {problem}", path.display())]
+    TlsFile {
+        /// The address as given.
+        host: String,
+        /// `ca.pem`, `cert.pem` or `key.pem` in the certificate folder. Boxed paths here and
+        /// below keep every variant smaller than `StepFailed`, so the error, which travels
+        /// inside others, grows no larger.
+        path: Box<Path>,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The daemon's TLS terminator and forge did not accept each other's certificates.
+    #[error("the TLS handshake with the Docker daemon at {host} failed: {message}")]
+    TlsHandshake {
+        /// The address as given.
+        host: String,
+        /// What the handshake said.
+        message: String,
+        /// The certificate folder.
+        folder: Box<Path>,
+    },
+    /// ssh could not reach the host, or the host could not run `docker system dial-stdio`.
+    #[error("cannot reach the Docker daemon at {host} over ssh: {said}")]
+    Ssh {
+        /// The address as given.
+        host: String,
+        /// What ssh (or the remote command) printed on stderr.
+        said: String,
+    },
     /// Any other refusal of the daemon.
     #[error("{action}: {message}")]
     Api {
@@ -200,7 +233,18 @@ impl EngineError {
                 Some("the context archive lives in the temporary folder; check TMPDIR".to_owned())
             }
             EngineError::UnsupportedHost { .. } => Some(
-                "name the daemon as unix:///path/to/docker.sock or tcp://HOST:PORT; for a daemon reached over ssh, forward its socket (`ssh -L /tmp/node.sock:/var/run/docker.sock HOST`) and name the local end".to_owned(),
+                "name the daemon as unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], as DOCKER_HOST spells it".to_owned(),
+            ),
+            EngineError::TlsFile { path, .. } => Some(format!(
+                "DOCKER_TLS_VERIFY is set, so forge reads ca.pem (the CA that signed the daemon's certificate), cert.pem and key.pem (your client certificate and its key) from {}; put them there or point DOCKER_CERT_PATH at the folder that holds them, or unset DOCKER_TLS_VERIFY for a daemon without TLS",
+                path.parent().unwrap_or(path).display()
+            )),
+            EngineError::TlsHandshake { folder, .. } => Some(format!(
+                "check the files in {}: ca.pem must be the CA that signed the daemon's certificate (whose names must include the host forge connects to), and cert.pem a client certificate signed by a CA the daemon trusts (its --tlscacert)",
+                folder.display()
+            )),
+            EngineError::Ssh { .. } => Some(
+                "forge runs `ssh -o BatchMode=yes [-l USER] [-p PORT] HOST docker system dial-stdio`: check that this works from this shell without a prompt (a key or an ssh agent, the host key already known) and that the remote user can run docker".to_owned(),
             ),
             EngineError::Api { .. } => Some("check the daemon's log".to_owned()),
         }

@@ -28,7 +28,8 @@ pub struct VerifyOptions {
     pub remote: bool,
     /// Run the image and read back its pins and overlay files.
     pub contents: bool,
-    /// The daemons to check (`unix://`, `tcp://`); empty for the default one.
+    /// The daemons to check (`unix://`, `tcp://`, `ssh://`, as `DOCKER_HOST` spells them); empty
+    /// for the default one.
     pub hosts: Vec<String>,
     /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
     pub insecure_registries: Vec<String>,

@@ -9,6 +9,7 @@ mod patch;
 mod pin_bump;
 mod pins;
 mod registry_server;
+mod remote_daemon;
 mod render;
 mod report;
 mod support;

@@ -885,8 +885,15 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
         row(&run.json(), "tag", &format!("{main}: {latest}"))["ok"],
         true
     );
-    let run = verify(&example, &["--host", "ssh://node-2"], &[]).expect_code(2);
-    assert!(run.stderr.contains("without ssh support"), "{}", run.stderr);
+    // An address that is none of the docker CLI's forms: exit 2, saying which they are.
+    let run = verify(&example, &["--host", "node-2:2375"], &[]).expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "cannot connect to the Docker daemon at node-2:2375: expected unix://PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]"
+        ),
+        "{}",
+        run.stderr
+    );
     assert!(
         run.stderr.contains("hint: name the daemon as unix://"),
         "{}",

@@ -1,0 +1,572 @@
+//! Daemons reached as the docker CLI reaches remote ones, `forge build` through `DOCKER_HOST`
+//! and `forge verify-digest --host`: `tcp://` behind a real TLS terminator (stunnel) that
+//! demands a client certificate, in front of the tests' daemon socket, with a CA and
+//! certificates made by `openssl` on the spot; and `ssh://` through a real `sshd` on loopback
+//! that runs `docker system dial-stdio` against the same daemon.
+//!
+//! The tools come from ci/test; a missing one fails the test, saying so.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
+use crate::support::Run;
+
+/// The unix socket of the daemon the tests build on.
+fn daemon_socket() -> PathBuf {
+    let host = std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned());
+    let socket = host
+        .strip_prefix("unix://")
+        .expect("the tests' daemon listens on a unix socket");
+    PathBuf::from(socket)
+}
+
+/// Runs `program args...`, which must succeed; a program that is not installed fails the test
+/// with the way to install it.
+#[track_caller]
+fn run_tool(program: &str, args: &[&str], folder: &Path) {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(folder)
+        .output()
+        .unwrap_or_else(|error| {
+            panic!("{program} cannot run ({error}): run ci/test, which installs it")
+        });
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// Waits until something accepts connections on `port`, or fails the test with `log`.
+fn wait_for_port(port: u16, child: &mut Child, log: &Path, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let exited = child.try_wait().ok().flatten();
+        if exited.is_some() || Instant::now() > deadline {
+            panic!(
+                "{what} did not listen on 127.0.0.1:{port} ({exited:?}):\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Stops `child` and reaps it.
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The offline example, built on the tests' daemon; `None` when Docker tests are skipped.
+fn built(name: &str) -> Option<(Example, String)> {
+    if !docker_available() {
+        return None;
+    }
+    ensure_base_image();
+    let example = Example::new(name);
+    let id = image_id_of(&example.build(&[]).expect_code(0));
+    Some((example, id))
+}
+
+fn image_id_of(run: &Run) -> String {
+    run.json()["image"]["id"]
+        .as_str()
+        .expect("the build reports an image id")
+        .to_owned()
+}
+
+/// `forge --json build` of the example with `env` added, as `Example::build` runs it.
+fn build_with(example: &Example, env: &[(&str, &str)]) -> Run {
+    let mut env = env.to_vec();
+    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
+    example
+        .context
+        .forge_with(&["--json", "build", "--progress", "plain"], &env)
+}
+
+/// `forge --json verify-digest args...` in the example.
+fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--json", "verify-digest"];
+    all.extend_from_slice(args);
+    example.context.forge_with(&all, env)
+}
+
+/// The `tag` row of `node` for `repository:latest`.
+#[track_caller]
+fn latest_row<'a>(json: &'a Value, node: &str, repository: &str) -> &'a Value {
+    let subject = format!("{node}: {repository}:latest");
+    json["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|check| check["name"] == "tag" && check["subject"] == subject)
+        .unwrap_or_else(|| panic!("no tag row for {subject} in {json:#}"))
+}
+
+#[track_caller]
+fn assert_contains(text: &str, wanted: &str) {
+    assert!(text.contains(wanted), "{wanted:?} not in:\n{text}");
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and the
+/// certificate folders a client may be given.
+struct Certificates {
+    folder: tempfile::TempDir,
+}
+
+impl Certificates {
+    fn make() -> Self {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let path = folder.path();
+        let openssl = |args: &[&str]| run_tool("openssl", args, path);
+        let self_signed_ca = |name: &str| {
+            openssl(&[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN={name}"),
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.pem"),
+            ]);
+        };
+        // The CA, and a second one that signed neither certificate.
+        self_signed_ca("ca");
+        self_signed_ca("other-ca");
+        let signed = |name: &str, ca: &str, extension: &str| {
+            openssl(&[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                &format!("/CN={name}"),
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.csr"),
+            ]);
+            std::fs::write(path.join(format!("{name}.ext")), extension).unwrap();
+            openssl(&[
+                "x509",
+                "-req",
+                "-days",
+                "2",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                &format!("{ca}.pem"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-extfile",
+                &format!("{name}.ext"),
+                "-out",
+                &format!("{name}.pem"),
+            ]);
+        };
+        signed("server", "ca", "subjectAltName=IP:127.0.0.1\n");
+        signed("client", "ca", "extendedKeyUsage=clientAuth\n");
+        signed("stranger", "other-ca", "extendedKeyUsage=clientAuth\n");
+        Self { folder }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.folder.path().join(name)
+    }
+
+    /// A `DOCKER_CERT_PATH` folder named `name` with `ca.pem`, `cert.pem` and `key.pem` copied
+    /// from the given files (`None` leaves that one out).
+    fn client_folder(&self, name: &str, ca: &str, certificate: Option<&str>, key: &str) -> PathBuf {
+        let folder = self.folder.path().join(name);
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::copy(self.file(ca), folder.join("ca.pem")).unwrap();
+        if let Some(certificate) = certificate {
+            std::fs::copy(self.file(certificate), folder.join("cert.pem")).unwrap();
+        }
+        std::fs::copy(self.file(key), folder.join("key.pem")).unwrap();
+        folder
+    }
+}
+
+/// stunnel on 127.0.0.1 in front of the tests' daemon socket: TLS with the server certificate,
+/// and only clients whose certificate the CA signed get through. Stopped when dropped.
+struct TlsTerminator {
+    child: Child,
+    port: u16,
+}
+
+impl TlsTerminator {
+    fn start(certificates: &Certificates) -> Self {
+        let port = free_port();
+        let config = certificates.file("stunnel.conf");
+        let log = certificates.file("stunnel.log");
+        std::fs::write(
+            &config,
+            format!(
+                "foreground = yes\npid =\ndebug = 5\n[docker]\naccept = 127.0.0.1:{port}\n\
+                 connect = {}\ncert = {}\nkey = {}\nCAfile = {}\nrequireCert = yes\n\
+                 verifyChain = yes\n",
+                daemon_socket().display(),
+                certificates.file("server.pem").display(),
+                certificates.file("server.key").display(),
+                certificates.file("ca.pem").display(),
+            ),
+        )
+        .unwrap();
+        // stunnel rather than socat: socat sets no TLS session id context, so OpenSSL refuses
+        // a client that resumes a session while client certificates are checked, and a rustls
+        // client resumes from its second connection on.
+        let child = Command::new("stunnel4")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("stunnel4 cannot run ({error}): run ci/test, which installs it")
+            });
+        let mut terminator = Self { child, port };
+        wait_for_port(port, &mut terminator.child, &log, "stunnel");
+        terminator
+    }
+
+    fn host(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for TlsTerminator {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
+/// The environment that turns TLS on with the certificates in `folder`.
+fn tls_env(folder: &Path) -> [(&'static str, String); 2] {
+    [
+        ("DOCKER_TLS_VERIFY", "1".to_owned()),
+        ("DOCKER_CERT_PATH", folder.display().to_string()),
+    ]
+}
+
+fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it() {
+    let Some((example, id)) = built("remote-tls") else {
+        return;
+    };
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates);
+    let host = terminator.host();
+
+    let good = certificates.client_folder("good", "ca.pem", Some("client.pem"), "client.key");
+    let json = verify(&example, &["--host", &host], &env_refs(&tls_env(&good)))
+        .expect_code(0)
+        .json();
+    assert_eq!(json["ok"], true, "{json:#}");
+    assert_eq!(
+        latest_row(&json, &host, &example.repository)["actual"],
+        id.as_str()
+    );
+
+    // No client certificate: refused before any connection, naming the file.
+    let without = certificates.client_folder("without", "ca.pem", None, "client.key");
+    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&without))).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "cannot connect to the Docker daemon at {host} over TLS: {} does not exist",
+            without.join("cert.pem").display()
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!("from {}; put them there", without.display()),
+    );
+
+    // A CA that did not sign the daemon's certificate: forge refuses the daemon.
+    let wrong_ca =
+        certificates.client_folder("wrong-ca", "other-ca.pem", Some("client.pem"), "client.key");
+    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&wrong_ca))).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("the TLS handshake with the Docker daemon at {host} failed"),
+    );
+    assert_contains(&run.stderr, "invalid peer certificate");
+    assert_contains(
+        &run.stderr,
+        &format!("hint: check the files in {}", wrong_ca.display()),
+    );
+
+    // A client certificate from a CA the terminator does not trust: the daemon refuses forge.
+    let stranger =
+        certificates.client_folder("stranger", "ca.pem", Some("stranger.pem"), "stranger.key");
+    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&stranger))).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("the TLS handshake with the Docker daemon at {host} failed"),
+    );
+    assert_contains(&run.stderr, "alert");
+
+    // The same port without TLS is no daemon at all.
+    let run = verify(&example, &["--host", &host], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("cannot reach the Docker daemon at {host}"),
+    );
+}
+
+#[test]
+fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates);
+    let host = terminator.host();
+    let good = certificates.client_folder("good", "ca.pem", Some("client.pem"), "client.key");
+    let example = Example::new("remote-tls-build");
+
+    let tls = tls_env(&good);
+    let mut env = env_refs(&tls);
+    env.push(("DOCKER_HOST", &host));
+    let run = build_with(&example, &env).expect_code(0);
+    let id = image_id_of(&run);
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+
+    // Without the TLS settings the same DOCKER_HOST is not a daemon forge can talk to.
+    let plain = build_with(&example, &[("DOCKER_HOST", &host)]).expect_code(2);
+    assert_contains(
+        &plain.stderr,
+        &format!("cannot reach the Docker daemon at {host}"),
+    );
+}
+
+/// An `sshd` on a free loopback port that lets in one temporary ed25519 key as the current
+/// user, and an `ssh` wrapper that uses that key and a temporary known-hosts file. Stopped when
+/// dropped.
+struct SshServer {
+    child: Option<Child>,
+    folder: tempfile::TempDir,
+    port: u16,
+}
+
+impl SshServer {
+    fn start() -> Self {
+        let folder = tempfile::tempdir().expect("a temporary folder");
+        let path = folder.path();
+        for key in ["host_key", "client_key"] {
+            run_tool(
+                "ssh-keygen",
+                &[
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    "forge-test",
+                    "-f",
+                    key,
+                ],
+                path,
+            );
+        }
+        std::fs::copy(path.join("client_key.pub"), path.join("authorized_keys")).unwrap();
+        let port = free_port();
+        std::fs::write(
+            path.join("sshd_config"),
+            format!(
+                "ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder}/host_key\n\
+                 AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 PermitRootLogin prohibit-password\nUsePAM no\n\
+                 # the temporary folder is group- or world-writable on some machines\n\
+                 StrictModes no\n",
+                folder = path.display()
+            ),
+        )
+        .unwrap();
+        // forge runs `ssh` from PATH, which reads ~/.ssh and would ask about an unknown host
+        // key. The wrapper first on PATH points ssh at a configuration of this test's own: its
+        // key, a known-hosts file in the temporary folder that takes the new host key, and
+        // nothing from the real ~/.ssh.
+        std::fs::write(
+            path.join("ssh_config"),
+            format!(
+                "Host *\n  IdentityFile {folder}/client_key\n  IdentitiesOnly yes\n  \
+                 IdentityAgent none\n  UserKnownHostsFile {folder}/known_hosts\n  \
+                 GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking accept-new\n",
+                folder = path.display()
+            ),
+        )
+        .unwrap();
+        let bin = path.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(
+            bin.join("ssh"),
+            format!(
+                "#!/bin/sh\nexec /usr/bin/ssh -F {}/ssh_config \"$@\"\n",
+                path.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            bin.join("ssh"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        // sshd insists on its privilege separation folder, which only a boot makes.
+        std::fs::create_dir_all("/run/sshd").expect("/run/sshd (sshd needs root)");
+        let log = path.join("sshd.log");
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(path.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("/usr/sbin/sshd cannot run ({error}): run ci/test, which installs openssh-server")
+            });
+        let mut server = Self {
+            child: Some(child),
+            folder,
+            port,
+        };
+        wait_for_port(
+            port,
+            server.child.as_mut().expect("just started"),
+            &log,
+            "sshd",
+        );
+        server
+    }
+
+    /// `ssh://USER@127.0.0.1:PORT` for the current user.
+    fn host(&self) -> String {
+        format!("ssh://{}@127.0.0.1:{}", current_user(), self.port)
+    }
+
+    /// PATH with the ssh wrapper first.
+    fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.folder.path().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
+    /// Stops sshd now.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop(&mut child);
+        }
+    }
+}
+
+impl Drop for SshServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn current_user() -> String {
+    let output = Command::new("id").arg("-un").output().expect("id runs");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+#[test]
+fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
+    let Some((example, id)) = built("remote-ssh") else {
+        return;
+    };
+    let mut server = SshServer::start();
+    let host = server.host();
+    let path = server.path();
+    let env = [("PATH", path.as_str())];
+
+    let json = verify(&example, &["--host", &host], &env)
+        .expect_code(0)
+        .json();
+    assert_eq!(json["ok"], true, "{json:#}");
+    assert_eq!(
+        latest_row(&json, &host, &example.repository)["actual"],
+        id.as_str()
+    );
+
+    // A port nothing listens on: ssh's own words, and the node named.
+    let closed = free_port();
+    let wrong = format!("ssh://{}@127.0.0.1:{closed}", current_user());
+    let run = verify(&example, &["--host", &wrong], &env).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("error: could not verify node {wrong}"),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "cannot reach the Docker daemon at {wrong} over ssh: ssh: connect to host 127.0.0.1 port {closed}: Connection refused"
+        ),
+    );
+    assert_contains(&run.stderr, "hint: forge runs `ssh -o BatchMode=yes");
+
+    // The server gone: the same node is named as unreachable.
+    server.stop();
+    let run = verify(&example, &["--host", &host], &env).expect_code(2);
+    assert_contains(&run.stderr, &format!("error: could not verify node {host}"));
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "cannot reach the Docker daemon at {host} over ssh: ssh: connect to host 127.0.0.1 port {}",
+            server.port
+        ),
+    );
+}
+
+#[test]
+fn forge_build_reaches_an_ssh_daemon_named_by_docker_host() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let server = SshServer::start();
+    let host = server.host();
+    let path = server.path();
+    let example = Example::new("remote-ssh-build");
+
+    let run = build_with(&example, &[("DOCKER_HOST", &host), ("PATH", &path)]).expect_code(0);
+    let id = image_id_of(&run);
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+}
