@@ -1,4 +1,4 @@
-//! The blocking HTTP client the package index and registry clients share: one `ureq` agent with
+//! The blocking HTTP client the package index, registry and git clients share: one `ureq` agent with
 //! timeouts, rustls for TLS, and status codes returned as responses rather than errors (the
 //! callers tell a 404 from a 401 from a 500 in their own terms).
 
@@ -10,11 +10,16 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// The largest body forge reads: an index page of a package with thousands of files.
 pub const BODY_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// A fresh agent. Redirects are followed (PyPI and registries redirect to CDNs); the proxy
-/// settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply. Certificates are checked
-/// against the machine's trust store, as pip and docker do, so a site that adds its own CA
-/// (a TLS-inspecting proxy, an internal mirror) works here as it does for them.
+/// A fresh agent for requests with a bounded body: each takes at most `TIMEOUT` in all.
 pub fn agent() -> ureq::Agent {
+    config().timeout_global(Some(TIMEOUT)).build().into()
+}
+
+/// What every forge agent shares. Redirects are followed (PyPI and registries redirect to
+/// CDNs); the proxy settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply. Certificates
+/// are checked against the machine's trust store, as pip, git and docker do, so a site that adds
+/// its own CA (a TLS-inspecting proxy, an internal mirror) works here as it does for them.
+pub fn config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     ureq::Agent::config_builder()
         .tls_config(
             ureq::tls::TlsConfig::builder()
@@ -22,10 +27,7 @@ pub fn agent() -> ureq::Agent {
                 .build(),
         )
         .http_status_as_error(false)
-        .timeout_global(Some(TIMEOUT))
         .user_agent(concat!("forge/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into()
 }
 
 /// Reads a response body as text, within `BODY_LIMIT`.

@@ -6,6 +6,8 @@
 //! cache repository under `$XDG_CACHE_HOME/forge/git/` (else `~/.cache/forge/git/`), one per
 //! URL and shared with the patch stage, and later fetches only bring what is new.
 
+pub mod http;
+
 use std::path::PathBuf;
 
 use sha2::{Digest as _, Sha256};
@@ -109,6 +111,7 @@ impl Git2Remote {
             url: url.to_string(),
             message: error.message().to_owned(),
         };
+        http::register();
         let mut remote = git2::Remote::create_detached(url.as_str()).map_err(unreachable)?;
         remote
             .connect(git2::Direction::Fetch)
@@ -232,6 +235,7 @@ impl GitRemote for Git2Remote {
             )],
             None => vec!["+refs/heads/*:refs/remotes/origin/*".to_owned()],
         };
+        http::register();
         let mut remote = repository.remote_anonymous(url.as_str()).map_err(|error| {
             GitRemoteError::Unreachable {
                 url: url.to_string(),

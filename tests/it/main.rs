@@ -4,6 +4,7 @@
 mod build;
 mod faults;
 mod fuzz_replay;
+mod git_http_server;
 mod index_server;
 mod patch;
 mod pin_bump;
@@ -13,5 +14,6 @@ mod remote_daemon;
 mod render;
 mod report;
 mod support;
+mod tls;
 mod verify;
 mod workflow;

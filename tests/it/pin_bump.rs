@@ -1,14 +1,17 @@
 //! `forge pin bump` and `forge pin outdated` against real servers: a package index on
-//! 127.0.0.1 (`index_server`), bare git repositories over file://, and a `docker-registry` on
+//! 127.0.0.1 (`index_server`), bare git repositories over file:// and over git's smart HTTP
+//! protocol (`git_http_server`), and a `docker-registry` on
 //! loopback for the base image. Every run is hermetic: no pip configuration, cache or
 //! credentials of the machine leak in.
 
 use std::path::Path;
 use std::process::Command;
 
+use crate::git_http_server::GitHttpServer;
 use crate::index_server::IndexServer;
 use crate::registry_server::{self, RegistryServer};
 use crate::support::{Run, TestContext};
+use crate::tls::{Certificates, TlsTerminator};
 
 /// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
 /// temporary folder, no index or registry settings but those in `env`.
@@ -1028,6 +1031,243 @@ fn an_unreachable_git_remote_is_an_error() {
     assert_contains(&run.stderr, "cannot reach the git remote file://");
     assert_contains(&run.stderr, "hint: check the pin's `url`");
     assert_unchanged(&context, &before);
+}
+
+/// The remote's repository served over HTTP by `git http-backend`, and its URL there.
+fn over_http(remote: &GitRemote) -> (GitHttpServer, String) {
+    let server = GitHttpServer::start(remote.folder.path());
+    let url = server.url("remote.git");
+    (server, url)
+}
+
+#[test]
+fn a_git_pin_over_smart_http_moves_to_the_head_and_resolves_a_short_revision() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let (server, url) = over_http(&remote);
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{url}\""),
+    );
+    let before = context.read("pins.toml");
+
+    // A short revision is not a branch tip: resolving it fetches the branch.
+    forge(
+        &context,
+        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{}\"", remote.second),
+            1
+        )
+    );
+    // Listed and fetched by forge's own HTTP client, not libgit2's.
+    let agent = format!("(forge/{})", env!("CARGO_PKG_VERSION"));
+    let requests = server.requests();
+    assert!(
+        requests.contains(&format!(
+            "GET /remote.git/info/refs?service=git-upload-pack {agent}"
+        )),
+        "the refs are listed over HTTP: {requests:?}"
+    );
+    assert!(
+        requests.contains(&format!("POST /remote.git/git-upload-pack {agent}")),
+        "the branch is fetched over HTTP: {requests:?}"
+    );
+
+    // The branch head is read from the listing alone.
+    forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{}\"", remote.head),
+            1
+        )
+    );
+}
+
+#[test]
+fn a_series_onto_a_git_remote_over_http_is_fetched_and_checked() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let (server, url) = over_http(&remote);
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[("tune the kernel", &[("kernel.txt", "first, tuned\n")])],
+        &context.path().join("patches/deepgemm"),
+    );
+    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    let served = context.read("pins.toml").replace(&remote.url(), &url);
+    context.write("pins.toml", &served);
+
+    // The series conflicts with the new head: seen only if both revisions were fetched.
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "Conflicts 0001-tune-the-kernel.patch (kernel.txt",
+    );
+    assert_unchanged(&context, &served);
+    let fetch = format!(
+        "POST /remote.git/git-upload-pack (forge/{})",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        server.requests().contains(&fetch),
+        "the patch target is fetched over HTTP by forge: {:?}",
+        server.requests()
+    );
+}
+
+#[test]
+fn a_git_pin_over_https_is_verified_against_the_trust_store_and_a_stranger_is_refused() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let (server, url) = over_http(&remote);
+    let certificates = Certificates::make();
+    let address = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .expect("an http URL");
+    let terminator = TlsTerminator::start(&certificates, address, false);
+    let served = format!("https://127.0.0.1:{}/remote.git", terminator.port());
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{served}\""),
+    );
+    let before = context.read("pins.toml");
+
+    // A CA the machine does not trust: the server is refused before any git is spoken.
+    let stranger = certificates.file("other-ca.pem");
+    let run = forge(
+        &context,
+        &["pin", "bump", "deepgemm"],
+        &[("SSL_CERT_FILE", stranger.to_str().unwrap())],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("cannot reach the git remote {served}"),
+    );
+    assert_contains(&run.stderr, "certificate");
+    assert_unchanged(&context, &before);
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    // Trusted: listed and fetched through TLS.
+    let ca = certificates.file("ca.pem");
+    forge(
+        &context,
+        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{}\"", remote.second),
+            1
+        )
+    );
+    let fetch = format!(
+        "POST /remote.git/git-upload-pack (forge/{})",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        server.requests().contains(&fetch),
+        "{:?}",
+        server.requests()
+    );
+}
+
+#[test]
+fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answered() {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    let (server, _) = over_http(&remote);
+    let missing = server.url("no-such.git");
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{missing}\""),
+    );
+    let before = context.read("pins.toml");
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "cannot reach the git remote {missing}: {missing}/info/refs?service=git-upload-pack answered HTTP 404"
+        ),
+    );
+    assert_unchanged(&context, &before);
+
+    // A plain web server holding the repository (git's "dumb" protocol, which forge does not
+    // speak): its files are not taken for a smart server's ref listing.
+    git(
+        &remote.folder.path().join("remote.git"),
+        &["update-server-info"],
+    );
+    let web = StaticWebServer::start(remote.folder.path());
+    let dumb = format!("http://{}/remote.git", web.address);
+    context.write("pins.toml", &before.replace(&missing, &dumb));
+    let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    assert_contains(&run.stderr, &format!("cannot reach the git remote {dumb}"));
+    assert_contains(&run.stderr, "is not a git smart HTTP server");
+    assert_unchanged(&context, &before.replace(&missing, &dumb));
+}
+
+/// Python's `http.server` serving a folder's files as they are, on a free loopback port;
+/// stopped when dropped.
+struct StaticWebServer {
+    address: String,
+    process: std::process::Child,
+}
+
+impl StaticWebServer {
+    fn start(folder: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let process = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .current_dir(folder)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 -m http.server starts");
+        let address = format!("127.0.0.1:{port}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(&address).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "python3 -m http.server did not listen on {address}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Self { address, process }
+    }
+}
+
+impl Drop for StaticWebServer {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
 }
 
 #[test]

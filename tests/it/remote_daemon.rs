@@ -6,15 +6,14 @@
 //!
 //! The tools come from ci/test; a missing one fails the test, saying so.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
 use crate::support::Run;
+use crate::tls::{Certificates, TlsTerminator, free_port, run_tool, stop, wait_for_port};
 
 /// The unix socket of the daemon the tests build on.
 fn daemon_socket() -> PathBuf {
@@ -26,53 +25,6 @@ fn daemon_socket() -> PathBuf {
         .strip_prefix("unix://")
         .expect("the tests' daemon listens on a unix socket");
     PathBuf::from(socket)
-}
-
-/// Runs `program args...`, which must succeed; a program that is not installed fails the test
-/// with the way to install it.
-#[track_caller]
-fn run_tool(program: &str, args: &[&str], folder: &Path) {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(folder)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("{program} cannot run ({error}): run ci/test, which installs it")
-        });
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Waits until something accepts connections on `port`, or fails the test with `log`.
-fn wait_for_port(port: u16, child: &mut Child, log: &Path, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let exited = child.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            panic!(
-                "{what} did not listen on 127.0.0.1:{port} ({exited:?}):\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Stops `child` and reaps it.
-fn stop(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The offline example, built on the tests' daemon; `None` when Docker tests are skipped.
@@ -126,143 +78,10 @@ fn assert_contains(text: &str, wanted: &str) {
     assert!(text.contains(wanted), "{wanted:?} not in:\n{text}");
 }
 
-/// A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and the
-/// certificate folders a client may be given.
-struct Certificates {
-    folder: tempfile::TempDir,
-}
-
-impl Certificates {
-    fn make() -> Self {
-        let folder = tempfile::tempdir().expect("a temporary folder");
-        let path = folder.path();
-        let openssl = |args: &[&str]| run_tool("openssl", args, path);
-        let self_signed_ca = |name: &str| {
-            openssl(&[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                &format!("/CN={name}"),
-                "-keyout",
-                &format!("{name}.key"),
-                "-out",
-                &format!("{name}.pem"),
-            ]);
-        };
-        // The CA, and a second one that signed neither certificate.
-        self_signed_ca("ca");
-        self_signed_ca("other-ca");
-        let signed = |name: &str, ca: &str, extension: &str| {
-            openssl(&[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-subj",
-                &format!("/CN={name}"),
-                "-keyout",
-                &format!("{name}.key"),
-                "-out",
-                &format!("{name}.csr"),
-            ]);
-            std::fs::write(path.join(format!("{name}.ext")), extension).unwrap();
-            openssl(&[
-                "x509",
-                "-req",
-                "-days",
-                "2",
-                "-in",
-                &format!("{name}.csr"),
-                "-CA",
-                &format!("{ca}.pem"),
-                "-CAkey",
-                &format!("{ca}.key"),
-                "-CAcreateserial",
-                "-extfile",
-                &format!("{name}.ext"),
-                "-out",
-                &format!("{name}.pem"),
-            ]);
-        };
-        signed("server", "ca", "subjectAltName=IP:127.0.0.1\n");
-        signed("client", "ca", "extendedKeyUsage=clientAuth\n");
-        signed("stranger", "other-ca", "extendedKeyUsage=clientAuth\n");
-        Self { folder }
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.folder.path().join(name)
-    }
-
-    /// A `DOCKER_CERT_PATH` folder named `name` with `ca.pem`, `cert.pem` and `key.pem` copied
-    /// from the given files (`None` leaves that one out).
-    fn client_folder(&self, name: &str, ca: &str, certificate: Option<&str>, key: &str) -> PathBuf {
-        let folder = self.folder.path().join(name);
-        std::fs::create_dir(&folder).unwrap();
-        std::fs::copy(self.file(ca), folder.join("ca.pem")).unwrap();
-        if let Some(certificate) = certificate {
-            std::fs::copy(self.file(certificate), folder.join("cert.pem")).unwrap();
-        }
-        std::fs::copy(self.file(key), folder.join("key.pem")).unwrap();
-        folder
-    }
-}
-
-/// stunnel on 127.0.0.1 in front of the tests' daemon socket: TLS with the server certificate,
-/// and only clients whose certificate the CA signed get through. Stopped when dropped.
-struct TlsTerminator {
-    child: Child,
-    port: u16,
-}
-
-impl TlsTerminator {
-    fn start(certificates: &Certificates) -> Self {
-        let port = free_port();
-        let config = certificates.file("stunnel.conf");
-        let log = certificates.file("stunnel.log");
-        std::fs::write(
-            &config,
-            format!(
-                "foreground = yes\npid =\ndebug = 5\n[docker]\naccept = 127.0.0.1:{port}\n\
-                 connect = {}\ncert = {}\nkey = {}\nCAfile = {}\nrequireCert = yes\n\
-                 verifyChain = yes\n",
-                daemon_socket().display(),
-                certificates.file("server.pem").display(),
-                certificates.file("server.key").display(),
-                certificates.file("ca.pem").display(),
-            ),
-        )
-        .unwrap();
-        // stunnel rather than socat: socat sets no TLS session id context, so OpenSSL refuses
-        // a client that resumes a session while client certificates are checked, and a rustls
-        // client resumes from its second connection on.
-        let child = Command::new("stunnel4")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!("stunnel4 cannot run ({error}): run ci/test, which installs it")
-            });
-        let mut terminator = Self { child, port };
-        wait_for_port(port, &mut terminator.child, &log, "stunnel");
-        terminator
-    }
-
-    fn host(&self) -> String {
-        format!("tcp://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for TlsTerminator {
-    fn drop(&mut self) {
-        stop(&mut self.child);
-    }
+/// A TLS terminator in front of the tests' daemon socket that lets only clients whose
+/// certificate the CA signed through, as `dockerd --tlsverify` does.
+fn in_front_of_the_daemon(certificates: &Certificates) -> TlsTerminator {
+    TlsTerminator::start(certificates, &daemon_socket().display().to_string(), true)
 }
 
 /// The environment that turns TLS on with the certificates in `folder`.
@@ -285,8 +104,8 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
         return;
     };
     let certificates = Certificates::make();
-    let terminator = TlsTerminator::start(&certificates);
-    let host = terminator.host();
+    let terminator = in_front_of_the_daemon(&certificates);
+    let host = format!("tcp://127.0.0.1:{}", terminator.port());
 
     let good = certificates.client_folder("good", "ca.pem", Some("client.pem"), "client.key");
     let json = verify(&example, &["--host", &host], &env_refs(&tls_env(&good)))
@@ -352,8 +171,8 @@ fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
     }
     ensure_base_image();
     let certificates = Certificates::make();
-    let terminator = TlsTerminator::start(&certificates);
-    let host = terminator.host();
+    let terminator = in_front_of_the_daemon(&certificates);
+    let host = format!("tcp://127.0.0.1:{}", terminator.port());
     let good = certificates.client_folder("good", "ca.pem", Some("client.pem"), "client.key");
     let example = Example::new("remote-tls-build");
 

@@ -1,0 +1,187 @@
+//! A git server on 127.0.0.1 for the tests: git's own `git http-backend` behind a small CGI
+//! gateway, so that forge's smart HTTP transport talks to the same server code as git's.
+//! One thread accepts connections; each request runs `git http-backend` once with the CGI
+//! variables set, its body on stdin, and its CGI answer turned into an HTTP response.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A running server for the bare repositories under one folder; stops when dropped.
+pub struct GitHttpServer {
+    address: String,
+    stop: Arc<AtomicBool>,
+    requests: Arc<Mutex<Vec<String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl GitHttpServer {
+    /// Serves the repositories under `root` (`root/NAME.git` at `/NAME.git`) on a free port.
+    pub fn start(root: &Path) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let address = listener.local_addr().expect("an address").to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (root, stop, requests) = (root.to_owned(), stop.clone(), requests.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        serve(stream, &root, &requests);
+                    }
+                }
+            })
+        };
+        Self {
+            address,
+            stop,
+            requests,
+            thread: Some(thread),
+        }
+    }
+
+    /// The URL of the repository at `path` under the root.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{path}", self.address)
+    }
+
+    /// Every request so far, as `METHOD /path?query (user agent)`.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for GitHttpServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(&self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+        return;
+    };
+    let (method, target) = (method.to_owned(), target.to_owned());
+    let mut content_type = String::new();
+    let mut user_agent = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-type" => content_type = value.trim().to_owned(),
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "user-agent" => user_agent = value.trim().to_owned(),
+                _ => {}
+            }
+        }
+    }
+    requests
+        .lock()
+        .unwrap()
+        .push(format!("{method} {target} ({user_agent})"));
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let answer = backend(root, &method, path, query, &content_type, &body);
+    let _ = respond(stream, &answer);
+}
+
+/// Runs `git http-backend` for one request and returns its CGI output.
+fn backend(
+    root: &Path,
+    method: &str,
+    path: &str,
+    query: &str,
+    content_type: &str,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut child = Command::new("git")
+        .arg("http-backend")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GIT_PROJECT_ROOT", PathBuf::from(root))
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("REQUEST_METHOD", method)
+        .env("PATH_INFO", path)
+        .env("QUERY_STRING", query)
+        .env("CONTENT_TYPE", content_type)
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("git http-backend starts");
+    let mut stdin = child.stdin.take().expect("a stdin");
+    let body = body.to_vec();
+    // Written from a thread: a large request and a large answer would otherwise block each other.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&body);
+    });
+    let output = child.wait_with_output().expect("git http-backend runs");
+    let _ = writer.join();
+    output.stdout
+}
+
+/// Turns a CGI answer (headers, a blank line, the body; `Status:` for anything but 200) into an
+/// HTTP/1.1 response that closes the connection.
+fn respond(mut stream: TcpStream, answer: &[u8]) -> std::io::Result<()> {
+    let split = answer
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .map(|at| (at, at + 4))
+        .or_else(|| {
+            answer
+                .windows(2)
+                .position(|window| window == b"\n\n")
+                .map(|at| (at, at + 2))
+        });
+    let Some((end, start)) = split else {
+        return stream.write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n");
+    };
+    let head = String::from_utf8_lossy(&answer[..end]);
+    let body = &answer[start..];
+    let mut status = "200 OK".to_owned();
+    let mut headers = String::new();
+    for line in head.lines() {
+        match line.split_once(':') {
+            Some((name, value)) if name.eq_ignore_ascii_case("status") => {
+                status = value.trim().to_owned();
+            }
+            Some(_) => headers.push_str(&format!("{line}\r\n")),
+            None => {}
+        }
+    }
+    stream.write_all(
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )?;
+    stream.write_all(body)
+}
