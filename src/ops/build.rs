@@ -229,6 +229,31 @@ fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
     }
 }
 
+impl Plan {
+    /// The labels forge adds to the image: the context digest, and the patches applied.
+    fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels =
+            BTreeMap::from([(CONTEXT_LABEL.to_owned(), self.context.digest.to_string())]);
+        if !self.patches.is_empty() {
+            let applied: Vec<String> = self.patches.iter().map(PatchRecord::summary).collect();
+            labels.insert(PATCHES_LABEL.to_owned(), applied.join("; "));
+        }
+        labels
+    }
+}
+
+/// The build arguments: pins.toml's, and the recipe's revision.
+fn build_args(recipe: &Recipe, revision: &str) -> BTreeMap<String, String> {
+    let mut args: BTreeMap<String, String> = recipe
+        .pins
+        .args
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect();
+    args.insert(REVISION_ARG.to_owned(), revision.to_owned());
+    args
+}
+
 /// Renders, patches and assembles the context of `recipe` (`forge verify-digest` compares
 /// the same plan with the record). Context entries carry `mtime`, else `SOURCE_DATE_EPOCH`,
 /// else 0.
@@ -439,6 +464,8 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
             "context_entries": plan.context.entries,
             "inputs": plan.inputs.as_ref().map(|inputs| serde_json::to_value(inputs).expect("inputs serialize")),
             "patches": patches_json(&plan.patches),
+            "build_args": build_args(recipe, &revision(&recipe.root)),
+            "labels": plan.labels(),
             "image": {
                 "repository": repository.as_str(),
                 "tags": plan.tags.iter().map(|tag| json!({
@@ -511,26 +538,14 @@ async fn run<E: Engine>(
         .platform
         .as_ref()
         .unwrap_or(&recipe.pins.image.platform);
-    let mut args: BTreeMap<String, String> = recipe
-        .pins
-        .args
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_string()))
-        .collect();
     let revision = revision(&recipe.root);
-    args.insert(REVISION_ARG.to_owned(), revision.clone());
-    let mut labels = BTreeMap::from([(CONTEXT_LABEL.to_owned(), plan.context.digest.to_string())]);
-    if !plan.patches.is_empty() {
-        let applied: Vec<String> = plan.patches.iter().map(PatchRecord::summary).collect();
-        labels.insert(PATCHES_LABEL.to_owned(), applied.join("; "));
-    }
     let request = BuildRequest {
         context: archive,
         builder: options.builder,
         no_cache: options.no_cache,
         platform: Some(platform),
-        args,
-        labels,
+        args: build_args(recipe, &revision),
+        labels: plan.labels(),
     };
     printer.status(
         "Building",
@@ -554,11 +569,18 @@ async fn run<E: Engine>(
     let image = built?;
     printer.status("Built", &image);
 
+    // What the tags and the base name now, asked at once: one round trip instead of three.
+    let lookups = plan.tags.iter().map(|tag| {
+        let reference = format!("{repository}:{}", tag.tag);
+        async move { engine.image(&reference).await.map_err(anyhow::Error::from) }
+    });
+    let (current, base) = tokio::try_join!(
+        futures_util::future::try_join_all(lookups),
+        base_record(recipe, engine),
+    )?;
     // Every refusal comes before the first tag moves.
     let mut previous = Vec::new();
-    for tag in &plan.tags {
-        let reference = format!("{repository}:{}", tag.tag);
-        let current = engine.image(&reference).await?;
+    for (tag, current) in plan.tags.iter().zip(current) {
         if let Some(current) = &current
             && tag.mutability == Mutability::Immutable
             && current.id != image
@@ -594,6 +616,10 @@ async fn run<E: Engine>(
     let mut moved: Vec<(&Tag, Option<ImageId>)> = Vec::new();
     let finish = async {
         for (tag, before) in &previous {
+            if before.as_ref() == Some(&image) {
+                printer.status("Fresh", format_args!("{repository}:{}", tag.tag));
+                continue;
+            }
             // Listed before the daemon is asked, so that an interruption while it answers
             // still puts the tag back.
             moved.push((&tag.tag, before.clone()));
@@ -625,10 +651,9 @@ async fn run<E: Engine>(
                 }
             }
         }
-        let base = base_record(recipe, engine).await?;
         let record = Record::new(
             plan.inputs.clone().expect("a build computes its inputs"),
-            base,
+            base.clone(),
             ImageRecord {
                 repository: repository.clone(),
                 id: image.0.clone(),
