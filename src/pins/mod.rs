@@ -409,14 +409,14 @@ impl Loader<'_> {
         let mut patches = Vec::new();
         for entry in raw.patches {
             let series = self.existing_folder(entry.series, "patch series folder")?;
-            if let Onto::Folder(folder) = &entry.onto {
-                if !self.root.join(folder.as_str()).is_dir() {
-                    return Err(self.error(
-                        0..0,
-                        format!("patch target folder `{folder}` does not exist"),
-                        "create it or point `onto` at an existing folder",
-                    ));
-                }
+            if let Onto::Folder(folder) = &entry.onto
+                && !self.root.join(folder.as_str()).is_dir()
+            {
+                return Err(self.error(
+                    0..0,
+                    format!("patch target folder `{folder}` does not exist"),
+                    "create it or point `onto` at an existing folder",
+                ));
             }
             patches.push(PatchSeries {
                 series,

@@ -576,6 +576,27 @@ pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
     left.len().cmp(&right.len()).then_with(|| a.cmp(b))
 }
 
+/// The whole body of `response` (at most `http::BODY_LIMIT` bytes), fetched from `url`.
+fn read_body(
+    response: &mut ureq::http::Response<ureq::Body>,
+    url: &str,
+) -> Result<Vec<u8>, RegistryError> {
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(
+        &mut response
+            .body_mut()
+            .with_config()
+            .limit(crate::http::BODY_LIMIT)
+            .reader(),
+        &mut body,
+    )
+    .map_err(|error| RegistryError::Unreachable {
+        url: url.to_owned(),
+        message: error.to_string(),
+    })?;
+    Ok(body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,25 +623,4 @@ mod tests {
             Some("/v2/a/tags/list?n=2&last=b")
         );
     }
-}
-
-/// The whole body of `response` (at most `http::BODY_LIMIT` bytes), fetched from `url`.
-fn read_body(
-    response: &mut ureq::http::Response<ureq::Body>,
-    url: &str,
-) -> Result<Vec<u8>, RegistryError> {
-    let mut body = Vec::new();
-    std::io::Read::read_to_end(
-        &mut response
-            .body_mut()
-            .with_config()
-            .limit(crate::http::BODY_LIMIT)
-            .reader(),
-        &mut body,
-    )
-    .map_err(|error| RegistryError::Unreachable {
-        url: url.to_owned(),
-        message: error.to_string(),
-    })?;
-    Ok(body)
 }
