@@ -117,8 +117,8 @@ pub struct VerifyDigestArgs {
     #[arg(long)]
     pub contents: bool,
 
-    /// Check the tags on this daemon (unix:///PATH or tcp://HOST:PORT) instead of the default
-    /// one; repeat for every node.
+    /// Check the tags on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT])
+    /// instead of the default one; repeat for every node.
     #[arg(long, value_name = "URL")]
     pub host: Vec<String>,
 
