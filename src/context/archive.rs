@@ -1,9 +1,12 @@
 //! The deterministic tar writer: entries in byte order of their paths, every header normalised,
-//! the bytes hashed as they are written so the archive is read once.
+//! the bytes hashed as they are written so the archive is read once. Reading the files and
+//! hashing (and storing) the archive run on two threads, as `tar -c | openssl dgst` runs in
+//! two processes: hashing is the slower half, and it no longer waits for the reads.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 
 use sha2::{Digest as _, Sha256};
 
@@ -115,32 +118,101 @@ impl Entries {
     }
 
     /// Writes the archive to `sink`, returning the sha256 of its bytes and their count.
-    pub(super) fn write<W: Write>(
+    pub(super) fn write<W: Write + Send>(
         &self,
         sink: W,
         mtime: u64,
     ) -> Result<(Vec<u8>, u64, W), ContextError> {
-        // A large buffer: `io::copy` into a `BufWriter` reads straight into its spare room, so
-        // file contents move in 1 MiB reads and hash in 1 MiB updates.
-        let hashing = HashingWriter {
-            inner: sink,
-            hasher: Sha256::new(),
-            written: 0,
-        };
-        let mut builder = tar::Builder::new(BufWriter::with_capacity(1 << 20, hashing));
-        for (path, source) in &self.entries {
-            append(&mut builder, path, source, mtime)?;
-        }
-        let buffered = builder.into_inner().map_err(ContextError::Write)?;
-        let hashing = buffered
-            .into_inner()
-            .map_err(|error| ContextError::Write(error.into_error()))?;
-        Ok((
-            hashing.hasher.finalize().to_vec(),
-            hashing.written,
-            hashing.inner,
-        ))
+        std::thread::scope(|scope| {
+            let (full, filled) = sync_channel(CHUNKS_IN_FLIGHT);
+            let (spare, spares) = channel();
+            let hashing = scope.spawn(move || hash_and_store(filled, spare, sink));
+            // A large buffer: `io::copy` into a `BufWriter` reads straight into its spare room,
+            // so file contents move in 1 MiB reads and 1 MiB chunks.
+            let chunks = Chunks { full, spares };
+            let mut builder = tar::Builder::new(BufWriter::with_capacity(CHUNK, chunks));
+            let appended = self
+                .entries
+                .iter()
+                .try_for_each(|(path, source)| append(&mut builder, path, source, mtime));
+            // Finishing the archive and dropping the last sender ends the hashing thread, which
+            // must happen on failure too before it is waited for.
+            let archived = match appended {
+                Ok(()) => builder
+                    .into_inner()
+                    .map_err(ContextError::Write)
+                    .and_then(|buffered| {
+                        buffered
+                            .into_inner()
+                            .map(drop)
+                            .map_err(|error| ContextError::Write(error.into_error()))
+                    }),
+                Err(error) => {
+                    drop(builder);
+                    Err(error)
+                }
+            };
+            let stored = hashing.join().expect("the hashing thread does not panic");
+            match (archived, stored) {
+                (Ok(()), Ok(result)) => Ok(result),
+                // When storing failed, that is why the chunks stopped flowing.
+                (_, Err(error)) => Err(ContextError::Write(error)),
+                (Err(error), Ok(_)) => Err(error),
+            }
+        })
     }
+}
+
+/// The size of the chunks handed from the reading thread to the hashing one.
+const CHUNK: usize = 1 << 20;
+
+/// How many chunks may wait for the hashing thread: enough to ride out a slow read, little
+/// enough that a 1 GiB context is never held in memory.
+const CHUNKS_IN_FLIGHT: usize = 4;
+
+/// The reading thread's end: hands each chunk written to the hashing thread, reusing the
+/// buffers it has finished with.
+struct Chunks {
+    full: SyncSender<Vec<u8>>,
+    spares: Receiver<Vec<u8>>,
+}
+
+impl Write for Chunks {
+    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+        let mut chunk = self
+            .spares
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        chunk.clear();
+        chunk.extend_from_slice(buffer);
+        if self.full.send(chunk).is_err() {
+            return Err(io::Error::other("the archive's hashing thread stopped"));
+        }
+        Ok(buffer.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The hashing thread: hashes each chunk, writes it to `sink`, and hands the buffer back.
+fn hash_and_store<W: Write>(
+    filled: Receiver<Vec<u8>>,
+    spare: std::sync::mpsc::Sender<Vec<u8>>,
+    mut sink: W,
+) -> io::Result<(Vec<u8>, u64, W)> {
+    let mut hasher = Sha256::new();
+    let mut written = 0u64;
+    for chunk in filled {
+        hasher.update(&chunk);
+        sink.write_all(&chunk)?;
+        written += chunk.len() as u64;
+        // The reading thread may have finished; then the buffer is simply dropped.
+        let _ = spare.send(chunk);
+    }
+    sink.flush()?;
+    Ok((hasher.finalize().to_vec(), written, sink))
 }
 
 fn append<W: Write>(
@@ -227,22 +299,116 @@ impl<R: Read> Read for ExactReader<R> {
     }
 }
 
-/// Passes bytes on to `inner`, hashing and counting them.
-struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
-    written: u64,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        let count = self.inner.write(buffer)?;
-        self.hasher.update(&buffer[..count]);
-        self.written += count as u64;
-        Ok(count)
+    /// Bytes that do not repeat within a chunk, so a chunk sent twice or dropped shows.
+    fn counting(size: usize) -> Vec<u8> {
+        (0..size)
+            .map(|index| (index / 251 + index % 251) as u8)
+            .collect()
     }
 
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+    #[test]
+    fn an_archive_of_many_chunks_hashes_as_the_bytes_it_wrote() {
+        let folder = tempfile::tempdir().unwrap();
+        let big = folder.path().join("big.bin");
+        // More chunks than may wait at once, so that buffers are handed back and reused.
+        let content = counting((CHUNKS_IN_FLIGHT + 5) * CHUNK + CHUNK / 2 + 7);
+        std::fs::write(&big, &content).unwrap();
+        let mut entries = Entries::default();
+        entries.insert(
+            "big.bin",
+            Source::File {
+                path: big,
+                executable: false,
+            },
+        );
+        entries.insert("Dockerfile", Source::Bytes(b"FROM scratch\n".to_vec()));
+
+        let (hash, size, written) = entries.write(Vec::new(), 0).unwrap();
+        assert_eq!(size, written.len() as u64);
+        assert_eq!(hash, Sha256::digest(&written).to_vec());
+        let mut archive = tar::Archive::new(written.as_slice());
+        let read: Vec<(String, Vec<u8>)> = archive
+            .entries()
+            .unwrap()
+            .map(|entry| {
+                let mut entry = entry.unwrap();
+                let name = entry.path().unwrap().display().to_string();
+                let mut bytes = Vec::new();
+                entry.read_to_end(&mut bytes).unwrap();
+                (name, bytes)
+            })
+            .collect();
+        assert_eq!(read.len(), 2);
+        assert_eq!(
+            read[0],
+            ("Dockerfile".to_owned(), b"FROM scratch\n".to_vec())
+        );
+        assert_eq!(read[1].0, "big.bin");
+        assert!(read[1].1 == content, "big.bin came back changed");
+    }
+
+    /// A sink that takes `room` bytes, then fails as a full disk does.
+    #[derive(Debug)]
+    struct Full {
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            let count = buffer.len().min(self.room);
+            self.room -= count;
+            Ok(count)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_sink_stops_the_archive_with_its_own_error() {
+        let folder = tempfile::tempdir().unwrap();
+        let big = folder.path().join("big.bin");
+        std::fs::write(&big, counting(8 * CHUNK)).unwrap();
+        let mut entries = Entries::default();
+        entries.insert(
+            "big.bin",
+            Source::File {
+                path: big,
+                executable: false,
+            },
+        );
+        let error = entries.write(Full { room: CHUNK }, 0).unwrap_err();
+        assert!(
+            matches!(&error, ContextError::Write(cause) if cause.raw_os_error() == Some(28)),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_read_is_named_and_the_archive_stops() {
+        let folder = tempfile::tempdir().unwrap();
+        let missing = folder.path().join("gone.bin");
+        let mut entries = Entries::default();
+        entries.insert("a.txt", Source::Bytes(counting(2 * CHUNK)));
+        entries.insert(
+            "gone.bin",
+            Source::File {
+                path: missing.clone(),
+                executable: false,
+            },
+        );
+        let error = entries.write(io::sink(), 0).unwrap_err();
+        assert!(
+            matches!(&error, ContextError::Read { path, .. } if *path == missing),
+            "{error:?}"
+        );
     }
 }
