@@ -31,7 +31,7 @@ use crate::patch::{self, Outcome, Series, Target};
 use crate::pins::{ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
-use crate::render::{self, Dockerfile, REVISION_ARG};
+use crate::render::{self, Dockerfile, REVISION_ARG, gate};
 
 /// How far `forge build` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,10 +335,10 @@ fn recipe_members(recipe: &Recipe) -> Vec<Member> {
     members
 }
 
-/// Applies each `[[patches]]` series to a scratch copy of its target and checks the result out
-/// into a temporary folder, which stands in for the target folder in the context. Every series
-/// is applied and recorded; only a recipe folder inside an overlay has a place in the context
-/// (a git revision, or a folder nothing copies, does not).
+/// Applies each `[[patches]]` series to a scratch copy of its target. A recipe folder inside an
+/// overlay is checked out patched into a temporary folder, which stands in for it in the
+/// context; a series onto a git pin's remote puts the patches it applied into the context for
+/// the pin's build step. Every series is applied and recorded.
 fn patched_trees(
     recipe: &Recipe,
     printer: &Printer,
@@ -385,6 +385,24 @@ fn patched_trees(
                 author: result.author.identity(),
                 subject: result.subject.clone(),
             });
+        }
+        // A series onto a git pin's remote reaches the image through that pin's build step,
+        // which applies these mails onto the same commit.
+        if let Some(pin) = &entry.pin {
+            let folder = tempfile::Builder::new()
+                .prefix("forge-series-")
+                .tempdir()
+                .context("cannot create a folder for the applied patches")?;
+            for (name, mail) in patched.applied_mails()? {
+                let path = folder.path().join(&name);
+                std::fs::write(&path, mail)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            members.push(Member {
+                at: gate::series_context_folder(pin.as_str()),
+                from: folder.path().to_owned(),
+            });
+            folders.push(folder);
         }
         if let Onto::Folder(folder) = &entry.onto
             && copied_into_image(recipe, folder.as_str())

@@ -58,6 +58,58 @@ impl std::fmt::Debug for Patched {
     }
 }
 
+impl Patched {
+    /// The patches this run applied (not those already in the target), each as the mail `git
+    /// format-patch` writes for its new commit and named as it names them (`0001-subject.patch`,
+    /// numbered in the order applied): what a build step applies again onto the same commit.
+    pub fn applied_mails(&self) -> Result<Vec<(String, Vec<u8>)>, PatchError> {
+        let mut mails = Vec::new();
+        for result in &self.applied.patches {
+            let super::Outcome::Applied { new_id } = &result.outcome else {
+                continue;
+            };
+            let commit = self
+                .repository
+                .find_commit(*new_id)
+                .map_err(PatchError::git(format!(
+                    "cannot read the commit of {}",
+                    result.name
+                )))?;
+            let mail =
+                git2::Email::from_commit(&commit, &mut git2::EmailCreateOptions::new()).map_err(
+                    PatchError::git(format!("cannot write {} as a patch", result.name)),
+                )?;
+            mails.push((
+                format!("{:04}-{}.patch", mails.len() + 1, slug(&result.subject)),
+                mail.as_slice().to_vec(),
+            ));
+        }
+        Ok(mails)
+    }
+}
+
+/// A subject as a file name, the way `git format-patch` shortens it: letters and digits kept,
+/// every other run of characters one `-`, at most 52 characters.
+fn slug(subject: &str) -> String {
+    let mut slug = String::new();
+    for c in subject.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let mut slug: String = slug.trim_end_matches(['-', '.']).chars().take(52).collect();
+    while slug.ends_with(['-', '.']) {
+        slug.pop();
+    }
+    if slug.is_empty() {
+        "patch".to_owned()
+    } else {
+        slug
+    }
+}
+
 /// Applies `series` to a scratch repository made from `target` (`Target::Folder` or
 /// `Target::Git`; a `Target::Repository` is copied by reference, its branch untouched) and
 /// returns the patched tree. In `Mode::Check` nothing is committed even in the scratch copy.

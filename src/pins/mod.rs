@@ -257,6 +257,9 @@ pub struct PatchSeries {
     pub series: RecipePath,
     /// What it applies onto.
     pub onto: Onto,
+    /// For a series onto a git remote, the git pin the image builds from that remote: the
+    /// series reaches the image through that pin's build step.
+    pub pin: Option<PinName>,
 }
 
 /// A folder copied into the image.
@@ -409,19 +412,22 @@ impl Loader<'_> {
         let mut patches = Vec::new();
         for entry in raw.patches {
             let series = self.existing_folder(entry.series, "patch series folder")?;
-            if let Onto::Folder(folder) = &entry.onto
-                && !self.root.join(folder.as_str()).is_dir()
-            {
-                return Err(self.error(
-                    0..0,
-                    format!("patch target folder `{folder}` does not exist"),
-                    "create it or point `onto` at an existing folder",
-                ));
-            }
-            patches.push(PatchSeries {
-                series,
-                onto: entry.onto,
-            });
+            let span = entry.onto.span();
+            let onto = entry.onto.into_inner();
+            let pin = match &onto {
+                Onto::Folder(folder) => {
+                    if !self.root.join(folder.as_str()).is_dir() {
+                        return Err(self.error(
+                            span,
+                            format!("patch target folder `{folder}` does not exist"),
+                            "create it or point `onto` at an existing folder",
+                        ));
+                    }
+                    None
+                }
+                Onto::Git { git, rev } => Some(self.patched_pin(&pins, git, rev, span)?),
+            };
+            patches.push(PatchSeries { series, onto, pin });
         }
         let mut overlays = Vec::new();
         for entry in raw.overlays {
@@ -453,6 +459,48 @@ impl Loader<'_> {
             overlays,
             notices,
         })
+    }
+
+    /// The git pin a series onto `url` at `rev` patches: the image builds that remote only
+    /// through a git pin, so a series onto any other remote, or onto another commit than the
+    /// pin's, could never reach the image.
+    fn patched_pin(
+        &self,
+        pins: &BTreeMap<PinName, Pin>,
+        url: &Url,
+        rev: &GitRev,
+        span: Range<usize>,
+    ) -> Result<PinName, LoadError> {
+        let Some((name, pinned)) = pins.values().find_map(|pin| match &pin.source {
+            Source::Git {
+                url: pinned_url,
+                rev: pinned,
+                ..
+            } if pinned_url == url => Some((&pin.name, pinned)),
+            _ => None,
+        }) else {
+            return Err(self.error(
+                span,
+                format!("the series is onto {url}, which no git pin builds"),
+                "point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder",
+            ));
+        };
+        // Either may be a prefix of the other: a short pin revision, a full target one.
+        let (short, long) = if pinned.as_str().len() <= rev.as_str().len() {
+            (pinned.as_str(), rev.as_str())
+        } else {
+            (rev.as_str(), pinned.as_str())
+        };
+        if !long.starts_with(short) {
+            return Err(self.error(
+                span,
+                format!("the series is onto {url} at {rev}, but pin `{name}` builds {pinned}"),
+                format!(
+                    "make `onto`'s rev the pin's (`forge pin bump {name}` moves both together)"
+                ),
+            ));
+        }
+        Ok(name.clone())
     }
 
     fn existing_folder(

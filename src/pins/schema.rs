@@ -187,7 +187,7 @@ pub(crate) struct RawWheel {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPatches {
     pub series: Spanned<RecipePath>,
-    pub onto: Onto,
+    pub onto: Spanned<Onto>,
 }
 
 #[derive(Debug, Deserialize)]

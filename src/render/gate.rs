@@ -10,6 +10,17 @@ use crate::pins::{Overlay, Pin, Probe, Shim, Source};
 /// Where git pins record the commit they were built from, inside the image.
 pub const REVISIONS_DIR: &str = "/opt/forge/revisions";
 
+/// Where, in the build context, the patches a series applies to a git pin go: one folder per
+/// pin, holding the mbox files forge applied (not those already upstream), by their names.
+pub fn series_context_folder(pin: &str) -> String {
+    format!(".forge/series/{pin}")
+}
+
+/// Where the template copies a git pin's series in the image, for its build step to apply.
+pub fn series_image_folder(pin: &str) -> String {
+    format!("/opt/forge/series/{pin}/")
+}
+
 /// A one-line Python program, run with `python3 -c "..."`.
 fn python(program: &str) -> String {
     format!("python3 -c \"{program}\"")

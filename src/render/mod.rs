@@ -61,6 +61,19 @@ pub enum RenderError {
         /// What to do about it.
         hint: String,
     },
+    /// A git pin has a patch series the rendered Dockerfile does not copy.
+    #[error(
+        "{}: pin `{pin}` has a patch series, but the Dockerfile never copies {folder}/, so the image would be built without it",
+        template.display()
+    )]
+    SeriesNotCopied {
+        /// The template.
+        template: PathBuf,
+        /// The git pin.
+        pin: String,
+        /// The series' folder in the build context.
+        folder: String,
+    },
 }
 
 impl RenderError {
@@ -71,6 +84,9 @@ impl RenderError {
                 "a recipe keeps its template at templates/{DOCKERFILE_TEMPLATE}"
             )),
             RenderError::Template { hint, .. } => Some(hint.clone()),
+            RenderError::SeriesNotCopied { pin, .. } => Some(format!(
+                "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
+            )),
         }
     }
 }
@@ -116,6 +132,20 @@ pub fn dockerfile_from(
             template.render(minijinja::Value::from(minijinja::value::Serde(&view)))
         })
         .map_err(|error| template_error(templates, &path, source, &error))?;
+    // A series the Dockerfile never copies would be reported as applied and never reach the
+    // image.
+    for pin in recipe.pins.pins.values().filter(|pin| patched(recipe, pin)) {
+        let folder = gate::series_context_folder(pin.name.as_str());
+        if !text.lines().any(|line| {
+            line.trim_start().starts_with("COPY") && line.contains(&format!("{folder}/"))
+        }) {
+            return Err(RenderError::SeriesNotCopied {
+                template: path,
+                pin: pin.name.to_string(),
+                folder,
+            });
+        }
+    }
     Ok(Dockerfile { text })
 }
 
@@ -257,6 +287,8 @@ enum SourceView {
         branch: Option<String>,
         rev: String,
         revision_file: String,
+        /// The series forge applied to it, when one patches it: the build step applies it.
+        series: Option<SeriesView>,
     },
     Assert {
         version: String,
@@ -277,6 +309,14 @@ struct WheelView {
     version: String,
     requirement: String,
     index: Option<String>,
+}
+
+/// A git pin's patch series: `COPY {{ from }}/ {{ to }}`, then apply `{{ to }}*.patch` in
+/// name order onto the checkout.
+#[derive(Debug, Serialize)]
+struct SeriesView {
+    from: String,
+    to: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -323,7 +363,7 @@ impl View {
             pins: pins
                 .pins
                 .values()
-                .map(|pin| (pin.name.to_string(), PinView::of(pin)))
+                .map(|pin| (pin.name.to_string(), PinView::of(pin, recipe)))
                 .collect(),
             overlays: pins
                 .overlays
@@ -340,6 +380,15 @@ impl View {
     }
 }
 
+/// Whether a `[[patches]]` series patches `pin`.
+fn patched(recipe: &Recipe, pin: &Pin) -> bool {
+    recipe
+        .pins
+        .patches
+        .iter()
+        .any(|series| series.pin.as_ref() == Some(&pin.name))
+}
+
 fn name_values<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>) -> Vec<NameValue> {
     map.iter()
         .map(|(name, value)| NameValue {
@@ -350,7 +399,7 @@ fn name_values<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>)
 }
 
 impl PinView {
-    fn of(pin: &Pin) -> Self {
+    fn of(pin: &Pin, recipe: &Recipe) -> Self {
         let source = match &pin.source {
             Source::Python {
                 package,
@@ -388,6 +437,10 @@ impl PinView {
                 branch: branch.as_ref().map(ToString::to_string),
                 rev: rev.to_string(),
                 revision_file: gate::revision_file(pin),
+                series: patched(recipe, pin).then(|| SeriesView {
+                    from: gate::series_context_folder(pin.name.as_str()),
+                    to: gate::series_image_folder(pin.name.as_str()),
+                }),
             },
             Source::Assert { version, .. } => SourceView::Assert {
                 version: version.to_string(),

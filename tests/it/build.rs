@@ -658,3 +658,141 @@ fn push_records_the_digest_the_registry_serves() {
         .args(["image", "rm", &first_id])
         .output();
 }
+
+/// A series onto the remote a git pin builds goes into the context as the patches forge applied
+/// (as `git format-patch` mails of its commits), and the Dockerfile copies them to the pin's
+/// build step: applied there with `git apply` onto a checkout of the same commit, they give the
+/// tree `git am` gives.
+#[test]
+fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
+    use crate::pin_bump::{GitRemote, git, with_git_remote, with_series_onto};
+
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[
+            ("Tune the kernel", &[("kernel.txt", "first, tuned\n")]),
+            ("Add notes", &[("notes.txt", "notes\n")]),
+        ],
+        &context.path().join("patches/deepgemm"),
+    );
+    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    let home = context.path().join(".home");
+    let cache = home.join(".cache");
+    let archive = context.path().join("context.tar");
+    let run = context.forge_with(
+        &[
+            "build",
+            "--dry-run",
+            "--context-out",
+            archive.to_str().unwrap(),
+        ],
+        &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
+    );
+    let run = run.expect_code(0);
+    assert!(
+        run.stderr.contains("Patched patches/deepgemm onto file://"),
+        "{}",
+        run.stderr
+    );
+
+    // The context holds the two mails, in order, and nothing else under the series folder.
+    let mut tar = tar::Archive::new(std::fs::File::open(&archive).unwrap());
+    let mut mails = Vec::new();
+    for entry in tar.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let path = entry.path().unwrap().display().to_string();
+        if let Some(name) = path.strip_prefix(".forge/series/deepgemm/")
+            && !name.is_empty()
+        {
+            let mut text = String::new();
+            entry.read_to_string(&mut text).unwrap();
+            mails.push((name.to_owned(), text));
+        }
+    }
+    let names: Vec<&str> = mails.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["0001-Tune-the-kernel.patch", "0002-Add-notes.patch"]
+    );
+    assert!(
+        mails[0].1.contains("Subject: [PATCH] Tune the kernel"),
+        "{}",
+        mails[0].1
+    );
+
+    // git applies them onto a checkout of the pin's commit, as the build step does.
+    let checkout = tempfile::tempdir().unwrap();
+    git(
+        checkout.path(),
+        &["clone", "--quiet", &remote.url(), "deepgemm"],
+    );
+    let work = checkout.path().join("deepgemm");
+    git(&work, &["checkout", "--quiet", "--detach", &remote.first]);
+    for (name, text) in &mails {
+        let path = checkout.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        git(&work, &["apply", "--index", path.to_str().unwrap()]);
+    }
+    let applied = git(&work, &["write-tree"]);
+    // The oracle: git am of the series onto the same commit.
+    git(&work, &["reset", "--quiet", "--hard", &remote.first]);
+    let series: Vec<String> = std::fs::read_dir(context.path().join("patches/deepgemm"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path().display().to_string())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut am = vec!["am", "--quiet"];
+    am.extend(series.iter().map(String::as_str));
+    git(&work, &am);
+    assert_eq!(applied, git(&work, &["rev-parse", "HEAD^{tree}"]));
+
+    // The rendered Dockerfile copies the folder and applies it after the checkout.
+    let rendered = context.forge(&["render"]).expect_code(0).stdout;
+    assert!(
+        rendered.contains("COPY .forge/series/deepgemm/ /opt/forge/series/deepgemm/\n"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains(" && find /opt/forge/series/deepgemm/ -name '*.patch' -print0 | sort -z | xargs -0 -r git -C /tmp/deepgemm apply \\\n"),
+        "{rendered}"
+    );
+}
+
+/// A template that leaves a git pin's series out would build an image without it: refused.
+#[test]
+fn a_template_that_never_copies_a_git_pins_series_is_refused() {
+    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
+
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])],
+        &context.path().join("patches/deepgemm"),
+    );
+    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    context.edit(
+        "templates/Dockerfile.j2",
+        "{% if pins.deepgemm.series %}",
+        "{% if false %}",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "Dockerfile.j2: pin `deepgemm` has a patch series, but the Dockerfile never copies .forge/series/deepgemm/, so the image would be built without it"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: in the pin's build step, `COPY {{ pins['deepgemm'].series.from }}/"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1006,6 +1006,17 @@ fn a_git_target_is_fetched_into_the_cache_and_patched_in_scratch() {
             "pins.toml",
             "onto = \"overlays/vllm\"",
             &format!("onto = {{ git = \"{url}\", rev = \"{base}\" }}"),
+        )
+        // The git pin that builds that remote at that commit.
+        .edit(
+            "pins.toml",
+            "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+            &format!("url = \"{url}\""),
+        )
+        .edit(
+            "pins.toml",
+            "rev = \"a6b593d\"",
+            &format!("rev = \"{base}\""),
         );
 
     let run = bench

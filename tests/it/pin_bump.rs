@@ -767,16 +767,16 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
 
 /// A bare repository with a `nv_dev` branch of three commits (the third also adds
 /// `docs.txt`), and a side branch.
-struct GitRemote {
-    folder: tempfile::TempDir,
-    first: String,
-    second: String,
-    head: String,
-    side: String,
+pub(crate) struct GitRemote {
+    pub(crate) folder: tempfile::TempDir,
+    pub(crate) first: String,
+    pub(crate) second: String,
+    pub(crate) head: String,
+    pub(crate) side: String,
 }
 
 /// Runs git in `folder` with a fixed identity and returns its stdout.
-fn git(folder: &Path, args: &[&str]) -> String {
+pub(crate) fn git(folder: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         // A test run from a git hook or a script must not point these at another repository.
         .env_remove("GIT_DIR")
@@ -793,7 +793,7 @@ fn git(folder: &Path, args: &[&str]) -> String {
 }
 
 impl GitRemote {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let folder = tempfile::tempdir().unwrap();
         let work = folder.path().join("work");
         std::fs::create_dir_all(&work).unwrap();
@@ -827,13 +827,13 @@ impl GitRemote {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("file://{}", self.folder.path().join("remote.git").display())
     }
 
     /// Writes a `git format-patch` series into `into`: one commit per entry of `commits`, made
     /// on a branch from `base`.
-    fn series(&self, base: &str, commits: &[(&str, &[(&str, &str)])], into: &Path) {
+    pub(crate) fn series(&self, base: &str, commits: &[(&str, &[(&str, &str)])], into: &Path) {
         let work = self.folder.path().join("work");
         git(&work, &["checkout", "--quiet", "--detach", base]);
         for (message, files) in commits {
@@ -864,7 +864,18 @@ fn commit(work: &Path, message: &str, files: &[(&str, &str)]) -> String {
 }
 
 /// Adds a `[[patches]]` entry for the series folder `series` onto `remote` at `rev`.
-fn with_series_onto(context: &TestContext, series: &str, remote: &GitRemote, rev: &str) -> String {
+pub(crate) fn with_series_onto(
+    context: &TestContext,
+    series: &str,
+    remote: &GitRemote,
+    rev: &str,
+) -> String {
+    // The series is made against the commit the pin builds.
+    context.edit(
+        "pins.toml",
+        "rev = \"a6b593d\"",
+        &format!("rev = \"{rev}\""),
+    );
     context.edit(
         "pins.toml",
         "[[overlays]]",
@@ -902,8 +913,8 @@ fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
         context.read("pins.toml"),
         before
             .replacen(
-                "rev = \"a6b593d\"",
-                &format!("rev = \"{}\"", remote.head),
+                &format!("rev = \"{}\"\n", remote.first),
+                &format!("rev = \"{}\"\n", remote.head),
                 1
             )
             .replacen(
@@ -943,7 +954,7 @@ fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
     );
 }
 
-fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
+pub(crate) fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
     context.edit(
         "pins.toml",
         "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",

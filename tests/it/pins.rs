@@ -309,3 +309,71 @@ fn missing_recipe_is_an_environment_error() {
         run.stderr
     );
 }
+
+/// The line and column where `onto = ...` starts its value in the edited pins.toml.
+fn onto_position(context: &TestContext) -> String {
+    let text = context.read("pins.toml");
+    let (number, line) = text
+        .lines()
+        .enumerate()
+        .find(|(_, line)| line.starts_with("onto = "))
+        .expect("an onto line");
+    format!("pins.toml:{}:{}", number + 1, line.find('=').unwrap() + 3)
+}
+
+#[test]
+fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "onto = \"overlays/vllm\"",
+        "onto = { git = \"https://example.org/other.git\", rev = \"a6b593d\" }",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "{}: the series is onto https://example.org/other.git, which no git pin builds",
+            onto_position(&context)
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("hint: point `onto` at the `url` and `rev` of the git pin it patches"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "onto = \"overlays/vllm\"",
+        "onto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"b6b593d\" }",
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "{}: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at b6b593d, but pin `deepgemm` builds a6b593d",
+            onto_position(&context)
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("`forge pin bump deepgemm` moves both"),
+        "{}",
+        run.stderr
+    );
+
+    // A full id the pin's short revision prefixes is the same commit.
+    context.edit(
+        "pins.toml",
+        "rev = \"b6b593d\" }",
+        "rev = \"a6b593d0000000000000000000000000000000aa\" }",
+    );
+    context.forge(&["render"]).expect_code(0);
+}

@@ -70,8 +70,35 @@ fn default_dockerfile_passes_hadolint() {
     let run = TestContext::default_recipe()
         .forge(&["render"])
         .expect_code(0);
+    assert_hadolint_passes(&run.stdout);
+}
+
+/// With a series onto DeepGEMM, the step that copies and applies it passes hadolint too.
+#[test]
+fn default_dockerfile_with_a_deepgemm_series_passes_hadolint() {
+    let context = TestContext::default_recipe();
+    crate::support::copy_tree(
+        &context.path().join("patches/pr4"),
+        &context.path().join("patches/deepgemm"),
+    );
+    context.edit(
+        "pins.toml",
+        "[[overlays]]",
+        "[[patches]]\nseries = \"patches/deepgemm\"\nonto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"a6b593d\" }\n\n[[overlays]]",
+    );
+    let run = context.forge(&["render"]).expect_code(0);
+    assert!(
+        run.stdout.contains("COPY .forge/series/deepgemm/"),
+        "{}",
+        run.stdout
+    );
+    assert_hadolint_passes(&run.stdout);
+}
+
+#[track_caller]
+fn assert_hadolint_passes(dockerfile: &str) {
     let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), &run.stdout).unwrap();
+    std::fs::write(file.path(), dockerfile).unwrap();
     let output = Command::new("hadolint")
         .arg(file.path())
         .output()
