@@ -104,6 +104,11 @@ pub struct BuildArgs {
     /// Also write the context archive the daemon receives to FILE (with --dry-run too).
     #[arg(long, value_name = "FILE")]
     pub context_out: Option<PathBuf>,
+
+    /// A registry host (with port) that the dated-tag check before --push may ask over plain
+    /// HTTP; loopback hosts always may.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
 }
 
 /// `forge verify-digest`.

@@ -69,7 +69,7 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::engine::EngineError>() {
         return error.hint();
     }
-    if let Some(error) = error.downcast_ref::<crate::engine::credentials::CredentialsError>() {
+    if let Some(error) = error.downcast_ref::<crate::registry::CredentialsError>() {
         return error.hint();
     }
     if let Some(error) = error.downcast_ref::<crate::lock::LockError>() {

@@ -26,6 +26,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         },
         verbose: cli.verbose,
         context_out: args.context_out.clone(),
+        insecure_registries: args.insecure_registry.clone(),
     };
     crate::ops::build(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -18,10 +18,9 @@ use super::address::{DEFAULT_HOST, DaemonAddress, TlsFiles};
 use super::progress::Display;
 use super::ssh::SshConnector;
 use super::steps::Steps;
-use super::{
-    BuildRequest, Builder, Credentials, Engine, EngineError, ImageId, ImageInfo, RunOutput,
-};
+use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
 use crate::pins::{Digest, Repository, Tag};
+use crate::registry::Credentials;
 
 /// How long a daemon may take to answer its first request.
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
@@ -389,7 +388,7 @@ impl Engine for Docker {
         let mut stream = self.client.push_image(
             repository.as_str(),
             Some(options),
-            credentials.map(Credentials::to_docker),
+            credentials.map(docker_credentials),
         );
         let mut digest = None;
         let mut seen = std::collections::HashSet::new();
@@ -501,31 +500,16 @@ impl Engine for Docker {
         let _ = self.client.remove_container(&id, Some(options)).await;
         outcome
     }
+}
 
-    async fn registry_digest(
-        &self,
-        repository: &Repository,
-        tag: &Tag,
-        credentials: Option<&Credentials>,
-    ) -> Result<Option<Digest>, EngineError> {
-        let reference = reference(repository, tag);
-        match self
-            .client
-            .inspect_registry_image(&reference, credentials.map(Credentials::to_docker))
-            .await
-        {
-            Ok(inspect) => Ok(inspect
-                .descriptor
-                .digest
-                .and_then(|digest| Digest::from_str(&digest).ok())),
-            Err(BollardError::DockerResponseServerError { message, .. })
-                if message.contains("not found") || message.contains("unknown") =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(self.api(format!("look up {reference} in its registry"))(
-                error,
-            )),
-        }
+/// The credentials as bollard sends them to the daemon.
+fn docker_credentials(credentials: &Credentials) -> bollard::auth::DockerCredentials {
+    bollard::auth::DockerCredentials {
+        username: Some(credentials.username.clone()),
+        password: Some(credentials.password.clone()),
+        serveraddress: Some(
+            crate::registry::credentials::server_address(&credentials.registry).to_owned(),
+        ),
+        ..Default::default()
     }
 }

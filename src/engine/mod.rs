@@ -9,7 +9,6 @@
 //! `EngineError::StepFailed` with its instruction and the tail of its output.
 
 pub mod address;
-pub mod credentials;
 mod docker;
 pub mod progress;
 mod ssh;
@@ -19,10 +18,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-pub use credentials::Credentials;
 pub use docker::Docker;
 
 use crate::pins::{Digest, Platform, Repository, Tag};
+use crate::registry::Credentials;
 use progress::Display;
 
 /// An image id, the digest of the image's configuration (`sha256:…`).
@@ -288,12 +287,4 @@ pub trait Engine {
     /// Runs `command` in a new container of `image` with its entrypoint replaced and no
     /// network, waits for it to end, removes it, and returns its exit code and output.
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
-
-    /// The manifest digest `repository:tag` has in its registry, if it is there.
-    async fn registry_digest(
-        &self,
-        repository: &Repository,
-        tag: &Tag,
-        credentials: Option<&Credentials>,
-    ) -> Result<Option<Digest>, EngineError>;
 }

@@ -22,15 +22,17 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::context::{self, BuildContext, Exclusions, Member, Output};
 use crate::diagnostics::CheckFailed;
-use crate::engine::credentials::{self, Credentials};
 use crate::engine::progress::{Display, ProgressMode};
 use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
+use crate::registry::{
+    self, Lookup, Manifest, Registry, RegistryClient, RegistryError, RemoteRepository,
+};
 use crate::render::{self, Dockerfile, REVISION_ARG, gate};
 
 /// How far `forge build` goes.
@@ -65,6 +67,8 @@ pub struct BuildOptions {
     pub verbose: bool,
     /// Keep the context archive in this file.
     pub context_out: Option<PathBuf>,
+    /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
+    pub insecure_registries: Vec<String>,
 }
 
 /// The label that ties the image to the context it was built from.
@@ -616,17 +620,9 @@ async fn run<E: Engine>(
         previous.push((tag, current.map(|info| info.id)));
     }
     let credentials = if options.push {
-        let credentials = registry_credentials(repository)?;
-        check_registry(
-            engine,
-            repository,
-            &plan.tags,
-            &image,
-            credentials.as_ref(),
-            options,
-        )
-        .await?;
-        credentials
+        let lookup = registry_credentials(repository)?;
+        check_registry(repository, &plan.tags, &image, platform, &lookup, options)?;
+        lookup.credentials
     } else {
         None
     };
@@ -754,47 +750,57 @@ async fn restore_tags<E: Engine>(
     }
 }
 
-fn registry_credentials(repository: &Repository) -> anyhow::Result<Option<Credentials>> {
+/// The credentials for the registry of `repository`, wherever the docker CLI would find them.
+fn registry_credentials(repository: &Repository) -> anyhow::Result<Lookup> {
     let reference: ImageRef = repository
         .as_str()
         .parse()
         .expect("a repository is a valid reference");
-    Ok(credentials::for_registry(reference.registry())?)
+    Ok(registry::credentials::lookup(reference.registry())?)
 }
 
-/// Refuses a push that would re-point an immutable tag in the registry: the tag may stay only
-/// if the registry's manifest is one this image was pushed as.
-async fn check_registry<E: Engine>(
-    engine: &E,
+/// Refuses a push that would re-point an immutable tag in the registry, asking the registry
+/// itself: the tag may stay only if its manifest (for an index, the entry for `platform`)
+/// names this image as its configuration, whoever pushed it and in whichever manifest format.
+fn check_registry(
     repository: &Repository,
     tags: &[ResolvedTag],
     image: &ImageId,
-    credentials: Option<&Credentials>,
+    platform: &Platform,
+    lookup: &Lookup,
     options: &BuildOptions,
 ) -> anyhow::Result<()> {
     if options.force {
         return Ok(());
     }
-    let known = engine
-        .image(image.0.as_str())
-        .await?
-        .map(|info| info.repo_digests)
-        .unwrap_or_default();
+    let reference: ImageRef = repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    let remote = RemoteRepository::of(&reference);
+    let client =
+        RegistryClient::new(options.insecure_registries.clone()).with_lookup(lookup.clone());
     for tag in tags
         .iter()
         .filter(|tag| tag.mutability == Mutability::Immutable)
     {
-        let Some(remote) = engine
-            .registry_digest(repository, &tag.tag, credentials)
-            .await?
-        else {
-            continue;
+        let checking = || format!("could not check {repository}:{} in its registry", tag.tag);
+        let held = match client.manifest(&remote, tag.tag.as_str()) {
+            Ok(manifest) => manifest,
+            // A tag the registry does not hold yet cannot be re-pointed.
+            Err(RegistryError::NotFound { .. }) => continue,
+            Err(error) => return Err(anyhow::Error::from(error).context(checking())),
         };
-        let ours = format!("{repository}@{remote}");
-        if !known.contains(&ours) {
+        let held_image = image_of(&client, &remote, &held, platform).with_context(checking)?;
+        if held_image.as_ref() != Some(&image.0) {
+            let digest = held.claimed.as_ref().unwrap_or(&held.received);
+            let holds = match &held_image {
+                Some(id) => format!("image {id}"),
+                None => format!("no image for {platform}"),
+            };
             return Err(CheckFailed::new(
                 format!(
-                    "tag {} already names {remote} in the registry, which is not the image just built ({image})",
+                    "tag {} already names {digest} in the registry ({holds}), which is not the image just built ({image})",
                     tag.tag
                 ),
                 "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
@@ -803,6 +809,23 @@ async fn check_registry<E: Engine>(
         }
     }
     Ok(())
+}
+
+/// The image id a manifest holds: its configuration's digest, or for an index that of the
+/// entry for `platform`.
+fn image_of(
+    client: &dyn Registry,
+    remote: &RemoteRepository,
+    manifest: &Manifest,
+    platform: &Platform,
+) -> Result<Option<Digest>, RegistryError> {
+    if !manifest.is_index() {
+        return Ok(manifest.config_digest());
+    }
+    match manifest.platform_entry(platform.as_str()) {
+        Some(entry) => Ok(client.manifest(remote, entry.as_str())?.config_digest()),
+        None => Ok(None),
+    }
 }
 
 async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<BaseRecord> {

@@ -4,20 +4,21 @@
 //! Authentication follows what the registry asks for: anonymous first; on a `401` with
 //! `WWW-Authenticate: Bearer realm=..,service=..,scope=..` a token is fetched from the realm
 //! (with the user's credentials when there are some) and the request is sent again; on a
-//! `Basic` challenge the credentials are sent directly. Credentials come from
-//! `FORGE_REGISTRY_USER` / `FORGE_REGISTRY_PASSWORD`, else the `auths` of the Docker client's
-//! `config.json`. Plain HTTP is used only for loopback hosts and for hosts named with
+//! `Basic` challenge the credentials are sent directly. Credentials are looked up (see
+//! `credentials`) only when a registry asks for them. Plain HTTP is used only for loopback hosts and for hosts named with
 //! `--insecure-registry`; every other registry is spoken to over HTTPS.
 
 mod auth;
+pub mod credentials;
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
 
 use sha2::{Digest as _, Sha256};
 
-pub use auth::{Challenge, Credentials};
+pub use auth::Challenge;
+pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
 use crate::pins::{Digest, ImageRef};
 
@@ -98,6 +99,24 @@ impl Manifest {
         self.media_type.contains("image.index") || self.media_type.contains("manifest.list")
     }
 
+    /// The digest of the image configuration a single-platform manifest names (for an image
+    /// pushed by docker, the image id); `None` for an index or a manifest forge cannot read.
+    pub fn config_digest(&self) -> Option<Digest> {
+        #[derive(serde::Deserialize)]
+        struct ImageManifest {
+            config: Descriptor,
+        }
+        #[derive(serde::Deserialize)]
+        struct Descriptor {
+            digest: String,
+        }
+        if self.is_index() {
+            return None;
+        }
+        let manifest: ImageManifest = serde_json::from_slice(&self.body).ok()?;
+        manifest.config.digest.parse().ok()
+    }
+
     /// The digest of the entry for `platform` (`os/arch` or `os/arch/variant`) of an index;
     /// `None` for a single manifest or when no entry matches.
     pub fn platform_entry(&self, platform: &str) -> Option<Digest> {
@@ -145,15 +164,21 @@ pub enum RegistryError {
         message: String,
     },
     /// The registry wants credentials forge does not have, or refused them.
-    #[error("the registry refused access to {url} (HTTP {status})")]
+    #[error(
+        "the registry refused access to {url} (HTTP {status}){}",
+        refusal(lookup)
+    )]
     Unauthorized {
         /// The URL asked.
         url: String,
         /// 401 or 403.
         status: u16,
-        /// Whether credentials were sent.
-        with_credentials: bool,
+        /// The credentials forge had for the registry, and where they came from.
+        lookup: Box<Lookup>,
     },
+    /// The credentials could not be looked up.
+    #[error(transparent)]
+    Credentials(#[from] CredentialsError),
     /// The repository or reference does not exist.
     #[error("{what} not found on the registry ({url}, HTTP 404)")]
     NotFound {
@@ -185,11 +210,29 @@ impl RegistryError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             RegistryError::Unreachable { .. } => "check the registry host and the network; a registry without TLS on another host needs --insecure-registry HOST".to_owned(),
-            RegistryError::Unauthorized { with_credentials: false, .. } => "log in with `docker login HOST`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD".to_owned(),
-            RegistryError::Unauthorized { with_credentials: true, .. } => "the credentials were refused: check FORGE_REGISTRY_USER / FORGE_REGISTRY_PASSWORD or the `auths` entry of ~/.docker/config.json".to_owned(),
+            RegistryError::Unauthorized { lookup, .. } => match &lookup.credentials {
+                None => format!(
+                    "log in with `docker login {}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD",
+                    lookup.registry
+                ),
+                Some(_) => format!(
+                    "the credentials were refused: check {}, or log in again with `docker login {}`",
+                    lookup.describe(),
+                    lookup.registry
+                ),
+            },
+            RegistryError::Credentials(error) => return error.hint(),
             RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
             RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
         })
+    }
+}
+
+/// How an `Unauthorized` error goes on: which credentials were sent, or why there were none.
+fn refusal(lookup: &Lookup) -> String {
+    match &lookup.credentials {
+        Some(_) => format!(" with the credentials from {}", lookup.describe()),
+        None => format!(": it wants credentials, and {}", lookup.describe()),
     }
 }
 
@@ -198,7 +241,10 @@ impl RegistryError {
 pub struct RegistryClient {
     agent: ureq::Agent,
     insecure: Vec<String>,
-    credentials: Option<Credentials>,
+    // The registry whose credentials to send when asked; other registries get none.
+    credentials_for: Option<String>,
+    // Looked up at the first challenge, so that anonymous registries never run a helper.
+    lookup: OnceCell<Lookup>,
     // Authorization header values by host, reused for the rest of the run.
     authorizations: RefCell<BTreeMap<String, String>>,
 }
@@ -210,15 +256,36 @@ impl RegistryClient {
         Self {
             agent: crate::http::agent(),
             insecure,
-            credentials: None,
+            credentials_for: None,
+            lookup: OnceCell::new(),
             authorizations: RefCell::new(BTreeMap::new()),
         }
     }
 
-    /// Uses the credentials the environment or the Docker configuration holds for `registry`.
+    /// Sends the credentials the environment or the Docker configuration holds for `registry`
+    /// when it asks for them.
     pub fn with_credentials_for(mut self, registry: &str) -> Self {
-        self.credentials = Credentials::discover(registry);
+        self.credentials_for = Some(registry.to_owned());
         self
+    }
+
+    /// Sends the credentials of a lookup already made, when its registry asks for them.
+    pub fn with_lookup(mut self, lookup: Lookup) -> Self {
+        self.credentials_for = Some(lookup.registry.clone());
+        self.lookup = OnceCell::from(lookup);
+        self
+    }
+
+    /// The credentials for `repository`'s registry, looked up the first time they are needed.
+    fn lookup(&self, repository: &RemoteRepository) -> Result<Lookup, RegistryError> {
+        if self.credentials_for.as_deref() != Some(repository.registry.as_str()) {
+            return Ok(Lookup::anonymous(&repository.registry));
+        }
+        if let Some(lookup) = self.lookup.get() {
+            return Ok(lookup.clone());
+        }
+        let lookup = credentials::lookup(&repository.registry)?;
+        Ok(self.lookup.get_or_init(|| lookup).clone())
     }
 
     fn base_url(&self, repository: &RemoteRepository) -> String {
@@ -246,23 +313,19 @@ impl RegistryClient {
         if response.status().as_u16() != 401 {
             return Ok(response);
         }
+        let lookup = self.lookup(repository)?;
+        let unauthorized = |url: &str, status: u16| RegistryError::Unauthorized {
+            url: url.to_owned(),
+            status,
+            lookup: Box::new(lookup.clone()),
+        };
         let challenge = crate::http::header(&response, "www-authenticate")
             .and_then(Challenge::parse)
-            .ok_or_else(|| RegistryError::Unauthorized {
-                url: url.to_owned(),
-                status: 401,
-                with_credentials: self.credentials.is_some(),
-            })?;
+            .ok_or_else(|| unauthorized(url, 401))?;
         let authorization = match challenge {
-            Challenge::Basic => match &self.credentials {
+            Challenge::Basic => match &lookup.credentials {
                 Some(credentials) => credentials.basic(),
-                None => {
-                    return Err(RegistryError::Unauthorized {
-                        url: url.to_owned(),
-                        status: 401,
-                        with_credentials: false,
-                    });
-                }
+                None => return Err(unauthorized(url, 401)),
             },
             Challenge::Bearer {
                 realm,
@@ -270,16 +333,13 @@ impl RegistryClient {
                 scope,
             } => {
                 let scope = scope.unwrap_or_else(|| format!("repository:{}:pull", repository.path));
-                format!("Bearer {}", self.token(&realm, service.as_deref(), &scope)?)
+                let token = self.token(&realm, service.as_deref(), &scope, &lookup)?;
+                format!("Bearer {token}")
             }
         };
         let response = self.request(method, url, accept, Some(authorization.clone()))?;
         if matches!(response.status().as_u16(), 401 | 403) {
-            return Err(RegistryError::Unauthorized {
-                url: url.to_owned(),
-                status: response.status().as_u16(),
-                with_credentials: self.credentials.is_some(),
-            });
+            return Err(unauthorized(url, response.status().as_u16()));
         }
         self.authorizations.borrow_mut().insert(host, authorization);
         Ok(response)
@@ -320,6 +380,7 @@ impl RegistryClient {
         realm: &str,
         service: Option<&str>,
         scope: &str,
+        lookup: &Lookup,
     ) -> Result<String, RegistryError> {
         let plain_ok = realm.starts_with("http://") && realm_is_plain_ok(realm, &self.insecure);
         if !realm.starts_with("https://") && !plain_ok {
@@ -332,7 +393,7 @@ impl RegistryClient {
         if let Some(service) = service {
             request = request.query("service", service);
         }
-        if let Some(credentials) = &self.credentials {
+        if let Some(credentials) = &lookup.credentials {
             request = request.header("Authorization", credentials.basic());
         }
         let mut response = request.call().map_err(|error| RegistryError::Unreachable {
@@ -344,7 +405,7 @@ impl RegistryClient {
             return Err(RegistryError::Unauthorized {
                 url: realm.to_owned(),
                 status,
-                with_credentials: self.credentials.is_some(),
+                lookup: Box::new(lookup.clone()),
             });
         }
         if status != 200 {

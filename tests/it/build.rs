@@ -580,6 +580,31 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// A plain HTTP PUT of `body` as `content_type`; the status line's code.
+    pub(crate) fn put(&self, path: &str, content_type: &str, body: &[u8]) -> Option<u16> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .ok()?;
+        write!(
+            stream,
+            "PUT {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            self.port,
+            body.len()
+        )
+        .ok()?;
+        stream.write_all(body).ok()?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).ok()?;
+        String::from_utf8_lossy(&response)
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+}
+
 impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -657,6 +682,166 @@ fn push_records_the_digest_the_registry_serves() {
     let _ = Command::new("docker")
         .args(["image", "rm", &first_id])
         .output();
+}
+
+/// Copies `from` to the registry reference `to` with skopeo, as another machine would push it.
+fn skopeo_copy(args: &[&str], from: &str, to: &str) {
+    let output = Command::new("skopeo")
+        .args(["copy", "--quiet", "--dest-tls-verify=false"])
+        .args(args)
+        .arg(from)
+        .arg(format!("docker://{to}"))
+        .output()
+        .expect("skopeo runs");
+    assert!(
+        output.status.success(),
+        "skopeo copy {from} {to}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+#[test]
+fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manifest() {
+    if !docker_available() || crate::verify::registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let registry = Registry::start();
+    let name = format!("forge-test/pushed-elsewhere-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let id = example.build(&[]).expect_code(0).json()["image"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dated = format!("{}:{DATED_TAG}", example.repository);
+    let manifest_path = |reference: &str| format!("/v2/{name}/manifests/{reference}");
+    // Both types accepted: asked for one only, the registry would convert the other.
+    let accept = format!("{MANIFEST}, {MANIFEST_LIST}");
+    let held = |reference: &str| {
+        let (code, digest, body) = registry
+            .get(&manifest_path(reference), &accept)
+            .expect("the registry answers");
+        assert_eq!(code, 200, "{reference}");
+        (digest.expect("a Docker-Content-Digest"), body)
+    };
+
+    // Pushed from another machine: the same image with its layers compressed by skopeo, not by
+    // this daemon, so a manifest this daemon never pushed and has no digest of.
+    skopeo_copy(&[], &format!("docker-daemon:{dated}"), &dated);
+    let (elsewhere, body) = held(DATED_TAG);
+    let manifest: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(manifest["config"]["digest"], id.as_str());
+    let repo_digests = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{json .RepoDigests}}", &id])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&repo_digests.stdout).contains(&elsewhere),
+        "the daemon knows {elsewhere}"
+    );
+    let pushed = example.build(&["--push"]).expect_code(0).json();
+    assert_eq!(pushed["image"]["id"], id.as_str());
+    assert_eq!(pushed["image"]["pushed"].as_array().unwrap().len(), 2);
+
+    // A manifest list whose entry for the recipe's platform is that manifest holds the same
+    // image.
+    let index = |os: &str, architecture: &str| {
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": MANIFEST_LIST,
+            "manifests": [{
+                "mediaType": MANIFEST,
+                "digest": elsewhere,
+                "size": body.len(),
+                "platform": { "os": os, "architecture": architecture },
+            }],
+        });
+        let code = registry.put(
+            &manifest_path(DATED_TAG),
+            MANIFEST_LIST,
+            index.to_string().as_bytes(),
+        );
+        assert_eq!(code, Some(201), "PUT the manifest list");
+    };
+    index("linux", "amd64");
+    example.build(&["--push"]).expect_code(0);
+
+    // A list without an entry for the platform, and another image, are refused; nothing moves.
+    let refused = |holds: &str| {
+        let (before, _) = held(DATED_TAG);
+        let (latest, _) = held("latest");
+        let run = example.build(&["--push"]).expect_code(1);
+        assert!(
+            run.stderr.contains(&format!(
+                "error: tag {DATED_TAG} already names {before} in the registry ({holds}), which is not the image just built ({id})"
+            )),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(
+                "hint: dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it"
+            ),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(held(DATED_TAG).0, before);
+        assert_eq!(held("latest").0, latest);
+    };
+    index("linux", "s390x");
+    refused("no image for linux/amd64");
+    skopeo_copy(&[], &format!("docker-daemon:{BASE_IMAGE}"), &dated);
+    let base_id = image_id(BASE_IMAGE).unwrap();
+    assert_ne!(base_id, id);
+    refused(&format!("image {base_id}"));
+    drop(example);
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
+}
+
+#[test]
+fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    // A port that was free a moment ago: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let name = format!("forge-test/no-registry-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{port}/{name}"));
+    let run = example.build(&["--push"]).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "error: could not check 127.0.0.1:{port}/{name}:{DATED_TAG} in its registry"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "cannot reach the registry at http://127.0.0.1:{port}/v2/{name}/manifests/{DATED_TAG}"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(example.tag_id("latest"), None);
+    assert_eq!(example.tag_id(DATED_TAG), None);
+    assert_eq!(lock_text(&example), None);
+    let id = run
+        .stderr
+        .lines()
+        .find_map(|line| line.split("Built ").nth(1));
+    if let Some(id) = id {
+        let _ = Command::new("docker")
+            .args(["image", "rm", id.trim()])
+            .output();
+    }
 }
 
 /// A series onto the remote a git pin builds goes into the context as the patches forge applied

@@ -2,6 +2,7 @@
 //! `forge` executable through `TestContext`.
 
 mod build;
+mod credential_helper;
 mod faults;
 mod fuzz_replay;
 mod git_http_server;

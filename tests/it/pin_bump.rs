@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::git_http_server::GitHttpServer;
 use crate::index_server::IndexServer;
 use crate::registry_server::{self, RegistryServer};
@@ -1516,7 +1517,10 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
     assert_contains(&run.stderr, "the registry refused access to");
     assert_contains(&run.stderr, "(HTTP 401)");
-    assert_contains(&run.stderr, "hint: log in with `docker login HOST`");
+    assert_contains(
+        &run.stderr,
+        &format!("hint: log in with `docker login {}`", registry.address()),
+    );
     assert_unchanged(&context, &before);
 
     forge(
@@ -1559,6 +1563,77 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
     )
     .expect_code(0);
     assert_eq!(context.read("pins.toml"), recorded);
+}
+
+#[test]
+fn a_registry_that_wants_credentials_gets_them_from_a_credential_helper() {
+    if !tools_or_skip() {
+        return;
+    }
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().expect("credentials");
+    let (user, password) = (user.to_owned(), password.to_owned());
+    let address = registry.address();
+    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    let newest = registry.push("aeon-7/base", "2026-07-15-v0.25.0");
+    let context = TestContext::default_recipe();
+    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let run_with = |helper: &CredentialHelper, config: serde_json::Value, args: &[&str]| {
+        let folder = helper.docker_config(&config);
+        forge(
+            &context,
+            args,
+            &[
+                ("DOCKER_CONFIG", folder.to_str().unwrap()),
+                ("PATH", &helper.path()),
+            ],
+        )
+    };
+
+    // `credHelpers`: the bump reads the tags and the digest with the helper's credentials.
+    let helper = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let by_registry = serde_json::json!({ "credHelpers": { address: HELPER } });
+    run_with(&helper, by_registry.clone(), &["pin", "bump", "base"]).expect_code(0);
+    let pins = context.read("pins.toml");
+    assert_contains(
+        &pins,
+        &format!("{address}/aeon-7/base:2026-07-15-v0.25.0\"\n"),
+    );
+    assert_contains(&pins, &format!("digest = \"{newest}\"\n"));
+    assert_eq!(helper.asked(), [address]);
+
+    // `credsStore`: `pin outdated` follows the base tags with the store's credentials.
+    context.write("pins.toml", &before);
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    let index = default_index();
+    let store = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let folder = store.docker_config(&serde_json::json!({ "credsStore": HELPER }));
+    let json = forge(
+        &context,
+        &["--json", "pin", "outdated"],
+        &[
+            ("DOCKER_CONFIG", folder.to_str().unwrap()),
+            ("PATH", &store.path()),
+            ("FORGE_INDEX_URL", &index.url()),
+        ],
+    )
+    .expect_code(0)
+    .json();
+    let base = &json["pins"][0];
+    assert_eq!(base["name"], "base");
+    assert_eq!(base["newest"], "2026-07-15-v0.25.0");
+    assert_eq!(store.asked(), [address]);
+
+    // A helper that holds nothing for the registry: exit 2 naming both, nothing written.
+    let with_remote = context.read("pins.toml");
+    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", &user, &password)]);
+    let run = run_with(&stranger, by_registry, &["pin", "bump", "base"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("docker-credential-{HELPER} holds none for {address}"),
+    );
+    assert_unchanged(&context, &with_remote);
 }
 
 #[test]

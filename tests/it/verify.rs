@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::build::{BASE_IMAGE, DATED_TAG, Example, docker_available, ensure_base_image, image_id};
+use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::registry_server::{self, RegistryServer};
 use crate::support::{Run, TestContext};
 use python_image::PythonImage;
@@ -597,7 +598,7 @@ fn pushed(registry: &RegistryServer, name: &str, env: &[(&str, &str)]) -> Option
 
 // A skipped test says why on its own output.
 #[allow(clippy::print_stderr)]
-fn registry_tools_missing() -> bool {
+pub(crate) fn registry_tools_missing() -> bool {
     match registry_server::missing_tools() {
         Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
             eprintln!("skipped: {missing}");
@@ -718,7 +719,10 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     );
     assert!(run.stderr.contains("(HTTP 401)"), "{}", run.stderr);
     assert!(
-        run.stderr.contains("hint: log in with `docker login HOST`"),
+        run.stderr.contains(&format!(
+            "hint: log in with `docker login {}`",
+            registry.address()
+        )),
         "{}",
         run.stderr
     );
@@ -732,6 +736,121 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     assert_eq!(json["ok"], true, "{json:#}");
     let reference = format!("{}:latest", example.repository);
     assert_eq!(row(&json, "registry", &reference)["ok"], true);
+}
+
+#[test]
+fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_registry() {
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().unwrap();
+    let (user, password) = (user.to_owned(), password.to_owned());
+    let credentials = [
+        ("FORGE_REGISTRY_USER", user.as_str()),
+        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
+    ];
+    let Some(example) = pushed(&registry, "verify-helper", &credentials) else {
+        return;
+    };
+    let address = registry.address();
+    let reference = format!("{}:latest", example.repository);
+    let run_with = |helper: &CredentialHelper, config: serde_json::Value| {
+        let folder = helper.docker_config(&config);
+        let path = helper.path();
+        verify(
+            &example,
+            &["--remote"],
+            &[
+                ("DOCKER_CONFIG", folder.to_str().unwrap()),
+                ("PATH", path.as_str()),
+            ],
+        )
+    };
+
+    // `credHelpers` names the helper for this registry; it is asked for it, once.
+    let helper = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let json = run_with(
+        &helper,
+        serde_json::json!({ "credHelpers": { address: HELPER } }),
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
+    assert_eq!(helper.asked(), [address]);
+
+    // `credsStore` serves every registry without a helper of its own, before `auths`.
+    let store = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let json = run_with(
+        &store,
+        serde_json::json!({
+            "credsStore": HELPER,
+            "auths": { address: { "username": user, "password": "not this one" } },
+        }),
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
+    assert_eq!(store.asked(), [address]);
+
+    // A helper that holds nothing for this registry: exit 2, naming the helper and the registry.
+    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", &user, &password)]);
+    let run = run_with(
+        &stranger,
+        serde_json::json!({ "credHelpers": { address: HELPER } }),
+    )
+    .expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "(HTTP 401): it wants credentials, and docker-credential-{HELPER} holds none for {address}"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("hint: log in with `docker login {address}`")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(stranger.asked(), [address]);
+
+    // The helper's credentials, refused by the registry.
+    let wrong = CredentialHelper::knowing(&[(address, &user, "wrong")]);
+    let run = run_with(
+        &wrong,
+        serde_json::json!({ "credHelpers": { address: HELPER } }),
+    )
+    .expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "(HTTP 401) with the credentials from docker-credential-{HELPER}"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "hint: the credentials were refused: check docker-credential-{HELPER}"
+        )),
+        "{}",
+        run.stderr
+    );
+
+    // A helper that fails says so, by name.
+    let broken = CredentialHelper::failing("the keychain is locked");
+    let run = run_with(&broken, serde_json::json!({ "credsStore": HELPER })).expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "credential helper docker-credential-{HELPER} failed for {address}: the keychain is locked"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "hint: check that docker-credential-{HELPER} is on PATH"
+        )),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A second Docker daemon with its own socket, data root, exec root, pidfile and containerd
