@@ -309,6 +309,9 @@ fn publish(
     applied: &Applied,
     count: usize,
 ) -> Result<(), PatchError> {
+    // Writing the files and moving the branch finish together, or never start: a signal that
+    // arrives meanwhile ends forge once they are done.
+    let _held = HeldSignals::hold();
     checkout(repository, applied.tree)?;
     let message = format!("forge patch apply: {count} patches");
     let moved = match branch {
@@ -330,6 +333,38 @@ fn publish(
         return Err(PatchError::git("cannot move the branch")(error));
     }
     Ok(())
+}
+
+/// SIGINT, SIGTERM and SIGHUP held back from this thread (forge's only one while it applies)
+/// for as long as the value lives; one that arrived meanwhile is delivered when it is dropped.
+struct HeldSignals {
+    previous: libc::sigset_t,
+}
+
+impl HeldSignals {
+    fn hold() -> Self {
+        // SAFETY: both sets are initialised (zeroed, then emptied) before use, and
+        // pthread_sigmask only changes the calling thread's signal mask.
+        unsafe {
+            let mut held: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut held);
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::sigaddset(&mut held, signal);
+            }
+            let mut previous: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut previous);
+            Self { previous }
+        }
+    }
+}
+
+impl Drop for HeldSignals {
+    fn drop(&mut self) {
+        // SAFETY: `previous` is the mask pthread_sigmask filled in when the signals were held.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous, std::ptr::null_mut());
+        }
+    }
 }
 
 /// Refuses when a file the series adds already exists, untracked, in the worktree (libgit2's

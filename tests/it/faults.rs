@@ -605,6 +605,76 @@ fn sigint_during_a_patch_series_leaves_the_repository_as_it_was() {
     }
 }
 
+/// A signal while the patched tree is being written out (one patch touching thousands of
+/// files, so that writing them takes most of the run): the apply is all or nothing.
+#[test]
+fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
+    const FILES: usize = 4000;
+    let bench = TestContext::empty();
+    let target = bench.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    git(&target, &["init", "-q", "-b", "main"]);
+    for index in 0..FILES {
+        let folder = target.join(format!("part-{}", index % 40));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(
+            folder.join(format!("file-{index}.txt")),
+            format!("{index}\n"),
+        )
+        .unwrap();
+    }
+    git(&target, &["add", "."]);
+    git(&target, &["commit", "-q", "-m", "base"]);
+    for index in 0..FILES {
+        let path = target.join(format!("part-{}/file-{index}.txt", index % 40));
+        std::fs::write(path, format!("{index}, changed\n")).unwrap();
+    }
+    git(&target, &["commit", "-q", "-a", "-m", "change every file"]);
+    let series = bench.path().join("series");
+    git(
+        &target,
+        &["format-patch", "-q", "-1", "-o", series.to_str().unwrap()],
+    );
+    let patched = git(&target, &["rev-parse", "HEAD^{tree}"]);
+    git(&target, &["reset", "-q", "--hard", "HEAD~"]);
+    let before = repository_state(&target);
+    let args = [
+        "patch",
+        "apply",
+        "--onto",
+        target.to_str().unwrap(),
+        series.to_str().unwrap(),
+    ];
+    let started = Instant::now();
+    bench.forge(&args).expect_code(0);
+    let takes = started.elapsed();
+    git(&target, &["reset", "-q", "--hard", "HEAD~"]);
+    assert_eq!(repository_state(&target), before);
+
+    let mut interrupted = 0;
+    for step in 1..=12 {
+        let run = Background::start(bench.path(), &args, &[]);
+        std::thread::sleep(takes * step / 13);
+        run.signal("INT");
+        let (status, stderr) = run.finish();
+        let after = repository_state(&target);
+        if after.head == before.head {
+            interrupted += 1;
+            assert_eq!(
+                after, before,
+                "interrupted after {step}/13 of the run, HEAD stayed but the files did not:\n{stderr}"
+            );
+            assert!(!status.success(), "{stderr}");
+        } else {
+            // Everything went in: the new commit, its tree checked out, nothing left over.
+            assert_eq!(after.status, "", "step {step}:\n{stderr}");
+            assert_eq!(git(&target, &["rev-parse", "HEAD^{tree}"]), patched);
+            git(&target, &["reset", "-q", "--hard", "HEAD~"]);
+        }
+    }
+    assert!(interrupted > 0, "no run was interrupted before it finished");
+}
+
 #[test]
 fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
     let bench = TestContext::empty();
