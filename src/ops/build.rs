@@ -27,12 +27,10 @@ use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
-use crate::registry::{
-    self, Lookup, Manifest, Registry, RegistryClient, RegistryError, RemoteRepository,
-};
+use crate::registry::{self, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::render::{self, Dockerfile, REVISION_ARG, gate};
 
 /// How far `forge build` goes.
@@ -791,7 +789,8 @@ fn check_registry(
             Err(RegistryError::NotFound { .. }) => continue,
             Err(error) => return Err(anyhow::Error::from(error).context(checking())),
         };
-        let held_image = image_of(&client, &remote, &held, platform).with_context(checking)?;
+        let held_image =
+            registry::image_of(&client, &remote, &held, platform).with_context(checking)?;
         if held_image.as_ref() != Some(&image.0) {
             let digest = held.claimed.as_ref().unwrap_or(&held.received);
             let holds = match &held_image {
@@ -809,23 +808,6 @@ fn check_registry(
         }
     }
     Ok(())
-}
-
-/// The image id a manifest holds: its configuration's digest, or for an index that of the
-/// entry for `platform`.
-fn image_of(
-    client: &dyn Registry,
-    remote: &RemoteRepository,
-    manifest: &Manifest,
-    platform: &Platform,
-) -> Result<Option<Digest>, RegistryError> {
-    if !manifest.is_index() {
-        return Ok(manifest.config_digest());
-    }
-    match manifest.platform_entry(platform.as_str()) {
-        Some(entry) => Ok(client.manifest(remote, entry.as_str())?.config_digest()),
-        None => Ok(None),
-    }
 }
 
 async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<BaseRecord> {

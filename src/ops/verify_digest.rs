@@ -5,7 +5,8 @@
 //!    (and the overlay files `--contents` compares).
 //! 2. On each node (the `--host`s, else `DOCKER_HOST` or the default socket): what every tag
 //!    names. On the first node also the base image, and with `--contents` a run of the image.
-//! 3. With `--remote`: each tag's manifest from the registry itself.
+//! 3. With `--remote`: each tag's manifest from the registry itself, and the image it holds
+//!    (for an index, the manifest of its entry for the recipe's platform).
 //! 4. The table on stderr, `--json` on stdout; exit 1 when a check fails, 2 when a check could
 //!    not run.
 
@@ -18,7 +19,7 @@ use crate::lock::{self, Record};
 use crate::pins::ImageRef;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::registry::{Registry, RegistryClient, RegistryError, RemoteRepository};
+use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::verify::{self, Check, Report, Served, VerifyError, probe};
 
 /// Options of `forge verify-digest`.
@@ -241,7 +242,8 @@ async fn content_checks(
     Ok(())
 }
 
-/// Each recorded tag's manifest, from the registry of the image's repository.
+/// Each recorded tag's manifest and the image it holds, from the registry of the image's
+/// repository.
 fn registry_checks(
     recipe: &Recipe,
     record: &Record,
@@ -257,31 +259,44 @@ fn registry_checks(
     let repository = RemoteRepository::of(&reference);
     let client = RegistryClient::new(options.insecure_registries.clone())
         .with_credentials_for(&repository.registry);
+    let platform = &recipe.pins.image.platform;
     let mut served = Vec::new();
     let mut absent = Vec::new();
     for tag in &record.tags {
         let reference = format!("{repository}:{}", tag.name);
         printer.status("Asking", format_args!("{reference} of its registry"));
-        match client.manifest(&repository, tag.name.as_str()) {
-            Ok(manifest) => served.push(Served {
-                reference,
-                pushed: tag.pushed.clone(),
-                manifest,
-            }),
+        let manifest = match client.manifest(&repository, tag.name.as_str()) {
+            Ok(manifest) => manifest,
             // A tag the registry does not hold is drift, not an unreachable registry.
-            Err(RegistryError::NotFound { .. }) => absent.push(Check::new(
-                "registry",
-                reference,
-                tag.pushed
-                    .as_ref()
-                    .map_or("a pushed digest (never pushed)", |digest| digest.as_str()),
-                verify::MISSING,
-                false,
-            )),
+            Err(RegistryError::NotFound { .. }) => {
+                absent.push(Check::new(
+                    "registry",
+                    reference.clone(),
+                    tag.pushed
+                        .as_ref()
+                        .map_or("a pushed digest (never pushed)", |digest| digest.as_str()),
+                    verify::MISSING,
+                    false,
+                ));
+                absent.push(verify::registry_image(&reference, &record.image.id, None));
+                continue;
+            }
             Err(error) => return Err((reference, error.into())),
-        }
+        };
+        let image = match registry::image_of(&client, &repository, &manifest, platform) {
+            Ok(image) => image,
+            // An index whose entry the registry no longer holds names no image: drift, as above.
+            Err(RegistryError::NotFound { .. }) => None,
+            Err(error) => return Err((reference, error.into())),
+        };
+        served.push(Served {
+            reference,
+            pushed: tag.pushed.clone(),
+            manifest,
+            image,
+        });
     }
-    let mut checks = verify::registry(&served, recipe.pins.image.platform.as_str());
+    let mut checks = verify::registry(&served, platform.as_str(), &record.image.id);
     checks.extend(absent);
     Ok(checks)
 }

@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
-use crate::pins::{Digest, ImageRef};
+use crate::pins::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
 /// index, in both the Docker and the OCI spelling.
@@ -149,6 +149,26 @@ impl Manifest {
                 && variant.is_none_or(|variant| found.variant.as_deref() == Some(variant));
             matches.then(|| entry.digest.parse().ok()).flatten()
         })
+    }
+}
+
+/// The image id `manifest` holds: its configuration's digest, or for an index that of its entry
+/// for `platform`, fetched from `repository`. `None` when an index has no entry for `platform`
+/// or the manifest names no configuration forge can read.
+pub fn image_of(
+    registry: &dyn Registry,
+    repository: &RemoteRepository,
+    manifest: &Manifest,
+    platform: &Platform,
+) -> Result<Option<Digest>, RegistryError> {
+    if !manifest.is_index() {
+        return Ok(manifest.config_digest());
+    }
+    match manifest.platform_entry(platform.as_str()) {
+        Some(entry) => Ok(registry
+            .manifest(repository, entry.as_str())?
+            .config_digest()),
+        None => Ok(None),
     }
 }
 

@@ -8,8 +8,9 @@
 //! 2. `base`: the base image's digest and id on the daemon, against the record.
 //! 3. `inputs`: the current inputs' digests against the recorded ones; a change is `stale`.
 //! 4. `registry`: each tag's manifest as the registry served it: the claimed digest against the
-//!    sha256 of the bytes, against the pushed digest in the record, the tags against each other,
-//!    and an index's entry for the recipe's platform.
+//!    sha256 of the bytes, against the pushed digest in the record, an index's entry for the
+//!    recipe's platform, the image the manifest holds against the recorded image id, and the
+//!    tags against each other.
 //! 5. `contents`: what a run of the image reports (`probe`), against the pins and the overlay
 //!    files of the recipe.
 
@@ -320,11 +321,15 @@ pub struct Served {
     pub pushed: Option<Digest>,
     /// The manifest as served.
     pub manifest: Manifest,
+    /// The image id the manifest holds (its configuration's digest, or for an index that of
+    /// the entry for the recipe's platform); `None` when it holds none for that platform.
+    pub image: Option<Digest>,
 }
 
 /// Each tag's manifest: the registry's claimed digest against the bytes, the bytes against the
-/// pushed digest, an index's entry for `platform`; then whether the tags agree.
-pub fn registry(served: &[Served], platform: &str) -> Vec<Check> {
+/// pushed digest, an index's entry for `platform`, the image it holds against the recorded
+/// `image` id; then whether the tags agree.
+pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check> {
     let mut checks = Vec::new();
     for tag in served {
         let manifest = &tag.manifest;
@@ -355,6 +360,9 @@ pub fn registry(served: &[Served], platform: &str) -> Vec<Check> {
                 entry.is_some(),
             ));
         }
+        // Bytes that match the pushed digest prove the manifest, not the image: an index
+        // recorded after a multi-platform push can hold any image for this platform.
+        checks.push(registry_image(&tag.reference, image, tag.image.as_ref()));
     }
     if served.len() > 1 {
         let place = served[0]
@@ -370,6 +378,16 @@ pub fn registry(served: &[Served], platform: &str) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// The image a registry tag holds (`None`: none, or the tag is missing) against the recorded id.
+pub fn registry_image(reference: &str, recorded: &Digest, held: Option<&Digest>) -> Check {
+    Check::compare(
+        "registry image",
+        reference,
+        recorded.as_str(),
+        held.map_or(MISSING, Digest::as_str),
+    )
 }
 
 #[cfg(test)]
@@ -431,6 +449,7 @@ mod tests {
             "application/vnd.docker.distribution.manifest.v2+json",
         );
         let received = good.received.clone();
+        let image = digest('a');
         let served = |claimed: Option<Digest>, pushed: Option<Digest>| Served {
             reference: "127.0.0.1:5000/r:t".to_owned(),
             pushed,
@@ -438,19 +457,60 @@ mod tests {
                 claimed,
                 ..good.clone()
             },
+            image: Some(image.clone()),
         };
         let checks = registry(
             &[served(Some(received.clone()), Some(received.clone()))],
             "linux/amd64",
+            &image,
         );
         assert!(checks.iter().all(|check| check.ok), "{checks:?}");
         let checks = registry(
             &[served(Some(digest('c')), Some(received.clone()))],
             "linux/amd64",
+            &image,
         );
         assert!(!checks[0].ok && checks[1].ok, "{checks:?}");
-        let checks = registry(&[served(Some(received.clone()), None)], "linux/amd64");
+        let checks = registry(
+            &[served(Some(received.clone()), None)],
+            "linux/amd64",
+            &image,
+        );
         assert!(checks[0].ok && !checks[1].ok, "{checks:?}");
+    }
+
+    #[test]
+    fn the_manifest_pushed_must_hold_the_recorded_image() {
+        let body = br#"{"schemaVersion":2}"#;
+        let held = manifest(
+            body,
+            None,
+            "application/vnd.docker.distribution.manifest.v2+json",
+        );
+        let served = Served {
+            reference: "r:t".to_owned(),
+            pushed: Some(held.received.clone()),
+            manifest: Manifest {
+                claimed: Some(held.received.clone()),
+                ..held
+            },
+            image: Some(digest('b')),
+        };
+        let checks = registry(&[served], "linux/amd64", &digest('a'));
+        let failed: Vec<&Check> = checks.iter().filter(|check| !check.ok).collect();
+        assert_eq!(failed.len(), 1, "{checks:?}");
+        assert_eq!(
+            (
+                failed[0].name.as_str(),
+                failed[0].expected.clone(),
+                failed[0].actual.clone()
+            ),
+            (
+                "registry image",
+                digest('a').to_string(),
+                digest('b').to_string()
+            )
+        );
     }
 
     #[test]
@@ -470,14 +530,14 @@ mod tests {
             reference: "r:t".to_owned(),
             pushed: Some(index.received.clone()),
             manifest: index,
+            image: None,
         };
-        let checks = registry(&[served], "linux/amd64");
-        let platform = checks
-            .iter()
-            .find(|check| check.name == "platform")
-            .unwrap();
-        assert!(!platform.ok);
-        assert_eq!(platform.actual, MISSING);
+        let checks = registry(&[served], "linux/amd64", &digest('a'));
+        for name in ["platform", "registry image"] {
+            let check = checks.iter().find(|check| check.name == name).unwrap();
+            assert!(!check.ok, "{check:?}");
+            assert_eq!(check.actual, MISSING);
+        }
     }
 
     #[test]

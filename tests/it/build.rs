@@ -685,7 +685,7 @@ fn push_records_the_digest_the_registry_serves() {
 }
 
 /// Copies `from` to the registry reference `to` with skopeo, as another machine would push it.
-fn skopeo_copy(args: &[&str], from: &str, to: &str) {
+pub(crate) fn skopeo_copy(args: &[&str], from: &str, to: &str) {
     let output = Command::new("skopeo")
         .args(["copy", "--quiet", "--dest-tls-verify=false"])
         .args(args)
@@ -700,8 +700,10 @@ fn skopeo_copy(args: &[&str], from: &str, to: &str) {
     );
 }
 
-const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+/// The Docker v2 image manifest media type.
+pub(crate) const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// The Docker manifest list (multi-platform) media type.
+pub(crate) const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
 #[test]
 fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manifest() {

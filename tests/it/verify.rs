@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::build::{BASE_IMAGE, DATED_TAG, Example, docker_available, ensure_base_image, image_id};
+use crate::build::{
+    BASE_IMAGE, DATED_TAG, Example, MANIFEST, MANIFEST_LIST, Registry, docker_available,
+    ensure_base_image, image_id, skopeo_copy,
+};
 use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::registry_server::{self, RegistryServer};
 use crate::support::{Run, TestContext};
@@ -618,6 +621,32 @@ fn path_of(example: &Example, registry: &RegistryServer) -> String {
         .to_owned()
 }
 
+/// The configuration digest of the manifest `repository:tag` on `registry`, as `skopeo inspect
+/// --raw` shows it: the image the tag holds.
+fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> String {
+    let output = Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!(
+            "docker://{}/{repository}:{tag}",
+            registry.address()
+        ))
+        .output()
+        .expect("skopeo runs");
+    assert!(
+        output.status.success(),
+        "skopeo inspect --raw: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let manifest: Value = serde_json::from_slice(&output.stdout).expect("a JSON manifest");
+    manifest["config"]["digest"]
+        .as_str()
+        .expect("a single-platform manifest")
+        .to_owned()
+}
+
+/// The OCI image index (multi-platform) media type.
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
 /// No credentials anywhere: an empty Docker configuration folder.
 fn no_credentials() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
@@ -638,6 +667,8 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     let config = no_credentials();
     let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
     let json = verify(&example, &["--remote"], &env).expect_code(0).json();
+    let id = image_id(&format!("{}:latest", example.repository)).unwrap();
+    assert_eq!(config_digest(&registry, &path, "latest"), id);
     for tag in ["latest", DATED_TAG] {
         let reference = format!("{}:{tag}", example.repository);
         let registry_row = row(&json, "registry", &reference);
@@ -646,6 +677,12 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
         let bytes = row(&json, "served digest", &reference);
         assert_eq!(bytes["expected"], served.as_str(), "Docker-Content-Digest");
         assert_eq!(bytes["actual"], served.as_str(), "sha256 of the bytes");
+        let image = row(&json, "registry image", &reference);
+        assert_eq!(
+            (image["expected"].as_str(), image["actual"].as_str()),
+            (Some(id.as_str()), Some(id.as_str())),
+            "the image the manifest holds is the one built"
+        );
     }
 
     // Another image pushed to the dated tag behind forge's back.
@@ -658,6 +695,7 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
         failing(&json),
         [
             format!("registry {dated}"),
+            format!("registry image {dated}"),
             format!(
                 "registry tags agree {}: latest, {DATED_TAG}",
                 example.repository
@@ -671,6 +709,13 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
             registry_row["actual"].as_str()
         ),
         (Some(served.as_str()), Some(other.as_str()))
+    );
+    let other_image = config_digest(&registry, &path, DATED_TAG);
+    assert_ne!(other_image, id);
+    let image = row(&json, "registry image", &dated);
+    assert_eq!(
+        (image["expected"].as_str(), image["actual"].as_str()),
+        (Some(id.as_str()), Some(other_image.as_str()))
     );
     // The registry still agrees with itself about the bytes it serves.
     assert_eq!(row(&json, "served digest", &dated)["ok"], true);
@@ -692,6 +737,158 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
         (latest["expected"].as_str(), latest["actual"].as_str()),
         (Some("a pushed digest (never pushed)"), Some("missing"))
     );
+}
+
+#[test]
+fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let registry = Registry::start();
+    let name = format!("forge-test/verify-index-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let id = example.build(&["--push"]).expect_code(0).json()["image"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let manifest_path = |reference: &str| format!("/v2/{name}/manifests/{reference}");
+    let accept = format!("{MANIFEST}, {MANIFEST_LIST}, {OCI_INDEX}");
+    let held = |reference: &str| {
+        let (code, digest, body) = registry
+            .get(&manifest_path(reference), &accept)
+            .expect("the registry answers");
+        assert_eq!(code, 200, "{reference}");
+        (digest.expect("a Docker-Content-Digest"), body)
+    };
+    let (pushed, pushed_body) = held("latest");
+    assert_eq!(held(DATED_TAG).0, pushed);
+    // A second image in the same repository, for the index's other platform: the base image, as
+    // another machine would push it.
+    skopeo_copy(
+        &[],
+        &format!("docker-daemon:{BASE_IMAGE}"),
+        &format!("{}:s390x", example.repository),
+    );
+    let (other, other_body) = held("s390x");
+    let entry = |digest: &str, size: usize, architecture: &str| {
+        serde_json::json!({
+            "mediaType": MANIFEST,
+            "digest": digest,
+            "size": size,
+            "platform": { "os": "linux", "architecture": architecture },
+        })
+    };
+    let s390x = entry(&other, other_body.len(), "s390x");
+    let amd64 = entry(&pushed, pushed_body.len(), "amd64");
+    // Both tags moved to the index, and the record holding its digest for both, as a
+    // multi-platform push would leave them; returns the index's digest.
+    let mut recorded = pushed.clone();
+    let mut point_at = |media_type: &str, entries: Vec<Value>| -> String {
+        let index = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": media_type,
+            "manifests": entries,
+        })
+        .to_string();
+        for tag in ["latest", DATED_TAG] {
+            let code = registry.put(&manifest_path(tag), media_type, index.as_bytes());
+            assert_eq!(code, Some(201), "PUT the index to {tag}");
+        }
+        let (digest, body) = held(DATED_TAG);
+        assert_eq!(body, index.as_bytes());
+        assert_eq!(held("latest").0, digest);
+        let lock = example.context.read("forge.lock");
+        let from = format!("pushed = \"{recorded}\"");
+        assert_eq!(lock.matches(&from).count(), 2, "{lock}");
+        example.context.write(
+            "forge.lock",
+            &lock.replace(&from, &format!("pushed = \"{digest}\"")),
+        );
+        recorded = digest.clone();
+        digest
+    };
+    let references = ["latest", DATED_TAG].map(|tag| format!("{}:{tag}", example.repository));
+
+    // The other platform listed first: the entry is chosen by platform, not by position.
+    let index = point_at(MANIFEST_LIST, vec![s390x.clone(), amd64]);
+    let json = verify(&example, &["--remote"], &[]).expect_code(0).json();
+    for reference in &references {
+        assert_eq!(row(&json, "registry", reference)["actual"], index.as_str());
+        let platform = row(&json, "platform", &format!("{reference}@linux/amd64"));
+        assert_eq!(
+            (platform["actual"].as_str(), platform["ok"].as_bool()),
+            (Some(pushed.as_str()), Some(true))
+        );
+        let image = row(&json, "registry image", reference);
+        assert_eq!(
+            (image["expected"].as_str(), image["actual"].as_str()),
+            (Some(id.as_str()), Some(id.as_str()))
+        );
+    }
+
+    // An OCI index with no entry for linux/amd64: both rows fail for each tag, nothing else.
+    point_at(OCI_INDEX, vec![s390x]);
+    let json = verify(&example, &["--remote"], &[]).expect_code(1).json();
+    let expected: Vec<String> = references
+        .iter()
+        .flat_map(|reference| {
+            [
+                format!("platform {reference}@linux/amd64"),
+                format!("registry image {reference}"),
+            ]
+        })
+        .collect();
+    assert_eq!(failing(&json), expected);
+    for reference in &references {
+        let image = row(&json, "registry image", reference);
+        assert_eq!(
+            (image["expected"].as_str(), image["actual"].as_str()),
+            (Some(id.as_str()), Some("missing"))
+        );
+    }
+    drop(example);
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
+}
+
+#[test]
+fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
+    let Some((example, id)) = built("verify-base") else {
+        return;
+    };
+    let host = default_host();
+    let base_id = image_id(BASE_IMAGE).unwrap();
+    let subject = format!("{host}: {BASE_IMAGE}");
+    let json = verify(&example, &[], &[]).expect_code(0).json();
+    assert_eq!(row(&json, "base id", &subject)["actual"], base_id.as_str());
+
+    // The record names another base; the base tag itself is shared with other tests and stays.
+    let edited = format!("sha256:{}", "0123456789abcdef".repeat(4));
+    assert_ne!(edited, base_id);
+    let lock = example.context.read("forge.lock");
+    let recorded = format!("id = \"{base_id}\"");
+    assert_eq!(lock.matches(&recorded).count(), 1, "{lock}");
+    example.context.write(
+        "forge.lock",
+        &lock.replace(&recorded, &format!("id = \"{edited}\"")),
+    );
+    let run = verify(&example, &[], &[]).expect_code(1);
+    let json = run.json();
+    assert_eq!(failing(&json), [format!("base id {subject}")]);
+    let base = row(&json, "base id", &subject);
+    assert_eq!(
+        (base["expected"].as_str(), base["actual"].as_str()),
+        (Some(edited.as_str()), Some(base_id.as_str()))
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "the first: base id {subject}: expected {edited}, found {base_id}"
+        )),
+        "{}",
+        run.stderr
+    );
+    drop(example);
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
 }
 
 #[test]
