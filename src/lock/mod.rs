@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{self, BuildContext, ContextError};
 use crate::fs::{Written, write_if_changed};
-use crate::pins::{Digest, ImageRef, Mutability, Repository, Source, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Source, Tag};
 use crate::recipe::{Recipe, TEMPLATES_DIR};
 use crate::render::Dockerfile;
 
@@ -158,6 +158,10 @@ pub struct ImageRecord {
     pub repository: Repository,
     /// The image id.
     pub id: Digest,
+    /// The platform it was built for (`--platform`, else pins.toml's); records written before
+    /// forge recorded it leave it out, and pins.toml's platform stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
     /// The recipe repository's commit the image was built from (its revision label), when the
     /// recipe is in git.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -366,6 +370,7 @@ mod tests {
             ImageRecord {
                 repository: "localhost:5000/forge/example".parse().unwrap(),
                 id: digest('a'),
+                platform: Some("linux/arm64".parse().unwrap()),
                 revision: Some("e".repeat(40)),
             },
             vec![

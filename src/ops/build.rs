@@ -669,6 +669,7 @@ async fn run<E: Engine>(
             ImageRecord {
                 repository: repository.clone(),
                 id: image.0.clone(),
+                platform: Some(platform.clone()),
                 revision: (revision != UNKNOWN_REVISION).then(|| revision.clone()),
             },
             plan.tags

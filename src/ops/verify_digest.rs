@@ -259,7 +259,12 @@ fn registry_checks(
     let repository = RemoteRepository::of(&reference);
     let client = RegistryClient::new(options.insecure_registries.clone())
         .with_credentials_for(&repository.registry);
-    let platform = &recipe.pins.image.platform;
+    // The platform the image was built for, which `--platform` may have chosen.
+    let platform = record
+        .image
+        .platform
+        .as_ref()
+        .unwrap_or(&recipe.pins.image.platform);
     let mut served = Vec::new();
     let mut absent = Vec::new();
     for tag in &record.tags {

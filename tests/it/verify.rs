@@ -827,6 +827,32 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         );
     }
 
+    // A record of a build for linux/s390x (`forge build --platform linux/s390x`): that entry is
+    // the one judged, and it holds another image.
+    let lock = example.context.read("forge.lock");
+    let built_for = "platform = \"linux/amd64\"";
+    assert_eq!(lock.matches(built_for).count(), 1, "{lock}");
+    example.context.write(
+        "forge.lock",
+        &lock.replace(built_for, "platform = \"linux/s390x\""),
+    );
+    let json = verify(&example, &["--remote"], &[]).expect_code(1).json();
+    let expected: Vec<String> = references
+        .iter()
+        .map(|reference| format!("registry image {reference}"))
+        .collect();
+    assert_eq!(failing(&json), expected);
+    let base_id = image_id(BASE_IMAGE).unwrap();
+    for reference in &references {
+        let image = row(&json, "registry image", reference);
+        assert_eq!(image["actual"].as_str(), Some(base_id.as_str()));
+        assert_eq!(
+            row(&json, "platform", &format!("{reference}@linux/s390x"))["ok"],
+            true
+        );
+    }
+    example.context.write("forge.lock", &lock);
+
     // An OCI index with no entry for linux/amd64: both rows fail for each tag, nothing else.
     point_at(OCI_INDEX, vec![s390x]);
     let json = verify(&example, &["--remote"], &[]).expect_code(1).json();
