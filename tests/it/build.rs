@@ -2,8 +2,8 @@
 //! registry (Debian's `docker-registry`) on 127.0.0.1.
 //!
 //! Docker tests fail when no daemon answers, unless `FORGE_SKIP_DOCKER=1`. Each test builds
-//! the offline example under a repository name of its own and removes its tags afterwards, so
-//! tests run in parallel.
+//! the offline example under a repository name of its own and removes the images it made
+//! afterwards, so tests run in parallel.
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use sha2::Digest as _;
 
+use crate::image_guard::ImageGuard;
 use crate::support::{TestContext, copy_tree, repository_root};
 
 /// The base image the offline example builds on.
@@ -70,6 +71,15 @@ pub(crate) fn ensure_base_image() {
     *made = true;
 }
 
+/// The daemon's platform, `os/architecture`, for a recipe built on it.
+pub(crate) fn daemon_platform() -> String {
+    let output = Command::new("docker")
+        .args(["version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"])
+        .output()
+        .expect("docker runs");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
 /// The id `reference` names in the local engine, asked of the docker CLI.
 pub(crate) fn image_id(reference: &str) -> Option<String> {
     let output = Command::new("docker")
@@ -82,11 +92,12 @@ pub(crate) fn image_id(reference: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// A copy of the offline example whose image repository is unique to one test; its tags are
-/// removed when it is dropped.
+/// A copy of the offline example whose image repository is unique to one test; every image
+/// built from it is removed when it is dropped.
 pub(crate) struct Example {
     pub(crate) context: TestContext,
     pub(crate) repository: String,
+    _images: ImageGuard,
 }
 
 impl Example {
@@ -102,9 +113,16 @@ impl Example {
             "repository = \"forge-example/offline\"",
             &format!("repository = \"{repository}\""),
         );
+        let images = ImageGuard::new(repository);
+        context.edit(
+            "pins.toml",
+            EXAMPLE_LABEL,
+            &format!("{EXAMPLE_LABEL}\n{}", images.label_entry()),
+        );
         Self {
             context,
             repository: repository.to_owned(),
+            _images: images,
         }
     }
 
@@ -121,15 +139,8 @@ impl Example {
     }
 }
 
-impl Drop for Example {
-    fn drop(&mut self) {
-        for tag in ["latest", DATED_TAG] {
-            let _ = Command::new("docker")
-                .args(["image", "rm", &format!("{}:{tag}", self.repository)])
-                .output();
-        }
-    }
-}
+/// The offline example's own label in pins.toml, after which a test adds its guard's.
+pub(crate) const EXAMPLE_LABEL: &str = "\"dev.forge.example\" = \"offline\"";
 
 pub(crate) fn copy_example(to: &Path) {
     let example = repository_root().join("examples/offline");

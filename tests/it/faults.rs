@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::build::{DATED_TAG, Example, Registry, docker_available, ensure_base_image, image_id};
+use crate::build::{
+    DATED_TAG, EXAMPLE_LABEL, Example, Registry, docker_available, ensure_base_image, image_id,
+};
+use crate::image_guard::ImageGuard;
 use crate::support::{TestContext, copy_tree, repository_root};
 
 /// The socket the daemon listens on in these tests (the default one).
@@ -396,12 +399,17 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
     for entry in ["pins.toml", "templates", "patches", "overlays"] {
         copy_tree(&example_root.join(entry), &recipe.join(entry));
     }
+    let images = ImageGuard::new(&repository);
     let pins = std::fs::read_to_string(recipe.join("pins.toml")).unwrap();
     std::fs::write(
         recipe.join("pins.toml"),
         pins.replace(
             "repository = \"forge-example/offline\"",
             &format!("repository = \"{repository}\""),
+        )
+        .replace(
+            EXAMPLE_LABEL,
+            &format!("{EXAMPLE_LABEL}\n{}", images.label_entry()),
         ),
     )
     .unwrap();
@@ -455,15 +463,6 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
     assert_eq!(tag_id(DATED_TAG).as_deref(), Some(new_id.as_str()));
     assert_ne!(lock_bytes(&recipe), Some(lock));
     assert_lock_parses(&recipe);
-    for reference in [
-        format!("{repository}:latest"),
-        format!("{repository}:{DATED_TAG}"),
-        id,
-    ] {
-        let _ = Command::new("docker")
-            .args(["image", "rm", &reference])
-            .output();
-    }
 }
 
 /// Runs git in `folder`, panicking on failure; returns stdout.

@@ -835,10 +835,22 @@ impl GitRemote {
     /// Writes a `git format-patch` series into `into`: one commit per entry of `commits`, made
     /// on a branch from `base`.
     pub(crate) fn series(&self, base: &str, commits: &[(&str, &[(&str, &str)])], into: &Path) {
+        self.series_by(None, base, commits, into);
+    }
+
+    /// `series`, with the commits authored by `author` (`Name <email>`) when given, rather than
+    /// by the committer.
+    pub(crate) fn series_by(
+        &self,
+        author: Option<&str>,
+        base: &str,
+        commits: &[(&str, &[(&str, &str)])],
+        into: &Path,
+    ) {
         let work = self.folder.path().join("work");
         git(&work, &["checkout", "--quiet", "--detach", base]);
         for (message, files) in commits {
-            commit(&work, message, files);
+            commit_by(&work, author, message, files);
         }
         let count = format!("-{}", commits.len());
         git(
@@ -856,11 +868,21 @@ impl GitRemote {
 
 /// Commits `files` (path, content) in `work` and returns the commit id.
 fn commit(work: &Path, message: &str, files: &[(&str, &str)]) -> String {
+    commit_by(work, None, message, files)
+}
+
+/// `commit`, authored by `author` (`Name <email>`) when given; paths may name new folders.
+fn commit_by(work: &Path, author: Option<&str>, message: &str, files: &[(&str, &str)]) -> String {
     for (path, content) in files {
-        std::fs::write(work.join(path), content).unwrap();
+        let path_in_work = work.join(path);
+        std::fs::create_dir_all(path_in_work.parent().unwrap()).unwrap();
+        std::fs::write(path_in_work, content).unwrap();
         git(work, &["add", path]);
     }
-    git(work, &["commit", "--quiet", "-m", message]);
+    let author = author.map(|author| format!("--author={author}"));
+    let mut args = vec!["commit", "--quiet", "-m", message];
+    args.extend(author.as_deref());
+    git(work, &args);
     git(work, &["rev-parse", "HEAD"])
 }
 

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::build::{
-    BASE_IMAGE, DATED_TAG, Example, MANIFEST, MANIFEST_LIST, Registry, docker_available,
-    ensure_base_image, image_id, skopeo_copy,
+    BASE_IMAGE, DATED_TAG, Example, MANIFEST, MANIFEST_LIST, Registry, daemon_platform,
+    docker_available, ensure_base_image, image_id, skopeo_copy,
 };
 use crate::credential_helper::{CredentialHelper, HELPER};
+use crate::image_guard::ImageGuard;
 use crate::registry_server::{self, RegistryServer};
 use crate::support::{Run, TestContext};
 use python_image::PythonImage;
@@ -336,12 +337,12 @@ fn tamper(example: &Example, script: &str) -> String {
 
 /// A recipe on the Python base image: a distribution the base ships (asserted, never installed,
 /// as cutlass-dsl is in the default recipe) and the NCCL that torch loads, each with its smoke
-/// gate in the build. Its tag, and the images it made, are removed when it is dropped.
+/// gate in the build. The images built or committed from it are removed when it is dropped.
 struct PythonRecipe {
     context: TestContext,
     repository: String,
     base: PythonImage,
-    images: Vec<String>,
+    _images: ImageGuard,
 }
 
 impl PythonRecipe {
@@ -352,23 +353,19 @@ impl PythonRecipe {
     fn new(name: &str) -> Self {
         let base = python_image::ensure();
         let repository = format!("forge-test/{name}-{}", std::process::id());
-        let platform = Command::new("docker")
-            .args(["version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"])
-            .output()
-            .expect("docker runs");
-        let platform = String::from_utf8(platform.stdout)
-            .unwrap()
-            .trim()
-            .to_owned();
+        let platform = daemon_platform();
+        let images = ImageGuard::new(&repository);
         let context = TestContext::empty();
         context.write(
             "pins.toml",
             &format!(
                 "[image]\nrepository = \"{repository}\"\ndate = \"2026-07-08\"\nplatform = \"{platform}\"\n\n\
                  [image.tags]\nmoving = [\"latest\"]\n\n\
+                 [image.labels]\n{}\n\n\
                  [base]\nimage = \"{}\"\n\n\
                  [pins.{}]\nkind = \"python\"\npackage = \"{}\"\nmodule = \"{}\"\nversion = \"{}\"\ninstall = false\n\n\
                  [pins.{}]\nkind = \"assert\"\nprobe = \"nccl\"\nversion = \"{}\"\n",
+                images.label_entry(),
                 base.name,
                 Self::PACKAGE_PIN,
                 python_image::FIXTURE_PACKAGE,
@@ -384,7 +381,9 @@ impl PythonRecipe {
                 "FROM {{{{ base.reference }}}}\n\
                  # In the base, asserted and never installed.\n\
                  RUN {{{{ pins.{package}.gate }}}}\n\
-                 RUN {{{{ pins.{nccl}.gate }}}}\n",
+                 RUN {{{{ pins.{nccl}.gate }}}}\n\
+                 # The recipe's labels, by which the test's images are found and removed.\n\
+                 LABEL{{% for label in image.labels %}} {{{{ label.name }}}}=\"{{{{ label.value }}}}\"{{% endfor %}}\n",
                 package = Self::PACKAGE_PIN,
                 nccl = Self::NCCL_PIN,
             ),
@@ -393,12 +392,12 @@ impl PythonRecipe {
             context,
             repository,
             base,
-            images: Vec::new(),
+            _images: images,
         }
     }
 
     /// Builds it; returns the image id.
-    fn build(&mut self) -> String {
+    fn build(&self) -> String {
         let run = self
             .context
             .forge_with(
@@ -406,9 +405,7 @@ impl PythonRecipe {
                 &[("SOURCE_DATE_EPOCH", "1783500000")],
             )
             .expect_code(0);
-        let id = run.json()["image"]["id"].as_str().unwrap().to_owned();
-        self.images.push(id.clone());
-        id
+        run.json()["image"]["id"].as_str().unwrap().to_owned()
     }
 
     /// The subject of the Python pin's row.
@@ -418,7 +415,7 @@ impl PythonRecipe {
 
     /// Replaces the recorded image's `libnccl.so.2` with one reporting `version`, commits the
     /// result, makes the record name it and re-points the tag there.
-    fn swap_nccl(&mut self, version: (u32, u32, u32)) {
+    fn swap_nccl(&self, version: (u32, u32, u32)) {
         let lock = self.context.read("forge.lock");
         let id = image_id(&format!("{}:latest", self.repository)).unwrap();
         let folder = tempfile::tempdir().unwrap();
@@ -442,21 +439,9 @@ impl PythonRecipe {
         ]);
         let swapped = docker(&["commit", &name]);
         docker(&["rm", &name]);
-        self.images.push(swapped.clone());
         docker(&["tag", &swapped, &format!("{}:latest", self.repository)]);
         self.context
             .write("forge.lock", &lock.replace(&id, &swapped));
-    }
-}
-
-impl Drop for PythonRecipe {
-    fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["image", "rm", &format!("{}:latest", self.repository)])
-            .output();
-        for image in &self.images {
-            let _ = Command::new("docker").args(["image", "rm", image]).output();
-        }
     }
 }
 
@@ -476,7 +461,7 @@ fn contents_read_back_a_python_pin_the_base_ships_and_name_a_moved_version() {
     if !docker_available() {
         return;
     }
-    let mut recipe = PythonRecipe::new("verify-python");
+    let recipe = PythonRecipe::new("verify-python");
     recipe.build();
     let nccl = python_image::nccl_version_text(python_image::NCCL_VERSION);
     let package = PythonRecipe::package_subject();
@@ -545,7 +530,7 @@ fn contents_read_back_the_nccl_torch_loads_and_name_a_swapped_library() {
     if !docker_available() {
         return;
     }
-    let mut recipe = PythonRecipe::new("verify-nccl");
+    let recipe = PythonRecipe::new("verify-nccl");
     recipe.build();
     let pinned = python_image::nccl_version_text(python_image::NCCL_VERSION);
     let json = verify_in(&recipe.context, &["--contents"], &[])

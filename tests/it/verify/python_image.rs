@@ -9,14 +9,15 @@
 //! (`*.dist-info/METADATA`), a `torch` stand-in that loads NCCL on import as torch does, and a
 //! real `libnccl.so.2` compiled here where the `nvidia-nccl-cu12` wheel puts it.
 //!
-//! The layer is one deterministic archive; the image is named after its sha256, so a second
-//! run (or a second test) reuses it, and a different host Python or fixture makes a new one.
+//! The tree is made and imported by `host_image`: one deterministic archive, named after its
+//! sha256, so a second run (or a second test) reuses it, and a different host Python or fixture
+//! makes a new one.
 
-use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
+
+use crate::host_image::{self, Tree};
 
 /// The repository the images are imported under; the tag is a content hash.
 const REPOSITORY: &str = "forge-test-python";
@@ -108,8 +109,7 @@ pub(crate) fn nccl_library((major, minor, patch): (u32, u32, u32)) -> Vec<u8> {
     std::fs::read(&library).expect("read the compiled library")
 }
 
-/// Makes the image unless one with the same content exists, and returns it. A file lock keeps
-/// test processes running side by side from importing it twice.
+/// Makes the image unless one with the same content exists, and returns it.
 pub(crate) fn ensure() -> PythonImage {
     static MADE: Mutex<Option<PythonImage>> = Mutex::new(None);
     let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -121,173 +121,12 @@ pub(crate) fn ensure() -> PythonImage {
     let nccl_path = format!("{site_packages}/nvidia/nccl/lib/libnccl.so.2");
     let mut tree = Tree::default();
     host.add_to(&mut tree);
-    add_busybox(&mut tree);
+    tree.busybox();
     add_fixtures(&mut tree, &site_packages, &nccl_path);
-    let archive = tree.archive();
-    let name = format!("{REPOSITORY}:{}", &sha256_hex(&archive)[..16]);
-
-    let lock = std::fs::File::create(std::env::temp_dir().join("forge-test-python-image.lock"))
-        .expect("a lock file in the temporary folder");
-    lock.lock().expect("the Python image lock");
-    if crate::build::image_id(&name).is_none() {
-        import(&archive, &name);
-    }
+    let name = host_image::imported(REPOSITORY, &tree);
     let image = PythonImage { name, nccl_path };
     *made = Some(image.clone());
     image
-}
-
-/// The sha256 of `bytes` in hex, from coreutils' `sha256sum`: the test binary is built without
-/// optimisation, and sha2 at that speed takes seconds over the 50 MB layer.
-fn sha256_hex(bytes: &[u8]) -> String {
-    let mut child = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("sha256sum runs");
-    let mut input = child.stdin.take().expect("a pipe to sha256sum");
-    // Written from a second thread so that neither side waits on a full pipe.
-    let output = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || input.write_all(bytes));
-        let output = child.wait_with_output().expect("sha256sum finishes");
-        writer
-            .join()
-            .expect("the writer thread")
-            .expect("send the layer to sha256sum");
-        output
-    });
-    assert!(output.status.success(), "sha256sum failed");
-    let text = String::from_utf8(output.stdout).expect("hex digits");
-    let hex = text
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    assert_eq!(hex.len(), 64, "sha256sum printed {text:?}");
-    hex
-}
-
-/// `docker import` of `archive` as `name`, with busybox's folder as the whole PATH.
-fn import(archive: &[u8], name: &str) {
-    let mut child = Command::new("docker")
-        .args(["import", "--change", "ENV PATH=/bin", "-", name])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("docker import runs");
-    child
-        .stdin
-        .take()
-        .expect("a pipe to docker import")
-        .write_all(archive)
-        .expect("send the layer to docker import");
-    let output = child.wait_with_output().expect("docker import finishes");
-    assert!(
-        output.status.success(),
-        "docker import {name} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// One entry of the image's file system.
-#[derive(Debug)]
-enum Node {
-    Folder { mode: u32 },
-    File { bytes: Vec<u8>, mode: u32 },
-    Link { target: String },
-}
-
-/// The image's file system, by absolute path; parents are added as folders.
-#[derive(Debug, Default)]
-struct Tree {
-    nodes: BTreeMap<PathBuf, Node>,
-}
-
-impl Tree {
-    fn parents(&mut self, path: &Path) {
-        for parent in path.ancestors().skip(1) {
-            if parent.as_os_str().is_empty() || parent == Path::new("/") {
-                break;
-            }
-            self.nodes
-                .entry(parent.to_owned())
-                .or_insert(Node::Folder { mode: 0o755 });
-        }
-    }
-
-    fn folder(&mut self, path: &str, mode: u32) {
-        self.parents(Path::new(path));
-        self.nodes
-            .insert(PathBuf::from(path), Node::Folder { mode });
-    }
-
-    fn file(&mut self, path: &str, bytes: Vec<u8>, mode: u32) {
-        self.parents(Path::new(path));
-        self.nodes
-            .insert(PathBuf::from(path), Node::File { bytes, mode });
-    }
-
-    fn link(&mut self, path: &str, target: &str) {
-        self.parents(Path::new(path));
-        self.nodes.insert(
-            PathBuf::from(path),
-            Node::Link {
-                target: target.to_owned(),
-            },
-        );
-    }
-
-    /// A copy of the host file at `path` (symbolic links followed), at the same path.
-    fn copy(&mut self, path: &str) {
-        let bytes = std::fs::read(path).unwrap_or_else(|error| panic!("read {path}: {error}"));
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(path)
-                .expect("metadata of a readable file")
-                .permissions(),
-        );
-        self.file(path, bytes, if mode & 0o111 != 0 { 0o755 } else { 0o644 });
-    }
-
-    /// The tree as a tar archive that depends on nothing but the content: sorted, owned by
-    /// root, every mtime zero.
-    fn archive(&self) -> Vec<u8> {
-        let mut builder = tar::Builder::new(Vec::new());
-        for (path, node) in &self.nodes {
-            let relative = path.strip_prefix("/").expect("absolute paths");
-            let mut header = tar::Header::new_gnu();
-            header.set_mtime(0);
-            header.set_uid(0);
-            header.set_gid(0);
-            match node {
-                Node::Folder { mode } => {
-                    header.set_entry_type(tar::EntryType::Directory);
-                    header.set_mode(*mode);
-                    header.set_size(0);
-                    builder
-                        .append_data(&mut header, relative, std::io::empty())
-                        .expect("append a folder");
-                }
-                Node::File { bytes, mode } => {
-                    header.set_entry_type(tar::EntryType::Regular);
-                    header.set_mode(*mode);
-                    header.set_size(bytes.len() as u64);
-                    builder
-                        .append_data(&mut header, relative, bytes.as_slice())
-                        .expect("append a file");
-                }
-                Node::Link { target } => {
-                    header.set_entry_type(tar::EntryType::Symlink);
-                    header.set_mode(0o777);
-                    header.set_size(0);
-                    builder
-                        .append_link(&mut header, relative, target)
-                        .expect("append a link");
-                }
-            }
-        }
-        builder.into_inner().expect("finish the archive")
-    }
 }
 
 /// What the host's `python3` says about itself.
@@ -333,8 +172,7 @@ impl HostPython {
     }
 
     fn add_to(&self, tree: &mut Tree) {
-        tree.copy(&self.executable);
-        add_libraries(tree, &self.executable);
+        tree.binary(&self.executable);
         tree.link("/bin/python3", &self.executable);
         self.add_stdlib(tree, Path::new(&self.stdlib));
         let mut modules: Vec<PathBuf> = std::fs::read_dir(&self.extensions)
@@ -351,8 +189,7 @@ impl HostPython {
         modules.sort();
         for module in modules {
             let module = module.to_str().expect("a UTF-8 path");
-            tree.copy(module);
-            add_libraries(tree, module);
+            tree.binary(module);
         }
         tree.folder(&self.purelib, 0o755);
     }
@@ -376,61 +213,6 @@ impl HostPython {
             }
         }
     }
-}
-
-/// Every shared library `ldd` names for `binary`, and the dynamic loader, at the paths it
-/// names; nothing for a statically linked binary. No loader cache is written: the paths are the
-/// loader's own default folders, or those the binary's run path names.
-fn add_libraries(tree: &mut Tree, binary: &str) {
-    let output = Command::new("ldd").arg(binary).output().expect("ldd runs");
-    let text = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() || text.contains("not a dynamic executable") {
-        return;
-    }
-    for line in text.lines() {
-        let line = line.trim();
-        let path = match line.split_once(" => ") {
-            Some((name, _)) if line.ends_with("not found") => {
-                panic!("{binary} needs {name}, which this machine does not have")
-            }
-            Some((_, rest)) => rest.split_whitespace().next(),
-            None => line
-                .split_whitespace()
-                .next()
-                .filter(|path| path.starts_with('/')),
-        };
-        if let Some(path) = path.filter(|path| path.starts_with('/')) {
-            tree.copy(path);
-        }
-    }
-}
-
-/// Busybox for `sh`, `sha256sum` and the rest, one link per applet, and the files a shell
-/// expects.
-fn add_busybox(tree: &mut Tree) {
-    const BUSYBOX: &str = "/bin/busybox";
-    assert!(
-        Path::new(BUSYBOX).exists(),
-        "{BUSYBOX} not found; install it with: apt-get install busybox-static"
-    );
-    tree.copy(BUSYBOX);
-    add_libraries(tree, BUSYBOX);
-    let output = Command::new(BUSYBOX)
-        .arg("--list")
-        .output()
-        .expect("busybox runs");
-    for applet in String::from_utf8_lossy(&output.stdout).lines() {
-        if applet != "busybox" && !applet.is_empty() {
-            tree.link(&format!("/bin/{applet}"), "busybox");
-        }
-    }
-    tree.file(
-        "/etc/passwd",
-        b"root:x:0:0:root:/root:/bin/sh\n".to_vec(),
-        0o644,
-    );
-    tree.file("/etc/group", b"root:x:0:\n".to_vec(), 0o644);
-    tree.folder("/tmp", 0o1777);
 }
 
 /// The distribution, the torch stand-in and NCCL, where pip would have put them.
