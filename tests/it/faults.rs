@@ -835,11 +835,14 @@ impl RegistryProxy {
                 std::thread::spawn(move || {
                     forward(upstream, client, |_| {
                         // The registry has answered the manifest upload: from here on it is gone.
+                        // The connections open now are the ones to cut, taken at once: cut later,
+                        // a fast test could have healed the proxy and opened new ones meanwhile.
                         if uploaded.load(Ordering::SeqCst) && !cut.swap(true, Ordering::SeqCst) {
-                            let open = Arc::clone(&open);
+                            let doomed: Vec<TcpStream> = open.lock().unwrap().drain(..).collect();
                             std::thread::spawn(move || {
+                                // Time for the answer to reach the daemon first.
                                 std::thread::sleep(Duration::from_millis(200));
-                                for stream in open.lock().unwrap().drain(..) {
+                                for stream in doomed {
                                     let _ = stream.shutdown(std::net::Shutdown::Both);
                                 }
                             });
