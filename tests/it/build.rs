@@ -5,17 +5,17 @@
 //! the offline example under a repository name of its own and removes the images it made
 //! afterwards, so tests run in parallel.
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha2::Digest as _;
 
 use crate::image_guard::ImageGuard;
-use crate::support::{TestContext, copy_tree, repository_root};
+use crate::registry_server::{MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
+use crate::support::{Run, TestContext, assert_contains, copy_tree, free_port, repository_root};
 
 /// The base image the offline example builds on.
 pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
@@ -131,12 +131,47 @@ impl Example {
     }
 
     /// Builds with `args` and `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
-    pub(crate) fn build(&self, args: &[&str]) -> crate::support::Run {
-        let mut all = vec!["--json", "build", "--progress", "plain"];
-        all.extend_from_slice(args);
-        self.context
-            .forge_with(&all, &[("SOURCE_DATE_EPOCH", "1783500000")])
+    pub(crate) fn build(&self, args: &[&str]) -> Run {
+        self.build_with(args, &[])
     }
+
+    /// `build` with `env` added.
+    pub(crate) fn build_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        build_in(&self.context, args, env)
+    }
+}
+
+/// `forge --json build --progress plain args...` in `context` with `env` added and
+/// `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
+pub(crate) fn build_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--json", "build", "--progress", "plain"];
+    all.extend_from_slice(args);
+    let mut env = env.to_vec();
+    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
+    context.forge_with(&all, &env)
+}
+
+/// The offline example built on the tests' daemon, and its image id; `None` when the Docker
+/// tests are skipped.
+pub(crate) fn built(name: &str) -> Option<(Example, String)> {
+    if !docker_available() {
+        return None;
+    }
+    ensure_base_image();
+    let example = Example::new(name);
+    let id = example.build(&[]).expect_code(0).json()["image"]["id"]
+        .as_str()
+        .expect("the build reports an image id")
+        .to_owned();
+    Some((example, id))
+}
+
+/// The address of the daemon the tests build on: `DOCKER_HOST`, or the default socket.
+pub(crate) fn daemon_host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
 }
 
 /// The offline example's own label in pins.toml, after which a test adds its guard's.
@@ -239,27 +274,17 @@ fn dry_run_of_the_default_recipe_prints_the_plan_without_a_daemon() {
             &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
         )
         .expect_code(0);
-    assert!(run.stdout.contains("dockerfile  sha256:"), "{}", run.stdout);
-    assert!(run.stdout.contains("context     sha256:"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains(
-            "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (moving)"
-        ),
-        "{}",
-        run.stdout
+    assert_contains(&run.stdout, "dockerfile  sha256:");
+    assert_contains(&run.stdout, "context     sha256:");
+    assert_contains(
+        &run.stdout,
+        "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (moving)",
     );
-    assert!(
-        run.stdout.contains(
-            "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:2026-07-08-pr4-experimental (immutable)"
-        ),
-        "{}",
-        run.stdout
+    assert_contains(
+        &run.stdout,
+        "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:2026-07-08-pr4-experimental (immutable)",
     );
-    assert!(
-        run.stdout.contains("patch       patches/pr4/0001-"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "patch       patches/pr4/0001-");
     assert!(!context.path().join("forge.lock").exists());
 
     let json = context
@@ -282,17 +307,11 @@ fn unreachable_daemon_exits_2_naming_the_socket() {
         .context
         .forge_with(&["build"], &[("DOCKER_HOST", "unix:///nonexistent")])
         .expect_code(2);
-    assert!(
-        run.stderr
-            .contains("error: cannot reach the Docker daemon at unix:///nonexistent"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "error: cannot reach the Docker daemon at unix:///nonexistent",
     );
-    assert!(
-        run.stderr.contains("hint: start the Docker daemon"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: start the Docker daemon");
     assert!(lock_text(&example).is_none());
 }
 
@@ -393,7 +412,7 @@ fn a_build_tags_both_tags_on_one_image_records_it_and_reuses_the_cache() {
 
     // Unchanged inputs: the cache gives the same image, and the record is left as it was.
     let second = example.build(&[]).expect_code(0);
-    assert!(second.stderr.contains(" cached"), "{}", second.stderr);
+    assert_contains(&second.stderr, " cached");
     let second = second.json();
     assert_eq!(second["image"]["id"].as_str(), Some(id.as_str()));
     assert_eq!(second["lock"]["changed"], false);
@@ -412,11 +431,7 @@ fn a_build_tags_both_tags_on_one_image_records_it_and_reuses_the_cache() {
         "{}",
         refused.stderr
     );
-    assert!(
-        refused.stderr.contains("overlays: recorded sha256:"),
-        "{}",
-        refused.stderr
-    );
+    assert_contains(&refused.stderr, "overlays: recorded sha256:");
     assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));
 }
 
@@ -514,124 +529,15 @@ fn a_dated_tag_naming_another_image_is_refused_unless_forced() {
         .output();
 }
 
-/// A `docker-registry` on a free loopback port with its storage in a temporary folder.
-pub(crate) struct Registry {
-    pub(crate) child: Child,
-    pub(crate) port: u16,
-    _storage: tempfile::TempDir,
-}
-
-impl Registry {
-    pub(crate) fn start() -> Self {
-        let storage = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let config = storage.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                storage.path().join("data").display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!("docker-registry cannot run ({error}); install it with `apt-get install docker-registry`")
-            });
-        let registry = Self {
-            child,
-            port,
-            _storage: storage,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while registry.get("/v2/", "").is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "docker-registry did not answer on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        registry
-    }
-
-    /// A plain HTTP GET: the status line's code, the `Docker-Content-Digest` header and the body.
-    pub(crate) fn get(&self, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .ok()?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nAccept: {accept}\r\n\r\n",
-            self.port
-        )
-        .ok()?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).ok()?;
-        let split = response
-            .windows(4)
-            .position(|window| window == b"\r\n\r\n")?;
-        let head = String::from_utf8_lossy(&response[..split]).into_owned();
-        let code = head.split_whitespace().nth(1)?.parse().ok()?;
-        let digest = head.lines().find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("docker-content-digest")
-                .then(|| value.trim().to_owned())
-        });
-        Some((code, digest, response[split + 4..].to_vec()))
-    }
-}
-
-impl Registry {
-    /// A plain HTTP PUT of `body` as `content_type`; the status line's code.
-    pub(crate) fn put(&self, path: &str, content_type: &str, body: &[u8]) -> Option<u16> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .ok()?;
-        write!(
-            stream,
-            "PUT {path} HTTP/1.0\r\nHost: 127.0.0.1:{}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
-            self.port,
-            body.len()
-        )
-        .ok()?;
-        stream.write_all(body).ok()?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).ok()?;
-        String::from_utf8_lossy(&response)
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn push_records_the_digest_the_registry_serves() {
     if !docker_available() {
         return;
     }
     ensure_base_image();
-    let registry = Registry::start();
+    let registry = RegistryServer::start();
     let name = format!("forge-test/push-{}", std::process::id());
-    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let example = Example::with_repository(&format!("{}/{name}", registry.address()));
     let run = example.build(&["--push"]).expect_code(0);
     let json = run.json();
     let pushed = json["image"]["pushed"].as_array().unwrap();
@@ -642,10 +548,7 @@ fn push_records_the_digest_the_registry_serves() {
         let tag = reference.rsplit(':').next().unwrap();
         let recorded = entry["digest"].as_str().unwrap();
         let (code, served, body) = registry
-            .get(
-                &format!("/v2/{name}/manifests/{tag}"),
-                "application/vnd.docker.distribution.manifest.v2+json",
-            )
+            .get(&format!("/v2/{name}/manifests/{tag}"), MANIFEST)
             .expect("the registry answers");
         assert_eq!(code, 200, "{reference}");
         assert_eq!(served.as_deref(), Some(recorded), "{reference}");
@@ -683,10 +586,7 @@ fn push_records_the_digest_the_registry_serves() {
         refused.stderr
     );
     let (_, served, _) = registry
-        .get(
-            &format!("/v2/{name}/manifests/latest"),
-            "application/vnd.docker.distribution.manifest.v2+json",
-        )
+        .get(&format!("/v2/{name}/manifests/latest"), MANIFEST)
         .unwrap();
     assert_eq!(served.as_deref(), pushed[0]["digest"].as_str());
     assert_eq!(example.tag_id("latest").as_deref(), Some(first_id.as_str()));
@@ -695,36 +595,15 @@ fn push_records_the_digest_the_registry_serves() {
         .output();
 }
 
-/// Copies `from` to the registry reference `to` with skopeo, as another machine would push it.
-pub(crate) fn skopeo_copy(args: &[&str], from: &str, to: &str) {
-    let output = Command::new("skopeo")
-        .args(["copy", "--quiet", "--dest-tls-verify=false"])
-        .args(args)
-        .arg(from)
-        .arg(format!("docker://{to}"))
-        .output()
-        .expect("skopeo runs");
-    assert!(
-        output.status.success(),
-        "skopeo copy {from} {to}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// The Docker v2 image manifest media type.
-pub(crate) const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-/// The Docker manifest list (multi-platform) media type.
-pub(crate) const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
-
 #[test]
 fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manifest() {
     if !docker_available() || crate::verify::registry_tools_missing() {
         return;
     }
     ensure_base_image();
-    let registry = Registry::start();
+    let registry = RegistryServer::start();
     let name = format!("forge-test/pushed-elsewhere-{}", std::process::id());
-    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let example = Example::with_repository(&format!("{}/{name}", registry.address()));
     let id = example.build(&[]).expect_code(0).json()["image"]["id"]
         .as_str()
         .unwrap()
@@ -794,12 +673,9 @@ fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manife
             "{}",
             run.stderr
         );
-        assert!(
-            run.stderr.contains(
-                "hint: dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it"
-            ),
-            "{}",
-            run.stderr
+        assert_contains(
+            &run.stderr,
+            "hint: dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
         );
         assert_eq!(held(DATED_TAG).0, before);
         assert_eq!(held("latest").0, latest);
@@ -821,27 +697,19 @@ fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() 
     }
     ensure_base_image();
     // A port that was free a moment ago: nothing listens there.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let name = format!("forge-test/no-registry-{}", std::process::id());
     let example = Example::with_repository(&format!("127.0.0.1:{port}/{name}"));
     let run = example.build(&["--push"]).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "error: could not check 127.0.0.1:{port}/{name}:{DATED_TAG} in its registry"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("error: could not check 127.0.0.1:{port}/{name}:{DATED_TAG} in its registry"),
     );
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "cannot reach the registry at http://127.0.0.1:{port}/v2/{name}/manifests/{DATED_TAG}"
-        )),
-        "{}",
-        run.stderr
+        ),
     );
     assert_eq!(example.tag_id("latest"), None);
     assert_eq!(example.tag_id(DATED_TAG), None);
@@ -890,11 +758,7 @@ fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
         &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
     );
     let run = run.expect_code(0);
-    assert!(
-        run.stderr.contains("Patched patches/deepgemm onto file://"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "Patched patches/deepgemm onto file://");
 
     // The context holds the two mails, in order, and nothing else under the series folder.
     let mut tar = tar::Archive::new(std::fs::File::open(&archive).unwrap());
@@ -915,11 +779,7 @@ fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
         names,
         ["0001-Tune-the-kernel.patch", "0002-Add-notes.patch"]
     );
-    assert!(
-        mails[0].1.contains("Subject: [PATCH] Tune the kernel"),
-        "{}",
-        mails[0].1
-    );
+    assert_contains(&mails[0].1, "Subject: [PATCH] Tune the kernel");
 
     // git applies them onto a checkout of the pin's commit, as the build step does.
     let checkout = tempfile::tempdir().unwrap();
@@ -980,17 +840,12 @@ fn a_template_that_never_copies_a_git_pins_series_is_refused() {
         "{% if false %}",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr.contains(
-            "Dockerfile.j2: pin `deepgemm` has a patch series, but the Dockerfile never copies .forge/series/deepgemm/, so the image would be built without it"
-        ),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "Dockerfile.j2: pin `deepgemm` has a patch series, but the Dockerfile never copies .forge/series/deepgemm/, so the image would be built without it",
     );
-    assert!(
-        run.stderr
-            .contains("hint: in the pin's build step, `COPY {{ pins['deepgemm'].series.from }}/"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "hint: in the pin's build step, `COPY {{ pins['deepgemm'].series.from }}/",
     );
 }

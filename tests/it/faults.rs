@@ -16,10 +16,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::build::{
-    DATED_TAG, EXAMPLE_LABEL, Example, Registry, docker_available, ensure_base_image, image_id,
+    DATED_TAG, EXAMPLE_LABEL, Example, docker_available, ensure_base_image, image_id,
 };
 use crate::image_guard::ImageGuard;
-use crate::support::{TestContext, copy_tree, repository_root};
+use crate::registry_server::{MANIFEST, RegistryServer};
+use crate::support::{TestContext, assert_contains, copy_tree, git_in, repository_root};
 
 /// The socket the daemon listens on in these tests (the default one).
 const DAEMON_SOCKET: &str = "/var/run/docker.sock";
@@ -259,7 +260,7 @@ fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_ca
     // Straight to the daemon this time: the steps before the cut come from the cache. The
     // slower Dockerfile is a new image, so the dated tag moves only with --force.
     let again = example.build(&["--force"]).expect_code(0);
-    assert!(again.stderr.contains(" cached"), "{}", again.stderr);
+    assert_contains(&again.stderr, " cached");
     let second = again.json()["image"]["id"].as_str().unwrap().to_owned();
     assert_ne!(second, id);
     assert_eq!(example.tag_id("latest").as_deref(), Some(second.as_str()));
@@ -283,19 +284,14 @@ fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
     );
     first.wait_for("Building");
     let second = example.build(&[]).expect_code(2);
-    assert!(
-        second.stderr.contains(&format!(
+    assert_contains(
+        &second.stderr,
+        &format!(
             "error: another `forge build` is running on the recipe {}",
             example.context.path().display()
-        )),
-        "{}",
-        second.stderr
+        ),
     );
-    assert!(
-        second.stderr.contains("hint: wait for it to finish"),
-        "{}",
-        second.stderr
-    );
+    assert_contains(&second.stderr, "hint: wait for it to finish");
     assert_lock_parses(example.context.path());
     let (status, stderr) = first.finish();
     assert!(status.success(), "{stderr}");
@@ -465,24 +461,16 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
     assert_lock_parses(&recipe);
 }
 
-/// Runs git in `folder`, panicking on failure; returns stdout.
+/// Runs git in `folder` with Ada Lovelace as author, panicking on failure; returns stdout.
 #[track_caller]
 fn git(folder: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(args)
-        .current_dir(folder)
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.org")
-        .env("GIT_COMMITTER_NAME", "Forge Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.org")
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
+    let identity = [
+        ("GIT_AUTHOR_NAME", "Ada Lovelace"),
+        ("GIT_AUTHOR_EMAIL", "ada@example.org"),
+        ("GIT_COMMITTER_NAME", "Forge Test"),
+        ("GIT_COMMITTER_EMAIL", "test@example.org"),
+    ];
+    git_in(folder, args, &identity)
 }
 
 /// A repository's HEAD, index, status and worktree files.
@@ -762,12 +750,8 @@ fn a_patch_through_a_symlink_is_refused_and_writes_nothing() {
                 bench.path().join("evil.patch").to_str().unwrap(),
             ])
             .expect_code(2);
-        assert!(
-            run.stderr.contains("link/evil.txt")
-                && run.stderr.contains("it goes through a symbolic link"),
-            "{}",
-            run.stderr
-        );
+        assert_contains(&run.stderr, "link/evil.txt");
+        assert_contains(&run.stderr, "it goes through a symbolic link");
         assert_eq!(git(&target, &["rev-parse", "HEAD"]), head, "HEAD moved");
         assert!(
             std::fs::symlink_metadata(target.join("link"))
@@ -893,26 +877,19 @@ fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job()
         return;
     }
     ensure_base_image();
-    let registry = Registry::start();
-    let proxy = RegistryProxy::start(registry.port);
+    let registry = RegistryServer::start();
+    let proxy = RegistryProxy::start(registry.port());
     let name = format!("forge-test/push-cut-{}", std::process::id());
     let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", proxy.port));
     proxy.arm();
 
     // The dated tag goes first; the registry is gone before the moving tag's push.
     let run = example.build(&["--push"]).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "error: the push stopped part way: pushed {DATED_TAG}; not pushed latest"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("error: the push stopped part way: pushed {DATED_TAG}; not pushed latest"),
     );
-    assert!(
-        run.stderr.contains("run `forge build --push` again"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "run `forge build --push` again");
     assert_lock_parses(example.context.path());
     let lock = String::from_utf8(lock_bytes(example.context.path()).unwrap()).unwrap();
     let recorded: Vec<&str> = lock
@@ -934,10 +911,7 @@ fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job()
     );
     let manifest = |tag: &str| {
         registry
-            .get(
-                &format!("/v2/{name}/manifests/{tag}"),
-                "application/vnd.docker.distribution.manifest.v2+json",
-            )
+            .get(&format!("/v2/{name}/manifests/{tag}"), MANIFEST)
             .expect("the registry answers")
     };
     let (code, served, _) = manifest(DATED_TAG);

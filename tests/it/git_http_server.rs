@@ -4,68 +4,35 @@
 //! variables set, its body on stdin, and its CGI answer turned into an HTTP response.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Mutex;
+
+use crate::support::LoopbackServer;
 
 /// A running server for the bare repositories under one folder; stops when dropped.
 pub struct GitHttpServer {
-    address: String,
-    stop: Arc<AtomicBool>,
-    requests: Arc<Mutex<Vec<String>>>,
-    thread: Option<JoinHandle<()>>,
+    server: LoopbackServer,
 }
 
 impl GitHttpServer {
     /// Serves the repositories under `root` (`root/NAME.git` at `/NAME.git`) on a free port.
     pub fn start(root: &Path) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let address = listener.local_addr().expect("an address").to_string();
-        let stop = Arc::new(AtomicBool::new(false));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (root, stop, requests) = (root.to_owned(), stop.clone(), requests.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        serve(stream, &root, &requests);
-                    }
-                }
-            })
-        };
+        let root = root.to_owned();
         Self {
-            address,
-            stop,
-            requests,
-            thread: Some(thread),
+            server: LoopbackServer::start(move |stream, requests| serve(stream, &root, requests)),
         }
     }
 
     /// The URL of the repository at `path` under the root.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}/{path}", self.address)
+        format!("http://{}/{path}", self.server.address())
     }
 
     /// Every request so far, as `METHOD /path?query (user agent)`.
     pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for GitHttpServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(&self.address);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.server.requests()
     }
 }
 

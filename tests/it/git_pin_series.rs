@@ -12,10 +12,10 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::build::{daemon_platform, docker_available};
+use crate::build::{build_in, daemon_platform, docker_available};
 use crate::image_guard::ImageGuard;
 use crate::pin_bump::{GitRemote, git};
-use crate::support::{Run, TestContext};
+use crate::support::{Run, TestContext, stdout_of};
 
 /// The git pin's name.
 const PIN: &str = "kernel";
@@ -90,12 +90,10 @@ impl SeriesRecipe {
 
     /// `forge --json build`, with forge's git cache in a folder of this test's.
     fn build(&self) -> Run {
-        self.context.forge_with(
-            &["--json", "build", "--progress", "plain"],
-            &[
-                ("SOURCE_DATE_EPOCH", "1783500000"),
-                ("XDG_CACHE_HOME", self.cache.path().to_str().unwrap()),
-            ],
+        build_in(
+            &self.context,
+            &[],
+            &[("XDG_CACHE_HOME", self.cache.path().to_str().unwrap())],
         )
     }
 
@@ -171,13 +169,11 @@ fn am_step(work: &Path, args: &[&str]) -> bool {
 
 /// `git archive` of `rev` in the remote: its files at that commit, without `.git`.
 fn archive_of(remote: &GitRemote, rev: &str) -> Vec<u8> {
-    let output = Command::new("git")
-        .args(["archive", "--format=tar", rev])
-        .current_dir(remote.folder.path().join("remote.git"))
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git archive {rev}: {output:?}");
-    output.stdout
+    stdout_of(
+        Command::new("git")
+            .args(["archive", "--format=tar", rev])
+            .current_dir(remote.folder.path().join("remote.git")),
+    )
 }
 
 /// Unpacks the tar `archive` into `into`.
@@ -205,18 +201,13 @@ fn read_tree(root: &Path, folder: &Path, tree: &mut BTreeMap<String, Vec<u8>>) {
 /// The regular files under `folder` in `image`, by their path relative to it, with their bytes:
 /// the image's busybox `tar` writes the folder to stdout.
 fn files_in_image(image: &str, folder: &str) -> BTreeMap<String, Vec<u8>> {
-    let output = Command::new("docker")
-        .args(["run", "--rm", "--network", "none", image])
-        .args(["tar", "-c", "-f", "-", "-C", folder, "."])
-        .output()
-        .expect("docker runs");
-    assert!(
-        output.status.success(),
-        "reading {folder} from {image}: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let tar = stdout_of(
+        Command::new("docker")
+            .args(["run", "--rm", "--network", "none", image])
+            .args(["tar", "-c", "-f", "-", "-C", folder, "."]),
     );
     let mut files = BTreeMap::new();
-    let mut archive = tar::Archive::new(output.stdout.as_slice());
+    let mut archive = tar::Archive::new(tar.as_slice());
     for entry in archive.entries().unwrap() {
         let mut entry = entry.unwrap();
         if entry.header().entry_type() != tar::EntryType::Regular {

@@ -5,59 +5,37 @@
 //! API does. A file with a `.yanked` twin is marked yanked.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Mutex;
+
+use crate::support::LoopbackServer;
 
 /// A running index; stops when dropped.
 pub struct IndexServer {
+    // Stopped before its folder goes.
+    server: LoopbackServer,
     root: tempfile::TempDir,
-    address: String,
-    stop: Arc<AtomicBool>,
-    requests: Arc<Mutex<Vec<String>>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl IndexServer {
     /// Starts an empty index on a free port.
     pub fn start() -> Self {
         let root = tempfile::tempdir().expect("a temporary folder");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let address = listener.local_addr().expect("an address").to_string();
-        let stop = Arc::new(AtomicBool::new(false));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (folder, stop, requests) = (root.path().to_owned(), stop.clone(), requests.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        serve(stream, &folder, &requests);
-                    }
-                }
-            })
-        };
-        Self {
-            root,
-            address,
-            stop,
-            requests,
-            thread: Some(thread),
-        }
+        let folder = root.path().to_owned();
+        let server =
+            LoopbackServer::start(move |stream, requests| serve(stream, &folder, requests));
+        Self { server, root }
     }
 
     /// The index URL, as pip's `--index-url` takes it.
     pub fn url(&self) -> String {
-        format!("http://{}/simple", self.address)
+        format!("http://{}/simple", self.server.address())
     }
 
     /// The base of the PyPI-style JSON API (`/pypi/<name>/json`).
     pub fn json_api_url(&self) -> String {
-        format!("http://{}/pypi", self.address)
+        format!("http://{}/pypi", self.server.address())
     }
 
     /// Publishes `files` (file names) of `package`.
@@ -94,18 +72,7 @@ impl IndexServer {
 
     /// The paths requested so far.
     pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("the request log").clone()
-    }
-}
-
-impl Drop for IndexServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(&self.address);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.server.requests()
     }
 }
 

@@ -11,7 +11,7 @@ use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::git_http_server::GitHttpServer;
 use crate::index_server::IndexServer;
 use crate::registry_server::{self, RegistryServer};
-use crate::support::{Run, TestContext};
+use crate::support::{Run, TestContext, assert_contains, free_port, git_in, stop, wait_for_port};
 use crate::tls::{Certificates, TlsTerminator};
 
 /// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
@@ -77,14 +77,6 @@ fn offer_flashinfer_0_6_15(index: &IndexServer) {
         .publish("flashinfer-python", &["flashinfer_python-0.6.15.tar.gz"])
         .wheel("flashinfer-cubin", "0.6.15")
         .wheel("flashinfer-jit-cache", "0.6.15+cu130");
-}
-
-#[track_caller]
-fn assert_contains(haystack: &str, needle: &str) {
-    assert!(
-        haystack.contains(needle),
-        "expected {needle:?} in:\n{haystack}"
-    );
 }
 
 #[track_caller]
@@ -622,11 +614,7 @@ fn an_unreachable_index_names_the_url_and_changes_nothing() {
     let context = TestContext::default_recipe();
     let before = context.read("pins.toml");
     // A port nobody listens on: bind one, note it, close it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}/simple");
     let run = forge(
         &context,
@@ -741,11 +729,7 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
     let context = TestContext::default_recipe();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}/simple");
     let run = forge(&context, &["pin", "outdated", "--index-url", &url], &[]).expect_code(2);
     // The git pin was still looked up; the index pins say why they could not be.
@@ -776,21 +760,11 @@ pub(crate) struct GitRemote {
     pub(crate) side: String,
 }
 
-/// Runs git in `folder` with a fixed identity and returns its stdout.
+/// Runs git in `folder` with a fixed identity and returns its stdout, trimmed.
 pub(crate) fn git(folder: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        // A test run from a git hook or a script must not point these at another repository.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_WORK_TREE")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(folder)
-        .output()
-        .expect("git runs");
-    assert!(output.status.success(), "git {args:?}: {output:?}");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    let identity = ["-c", "user.name=Test", "-c", "user.email=test@example.org"];
+    let all = [&identity[..], &["-c", "init.defaultBranch=main"], args].concat();
+    git_in(folder, &all, &[]).trim().to_owned()
 }
 
 impl GitRemote {
@@ -1263,15 +1237,14 @@ fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answe
 struct StaticWebServer {
     address: String,
     process: std::process::Child,
+    _log: tempfile::NamedTempFile,
 }
 
 impl StaticWebServer {
     fn start(folder: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let process = Command::new("python3")
+        let port = free_port();
+        let log = tempfile::NamedTempFile::new().expect("a log file");
+        let mut process = Command::new("python3")
             .args([
                 "-m",
                 "http.server",
@@ -1281,26 +1254,21 @@ impl StaticWebServer {
             ])
             .current_dir(folder)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(log.reopen().expect("the log file"))
             .spawn()
             .expect("python3 -m http.server starts");
-        let address = format!("127.0.0.1:{port}");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(&address).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "python3 -m http.server did not listen on {address}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        wait_for_port(port, &mut process, log.path(), "python3 -m http.server");
+        Self {
+            address: format!("127.0.0.1:{port}"),
+            process,
+            _log: log,
         }
-        Self { address, process }
     }
 }
 
 impl Drop for StaticWebServer {
     fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
+        stop(&mut self.process);
     }
 }
 

@@ -3,23 +3,31 @@
 //! layout written on the spot (one layer holding one file), so no daemon and no network are
 //! needed. `skopeo inspect` is the independent view of what the registry serves. A registry can
 //! also be started behind HTTP Basic (its own `htpasswd` user) or behind a token realm (a JWT
-//! signed with `openssl`), the two challenges registries answer with.
+//! signed with `openssl`), the two challenges registries answer with. Plain HTTP `GET` and
+//! `PUT` reach its API directly, for what no client would send.
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-
-use base64::Engine as _;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
-/// A running registry; stopped when dropped.
+use crate::support::{LoopbackServer, free_port, stdout_of, stop, wait_until};
+
+/// The Docker v2 image manifest media type.
+pub const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// The Docker manifest list (multi-platform) media type.
+pub const MANIFEST_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// A running registry on a free loopback port with its storage in a temporary folder; stopped
+/// when dropped.
 pub struct RegistryServer {
     folder: tempfile::TempDir,
     address: String,
+    port: u16,
     child: Child,
     credentials: Option<(String, String)>,
     token_server: Option<TokenServer>,
@@ -64,7 +72,7 @@ impl RegistryServer {
     pub fn token_requests(&self) -> Vec<String> {
         self.token_server
             .as_ref()
-            .map(|server| server.requests.lock().expect("the request log").clone())
+            .map(|token_server| token_server.server.requests())
             .unwrap_or_default()
     }
 
@@ -77,11 +85,7 @@ impl RegistryServer {
 
     fn launch(access: Access) -> Self {
         let folder = tempfile::tempdir().expect("a temporary folder");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("a free port")
-            .local_addr()
-            .expect("an address")
-            .port();
+        let port = free_port();
         let address = format!("127.0.0.1:{port}");
         let config = folder.path().join("config.yml");
         let mut text = format!(
@@ -113,23 +117,22 @@ impl RegistryServer {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("a log file"))
             .spawn()
-            .expect("docker-registry starts");
+            .unwrap_or_else(|error| {
+                panic!("docker-registry cannot run ({error}); install it with `apt-get install docker-registry`")
+            });
         let mut server = Self {
             folder,
             address,
+            port,
             child,
             credentials: None,
             token_server,
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(&server.address).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "docker-registry did not listen on {} within 20 s",
-                server.address
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        // Listening is not enough: the API must answer, if only with a challenge.
+        let failure = format!("docker-registry did not answer on {}", server.address);
+        wait_until(&mut server.child, &log, &failure, || {
+            get(&server.address, "/v2/", "").is_some()
+        });
         if access == Access::Basic {
             // `level=warning msg="htpasswd is missing, provisioning with default user" ... password=P user=U`
             let field = |line: &str, name: &str| {
@@ -155,26 +158,46 @@ impl RegistryServer {
         &self.address
     }
 
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A plain HTTP GET: the status line's code, the `Docker-Content-Digest` header and the body.
+    pub fn get(&self, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
+        get(&self.address, path, accept)
+    }
+
+    /// A plain HTTP PUT of `body` as `content_type`; the status line's code.
+    pub fn put(&self, path: &str, content_type: &str, body: &[u8]) -> Option<u16> {
+        let response = exchange(
+            &self.address,
+            &format!(
+                "PUT {path} HTTP/1.0\r\nHost: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+                self.address,
+                body.len()
+            ),
+            body,
+        )?;
+        String::from_utf8_lossy(&response)
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    }
+
     /// Pushes a one-file image as `repository:tag` and returns its manifest digest as skopeo
     /// reports it.
     pub fn push(&self, repository: &str, tag: &str) -> String {
         let layout = self.folder.path().join(format!("layout-{tag}"));
         write_layout(&layout, tag);
-        let destination = format!("docker://{}/{repository}:{tag}", self.address);
-        let mut command = Command::new("skopeo");
-        command.args(["copy", "--quiet", "--dest-tls-verify=false"]);
-        if let Some((user, password)) = self.credentials() {
-            command.arg(format!("--dest-creds={user}:{password}"));
-        }
-        let output = command
-            .arg(format!("oci:{}:{tag}", layout.display()))
-            .arg(&destination)
-            .output()
-            .expect("skopeo runs");
-        assert!(
-            output.status.success(),
-            "skopeo copy to {destination}: {}",
-            String::from_utf8_lossy(&output.stderr)
+        let credentials = self
+            .credentials()
+            .map(|(user, password)| format!("--dest-creds={user}:{password}"));
+        skopeo_copy(
+            credentials.as_deref().as_slice(),
+            &format!("oci:{}:{tag}", layout.display()),
+            &format!("{}/{repository}:{tag}", self.address),
         );
         self.digest(repository, tag)
     }
@@ -186,19 +209,9 @@ impl RegistryServer {
         if let Some((user, password)) = self.credentials() {
             command.arg(format!("--creds={user}:{password}"));
         }
-        let output = command
-            .arg(format!("docker://{}/{repository}:{tag}", self.address))
-            .output()
-            .expect("skopeo runs");
-        assert!(
-            output.status.success(),
-            "skopeo inspect: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout)
-            .expect("utf-8")
-            .trim()
-            .to_owned()
+        let stdout =
+            stdout_of(command.arg(format!("docker://{}/{repository}:{tag}", self.address)));
+        String::from_utf8(stdout).expect("utf-8").trim().to_owned()
     }
 }
 
@@ -216,7 +229,7 @@ const ISSUER: &str = "forge-test-issuer";
 /// A token endpoint on loopback that answers every request with the same signed token.
 struct TokenServer {
     realm: String,
-    requests: Arc<Mutex<Vec<String>>>,
+    server: LoopbackServer,
 }
 
 impl TokenServer {
@@ -298,51 +311,87 @@ impl TokenServer {
         );
         let token = format!("{signing_input}.{}", url(&signature));
 
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let realm = format!(
-            "http://{}/token",
-            listener.local_addr().expect("an address")
-        );
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let log = requests.clone();
-        // Detached: it ends with the test process; every answer closes its connection.
-        std::thread::spawn(move || {
-            let body = serde_json::json!({ "token": token }).to_string();
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-                let mut request_line = String::new();
-                let _ = reader.read_line(&mut request_line);
-                let mut authorization = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                        break;
-                    }
-                    if line.to_ascii_lowercase().starts_with("authorization:") {
-                        authorization = line.trim().to_owned();
-                    }
+        let body = serde_json::json!({ "token": token }).to_string();
+        // Every answer closes its connection.
+        let server = LoopbackServer::start(move |mut stream, log| {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let mut authorization = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
                 }
-                let path = request_line.split_whitespace().nth(1).unwrap_or("/");
-                log.lock()
-                    .expect("the request log")
-                    .push(format!("{path} {authorization}").trim_end().to_owned());
-                let answer = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.write_all(answer.as_bytes());
+                if line.to_ascii_lowercase().starts_with("authorization:") {
+                    authorization = line.trim().to_owned();
+                }
             }
+            let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+            log.lock()
+                .expect("the request log")
+                .push(format!("{path} {authorization}").trim_end().to_owned());
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes());
         });
-        Self { realm, requests }
+        Self {
+            realm: format!("http://{}/token", server.address()),
+            server,
+        }
     }
 }
 
 impl Drop for RegistryServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// `RegistryServer::get` against `address`.
+fn get(address: &str, path: &str, accept: &str) -> Option<(u16, Option<String>, Vec<u8>)> {
+    let response = exchange(
+        address,
+        &format!("GET {path} HTTP/1.0\r\nHost: {address}\r\nAccept: {accept}\r\n\r\n"),
+        &[],
+    )?;
+    let split = response
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    let digest = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("docker-content-digest")
+            .then(|| value.trim().to_owned())
+    });
+    Some((code, digest, response[split + 4..].to_vec()))
+}
+
+/// Sends `head` and `body` to `address` over one HTTP/1.0 connection; the whole response.
+fn exchange(address: &str, head: &str, body: &[u8]) -> Option<Vec<u8>> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    stream.write_all(head.as_bytes()).ok()?;
+    stream.write_all(body).ok()?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).ok()?;
+    Some(response)
+}
+
+/// Copies `from` to the registry reference `to` with skopeo, as another machine would push it.
+pub fn skopeo_copy(args: &[&str], from: &str, to: &str) {
+    stdout_of(
+        Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .args(args)
+            .arg(from)
+            .arg(format!("docker://{to}")),
+    );
 }
 
 /// Writes an OCI image layout holding one image: one layer with `/tag.txt` saying `tag`.

@@ -11,31 +11,17 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
-use crate::support::Run;
-use crate::tls::{Certificates, TlsTerminator, free_port, run_tool, stop, wait_for_port};
+use crate::build::{DATED_TAG, Example, built, daemon_host, docker_available, ensure_base_image};
+use crate::support::{Run, assert_contains, env_refs, free_port, run_tool, stop, wait_for_port};
+use crate::tls::{Certificates, TlsTerminator};
 
 /// The unix socket of the daemon the tests build on.
 fn daemon_socket() -> PathBuf {
-    let host = std::env::var("DOCKER_HOST")
-        .ok()
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned());
+    let host = daemon_host();
     let socket = host
         .strip_prefix("unix://")
         .expect("the tests' daemon listens on a unix socket");
     PathBuf::from(socket)
-}
-
-/// The offline example, built on the tests' daemon; `None` when Docker tests are skipped.
-fn built(name: &str) -> Option<(Example, String)> {
-    if !docker_available() {
-        return None;
-    }
-    ensure_base_image();
-    let example = Example::new(name);
-    let id = image_id_of(&example.build(&[]).expect_code(0));
-    Some((example, id))
 }
 
 fn image_id_of(run: &Run) -> String {
@@ -43,15 +29,6 @@ fn image_id_of(run: &Run) -> String {
         .as_str()
         .expect("the build reports an image id")
         .to_owned()
-}
-
-/// `forge --json build` of the example with `env` added, as `Example::build` runs it.
-fn build_with(example: &Example, env: &[(&str, &str)]) -> Run {
-    let mut env = env.to_vec();
-    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
-    example
-        .context
-        .forge_with(&["--json", "build", "--progress", "plain"], &env)
 }
 
 /// `forge --json verify-digest args...` in the example.
@@ -73,11 +50,6 @@ fn latest_row<'a>(json: &'a Value, node: &str, repository: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no tag row for {subject} in {json:#}"))
 }
 
-#[track_caller]
-fn assert_contains(text: &str, wanted: &str) {
-    assert!(text.contains(wanted), "{wanted:?} not in:\n{text}");
-}
-
 /// A TLS terminator in front of the tests' daemon socket that lets only clients whose
 /// certificate the CA signed through, as `dockerd --tlsverify` does.
 fn in_front_of_the_daemon(certificates: &Certificates) -> TlsTerminator {
@@ -90,12 +62,6 @@ fn tls_env(folder: &Path) -> [(&'static str, String); 2] {
         ("DOCKER_TLS_VERIFY", "1".to_owned()),
         ("DOCKER_CERT_PATH", folder.display().to_string()),
     ]
-}
-
-fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    env.iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect()
 }
 
 #[test]
@@ -179,13 +145,15 @@ fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
     let tls = tls_env(&good);
     let mut env = env_refs(&tls);
     env.push(("DOCKER_HOST", &host));
-    let run = build_with(&example, &env).expect_code(0);
+    let run = example.build_with(&[], &env).expect_code(0);
     let id = image_id_of(&run);
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
     assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
 
     // Without the TLS settings the same DOCKER_HOST is not a daemon forge can talk to.
-    let plain = build_with(&example, &[("DOCKER_HOST", &host)]).expect_code(2);
+    let plain = example
+        .build_with(&[], &[("DOCKER_HOST", &host)])
+        .expect_code(2);
     assert_contains(
         &plain.stderr,
         &format!("cannot reach the Docker daemon at {host}"),
@@ -384,7 +352,9 @@ fn forge_build_reaches_an_ssh_daemon_named_by_docker_host() {
     let path = server.path();
     let example = Example::new("remote-ssh-build");
 
-    let run = build_with(&example, &[("DOCKER_HOST", &host), ("PATH", &path)]).expect_code(0);
+    let run = example
+        .build_with(&[], &[("DOCKER_HOST", &host), ("PATH", &path)])
+        .expect_code(0);
     let id = image_id_of(&run);
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
     assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));

@@ -1,58 +1,11 @@
-//! TLS and process helpers for tests that put real servers on loopback: a CA with server and
-//! client certificates made by `openssl`, and stunnel terminating TLS in front of a socket or
-//! port. The tools come from ci/test; a missing one fails the test, saying so.
+//! TLS for tests that put real servers on loopback: a CA with server and client certificates
+//! made by `openssl`, and stunnel terminating TLS in front of a socket or port. The tools come
+//! from ci/test; a missing one fails the test, saying so.
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// Runs `program args...`, which must succeed; a program that is not installed fails the test
-/// with the way to install it.
-#[track_caller]
-pub fn run_tool(program: &str, args: &[&str], folder: &Path) {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(folder)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("{program} cannot run ({error}): run ci/test, which installs it")
-        });
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Waits until something accepts connections on `port`, or fails the test with `log`.
-pub fn wait_for_port(port: u16, child: &mut Child, log: &Path, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let exited = child.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            panic!(
-                "{what} did not listen on 127.0.0.1:{port} ({exited:?}):\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Stops `child` and reaps it.
-pub fn stop(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
+use crate::support::{free_port, run_tool, stop, wait_for_port};
 
 /// A CA, a server certificate for 127.0.0.1 and a client certificate signed by it, and the
 /// certificate folders a client may be given.

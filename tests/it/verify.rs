@@ -12,22 +12,14 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::build::{
-    BASE_IMAGE, DATED_TAG, Example, MANIFEST, MANIFEST_LIST, Registry, daemon_platform,
-    docker_available, ensure_base_image, image_id, skopeo_copy,
+    BASE_IMAGE, DATED_TAG, Example, build_in, built, daemon_host, daemon_platform,
+    docker_available, ensure_base_image, image_id,
 };
 use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::image_guard::ImageGuard;
-use crate::registry_server::{self, RegistryServer};
-use crate::support::{Run, TestContext};
+use crate::registry_server::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
+use crate::support::{Run, TestContext, assert_contains, stdout_of};
 use python_image::PythonImage;
-
-/// The address of the daemon the tests build on.
-fn default_host() -> String {
-    std::env::var("DOCKER_HOST")
-        .ok()
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
-}
 
 /// `forge --json verify-digest args...`, with a `SOURCE_DATE_EPOCH` other than the build's:
 /// the context is assembled again with the mtime the record holds, so verification does not
@@ -75,39 +67,13 @@ fn failing(json: &Value) -> Vec<String> {
         .collect()
 }
 
-fn built(name: &str) -> Option<(Example, String)> {
-    if !docker_available() {
-        return None;
-    }
-    ensure_base_image();
-    let example = Example::new(name);
-    let id = example.build(&[]).expect_code(0).json()["image"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    Some((example, id))
-}
-
 #[test]
 fn no_record_exits_2_naming_the_file() {
     let example = Example::new("verify-none");
     let run = example.context.forge(&["verify-digest"]).expect_code(2);
-    assert!(
-        run.stderr
-            .contains("error: there is no build record to verify:"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("forge.lock does not exist"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("hint: run `forge build`"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "error: there is no build record to verify:");
+    assert_contains(&run.stderr, "forge.lock does not exist");
+    assert_contains(&run.stderr, "hint: run `forge build`");
 }
 
 #[test]
@@ -115,7 +81,7 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
     let Some((example, id)) = built("verify-local") else {
         return;
     };
-    let host = default_host();
+    let host = daemon_host();
     let json = verify(&example, &[], &[]).expect_code(0).json();
     assert_eq!(json["ok"], true, "{json:#}");
     let latest = format!("{host}: {}:latest", example.repository);
@@ -167,12 +133,8 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
         row(&json, "tags agree", &format!("{host}: latest, {DATED_TAG}"))["actual"],
         parts.join("; ").as_str()
     );
-    assert!(
-        run.stderr.contains("error: 2 of 10 checks failed"),
-        "{}",
-        run.stderr
-    );
-    assert!(run.stderr.contains("FAIL"), "{}", run.stderr);
+    assert_contains(&run.stderr, "error: 2 of 10 checks failed");
+    assert_contains(&run.stderr, "FAIL");
     let restored = Command::new("docker")
         .args(["tag", &id, &dated_reference])
         .status()
@@ -189,13 +151,8 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
     assert_eq!(failing(&json), ["input overlays", "input context"]);
     let overlays = row(&json, "input", "overlays");
     assert_ne!(overlays["expected"], overlays["actual"]);
-    assert!(run.stderr.contains("STALE"), "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("hint: an input changed since the build"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "STALE");
+    assert_contains(&run.stderr, "hint: an input changed since the build");
 
     // No daemon at DOCKER_HOST: the checks that need one could not run.
     let run = verify(
@@ -204,23 +161,12 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
         &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
     )
     .expect_code(2);
-    assert!(
-        run.stderr
-            .contains("error: could not verify the Docker daemon"),
-        "{}",
-        run.stderr
+    assert_contains(&run.stderr, "error: could not verify the Docker daemon");
+    assert_contains(
+        &run.stderr,
+        "cannot reach the Docker daemon at unix:///nonexistent/docker.sock",
     );
-    assert!(
-        run.stderr
-            .contains("cannot reach the Docker daemon at unix:///nonexistent/docker.sock"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("hint: start the Docker daemon"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: start the Docker daemon");
 }
 
 #[test]
@@ -398,13 +344,7 @@ impl PythonRecipe {
 
     /// Builds it; returns the image id.
     fn build(&self) -> String {
-        let run = self
-            .context
-            .forge_with(
-                &["--json", "build", "--progress", "plain"],
-                &[("SOURCE_DATE_EPOCH", "1783500000")],
-            )
-            .expect_code(0);
+        let run = build_in(&self.context, &[], &[]).expect_code(0);
         run.json()["image"]["id"].as_str().unwrap().to_owned()
     }
 
@@ -554,13 +494,12 @@ fn contents_read_back_the_nccl_torch_loads_and_name_a_swapped_library() {
         row(&json, "pin", PythonRecipe::NCCL_PIN),
         &pin_row(PythonRecipe::NCCL_PIN, &pinned, &found, false)
     );
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "the first: pin {}: expected {pinned}, found {found}",
             PythonRecipe::NCCL_PIN
-        )),
-        "{}",
-        run.stderr
+        ),
     );
     // The Python pin of the same image still holds.
     assert_eq!(
@@ -577,10 +516,7 @@ fn pushed(registry: &RegistryServer, name: &str, env: &[(&str, &str)]) -> Option
     ensure_base_image();
     let path = format!("forge-test/{name}-{}", std::process::id());
     let example = Example::with_repository(&format!("{}/{path}", registry.address()));
-    let args = ["--json", "build", "--progress", "plain", "--push"];
-    let mut env = env.to_vec();
-    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
-    example.context.forge_with(&args, &env).expect_code(0);
+    example.build_with(&["--push"], env).expect_code(0);
     Some(example)
 }
 
@@ -609,20 +545,15 @@ fn path_of(example: &Example, registry: &RegistryServer) -> String {
 /// The configuration digest of the manifest `repository:tag` on `registry`, as `skopeo inspect
 /// --raw` shows it: the image the tag holds.
 fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> String {
-    let output = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!(
-            "docker://{}/{repository}:{tag}",
-            registry.address()
-        ))
-        .output()
-        .expect("skopeo runs");
-    assert!(
-        output.status.success(),
-        "skopeo inspect --raw: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let raw = stdout_of(
+        Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false"])
+            .arg(format!(
+                "docker://{}/{repository}:{tag}",
+                registry.address()
+            )),
     );
-    let manifest: Value = serde_json::from_slice(&output.stdout).expect("a JSON manifest");
+    let manifest: Value = serde_json::from_slice(&raw).expect("a JSON manifest");
     manifest["config"]["digest"]
         .as_str()
         .expect("a single-platform manifest")
@@ -730,9 +661,9 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         return;
     }
     ensure_base_image();
-    let registry = Registry::start();
+    let registry = RegistryServer::start();
     let name = format!("forge-test/verify-index-{}", std::process::id());
-    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", registry.port));
+    let example = Example::with_repository(&format!("{}/{name}", registry.address()));
     let id = example.build(&["--push"]).expect_code(0).json()["image"]["id"]
         .as_str()
         .unwrap()
@@ -867,7 +798,7 @@ fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
     let Some((example, id)) = built("verify-base") else {
         return;
     };
-    let host = default_host();
+    let host = daemon_host();
     let base_id = image_id(BASE_IMAGE).unwrap();
     let subject = format!("{host}: {BASE_IMAGE}");
     let json = verify(&example, &[], &[]).expect_code(0).json();
@@ -891,12 +822,9 @@ fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
         (base["expected"].as_str(), base["actual"].as_str()),
         (Some(edited.as_str()), Some(base_id.as_str()))
     );
-    assert!(
-        run.stderr.contains(&format!(
-            "the first: base id {subject}: expected {edited}, found {base_id}"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("the first: base id {subject}: expected {edited}, found {base_id}"),
     );
     drop(example);
     let _ = Command::new("docker").args(["image", "rm", &id]).output();
@@ -917,22 +845,14 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     let config = no_credentials();
     let config = config.path().to_str().unwrap();
     let run = verify(&example, &["--remote"], &[("DOCKER_CONFIG", config)]).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "error: could not verify {}:latest",
-            example.repository
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("error: could not verify {}:latest", example.repository),
     );
-    assert!(run.stderr.contains("(HTTP 401)"), "{}", run.stderr);
-    assert!(
-        run.stderr.contains(&format!(
-            "hint: log in with `docker login {}`",
-            registry.address()
-        )),
-        "{}",
-        run.stderr
+    assert_contains(&run.stderr, "(HTTP 401)");
+    assert_contains(
+        &run.stderr,
+        &format!("hint: log in with `docker login {}`", registry.address()),
     );
     let json = run.json();
     assert_eq!(json["ok"], false);
@@ -1005,18 +925,15 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
         serde_json::json!({ "credHelpers": { address: HELPER } }),
     )
     .expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "(HTTP 401): it wants credentials, and docker-credential-{HELPER} holds none for {address}"
-        )),
-        "{}",
-        run.stderr
+        ),
     );
-    assert!(
-        run.stderr
-            .contains(&format!("hint: log in with `docker login {address}`")),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("hint: log in with `docker login {address}`"),
     );
     assert_eq!(stranger.asked(), [address]);
 
@@ -1027,37 +944,27 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
         serde_json::json!({ "credHelpers": { address: HELPER } }),
     )
     .expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "(HTTP 401) with the credentials from docker-credential-{HELPER}"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("(HTTP 401) with the credentials from docker-credential-{HELPER}"),
     );
-    assert!(
-        run.stderr.contains(&format!(
-            "hint: the credentials were refused: check docker-credential-{HELPER}"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("hint: the credentials were refused: check docker-credential-{HELPER}"),
     );
 
     // A helper that fails says so, by name.
     let broken = CredentialHelper::failing("the keychain is locked");
     let run = run_with(&broken, serde_json::json!({ "credsStore": HELPER })).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "credential helper docker-credential-{HELPER} failed for {address}: the keychain is locked"
-        )),
-        "{}",
-        run.stderr
+        ),
     );
-    assert!(
-        run.stderr.contains(&format!(
-            "hint: check that docker-credential-{HELPER} is on PATH"
-        )),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        &format!("hint: check that docker-credential-{HELPER} is on PATH"),
     );
 }
 
@@ -1171,7 +1078,7 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
     let Some((example, id)) = built("verify-nodes") else {
         return;
     };
-    let main = default_host();
+    let main = daemon_host();
     let latest = format!("{}:latest", example.repository);
 
     // The same daemon under a second address agrees with itself.
@@ -1202,11 +1109,9 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
         &[],
     )
     .expect_code(2);
-    assert!(
-        run.stderr
-            .contains("error: could not verify node unix:///nonexistent/forge-node.sock"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "error: could not verify node unix:///nonexistent/forge-node.sock",
     );
     assert_eq!(
         row(&run.json(), "tag", &format!("{main}: {latest}"))["ok"],
@@ -1214,18 +1119,11 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
     );
     // An address that is none of the docker CLI's forms: exit 2, saying which they are.
     let run = verify(&example, &["--host", "node-2:2375"], &[]).expect_code(2);
-    assert!(
-        run.stderr.contains(
-            "cannot connect to the Docker daemon at node-2:2375: expected unix://PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]"
-        ),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "cannot connect to the Docker daemon at node-2:2375: expected unix://PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]",
     );
-    assert!(
-        run.stderr.contains("hint: name the daemon as unix://"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: name the daemon as unix://");
 
     // A second daemon that lacks the image: its rows fail, and only its rows.
     let node = match SecondDaemon::start() {
@@ -1251,7 +1149,7 @@ fn every_node_must_hold_the_tags_and_the_report_names_the_one_that_does_not() {
         "missing"
     );
     assert_eq!(row(&json, "tag", &format!("{main}: {latest}"))["ok"], true);
-    assert!(run.stderr.contains(&node.host), "{}", run.stderr);
+    assert_contains(&run.stderr, &node.host);
 }
 
 #[test]
@@ -1263,13 +1161,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
     ensure_base_image();
     // The token server signs for this one repository path.
     let example = Example::with_repository(&format!("{}/aeon-7/base", registry.address()));
-    example
-        .context
-        .forge_with(
-            &["--json", "build", "--progress", "plain", "--push"],
-            &[("SOURCE_DATE_EPOCH", "1783500000")],
-        )
-        .expect_code(0);
+    example.build(&["--push"]).expect_code(0);
     let served = registry.digest("aeon-7/base", "latest");
     let before = registry.token_requests().len();
     let config = no_credentials();

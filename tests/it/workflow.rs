@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{Example, Registry, docker_available, ensure_base_image};
-use crate::support::{TestContext, repository_root};
+use crate::build::{Example, docker_available, ensure_base_image};
+use crate::registry_server::RegistryServer;
+use crate::support::{TestContext, assert_contains, repository_root};
 
 const WORKFLOW: &str = "ci/workflows/forge.yml";
 const RENDERED: &str = "ci/Dockerfile.rendered";
@@ -106,7 +107,7 @@ fn the_committed_render_is_current_and_a_stale_one_fails_the_check() {
     let stale = context
         .forge(&["render", "--out", RENDERED, "--check"])
         .expect_code(1);
-    assert!(stale.stderr.contains("is out of date"), "{}", stale.stderr);
+    assert_contains(&stale.stderr, "is out of date");
 }
 
 /// Each `forge` line of the workflow, run as written by `sh` in the order the jobs run them,
@@ -133,10 +134,10 @@ fn every_forge_line_of_the_workflow_runs_as_written() {
         return;
     }
     ensure_base_image();
-    let registry = Registry::start();
+    let registry = RegistryServer::start();
     let example = Example::with_repository(&format!(
-        "127.0.0.1:{}/forge-test/workflow-{}",
-        registry.port,
+        "{}/forge-test/workflow-{}",
+        registry.address(),
         std::process::id()
     ));
     let folder = example.context.path();
