@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Run, TestContext};
+use crate::support::{Run, TestContext, assert_contains, env_refs, git_in};
 
 /// Environment that makes git independent of the machine's configuration.
 fn git_environment(home: &Path) -> Vec<(&'static str, String)> {
@@ -48,15 +48,15 @@ impl Workbench {
     /// failure and returns stdout.
     #[track_caller]
     fn git(&self, folder: &str, args: &[&str], extra: &[(&str, &str)]) -> String {
-        let output = self.git_output(folder, args, extra);
-        assert!(
-            output.status.success(),
-            "git {args:?} failed in {folder}:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).expect("git prints UTF-8")
+        let directory = self.path(folder);
+        std::fs::create_dir_all(&directory).expect("create folder");
+        let environment = git_environment(self.context.path());
+        let mut env = env_refs(&environment);
+        env.extend_from_slice(extra);
+        git_in(&directory, args, &env)
     }
 
+    /// `git`, for a run that may fail: its whole output.
     fn git_output(
         &self,
         folder: &str,
@@ -78,22 +78,13 @@ impl Workbench {
 
     /// Runs `forge args...` in the fixed environment.
     fn forge(&self, args: &[&str]) -> Run {
-        let environment = git_environment(self.context.path());
-        let pairs: Vec<(&str, &str)> = environment
-            .iter()
-            .map(|(name, value)| (*name, value.as_str()))
-            .collect();
-        self.context.forge_with(args, &pairs)
+        self.forge_in(&self.context, args)
     }
 
     /// Runs `forge args...` on the recipe in `context`, in the fixed environment.
     fn forge_in(&self, context: &TestContext, args: &[&str]) -> Run {
         let environment = git_environment(self.context.path());
-        let pairs: Vec<(&str, &str)> = environment
-            .iter()
-            .map(|(name, value)| (*name, value.as_str()))
-            .collect();
-        context.forge_with(args, &pairs)
+        context.forge_with(args, &env_refs(&environment))
     }
 
     fn write(&self, relative: &str, bytes: &[u8]) {
@@ -392,21 +383,9 @@ fn every_case_round_trips_to_the_original_commit() {
             bench.path("series").to_str().unwrap(),
         ])
         .expect_code(0);
-    assert!(
-        run.stderr.contains("Applying 6 patches onto"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("(Jörg Müller <joerg@example.org>)"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("(O'Brien, Séan <sean@example.org>)"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "Applying 6 patches onto");
+    assert_contains(&run.stderr, "(Jörg Müller <joerg@example.org>)");
+    assert_contains(&run.stderr, "(O'Brien, Séan <sean@example.org>)");
     assert_round_trip(&bench, &base);
     // The worktree and index hold the result: nothing to commit, and the files are there.
     assert_eq!(bench.git("target", &["status", "--porcelain"], &[]), "");
@@ -733,16 +712,11 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
         .expect_code(1);
     let second = files[1].file_name().unwrap().to_str().unwrap();
     assert_eq!(second, "0002-second.patch");
-    assert!(
-        run.stderr.contains("0002-second.patch does not apply: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "0002-second.patch does not apply: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply",
     );
-    assert!(
-        run.stderr.contains("hint: nothing was applied"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: nothing was applied");
     assert_unchanged(&before, &snapshot(&target));
 
     let run = bench
@@ -763,12 +737,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
         .collect();
     assert_eq!(statuses, ["applies", "conflicts", "applies"]);
     assert_eq!(patches[1]["conflict"]["file"], "story.txt");
-    assert!(
-        run.stderr
-            .contains("1 of 3 patches conflict with their target"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "1 of 3 patches conflict with their target");
     assert_unchanged(&before, &snapshot(&target));
 }
 
@@ -800,13 +769,8 @@ fn a_file_that_is_not_a_patch_is_refused_by_name() {
                 path.to_str().unwrap(),
             ])
             .expect_code(2);
-        assert!(
-            run.stderr
-                .contains(&format!("{} is not a patch", path.display())),
-            "{}",
-            run.stderr
-        );
-        assert!(run.stderr.contains(reason), "{}", run.stderr);
+        assert_contains(&run.stderr, &format!("{} is not a patch", path.display()));
+        assert_contains(&run.stderr, reason);
     }
 }
 
@@ -880,12 +844,7 @@ fn a_dirty_worktree_is_refused() {
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr
-            .contains("hint: commit or stash those changes first"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: commit or stash those changes first");
     assert_unchanged(&before, &snapshot(&target));
 }
 
@@ -896,10 +855,7 @@ fn the_default_recipe_series_applies_like_git_am() {
     let context = TestContext::default_recipe();
     let home = tempfile::tempdir().unwrap();
     let environment = git_environment(home.path());
-    let pairs: Vec<(&str, &str)> = environment
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect();
+    let pairs = env_refs(&environment);
 
     let run = context
         .forge_with(&["patch", "check"], &pairs)
@@ -913,15 +869,10 @@ fn the_default_recipe_series_applies_like_git_am() {
     let run = context
         .forge_with(&["--json", "patch", "apply"], &pairs)
         .expect_code(0);
-    assert!(
-        run.stderr.contains("Applying 2 patches onto overlays/vllm"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("Applied 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>)"),
-        "{}",
-        run.stderr
+    assert_contains(&run.stderr, "Applying 2 patches onto overlays/vllm");
+    assert_contains(
+        &run.stderr,
+        "Applied 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>)",
     );
     let document = run.json();
     let target = &document["targets"][0];
@@ -938,24 +889,7 @@ fn the_default_recipe_series_applies_like_git_am() {
     // The oracle: the same folder in a git repository, `git am` of the same files.
     let oracle = home.path().join("oracle");
     crate::support::copy_tree(&context.path().join("overlays/vllm"), &oracle);
-    let git = |args: &[&str]| {
-        let output = Command::new("git")
-            .args(args)
-            .current_dir(&oracle)
-            .envs(
-                environment
-                    .iter()
-                    .map(|(name, value)| (*name, value.as_str())),
-            )
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let git = |args: &[&str]| git_in(&oracle, args, &pairs);
     git(&["init", "-q", "-b", "main"]);
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "overlay"]);
@@ -1181,10 +1115,7 @@ fn a_missing_committer_identity_is_refused_with_a_hint() {
             !name.starts_with("FORGE_COMMITTER") && !name.starts_with("GIT_COMMITTER")
         })
         .collect();
-    let pairs: Vec<(&str, &str)> = environment
-        .iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect();
+    let pairs = env_refs(&environment);
     let series = bench.path("series");
     let args = |command: &'static str| {
         vec![
@@ -1199,16 +1130,10 @@ fn a_missing_committer_identity_is_refused_with_a_hint() {
         .context
         .forge_with(&args("apply"), &pairs)
         .expect_code(2);
-    assert!(
-        run.stderr.contains("no committer identity"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr
-            .contains("FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL"),
-        "{}",
-        run.stderr
+    assert_contains(&run.stderr, "no committer identity");
+    assert_contains(
+        &run.stderr,
+        "FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL",
     );
     assert_unchanged(&before, &snapshot(&target));
     bench
@@ -1239,17 +1164,8 @@ fn an_untracked_file_in_the_way_leaves_the_worktree_as_it_was() {
             bench.path("series").to_str().unwrap(),
         ])
         .expect_code(2);
-    assert!(
-        run.stderr
-            .contains("are where the series adds files: new.bin"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("hint: move those files away"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "are where the series adds files: new.bin");
+    assert_contains(&run.stderr, "hint: move those files away");
     assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
     assert_unchanged(&before, &snapshot(&target));
 }

@@ -1,7 +1,7 @@
 //! pins.toml: every bad input is refused at load with exit 2, its file:line:col and a hint, and
 //! nothing reaches stdout.
 
-use crate::support::{Run, TestContext};
+use crate::support::{Run, TestContext, assert_contains};
 
 /// Runs `forge render` on the default recipe after `edit`, expecting a refusal at `location`.
 #[track_caller]
@@ -67,11 +67,7 @@ fn unknown_key_is_refused_at_its_line() {
         &format!("{line}:1:"),
         "unknown field `vresion`",
     );
-    assert!(
-        run.stderr.contains("hint: remove or rename the key"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: remove or rename the key");
 }
 
 #[test]
@@ -174,11 +170,9 @@ fn a_denied_version_is_refused_with_its_reason() {
         "version = \"0.1.12\"\ngroup = \"tvm\"                  # moves",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr
-            .contains("denied: aborts tilelang: duplicate type-attr registration"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "denied: aborts tilelang: duplicate type-attr registration",
     );
 }
 
@@ -192,7 +186,12 @@ fn a_lockstep_group_must_share_one_version() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     let line = line_of("[pins.tilelang]");
-    assert!(run.stderr.contains(&format!("pins.toml:{line}:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13")), "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "pins.toml:{line}:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13"
+        ),
+    );
 }
 
 #[test]
@@ -204,11 +203,9 @@ fn a_key_of_another_kind_is_refused() {
         "module = \"tilelang\"\nrev = \"a6b593d\"\n",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr
-            .contains("pin `tilelang` of kind python cannot have `rev`"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "pin `tilelang` of kind python cannot have `rev`",
     );
 }
 
@@ -221,11 +218,9 @@ fn a_missing_series_folder_is_refused() {
         "series = \"patches/pr5\"",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr
-            .contains("patch series folder `patches/pr5` does not exist"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "patch series folder `patches/pr5` does not exist",
     );
 }
 
@@ -247,11 +242,7 @@ fn a_short_git_revision_is_flagged() {
         "{}",
         run.stderr
     );
-    assert!(
-        run.stdout.contains("(short rev: mutable-looking)"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "(short rev: mutable-looking)");
 }
 
 #[test]
@@ -297,16 +288,11 @@ fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
 #[test]
 fn missing_recipe_is_an_environment_error() {
     let run = TestContext::empty().forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr.contains("cannot read") && run.stderr.contains("pins.toml"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr
-            .contains("hint: forge looks for pins.toml in the recipe folder"),
-        "{}",
-        run.stderr
+    assert_contains(&run.stderr, "cannot read");
+    assert_contains(&run.stderr, "pins.toml");
+    assert_contains(
+        &run.stderr,
+        "hint: forge looks for pins.toml in the recipe folder",
     );
 }
 
@@ -330,19 +316,16 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
         "onto = { git = \"https://example.org/other.git\", rev = \"a6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "{}: the series is onto https://example.org/other.git, which no git pin builds",
             onto_position(&context)
-        )),
-        "{}",
-        run.stderr
+        ),
     );
-    assert!(
-        run.stderr
-            .contains("hint: point `onto` at the `url` and `rev` of the git pin it patches"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "hint: point `onto` at the `url` and `rev` of the git pin it patches",
     );
 }
 
@@ -355,19 +338,14 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
         "onto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"b6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    assert_contains(
+        &run.stderr,
+        &format!(
             "{}: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at b6b593d, but pin `deepgemm` builds a6b593d",
             onto_position(&context)
-        )),
-        "{}",
-        run.stderr
+        ),
     );
-    assert!(
-        run.stderr.contains("`forge pin bump deepgemm` moves both"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "`forge pin bump deepgemm` moves both");
 
     // A full id the pin's short revision prefixes is the same commit.
     context.edit(

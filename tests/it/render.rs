@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::support::{TestContext, repository_root};
+use crate::support::{TestContext, assert_contains, repository_root};
 
 #[test]
 fn default_dockerfile_matches_the_snapshot() {
@@ -87,11 +87,7 @@ fn default_dockerfile_with_a_deepgemm_series_passes_hadolint() {
         "[[patches]]\nseries = \"patches/deepgemm\"\nonto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"a6b593d\" }\n\n[[overlays]]",
     );
     let run = context.forge(&["render"]).expect_code(0);
-    assert!(
-        run.stdout.contains("COPY .forge/series/deepgemm/"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "COPY .forge/series/deepgemm/");
     assert_hadolint_passes(&run.stdout);
 }
 
@@ -135,26 +131,20 @@ fn date_comes_from_source_date_epoch_when_the_file_fixes_none() {
     let run = context
         .forge_with(&["render"], &[("SOURCE_DATE_EPOCH", "1783641599")])
         .expect_code(0);
-    assert!(
-        run.stdout
-            .contains("# tag:   2026-07-09-pr4-experimental (immutable)"),
-        "{}",
-        run.stdout
+    assert_contains(
+        &run.stdout,
+        "# tag:   2026-07-09-pr4-experimental (immutable)",
     );
-    assert!(
-        run.stdout
-            .contains("org.opencontainers.image.created=\"2026-07-09T00:00:00Z\""),
-        "{}",
-        run.stdout
+    assert_contains(
+        &run.stdout,
+        "org.opencontainers.image.created=\"2026-07-09T00:00:00Z\"",
     );
     let bad = context
         .forge_with(&["render"], &[("SOURCE_DATE_EPOCH", "yesterday")])
         .expect_code(2);
-    assert!(
-        bad.stderr
-            .contains("SOURCE_DATE_EPOCH=\"yesterday\" is not a number"),
-        "{}",
-        bad.stderr
+    assert_contains(
+        &bad.stderr,
+        "SOURCE_DATE_EPOCH=\"yesterday\" is not a number",
     );
 }
 
@@ -224,11 +214,11 @@ fn out_writes_only_when_the_content_changes_and_check_fails_when_stale() {
     let out = context.path().join("Dockerfile");
     let out = out.to_str().unwrap();
     let first = context.forge(&["render", "--out", out]).expect_code(0);
-    assert!(first.stderr.contains("Rendered"), "{}", first.stderr);
+    assert_contains(&first.stderr, "Rendered");
     let written = std::fs::metadata(out).unwrap().modified().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let second = context.forge(&["render", "--out", out]).expect_code(0);
-    assert!(second.stderr.contains("Fresh"), "{}", second.stderr);
+    assert_contains(&second.stderr, "Fresh");
     assert_eq!(
         std::fs::metadata(out).unwrap().modified().unwrap(),
         written,
@@ -246,12 +236,8 @@ fn out_writes_only_when_the_content_changes_and_check_fails_when_stale() {
     let stale = context
         .forge(&["render", "--out", out, "--check"])
         .expect_code(1);
-    assert!(stale.stderr.contains("is out of date"), "{}", stale.stderr);
-    assert!(
-        stale.stderr.contains("hint: run `forge render --out"),
-        "{}",
-        stale.stderr
-    );
+    assert_contains(&stale.stderr, "is out of date");
+    assert_contains(&stale.stderr, "hint: run `forge render --out");
     assert!(
         !context.read("Dockerfile").contains("=full"),
         "--check wrote the file"

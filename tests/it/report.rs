@@ -2,7 +2,7 @@
 
 use sha2::Digest as _;
 
-use crate::support::TestContext;
+use crate::support::{TestContext, assert_contains};
 
 const IMAGE_ID: &str = "sha256:1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988";
 const PUSHED: &str = "sha256:9a8b7c6d5e4f30219a8b7c6d5e4f30219a8b7c6d5e4f30219a8b7c6d5e4f3021";
@@ -142,39 +142,22 @@ fn a_pins_toml_changed_since_the_build_is_flagged() {
     let context = recorded();
     context.edit("pins.toml", "version = \"0.6.14\"", "version = \"0.6.15\"");
     let run = context.forge(&["report"]).expect_code(0);
-    assert!(
-        run.stderr
-            .contains("pins.toml has changed since the recorded build"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "pins.toml has changed since the recorded build",
     );
-    assert!(
-        run.stdout
-            .contains("> pins.toml has changed since this build"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("| flashinfer | wheels | `0.6.15` |"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "> pins.toml has changed since this build");
+    assert_contains(&run.stdout, "| flashinfer | wheels | `0.6.15` |");
 }
 
 #[test]
 fn without_a_record_the_report_exits_2_and_says_to_build() {
     let context = TestContext::default_recipe();
     let run = context.forge(&["report"]).expect_code(2);
-    assert!(
-        run.stderr
-            .contains("forge.lock does not exist: there is no recorded build to report on"),
-        "{}",
-        run.stderr
+    assert_contains(
+        &run.stderr,
+        "forge.lock does not exist: there is no recorded build to report on",
     );
-    assert!(
-        run.stderr.contains("hint: run `forge build`"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "hint: run `forge build`");
     assert_eq!(run.stdout, "");
 }
