@@ -154,10 +154,23 @@ pub struct Inputs<'a> {
     /// The recipe paths the Dockerfile copies; a later member at the same path replaces an
     /// earlier one.
     pub members: &'a [Member],
-    /// What stays out.
+    /// Folders of files forge writes itself, after the members.
+    pub generated: &'a [Generated],
+    /// What stays out of the members.
     pub exclusions: &'a Exclusions,
     /// The mtime every entry carries.
     pub mtime: u64,
+}
+
+/// A folder of files forge writes itself (the patches it applied to a git pin). The exclusions
+/// never apply to it: the Dockerfile relies on every file in it, and a `.dockerignore` line that
+/// dropped one would build the image without it.
+#[derive(Debug, Clone, Default)]
+pub struct Generated {
+    /// Its path inside the context.
+    pub at: String,
+    /// Its files, by name, and their bytes.
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// Writes the context for `inputs` to `output` and returns its digest.
@@ -168,6 +181,16 @@ pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, Cont
     for member in inputs.members {
         entries.remove_tree(&member.at);
         entries.insert_tree(&member.at, &member.from, inputs.exclusions)?;
+    }
+    for folder in inputs.generated {
+        entries.remove_tree(&folder.at);
+        entries.insert(&folder.at, Source::Folder);
+        for (name, bytes) in &folder.files {
+            entries.insert(
+                &format!("{}/{name}", folder.at),
+                Source::Bytes(bytes.clone()),
+            );
+        }
     }
     entries.insert(
         DOCKERFILE,
@@ -272,6 +295,7 @@ mod tests {
             Inputs {
                 dockerfile: DOCKERFILE_TEXT,
                 members: &members,
+                generated: &[],
                 exclusions: &Exclusions::default(),
                 mtime,
             },
@@ -380,6 +404,7 @@ mod tests {
             Inputs {
                 dockerfile: DOCKERFILE_TEXT,
                 members: &members,
+                generated: &[],
                 exclusions: &Exclusions::default(),
                 mtime: 0,
             },
@@ -417,6 +442,7 @@ mod tests {
         let inputs = Inputs {
             dockerfile: DOCKERFILE_TEXT,
             members: &members,
+            generated: &[],
             exclusions: &Exclusions::default(),
             mtime: 0,
         };

@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::context::{self, BuildContext, Exclusions, Member, Output};
+use crate::context::{self, BuildContext, Exclusions, Generated, Member, Output};
 use crate::diagnostics::CheckFailed;
 use crate::engine::progress::{Display, ProgressMode};
 use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
@@ -272,9 +272,9 @@ pub(crate) fn plan(
         format_args!("Dockerfile {}", dockerfile.digest()),
     );
 
-    let (patched_members, patches, patched) = patched_trees(recipe, printer)?;
+    let trees = patched_trees(recipe, printer)?;
     let mut members = recipe_members(recipe);
-    members.extend(patched_members);
+    members.extend(trees.members);
 
     let exclusions = Exclusions::load(&recipe.root)?;
     let mtime = match mtime {
@@ -285,6 +285,7 @@ pub(crate) fn plan(
         context::Inputs {
             dockerfile: dockerfile.as_str(),
             members: &members,
+            generated: &trees.series,
             exclusions: &exclusions,
             mtime,
         },
@@ -308,9 +309,9 @@ pub(crate) fn plan(
         dockerfile,
         context,
         inputs,
-        patches,
+        patches: trees.records,
         tags: recipe.tags(),
-        _patched: patched,
+        _patched: trees.folders,
     })
 }
 
@@ -341,11 +342,9 @@ fn recipe_members(recipe: &Recipe) -> Vec<Member> {
 /// overlay is checked out patched into a temporary folder, which stands in for it in the
 /// context; a series onto a git pin's remote puts the patches it applied into the context for
 /// the pin's build step. Every series is applied and recorded.
-fn patched_trees(
-    recipe: &Recipe,
-    printer: &Printer,
-) -> anyhow::Result<(Vec<Member>, Vec<PatchRecord>, Vec<tempfile::TempDir>)> {
+fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTrees> {
     let mut members = Vec::new();
+    let mut applied_series = Vec::new();
     let mut records = Vec::new();
     let mut folders = Vec::new();
     for entry in &recipe.pins.patches {
@@ -391,20 +390,10 @@ fn patched_trees(
         // A series onto a git pin's remote reaches the image through that pin's build step,
         // which applies these mails onto the same commit.
         if let Some(pin) = &entry.pin {
-            let folder = tempfile::Builder::new()
-                .prefix("forge-series-")
-                .tempdir()
-                .context("cannot create a folder for the applied patches")?;
-            for (name, mail) in patched.applied_mails()? {
-                let path = folder.path().join(&name);
-                std::fs::write(&path, mail)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            members.push(Member {
+            applied_series.push(Generated {
                 at: gate::series_context_folder(pin.as_str()),
-                from: folder.path().to_owned(),
+                files: patched.applied_mails()?,
             });
-            folders.push(folder);
         }
         if let Onto::Folder(folder) = &entry.onto
             && copied_into_image(recipe, folder.as_str())
@@ -430,7 +419,21 @@ fn patched_trees(
             folders.push(checkout);
         }
     }
-    Ok((members, records, folders))
+    Ok(PatchedTrees {
+        members,
+        series: applied_series,
+        records,
+        folders,
+    })
+}
+
+/// What the patch stage hands the context: patched trees standing in for recipe folders, the
+/// patches applied to git pins, the record of every patch, and the folders to keep meanwhile.
+struct PatchedTrees {
+    members: Vec<Member>,
+    series: Vec<Generated>,
+    records: Vec<PatchRecord>,
+    folders: Vec<tempfile::TempDir>,
 }
 
 /// Whether the recipe folder `path` is, or lies inside, an overlay folder: only then does the

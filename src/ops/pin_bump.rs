@@ -384,7 +384,7 @@ fn plan_git(
         let Onto::Git { git, .. } = &entry.onto else {
             continue;
         };
-        if !same_repository(git, url) {
+        if !git.same_repository(url) {
             continue;
         }
         let check = check_series(recipe, &entry.series, git, &target, printer)?;
@@ -444,17 +444,6 @@ fn plan_git(
         assignments,
         patches: checks,
     }))
-}
-
-/// Whether two URLs name the same repository (`.../x.git` and `.../x/` do).
-fn same_repository(left: &Url, right: &Url) -> bool {
-    let canonical = |url: &Url| {
-        url.as_str()
-            .trim_end_matches('/')
-            .trim_end_matches(".git")
-            .to_owned()
-    };
-    canonical(left) == canonical(right)
 }
 
 /// Checks the series at `series` onto `url` at `revision`, printing each patch's outcome.

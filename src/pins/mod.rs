@@ -425,7 +425,22 @@ impl Loader<'_> {
                     }
                     None
                 }
-                Onto::Git { git, rev } => Some(self.patched_pin(&pins, git, rev, span)?),
+                Onto::Git { git, rev } => {
+                    let pin = self.patched_pin(&pins, git, rev, span.clone())?;
+                    // Each series is applied onto the pin's commit on its own: a second one
+                    // would not stack on the first, so one folder holds a pin's whole series.
+                    if patches
+                        .iter()
+                        .any(|series: &PatchSeries| series.pin.as_ref() == Some(&pin))
+                    {
+                        return Err(self.error(
+                            span,
+                            format!("a second series onto pin `{pin}`"),
+                            "put all of a pin's patches in one series folder, in the order they apply",
+                        ));
+                    }
+                    Some(pin)
+                }
             };
             patches.push(PatchSeries { series, onto, pin });
         }
@@ -471,36 +486,39 @@ impl Loader<'_> {
         rev: &GitRev,
         span: Range<usize>,
     ) -> Result<PinName, LoadError> {
-        let Some((name, pinned)) = pins.values().find_map(|pin| match &pin.source {
-            Source::Git {
-                url: pinned_url,
-                rev: pinned,
-                ..
-            } if pinned_url == url => Some((&pin.name, pinned)),
-            _ => None,
-        }) else {
-            return Err(self.error(
+        let on_remote: Vec<(&PinName, &GitRev)> = pins
+            .values()
+            .filter_map(|pin| match &pin.source {
+                Source::Git {
+                    url: pinned_url,
+                    rev: pinned,
+                    ..
+                } if pinned_url.same_repository(url) => Some((&pin.name, pinned)),
+                _ => None,
+            })
+            .collect();
+        // Either may be a prefix of the other: a short pin revision, a full target one.
+        let same_commit = |pinned: &GitRev| {
+            let (pinned, rev) = (pinned.as_str(), rev.as_str());
+            pinned.starts_with(rev) || rev.starts_with(pinned)
+        };
+        if let Some((name, _)) = on_remote.iter().find(|(_, pinned)| same_commit(pinned)) {
+            return Ok((*name).clone());
+        }
+        match on_remote.first() {
+            None => Err(self.error(
                 span,
                 format!("the series is onto {url}, which no git pin builds"),
                 "point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder",
-            ));
-        };
-        // Either may be a prefix of the other: a short pin revision, a full target one.
-        let (short, long) = if pinned.as_str().len() <= rev.as_str().len() {
-            (pinned.as_str(), rev.as_str())
-        } else {
-            (rev.as_str(), pinned.as_str())
-        };
-        if !long.starts_with(short) {
-            return Err(self.error(
+            )),
+            Some((name, pinned)) => Err(self.error(
                 span,
                 format!("the series is onto {url} at {rev}, but pin `{name}` builds {pinned}"),
                 format!(
                     "make `onto`'s rev the pin's (`forge pin bump {name}` moves both together)"
                 ),
-            ));
+            )),
         }
-        Ok(name.clone())
     }
 
     fn existing_folder(

@@ -305,6 +305,19 @@ impl FromStr for BranchName {
 pub struct Url(String);
 string_newtype!(Url);
 
+impl Url {
+    /// Whether `other` names the same repository (`.../x.git` and `.../x/` do).
+    pub fn same_repository(&self, other: &Url) -> bool {
+        let canonical = |url: &Url| {
+            url.as_str()
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .to_owned()
+        };
+        canonical(self) == canonical(other)
+    }
+}
+
 impl FromStr for Url {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {

@@ -745,6 +745,9 @@ fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
         &context.path().join("patches/deepgemm"),
     );
     with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    // The recipe keeps patch files out of the context; the mails the build step applies are
+    // forge's own and stay in.
+    context.write(".dockerignore", "**/*.patch\n");
     let home = context.path().join(".home");
     let cache = home.join(".cache");
     let archive = context.path().join("context.tar");

@@ -355,3 +355,65 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
     );
     context.forge(&["render"]).expect_code(0);
 }
+
+/// The `[[patches]]` entry onto DeepGEMM, with `onto` as given, before the overlays.
+fn with_deepgemm_series(context: &TestContext, onto: &str) {
+    crate::support::copy_tree(
+        &context.path().join("patches/pr4"),
+        &context.path().join("patches/deepgemm"),
+    );
+    context.edit(
+        "pins.toml",
+        "[[overlays]]",
+        &format!("[[patches]]\nseries = \"patches/deepgemm\"\nonto = {onto}\n\n[[overlays]]"),
+    );
+}
+
+#[test]
+fn a_series_finds_its_pin_by_remote_and_commit_whatever_the_url_spelling() {
+    let context = TestContext::default_recipe();
+    // Another pin on the same remote at another commit, listed first.
+    context.edit(
+        "pins.toml",
+        "[pins.deepgemm]",
+        "[pins.aaa-deepgemm]\nkind = \"git\"\nurl = \"https://github.com/deepseek-ai/DeepGEMM.git\"\nbranch = \"nv_dev\"\nrev = \"b6b593d\"\nmodule = \"deep_gemm\"\n\n[pins.deepgemm]",
+    );
+    with_deepgemm_series(
+        &context,
+        "{ git = \"https://github.com/deepseek-ai/DeepGEMM/\", rev = \"a6b593d\" }",
+    );
+    let run = context.forge(&["render"]).expect_code(0);
+    crate::support::assert_contains(
+        &run.stdout,
+        "COPY .forge/series/deepgemm/ /opt/forge/series/deepgemm/",
+    );
+}
+
+#[test]
+fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
+    let context = TestContext::default_recipe();
+    let onto = "{ git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"a6b593d\" }";
+    with_deepgemm_series(&context, onto);
+    context.edit(
+        "pins.toml",
+        "[[overlays]]",
+        &format!("[[patches]]\nseries = \"patches/pr4\"\nonto = {onto}\n\n[[overlays]]"),
+    );
+    let text = context.read("pins.toml");
+    let line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.starts_with("onto = { git"))
+        .nth(1)
+        .map(|(number, _)| number + 1)
+        .expect("a second series onto DeepGEMM");
+    let run = context.forge(&["render"]).expect_code(2);
+    crate::support::assert_contains(
+        &run.stderr,
+        &format!("pins.toml:{line}:8: a second series onto pin `deepgemm`"),
+    );
+    crate::support::assert_contains(
+        &run.stderr,
+        "hint: put all of a pin's patches in one series folder",
+    );
+}
