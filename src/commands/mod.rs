@@ -28,7 +28,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     };
     let printer = Printer::new(verbosity, format);
     // libgit2 re-hashes every object it reads unless told not to; git itself does that only in
-    // `git fsck`. A series of a few hundred patches spent a third of its time there.
+    // `git fsck`. For a series of a few hundred patches that is a third of the work.
     git2::opts::strict_hash_verification(false);
     let result = match &cli.command {
         Command::Render(args) => render::run(&cli, args, &printer),

@@ -1,7 +1,7 @@
 //! The deterministic tar writer: entries in byte order of their paths, every header normalised,
 //! the bytes hashed as they are written so the archive is read once. Reading the files and
 //! hashing (and storing) the archive run on two threads, as `tar -c | openssl dgst` runs in
-//! two processes: hashing is the slower half, and it no longer waits for the reads.
+//! two processes: hashing is the slower half, and it need not wait for the reads.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Read, Write};

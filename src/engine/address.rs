@@ -67,7 +67,7 @@ impl DaemonAddress {
                 }
                 Ok(DaemonAddress::Unix(PathBuf::from(path)))
             }
-            // `http://` is how bollard and older forge releases spelt a plain tcp:// address.
+            // `http://` is how bollard spells a plain tcp:// address.
             "tcp" | "http" => {
                 let default_port = if tls.is_some() { TLS_PORT } else { PLAIN_PORT };
                 let (host, port) = host_and_port(rest.trim_end_matches('/'))?;

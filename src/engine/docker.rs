@@ -198,7 +198,7 @@ fn check_tls_files(host: &str, files: &TlsFiles) -> Result<(), EngineError> {
     for (path, marker, kind) in wanted {
         let problem = match std::fs::read_to_string(&path) {
             Ok(text) if text.contains(marker) => continue,
-            Ok(_) => format!("holds no {kind}"),
+            Ok(_) => format!("does not hold {kind}"),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 "does not exist".to_owned()
             }

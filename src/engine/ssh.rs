@@ -2,8 +2,9 @@
 //! `ssh [-l USER] [-p PORT] -- HOST docker system dial-stdio`, as the docker CLI makes it, with
 //! the request written to ssh's stdin and the response read from its stdout.
 //!
-//! bollard's own ssh transport hands `USER@HOST:PORT` to ssh as the host name, so a port other
-//! than ssh's default cannot be reached through it.
+//! The destination goes to ssh as separate `-l`, `-p` and host arguments: handed over as one
+//! `USER@HOST:PORT` word (as bollard's ssh transport does), the port would be read as part of
+//! the host name.
 
 use std::future::Future;
 use std::io;

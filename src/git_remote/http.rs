@@ -2,11 +2,11 @@
 //!
 //! libgit2 speaks the git protocol; this module only moves its bytes: a `GET
 //! URL/info/refs?service=git-upload-pack` for the ref listing, a `POST URL/git-upload-pack` for
-//! each negotiation round. Carrying them over `ureq` rather than libgit2's OpenSSL stream gives
-//! git remotes the same TLS (the machine's trust store through rustls), proxy settings and
-//! timeouts as the package index and registry clients, and spares every forge command
-//! libgit2's OpenSSL set-up, which parses the whole CA bundle on start. Fetching is all forge
-//! does with a remote, so pushing (`receive-pack`) is refused.
+//! each negotiation round. Carried by `ureq`, git remotes get the same TLS (the machine's trust
+//! store through rustls), proxy settings and timeouts as the package index and registry
+//! clients, and libgit2 is built without a TLS library of its own, whose OpenSSL set-up would
+//! parse the whole CA bundle at the start of every forge command. Fetching is all forge does
+//! with a remote, so pushing (`receive-pack`) is refused.
 
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex, Once};
@@ -29,7 +29,7 @@ pub fn register() {
             // (every remote is made after calling this function), as `register` requires.
             let registered = unsafe {
                 git2::transport::register(scheme, |remote| {
-                    Transport::smart(remote, true, SmartHttp::default())
+                    Transport::smart(remote, true, SmartHttp::new())
                 })
             };
             registered.expect("a transport scheme is registered only once");
@@ -37,11 +37,26 @@ pub fn register() {
     });
 }
 
-/// One remote's HTTP side: the agent, and the URL later requests go to, which follows a
+/// One remote's HTTP side: the agent all its requests share (one TLS set-up, connections
+/// kept alive between negotiation rounds), and the URL later requests go to, which follows a
 /// redirect of the ref listing the way git does.
-#[derive(Default)]
 struct SmartHttp {
+    agent: ureq::Agent,
     base: Arc<Mutex<Option<String>>>,
+}
+
+impl SmartHttp {
+    fn new() -> Self {
+        Self {
+            agent: crate::http::config()
+                .timeout_global(None)
+                .timeout_connect(Some(WAIT))
+                .timeout_recv_response(Some(WAIT))
+                .build()
+                .into(),
+            base: Arc::default(),
+        }
+    }
 }
 
 impl SmartSubtransport for SmartHttp {
@@ -68,6 +83,7 @@ impl SmartSubtransport for SmartHttp {
             }
         };
         Ok(Box::new(Exchange {
+            agent: self.agent.clone(),
             base,
             redirected: Arc::clone(&self.base),
             request,
@@ -102,6 +118,7 @@ impl Request {
 /// One request and its response, as the byte stream libgit2 reads and writes: what it writes
 /// is the request body, sent when it first reads.
 struct Exchange {
+    agent: ureq::Agent,
     base: String,
     redirected: Arc<Mutex<Option<String>>>,
     request: Request,
@@ -111,12 +128,7 @@ struct Exchange {
 
 impl Exchange {
     fn send(&mut self) -> io::Result<ureq::BodyReader<'static>> {
-        let agent: ureq::Agent = crate::http::config()
-            .timeout_global(None)
-            .timeout_connect(Some(WAIT))
-            .timeout_recv_response(Some(WAIT))
-            .build()
-            .into();
+        let agent = &self.agent;
         let accept = self.request.content_type();
         let (url, response) = match self.request {
             Request::List => {
@@ -140,7 +152,9 @@ impl Exchange {
             return Err(io::Error::other(format!("{url} answered HTTP {status}")));
         }
         let content_type = crate::http::header(&response, "content-type").unwrap_or_default();
-        if content_type != accept {
+        // Parameters such as `; charset=...` do not change what the body is.
+        let media_type = content_type.split(';').next().unwrap_or_default().trim();
+        if media_type != accept {
             return Err(io::Error::other(format!(
                 "{url} is not a git smart HTTP server (content type `{content_type}`, expected `{accept}`)"
             )));

@@ -166,16 +166,23 @@ pub fn scratch_from_folder(folder: &Path) -> Result<(tempfile::TempDir, Reposito
 pub(super) const SCRATCH_KEY: &str = "forge.scratch";
 
 /// The whole git config of a scratch repository: bare, forge as its committer, marked scratch.
-const SCRATCH_CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\
-                              [user]\n\tname = forge\n\temail = forge@localhost\n\
-                              [forge]\n\tscratch = true\n";
+fn scratch_config() -> String {
+    let (section, name) = SCRATCH_KEY
+        .split_once('.')
+        .expect("the scratch key is a section and a name");
+    format!(
+        "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\
+         [user]\n\tname = forge\n\temail = forge@localhost\n\
+         [{section}]\n\t{name} = true\n"
+    )
+}
 
 /// A bare repository in a temporary folder, with forge as its committer.
 ///
 /// Its few files are written directly rather than through `git init` and three config
 /// settings: each setting rewrites the config file and renames it over the old one, and ext4
-/// flushes a file renamed over another to disk, which made the scratch copy the slowest part of
-/// a build that changes nothing. A new file written once is not flushed.
+/// flushes a file renamed over another to disk, tens of milliseconds each on a busy disk. A new
+/// file written once is not flushed.
 fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
     let scratch = tempfile::Builder::new()
         .prefix("forge-patch-")
@@ -188,7 +195,7 @@ fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
     let written = std::fs::create_dir_all(root.join("objects/info"))
         .and_then(|()| std::fs::create_dir_all(root.join("refs/heads")))
         .and_then(|()| std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n"))
-        .and_then(|()| std::fs::write(root.join("config"), SCRATCH_CONFIG));
+        .and_then(|()| std::fs::write(root.join("config"), scratch_config()));
     written.map_err(|source| PatchError::Read {
         path: root.to_owned(),
         source,
