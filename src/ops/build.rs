@@ -27,7 +27,7 @@ use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::registry::{self, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository};
@@ -620,12 +620,12 @@ async fn run<E: Engine>(
         }
         previous.push((tag, current.map(|info| info.id)));
     }
-    let credentials = if options.push {
+    let (credentials, kept) = if options.push {
         let lookup = registry_credentials(repository)?;
-        check_registry(repository, &plan.tags, &image, platform, &lookup, options)?;
-        lookup.credentials
+        let kept = check_registry(repository, &plan.tags, &image, platform, &lookup, options)?;
+        (lookup.credentials, kept)
     } else {
-        None
+        (None, BTreeMap::new())
     };
 
     let mut moved: Vec<(&Tag, Option<ImageId>)> = Vec::new();
@@ -648,6 +648,19 @@ async fn run<E: Engine>(
             let mut order: Vec<&ResolvedTag> = plan.tags.iter().collect();
             order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
             for tag in order {
+                // Already in the registry with this image: pushing again could only re-point
+                // it (at this daemon's manifest, or from a multi-platform index to one image).
+                if let Some(digest) = kept.get(&tag.tag) {
+                    printer.status(
+                        "Kept",
+                        format_args!(
+                            "{repository}:{} {digest} (the registry already holds this image)",
+                            tag.tag
+                        ),
+                    );
+                    pushed.insert(tag.tag.clone(), digest.clone());
+                    continue;
+                }
                 match engine
                     .push(repository, &tag.tag, credentials.as_ref(), &mut display)
                     .await
@@ -762,8 +775,10 @@ fn registry_credentials(repository: &Repository) -> anyhow::Result<Lookup> {
 }
 
 /// Refuses a push that would re-point an immutable tag in the registry, asking the registry
-/// itself: the tag may stay only if its manifest (for an index, the entry for `platform`)
-/// names this image as its configuration, whoever pushed it and in whichever manifest format.
+/// itself: a tag may stay only if it holds the image just built (its manifest, or for an index
+/// the entry for `platform`, names this image as its configuration or is this image, as a
+/// containerd image store names images by manifest). Returns those tags with their registry
+/// digest: they are kept as they are, not pushed again.
 fn check_registry(
     repository: &Repository,
     tags: &[ResolvedTag],
@@ -771,9 +786,10 @@ fn check_registry(
     platform: &Platform,
     lookup: &Lookup,
     options: &BuildOptions,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<BTreeMap<Tag, Digest>> {
+    let mut kept = BTreeMap::new();
     if options.force {
-        return Ok(());
+        return Ok(kept);
     }
     let reference: ImageRef = repository
         .as_str()
@@ -793,10 +809,20 @@ fn check_registry(
             Err(RegistryError::NotFound { .. }) => continue,
             Err(error) => return Err(anyhow::Error::from(error).context(checking())),
         };
+        let digest = held
+            .claimed
+            .clone()
+            .unwrap_or_else(|| held.received.clone());
+        let entry = if held.is_index() {
+            held.platform_entry(platform.as_str())
+        } else {
+            Some(held.received.clone())
+        };
         let held_image =
             registry::image_of(&client, &remote, &held, platform).with_context(checking)?;
-        if held_image.as_ref() != Some(&image.0) {
-            let digest = held.claimed.as_ref().unwrap_or(&held.received);
+        let holds_this_image =
+            held_image.as_ref() == Some(&image.0) || entry.as_ref() == Some(&image.0);
+        if !holds_this_image {
             let holds = match &held_image {
                 Some(id) => format!("image {id}"),
                 None => format!("no image for {platform}"),
@@ -810,8 +836,9 @@ fn check_registry(
             )
             .into());
         }
+        kept.insert(tag.tag.clone(), digest);
     }
-    Ok(())
+    Ok(kept)
 }
 
 async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<BaseRecord> {

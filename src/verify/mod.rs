@@ -361,8 +361,18 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
             ));
         }
         // Bytes that match the pushed digest prove the manifest, not the image: an index
-        // recorded after a multi-platform push can hold any image for this platform.
-        checks.push(registry_image(&tag.reference, image, tag.image.as_ref()));
+        // recorded after a multi-platform push can hold any image for this platform. A daemon
+        // with the containerd image store names an image by its manifest, not its config.
+        let image_manifest = if manifest.is_index() {
+            manifest.platform_entry(platform)
+        } else {
+            Some(manifest.received.clone())
+        };
+        let held = match image_manifest {
+            Some(entry) if entry == *image => Some(entry),
+            _ => tag.image.clone(),
+        };
+        checks.push(registry_image(&tag.reference, image, held.as_ref()));
     }
     if served.len() > 1 {
         let place = served[0]
@@ -372,9 +382,11 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
         checks.push(agreement(
             "registry tags agree",
             place,
+            // The image each tag holds: a tag kept from an earlier push may hold it under
+            // another manifest (another compression, or a multi-platform index).
             served
                 .iter()
-                .map(|tag| (tag.reference.as_str(), Some(&tag.manifest.received))),
+                .map(|tag| (tag.reference.as_str(), tag.image.as_ref())),
         ));
     }
     checks

@@ -634,9 +634,25 @@ fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manife
         !String::from_utf8_lossy(&repo_digests.stdout).contains(&elsewhere),
         "the daemon knows {elsewhere}"
     );
-    let pushed = example.build(&["--push"]).expect_code(0).json();
+    let run = example.build(&["--push"]).expect_code(0);
+    let pushed = run.json();
     assert_eq!(pushed["image"]["id"], id.as_str());
     assert_eq!(pushed["image"]["pushed"].as_array().unwrap().len(), 2);
+    // The dated tag is kept as the registry holds it, not pushed again, and recorded so.
+    assert_contains(
+        &run.stderr,
+        &format!("Kept {dated} {elsewhere} (the registry already holds this image)"),
+    );
+    assert_eq!(held(DATED_TAG).0, elsewhere);
+    // Two manifests of one image: the registry checks hold, the tags agree on the image.
+    crate::verify::verify(&example, &["--remote"], &[]).expect_code(0);
+    assert!(
+        pushed["image"]["pushed"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!({ "tag": dated, "digest": elsewhere })),
+        "{pushed}"
+    );
 
     // A manifest list whose entry for the recipe's platform is that manifest holds the same
     // image.
@@ -659,7 +675,10 @@ fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manife
         assert_eq!(code, Some(201), "PUT the manifest list");
     };
     index("linux", "amd64");
+    let (list, _) = held(DATED_TAG);
     example.build(&["--push"]).expect_code(0);
+    // Pushing would have replaced the list with this one image: it stays.
+    assert_eq!(held(DATED_TAG).0, list);
 
     // A list without an entry for the platform, and another image, are refused; nothing moves.
     let refused = |holds: &str| {
