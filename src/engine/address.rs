@@ -112,6 +112,10 @@ fn host_and_port(text: &str) -> Result<(&str, Option<u16>), AddressError> {
                 None => return Err(refuse(format!("{text:?} has text after the IPv6 address"))),
             },
         }
+    } else if text.matches(':').count() > 1 {
+        return Err(refuse(format!(
+            "{text:?} looks like an IPv6 address; write it in brackets, as [ADDRESS]:PORT"
+        )));
     } else {
         match text.rsplit_once(':') {
             Some((host, port)) => (host, Some(port)),
@@ -304,6 +308,13 @@ mod tests {
         assert!(DaemonAddress::parse("ssh://ops:secret@spark-2", None).is_err());
         assert!(DaemonAddress::parse("ssh://-oProxyCommand=x", None).is_err());
         assert!(DaemonAddress::parse("ssh://spark-2/var/run/docker.sock", None).is_err());
+    }
+
+    #[test]
+    fn an_ipv6_address_without_brackets_is_refused_not_split() {
+        let error = DaemonAddress::parse("tcp://fe80::1", None).unwrap_err();
+        assert!(error.reason.contains("write it in brackets"), "{error:?}");
+        assert!(DaemonAddress::parse("ssh://fe80::1:22", None).is_err());
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl SshConnector {
         let destination = &self.destination;
         let mut command = Command::new("ssh");
         // No prompt can be answered: the terminal is forge's, and stdin carries HTTP.
-        command.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=30", "-T"]);
+        command.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-T"]);
         if let Some(user) = &destination.user {
             command.arg("-l").arg(user);
         }

@@ -592,7 +592,7 @@ async fn run<E: Engine>(
     let image = built?;
     printer.status("Built", &image);
 
-    // What the tags and the base name now, asked at once: one round trip instead of three.
+    // What the tags and the base name now, asked all at once rather than one after another.
     let lookups = plan.tags.iter().map(|tag| {
         let reference = format!("{repository}:{}", tag.tag);
         async move { engine.image(&reference).await.map_err(anyhow::Error::from) }

@@ -136,8 +136,13 @@ pub fn dockerfile_from(
     // image.
     for pin in recipe.pins.pins.values().filter(|pin| patched(recipe, pin)) {
         let folder = gate::series_context_folder(pin.name.as_str());
-        if !text.lines().any(|line| {
-            line.trim_start().starts_with("COPY") && line.contains(&format!("{folder}/"))
+        // Instructions as Docker reads them: continuation lines joined, any letter case.
+        let joined = text.replace("\\\n", " ");
+        if !joined.lines().any(|line| {
+            let line = line.trim_start();
+            line.get(..4)
+                .is_some_and(|word| word.eq_ignore_ascii_case("COPY"))
+                && line.contains(&format!("{folder}/"))
         }) {
             return Err(RenderError::SeriesNotCopied {
                 template: path,

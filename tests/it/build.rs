@@ -871,3 +871,26 @@ fn a_template_that_never_copies_a_git_pins_series_is_refused() {
         "hint: in the pin's build step, `COPY {{ pins['deepgemm'].series.from }}/",
     );
 }
+
+/// The series check reads instructions as Docker does: any letter case, continuation lines.
+#[test]
+fn a_series_copied_by_a_lowercase_continued_copy_is_found() {
+    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
+
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    remote.series(
+        &remote.first,
+        &[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])],
+        &context.path().join("patches/deepgemm"),
+    );
+    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    context.edit(
+        "templates/Dockerfile.j2",
+        "COPY {{ pins.deepgemm.series.from }}/ {{ pins.deepgemm.series.to }}",
+        "copy \\\n    {{ pins.deepgemm.series.from }}/ {{ pins.deepgemm.series.to }}",
+    );
+    let run = context.forge(&["render"]).expect_code(0);
+    assert_contains(&run.stdout, "copy \\\n    .forge/series/deepgemm/");
+}
