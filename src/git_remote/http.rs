@@ -21,12 +21,13 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// Makes libgit2 use this transport for `http://` and `https://` remotes. Safe to call any
 /// number of times; only the first call registers.
-pub fn register() {
+pub(super) fn register() {
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| {
         for scheme in ["http", "https"] {
             // SAFETY: registration happens once, before any remote of either scheme is made
-            // (every remote is made after calling this function), as `register` requires.
+            // (forge makes remotes only through `git_remote::detached_remote` and
+            // `anonymous_remote`, which call this first), as `register` requires.
             let registered = unsafe {
                 git2::transport::register(scheme, |remote| {
                     Transport::smart(remote, true, SmartHttp::new())

@@ -111,8 +111,7 @@ impl Git2Remote {
             url: url.to_string(),
             message: error.message().to_owned(),
         };
-        http::register();
-        let mut remote = git2::Remote::create_detached(url.as_str()).map_err(unreachable)?;
+        let mut remote = detached_remote(url.as_str()).map_err(unreachable)?;
         remote
             .connect(git2::Direction::Fetch)
             .map_err(unreachable)?;
@@ -146,6 +145,23 @@ impl Git2Remote {
             }
         }
     }
+}
+
+/// A remote for `url` that belongs to no repository, for listing its refs. Every remote forge
+/// makes comes from here or from `anonymous_remote`, so that http(s) goes through forge's
+/// transport.
+pub fn detached_remote(url: &str) -> Result<git2::Remote<'static>, git2::Error> {
+    http::register();
+    git2::Remote::create_detached(url)
+}
+
+/// An unnamed remote for `url` in `repository`, for fetching into it.
+pub fn anonymous_remote<'r>(
+    repository: &'r git2::Repository,
+    url: &str,
+) -> Result<git2::Remote<'r>, git2::Error> {
+    http::register();
+    repository.remote_anonymous(url)
 }
 
 /// `$XDG_CACHE_HOME/forge`, else `~/.cache/forge`, else a folder in the temporary directory.
@@ -235,8 +251,7 @@ impl GitRemote for Git2Remote {
             )],
             None => vec!["+refs/heads/*:refs/remotes/origin/*".to_owned()],
         };
-        http::register();
-        let mut remote = repository.remote_anonymous(url.as_str()).map_err(|error| {
+        let mut remote = anonymous_remote(&repository, url.as_str()).map_err(|error| {
             GitRemoteError::Unreachable {
                 url: url.to_string(),
                 message: error.message().to_owned(),

@@ -292,9 +292,7 @@ fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Reposito
     let commit = match resolve(&cached) {
         Ok(commit) => commit,
         Err(_) => {
-            crate::git_remote::http::register();
-            let mut remote = cached
-                .remote_anonymous(url)
+            let mut remote = crate::git_remote::anonymous_remote(&cached, url)
                 .map_err(PatchError::git(format!("cannot use {url}")))?;
             let refspecs = [
                 "+refs/heads/*:refs/remotes/origin/*",
