@@ -114,7 +114,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async {
+    let built = runtime.block_on(async {
         // An unreachable daemon is reported before any work that would be wasted.
         let engine = Docker::connect().await?;
         let plan = plan(recipe, output, with_inputs, None, printer)?;
@@ -126,7 +126,10 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
             printer.status("Locked", "inputs match forge.lock");
         }
         run(recipe, options, &plan, &engine, printer).await
-    })
+    });
+    // An interrupted registry check may still be waiting on the network: leave it behind.
+    runtime.shutdown_background();
+    built
 }
 
 /// Why a build could not start.
@@ -621,9 +624,28 @@ async fn run<E: Engine>(
         previous.push((tag, current.map(|info| info.id)));
     }
     let (credentials, kept) = if options.push {
-        let lookup = registry_credentials(repository)?;
-        let kept = check_registry(repository, &plan.tags, &image, platform, &lookup, options)?;
-        (lookup.credentials, kept)
+        // The credential helpers and the registry are asked on a thread of their own, so that a
+        // signal is acted on at once however long they take to answer.
+        let checked = tokio::task::spawn_blocking({
+            let (repository, tags, image, platform, options) = (
+                repository.clone(),
+                plan.tags.clone(),
+                image.clone(),
+                platform.clone(),
+                options.clone(),
+            );
+            move || -> anyhow::Result<_> {
+                let lookup = registry_credentials(&repository)?;
+                let kept =
+                    check_registry(&repository, &tags, &image, &platform, &lookup, &options)?;
+                Ok((lookup.credentials, kept))
+            }
+        });
+        tokio::select! {
+            biased;
+            signal = stop.received() => return Err(BuildError::Interrupted { signal }.into()),
+            checked = checked => checked.context("the registry check stopped")??,
+        }
     } else {
         (None, BTreeMap::new())
     };

@@ -339,6 +339,50 @@ fn sigint_during_a_build_moves_no_tag_and_leaves_the_record() {
     assert_eq!(lock_bytes(example.context.path()), Some(lock));
 }
 
+/// A registry that takes connections and never answers: Ctrl-C during the check of the dated
+/// tag in the registry ends forge at once, with nothing moved and no record.
+#[test]
+fn sigint_while_a_registry_does_not_answer_ends_the_build_at_once() {
+    if !docker_available() {
+        return;
+    }
+    ensure_base_image();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let name = format!("forge-test/silent-registry-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{port}/{name}"));
+
+    let run = Background::start(
+        example.context.path(),
+        &["build", "--push", "--progress", "plain"],
+        &[],
+    );
+    run.wait_for("Built");
+    std::thread::sleep(Duration::from_millis(500));
+    let signalled = Instant::now();
+    run.signal("INT");
+    let (status, stderr) = run.finish();
+    assert!(
+        signalled.elapsed() < Duration::from_secs(5),
+        "forge took {:?} to stop:\n{stderr}",
+        signalled.elapsed()
+    );
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_contains(
+        &stderr,
+        "error: interrupted by SIGINT before the build was recorded",
+    );
+    assert_eq!(example.tag_id("latest"), None);
+    assert_eq!(example.tag_id(DATED_TAG), None);
+    assert_eq!(lock_bytes(example.context.path()), None);
+}
+
 /// A mounted tmpfs of `size`, unmounted when dropped.
 struct Tmpfs {
     folder: tempfile::TempDir,
