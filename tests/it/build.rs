@@ -744,26 +744,37 @@ fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() 
     }
 }
 
-/// A series onto the remote a git pin builds goes into the context as the patches forge applied
-/// (as `git format-patch` mails of its commits), and the Dockerfile copies them to the pin's
-/// build step: applied there with `git apply` onto a checkout of the same commit, they give the
-/// tree `git am` gives.
-#[test]
-fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
-    use crate::pin_bump::{GitRemote, git, with_git_remote, with_series_onto};
+/// The default recipe with DeepGEMM at a local remote's first commit and a series of
+/// `commits` (message, files) onto it in patches/deepgemm.
+fn with_a_deepgemm_series(
+    commits: &[(&str, &[(&str, &str)])],
+) -> (TestContext, crate::pin_bump::GitRemote) {
+    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
 
     let context = TestContext::default_recipe();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
     remote.series(
         &remote.first,
-        &[
-            ("Tune the kernel", &[("kernel.txt", "first, tuned\n")]),
-            ("Add notes", &[("notes.txt", "notes\n")]),
-        ],
+        commits,
         &context.path().join("patches/deepgemm"),
     );
     with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    (context, remote)
+}
+
+/// A series onto the remote a git pin builds goes into the context as the patches forge applied
+/// (as `git format-patch` mails of its commits), and the Dockerfile copies them to the pin's
+/// build step: applied there with `git apply` onto a checkout of the same commit, they give the
+/// tree `git am` gives.
+#[test]
+fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
+    use crate::pin_bump::git;
+
+    let (context, remote) = with_a_deepgemm_series(&[
+        ("Tune the kernel", &[("kernel.txt", "first, tuned\n")]),
+        ("Add notes", &[("notes.txt", "notes\n")]),
+    ]);
     // The recipe keeps patch files out of the context; the mails the build step applies are
     // forge's own and stay in.
     context.write(".dockerignore", "**/*.patch\n");
@@ -845,17 +856,8 @@ fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
 /// A template that leaves a git pin's series out would build an image without it: refused.
 #[test]
 fn a_template_that_never_copies_a_git_pins_series_is_refused() {
-    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
-
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        &[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])],
-        &context.path().join("patches/deepgemm"),
-    );
-    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    let (context, _remote) =
+        with_a_deepgemm_series(&[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])]);
     context.edit(
         "templates/Dockerfile.j2",
         "{% if pins.deepgemm.series %}",
@@ -875,17 +877,8 @@ fn a_template_that_never_copies_a_git_pins_series_is_refused() {
 /// The series check reads instructions as Docker does: any letter case, continuation lines.
 #[test]
 fn a_series_copied_by_a_lowercase_continued_copy_is_found() {
-    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
-
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        &[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])],
-        &context.path().join("patches/deepgemm"),
-    );
-    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    let (context, _remote) =
+        with_a_deepgemm_series(&[("Tune the kernel", &[("kernel.txt", "first, tuned\n")])]);
     context.edit(
         "templates/Dockerfile.j2",
         "COPY {{ pins.deepgemm.series.from }}/ {{ pins.deepgemm.series.to }}",
