@@ -8,17 +8,21 @@
 //! conflict drops the in-memory store and leaves HEAD, index, worktree and object store as
 //! they were.
 //!
-//! Per patch: a commit of the branch with the same author and change (patch id, else applying
-//! the patch to its parent) means `already applied`; so does a clean reverse apply. Otherwise
-//! the diff is applied to a slice of the tree holding only the files it names (`slice`).
+//! Per patch, git decides: the diff is applied by `engine` exactly as `git am` applies it, and
+//! the commit is written byte for byte as `git am` writes it (same tree, author, message; the
+//! committer is forge's). When the diff does not apply, the patch is `already applied` only if
+//! its reverse applies (`git apply -R --check`), or if a commit of the branch with the same
+//! author and date carries the same change (patch id); otherwise it conflicts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use git2::{ApplyOptions, Commit, Diff, Oid, Repository, Signature, Tree};
+use git2::{Commit, ObjectType, Oid, Repository};
 
-use super::mail::{Author, Patch};
-use super::{PatchError, Series, reverse, slice};
+use super::diff::{self, FilePatch};
+use super::engine::{self, RefusalKind, Write};
+use super::mail::{Author, Patch, raw_date, without_crud};
+use super::{PatchError, Series, patch_id};
 
 /// How far back the branch is searched for commits that already carry a patch.
 const HISTORY_SEARCH_LIMIT: usize = 20_000;
@@ -190,8 +194,7 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
     }
     let committer = match (committer(&repository), mode) {
         (Some(committer), _) => committer,
-        (None, Mode::Check) => Signature::now("forge", "forge@localhost")
-            .map_err(PatchError::git("cannot make a signature"))?,
+        (None, Mode::Check) => identity_line(b"forge", b"forge@localhost", now()),
         (None, Mode::Write) => {
             return Err(PatchError::Identity {
                 repository: location,
@@ -231,6 +234,9 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
         let _ = memory.reset();
         return Err(error);
     }
+    // From the first object written to the branch moved, a signal waits: it ends forge once
+    // both are done, never between them.
+    let _held = HeldSignals::hold();
     let persisted = persist(&repository, &applied);
     let _ = memory.reset();
     persisted?;
@@ -309,9 +315,6 @@ fn publish(
     applied: &Applied,
     count: usize,
 ) -> Result<(), PatchError> {
-    // Writing the files and moving the branch finish together, or never start: a signal that
-    // arrives meanwhile ends forge once they are done.
-    let _held = HeldSignals::hold();
     checkout(repository, applied.tree)?;
     let message = format!("forge patch apply: {count} patches");
     let moved = match branch {
@@ -456,9 +459,10 @@ fn check_clean(repository: &Repository, location: &Path) -> Result<(), PatchErro
     })
 }
 
-/// The committer: `FORGE_COMMITTER_NAME` / `FORGE_COMMITTER_EMAIL`, else the repository's git
-/// config; the time is `SOURCE_DATE_EPOCH` when set, else 0 in a scratch repository, else now.
-fn committer(repository: &Repository) -> Option<Signature<'static>> {
+/// The committer line: `FORGE_COMMITTER_NAME` / `FORGE_COMMITTER_EMAIL`, else the
+/// repository's git config; the time is `SOURCE_DATE_EPOCH` when set, else 0 in a scratch
+/// repository, else now.
+fn committer(repository: &Repository) -> Option<Vec<u8>> {
     let config = repository.config().ok();
     let setting = |variable: &str, key: &str| {
         std::env::var(variable)
@@ -477,16 +481,54 @@ fn committer(repository: &Repository) -> Option<Signature<'static>> {
         .as_ref()
         .and_then(|config| config.get_bool(super::target::SCRATCH_KEY).ok())
         .unwrap_or(false);
-    match (epoch, scratch) {
-        (Some(seconds), _) => Signature::new(&name, &email, &git2::Time::new(seconds, 0)).ok(),
-        (None, true) => Signature::new(&name, &email, &git2::Time::new(0, 0)).ok(),
-        (None, false) => Signature::now(&name, &email).ok(),
-    }
+    let when = match (epoch, scratch) {
+        (Some(seconds), _) => (seconds, 0),
+        (None, true) => (0, 0),
+        (None, false) => now(),
+    };
+    Some(identity_line(name.as_bytes(), email.as_bytes(), when))
+}
+
+/// Now, with the local offset in minutes.
+fn now() -> (i64, i32) {
+    let now = chrono::Local::now();
+    (
+        now.timestamp(),
+        chrono::Offset::fix(now.offset()).local_minus_utc() / 60,
+    )
+}
+
+/// `Name <email> seconds +hhmm`, trimmed as git trims identities.
+fn identity_line(name: &[u8], email: &[u8], (seconds, offset): (i64, i32)) -> Vec<u8> {
+    let mut line = without_crud(name);
+    line.extend_from_slice(b" <");
+    line.extend_from_slice(&without_crud(email));
+    line.extend_from_slice(b"> ");
+    line.extend_from_slice(raw_date(seconds, offset).as_bytes());
+    line
+}
+
+/// Writes a commit object exactly as `git commit-tree` does.
+fn write_commit(
+    repository: &Repository,
+    tree: Oid,
+    parent: Oid,
+    author: &Author,
+    committer: &[u8],
+    message: &[u8],
+) -> Result<Oid, git2::Error> {
+    let mut object = format!("tree {tree}\nparent {parent}\nauthor ").into_bytes();
+    object.extend_from_slice(&author.ident_line());
+    object.extend_from_slice(b"\ncommitter ");
+    object.extend_from_slice(committer);
+    object.extend_from_slice(b"\n\n");
+    object.extend_from_slice(message);
+    repository.odb()?.write(ObjectType::Commit, &object)
 }
 
 struct Replay<'a> {
     repository: &'a Repository,
-    committer: &'a Signature<'static>,
+    committer: &'a [u8],
     mode: Mode,
     /// Commits of the branch by author email and time, read on first need.
     history: Option<HashMap<(String, i64), Vec<Oid>>>,
@@ -495,69 +537,76 @@ struct Replay<'a> {
 impl Replay<'_> {
     fn run(mut self, series: &Series, base: &Commit<'_>) -> Result<Applied, PatchError> {
         let repository = self.repository;
-        let mut parent = base.clone();
-        let mut tree = base
-            .tree()
-            .map_err(PatchError::git("cannot read HEAD's tree"))?;
+        let mut parent = base.id();
+        let mut tree = base.tree_id();
         let mut results = Vec::with_capacity(series.patches.len());
         for patch in &series.patches {
             let name = patch.name();
-            let diff = Diff::from_buffer(&patch.diff).map_err(|source| PatchError::Diff {
+            let files = diff::parse(&patch.diff).map_err(|error| PatchError::Corrupt {
                 patch: name.clone(),
-                source,
+                line: error.line,
+                reason: error.reason,
             })?;
-            check_paths(&name, patch, &diff, &tree)?;
-            // Only the files the diff names take part; see `slice`.
-            let paths = slice::touched_paths(&patch.paths, &diff);
-            let files = slice::slice(repository, &tree, &paths).map_err(PatchError::git(
-                format!("{name}: cannot read the files it touches"),
-            ))?;
-            let outcome = if let Some(commit) = self.carried_by(patch, &diff, base.id())? {
-                Outcome::AlreadyApplied { by: Some(commit) }
-            } else if reverse_applies(repository, &files, patch, &diff) {
-                Outcome::AlreadyApplied { by: None }
-            } else {
-                match repository.apply_to_tree(&files, &diff, None) {
-                    Ok(index) => {
-                        let changes = slice::changes(&index, &paths);
-                        let new_tree = slice::graft(repository, Some(&tree), &changes)
-                            .and_then(|id| repository.find_tree(id))
-                            .map_err(PatchError::git(format!("{name}: cannot write its tree")))?;
-                        let author = patch.author.signature().map_err(PatchError::git(format!(
-                            "{name}: unusable author {}",
-                            patch.author.identity()
-                        )))?;
-                        let commit_id = repository
-                            .commit(
-                                None,
-                                &author,
-                                self.committer,
-                                &patch.message,
-                                &new_tree,
-                                &[&parent],
-                            )
-                            .map_err(PatchError::git(format!("{name}: cannot commit")))?;
-                        parent = repository
-                            .find_commit(commit_id)
-                            .map_err(PatchError::git(format!("{name}: cannot read its commit")))?;
-                        tree = new_tree;
-                        match self.mode {
-                            Mode::Write => Outcome::Applied { new_id: commit_id },
-                            Mode::Check => Outcome::Applies,
-                        }
-                    }
-                    Err(error) => {
-                        let (file, hunk) = locate_conflict(repository, &files, &diff, &error);
-                        if self.mode == Mode::Write {
-                            return Err(PatchError::Conflict {
-                                patch: name,
-                                file,
-                                hunk,
-                            });
-                        }
-                        Outcome::Conflict { file, hunk }
+            let current = repository
+                .find_tree(tree)
+                .map_err(PatchError::git("cannot read the tree to patch"))?;
+            let outcome = match engine::apply(repository, &current, &files, Write::Tree) {
+                Ok(new_tree) => {
+                    let new_tree = new_tree.expect("a written tree");
+                    let commit = write_commit(
+                        repository,
+                        new_tree,
+                        parent,
+                        &patch.author,
+                        self.committer,
+                        &patch.message,
+                    )
+                    .map_err(PatchError::git(format!("{name}: cannot commit")))?;
+                    parent = commit;
+                    tree = new_tree;
+                    match self.mode {
+                        Mode::Write => Outcome::Applied { new_id: commit },
+                        Mode::Check => Outcome::Applies,
                     }
                 }
+                Err(refusal) => match refusal.kind {
+                    RefusalKind::UnsafePath => {
+                        return Err(PatchError::UnsafePath {
+                            patch: name,
+                            path: refusal.file,
+                            reason: refusal.reason,
+                        });
+                    }
+                    RefusalKind::SelfCheck => {
+                        return Err(PatchError::SelfCheck {
+                            patch: name,
+                            file: refusal.file,
+                            detail: refusal.reason,
+                        });
+                    }
+                    RefusalKind::Conflict => {
+                        let reversed: Vec<FilePatch> =
+                            files.iter().rev().map(FilePatch::reverse).collect();
+                        if let Some(commit) = self.carried_by(patch, &files, base.id())? {
+                            Outcome::AlreadyApplied { by: Some(commit) }
+                        } else if engine::apply(repository, &current, &reversed, Write::Nothing)
+                            .is_ok()
+                        {
+                            Outcome::AlreadyApplied { by: None }
+                        } else if self.mode == Mode::Write {
+                            return Err(PatchError::Conflict {
+                                patch: name,
+                                file: refusal.file,
+                                hunk: refusal.reason,
+                            });
+                        } else {
+                            Outcome::Conflict {
+                                file: refusal.file,
+                                hunk: refusal.reason,
+                            }
+                        }
+                    }
+                },
             };
             results.push(PatchResult {
                 name,
@@ -570,18 +619,18 @@ impl Replay<'_> {
         }
         Ok(Applied {
             base: base.id(),
-            head: parent.id(),
-            tree: tree.id(),
+            head: parent,
+            tree,
             patches: results,
         })
     }
 
-    /// A commit of the branch with the patch's author (email and time) whose change is the
-    /// patch's: same patch id, or the patch turns its parent's tree into its tree.
+    /// A commit of the branch with the patch's author (email and time) that carries its change:
+    /// the same patch id, or the patch applied to the commit's parent gives the commit's tree.
     fn carried_by(
         &mut self,
         patch: &Patch,
-        diff: &Diff<'_>,
+        files: &[FilePatch],
         base: Oid,
     ) -> Result<Option<Oid>, PatchError> {
         let repository = self.repository;
@@ -593,35 +642,31 @@ impl Replay<'_> {
         let Some(candidates) = history.get(&key) else {
             return Ok(None);
         };
-        let patch_id = diff.patchid(None).ok();
+        let wanted = patch_id::of(files);
         for &candidate in candidates {
-            let Ok(commit) = repository.find_commit(candidate) else {
-                continue;
-            };
-            let (Ok(parent), Ok(tree)) = (commit.parent(0), commit.tree()) else {
-                continue;
-            };
-            let Ok(parent_tree) = parent.tree() else {
-                continue;
-            };
-            if let Ok(mut commit_diff) =
-                repository.diff_tree_to_tree(Some(&parent_tree), Some(&tree), None)
-            {
-                let _ = commit_diff.find_similar(None);
-                if patch_id.is_some() && commit_diff.patchid(None).ok() == patch_id {
-                    return Ok(Some(candidate));
-                }
-            }
-            // Binary and renamed changes can hash differently when parsed from text than when
-            // computed from trees; applying the patch to the parent settles it.
-            if let Ok(mut index) = repository.apply_to_tree(&parent_tree, diff, None)
-                && index.write_tree_to(repository).ok() == Some(tree.id())
+            if patch_id::of_commit(repository, candidate).is_some_and(|id| id == wanted)
+                || makes_commit(repository, candidate, files)
             {
                 return Ok(Some(candidate));
             }
         }
         Ok(None)
     }
+}
+
+/// Whether applying `files` to the parent of `commit` gives the commit's tree.
+fn makes_commit(repository: &Repository, commit: Oid, files: &[FilePatch]) -> bool {
+    let Ok(commit) = repository.find_commit(commit) else {
+        return false;
+    };
+    let (Ok(parent), Ok(tree)) = (commit.parent(0), commit.tree()) else {
+        return false;
+    };
+    let Ok(parent_tree) = parent.tree() else {
+        return false;
+    };
+    engine::apply(repository, &parent_tree, files, Write::Tree)
+        .is_ok_and(|made| made == Some(tree.id()))
 }
 
 /// The commits reachable from `base` (up to a limit), by author email and time.
@@ -647,172 +692,4 @@ fn read_history(
             .push(id);
     }
     Ok(history)
-}
-
-/// Whether the patch's change is already in `tree`: its reverse applies, and applying the patch
-/// to what the reverse gives yields `tree` again (so a mode change or a rename that libgit2
-/// does not check on the way back cannot fool it).
-fn reverse_applies(
-    repository: &Repository,
-    tree: &Tree<'_>,
-    patch: &Patch,
-    diff: &Diff<'_>,
-) -> bool {
-    let Some(reversed) = reverse::reverse(&patch.diff) else {
-        return false;
-    };
-    let Ok(reversed) = Diff::from_buffer(&reversed) else {
-        return false;
-    };
-    let mut check = ApplyOptions::new();
-    check.check(true);
-    if repository
-        .apply_to_tree(tree, &reversed, Some(&mut check))
-        .is_err()
-    {
-        return false;
-    }
-    let before = repository
-        .apply_to_tree(tree, &reversed, None)
-        .and_then(|mut index| index.write_tree_to(repository))
-        .and_then(|id| repository.find_tree(id));
-    let Ok(before) = before else {
-        return false;
-    };
-    repository
-        .apply_to_tree(&before, diff, None)
-        .and_then(|mut index| index.write_tree_to(repository))
-        .is_ok_and(|id| id == tree.id())
-}
-
-/// Refuses paths that leave the repository or reach into `.git`: as the patch writes them, and
-/// as libgit2 read them.
-fn check_paths(
-    name: &str,
-    patch: &Patch,
-    diff: &Diff<'_>,
-    tree: &Tree<'_>,
-) -> Result<(), PatchError> {
-    let parsed = diff.deltas().flat_map(|delta| {
-        [delta.old_file(), delta.new_file()]
-            .into_iter()
-            .filter_map(|file| {
-                file.path_bytes()
-                    .map(|path| String::from_utf8_lossy(path).into_owned())
-            })
-            .collect::<Vec<_>>()
-    });
-    for path in patch.paths.iter().cloned().chain(parsed) {
-        let parts: Vec<&str> = path.split('/').collect();
-        let reason = if path.starts_with('/') {
-            Some("it is an absolute path")
-        } else if parts.iter().any(|part| *part == ".." || *part == ".") {
-            Some("it climbs out of the repository")
-        } else if parts.iter().any(|part| {
-            part.trim_end_matches([' ', '.'])
-                .eq_ignore_ascii_case(".git")
-        }) {
-            Some("it lies inside .git")
-        } else if path.is_empty() || path.contains('\0') {
-            Some("it is not a file name")
-        } else if through_symlink(tree, &parts) {
-            // git apply refuses this too ("beyond a symbolic link"): writing there would turn
-            // the link into a folder, or follow it out of the repository on checkout.
-            Some("it goes through a symbolic link")
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
-            return Err(PatchError::UnsafePath {
-                patch: name.to_owned(),
-                path,
-                reason,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Whether a folder on the way to `parts` (not the file itself) is a symbolic link in `tree`.
-fn through_symlink(tree: &Tree<'_>, parts: &[&str]) -> bool {
-    (1..parts.len()).any(|end| {
-        tree.get_path(Path::new(&parts[..end].join("/")))
-            .is_ok_and(|entry| entry.filemode() == i32::from(git2::FileMode::Link))
-    })
-}
-
-/// The file and hunk a failed diff stops at: libgit2 says only `hunk at line N did not apply`,
-/// so the diff is tried one file at a time, then one hunk more at a time.
-fn locate_conflict(
-    repository: &Repository,
-    tree: &Tree<'_>,
-    diff: &Diff<'_>,
-    error: &git2::Error,
-) -> (String, String) {
-    let deltas = diff.deltas().len();
-    for target in 0..deltas {
-        if try_apply(repository, tree, diff, target, usize::MAX).is_ok() {
-            continue;
-        }
-        let delta = diff.get_delta(target).expect("index in range");
-        let file = delta
-            .new_file()
-            .path()
-            .or_else(|| delta.old_file().path())
-            .map(|path| path.display().to_string())
-            .unwrap_or_else(|| "?".to_owned());
-        let whole = try_apply(repository, tree, diff, target, 0);
-        if let Err(whole) = whole {
-            // It fails before any hunk: the file is missing, or already exists.
-            return (file, whole.message().to_owned());
-        }
-        let patch = git2::Patch::from_diff(diff, target).ok().flatten();
-        let hunks = patch.as_ref().map_or(0, git2::Patch::num_hunks);
-        for hunk in 0..hunks {
-            if try_apply(repository, tree, diff, target, hunk + 1).is_err() {
-                let header = patch
-                    .as_ref()
-                    .and_then(|patch| patch.hunk(hunk).ok())
-                    .map(|(hunk, _)| String::from_utf8_lossy(hunk.header()).trim().to_owned())
-                    .unwrap_or_default();
-                let header = match header.find(" @@") {
-                    Some(end) => header[..end + 3].to_owned(),
-                    None => header,
-                };
-                return (
-                    file,
-                    format!("hunk #{} ({header}) does not apply", hunk + 1),
-                );
-            }
-        }
-        return (file, error.message().to_owned());
-    }
-    ("?".to_owned(), error.message().to_owned())
-}
-
-/// Applies only delta `target` of `diff`, and only its first `hunks` hunks, as a dry run.
-fn try_apply(
-    repository: &Repository,
-    tree: &Tree<'_>,
-    diff: &Diff<'_>,
-    target: usize,
-    hunks: usize,
-) -> Result<(), git2::Error> {
-    let mut delta_index = 0;
-    let mut hunk_index = 0;
-    let mut options = ApplyOptions::new();
-    options.check(true);
-    options.delta_callback(move |_| {
-        let keep = delta_index == target;
-        delta_index += 1;
-        keep
-    });
-    options.hunk_callback(move |_| {
-        let keep = hunk_index < hunks;
-        hunk_index += 1;
-        keep
-    });
-    repository
-        .apply_to_tree(tree, diff, Some(&mut options))
-        .map(|_| ())
 }

@@ -1,14 +1,15 @@
-//! The mbox reader: the bytes of a `git format-patch` file in, one `Patch` per message out.
-//!
-//! A message is read the way `git am` reads it, with three differences that keep the commit
-//! identical to the one the patch was made from: only brackets that name a patch
-//! (`[PATCH v2 3/7]`, `[RFC PATCH]`) are stripped from the subject, the message ends at the
-//! last `---` line before the diff (so a body line such as `--- not a separator` stays), and
-//! carriage returns inside the diff are kept, so CRLF files apply.
+//! The mbox reader: the bytes of a `git format-patch` file in, one `Patch` per message out,
+//! each exactly what `git am --keep-cr` would commit: the mbox is split where `git mailsplit`
+//! splits it, each message is read by `mailinfo` (git's rules), and the author and message
+//! are made the way `git am` makes them (`git stripspace` on subject and body, the identity's
+//! stray characters trimmed, the date through git's own parser). Where git refuses a mail (no
+//! author, a date it cannot read) forge refuses it too; a mail without `Date:` is also
+//! refused, where git would stamp the current time and the commit could never be made again.
 
 use std::path::{Path, PathBuf};
 
 use super::PatchError;
+use super::mailinfo::{self, is_space};
 
 /// One patch of a series: the commit it describes and the diff it carries.
 #[derive(Debug, Clone)]
@@ -23,13 +24,10 @@ pub struct Patch {
     pub author: Author,
     /// The first line of the commit message.
     pub subject: String,
-    /// The whole commit message (subject, blank line, body), cleaned as `git commit` does.
-    pub message: String,
-    /// The diff, from its first `diff --git` line, without the mail signature, with names
-    /// that hold spaces quoted so that libgit2 reads them.
+    /// The whole commit message, as `git am` writes it.
+    pub message: Vec<u8>,
+    /// The patch text: everything from the mail's patch break on (diffstat, diff, signature).
     pub diff: Vec<u8>,
-    /// Every path the diff's headers name, as written (unquoted, without `a/` or `b/`).
-    pub paths: Vec<String>,
 }
 
 impl Patch {
@@ -47,10 +45,10 @@ impl Patch {
     }
 }
 
-/// The author of a patch, exactly as the mail names them.
+/// The author of a patch, as the new commit carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Author {
-    /// Display name.
+    /// Display name (lossily decoded when the mail's bytes are not UTF-8).
     pub name: String,
     /// Email address.
     pub email: String,
@@ -58,18 +56,11 @@ pub struct Author {
     pub seconds: i64,
     /// The author's UTC offset, in minutes.
     pub offset_minutes: i32,
+    /// `Name <email>` exactly as the commit records it.
+    identity_bytes: Vec<u8>,
 }
 
 impl Author {
-    /// The git signature of this author.
-    pub fn signature(&self) -> Result<git2::Signature<'static>, git2::Error> {
-        git2::Signature::new(
-            &self.name,
-            &self.email,
-            &git2::Time::new(self.seconds, self.offset_minutes),
-        )
-    }
-
     /// `Name <email>`.
     pub fn identity(&self) -> String {
         format!("{} <{}>", self.name, self.email)
@@ -77,15 +68,23 @@ impl Author {
 
     /// The date as git prints it in raw form: `1783253529 +0200`.
     pub fn raw_date(&self) -> String {
-        let sign = if self.offset_minutes < 0 { '-' } else { '+' };
-        let minutes = self.offset_minutes.abs();
-        format!(
-            "{} {sign}{:02}{:02}",
-            self.seconds,
-            minutes / 60,
-            minutes % 60
-        )
+        raw_date(self.seconds, self.offset_minutes)
     }
+
+    /// The author line of a commit object: `Name <email> 1783253529 +0200`.
+    pub(crate) fn ident_line(&self) -> Vec<u8> {
+        let mut line = self.identity_bytes.clone();
+        line.push(b' ');
+        line.extend_from_slice(self.raw_date().as_bytes());
+        line
+    }
+}
+
+/// `1783253529 +0200`.
+pub(crate) fn raw_date(seconds: i64, offset_minutes: i32) -> String {
+    let sign = if offset_minutes < 0 { '-' } else { '+' };
+    let minutes = offset_minutes.abs();
+    format!("{seconds} {sign}{:02}{:02}", minutes / 60, minutes % 60)
 }
 
 /// Reads every patch in the mbox file at `path`.
@@ -103,29 +102,24 @@ pub fn parse_mbox(path: &Path, bytes: &[u8]) -> Result<Vec<Patch>, PatchError> {
         path: path.to_owned(),
         reason,
     };
-    let bytes = normalize_crlf_mail(bytes);
-    let messages = split_messages(&bytes);
-    if messages.is_empty() {
-        return Err(not_a_patch(
-            "it holds no mail message (no `From <commit> Mon Sep 17 00:00:00 2001` line and no headers)"
-                .to_owned(),
-        ));
-    }
+    let messages = split_messages(bytes).map_err(|reason| not_a_patch(reason.to_owned()))?;
     let count = messages.len();
     messages
         .into_iter()
         .enumerate()
-        .map(|(index, (original_id, message))| {
-            parse_message(message)
-                .map(|parsed| Patch {
+        .map(|(index, message)| {
+            read_message(message)
+                .map(|(original_id, author, message, diff)| Patch {
                     file: path.to_owned(),
                     position: (index + 1, count),
                     original_id,
-                    author: parsed.author,
-                    subject: parsed.subject,
-                    message: parsed.message,
-                    diff: parsed.diff.bytes,
-                    paths: parsed.diff.paths,
+                    author,
+                    subject: String::from_utf8_lossy(
+                        message.split(|&c| c == b'\n').next().unwrap_or_default(),
+                    )
+                    .into_owned(),
+                    message,
+                    diff,
                 })
                 .map_err(|reason| {
                     if count == 1 {
@@ -138,366 +132,186 @@ pub fn parse_mbox(path: &Path, bytes: &[u8]) -> Result<Vec<Patch>, PatchError> {
         .collect()
 }
 
-/// A mail saved with CRLF line ends throughout (headers included) was converted as a whole,
-/// not written that way by git: read it with plain newlines. A mail whose headers end in `\n`
-/// keeps every `\r` of its diff, which is what CRLF file contents look like.
-fn normalize_crlf_mail(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    let first_line_end = bytes.iter().position(|&byte| byte == b'\n');
-    match first_line_end {
-        Some(end) if end > 0 && bytes[end - 1] == b'\r' => {
-            std::borrow::Cow::Owned(crlf_to_lf(bytes))
+/// The messages of an mbox, split where `git mailsplit` splits: at every line that looks
+/// like an mbox `From ` line. A file that starts with mail headers instead is one message.
+fn split_messages(bytes: &[u8]) -> Result<Vec<&[u8]>, &'static str> {
+    let start = bytes
+        .iter()
+        .position(|&c| !is_space(c))
+        .ok_or("it is empty")?;
+    let bytes = &bytes[start..];
+    let first_line = bytes
+        .split_inclusive(|&c| c == b'\n')
+        .next()
+        .unwrap_or(bytes);
+    if !is_from_line(first_line) {
+        if !looks_like_header(first_line) {
+            return Err(
+                "it holds no mail message (no `From <commit> Mon Sep 17 00:00:00 2001` line and no headers)",
+            );
         }
-        _ => std::borrow::Cow::Borrowed(bytes),
+        return Ok(vec![bytes]);
     }
-}
-
-/// `bytes` with every CRLF pair turned into LF.
-fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for (index, &byte) in bytes.iter().enumerate() {
-        if byte == b'\r' && bytes.get(index + 1) == Some(&b'\n') {
-            continue;
-        }
-        out.push(byte);
-    }
-    out
-}
-
-/// The messages of an mbox, each with the commit id of its `From ` line. A file without a
-/// `From ` line that starts with headers is one message.
-fn split_messages(bytes: &[u8]) -> Vec<(Option<git2::Oid>, &[u8])> {
     let mut messages = Vec::new();
-    let mut current: Option<(Option<git2::Oid>, usize)> = None;
+    let mut start = 0;
     let mut offset = 0;
-    for line in bytes.split_inclusive(|&byte| byte == b'\n') {
-        if let Some(original_id) = separator(line) {
-            if let Some((id, start)) = current.take() {
-                messages.push((id, &bytes[start..offset]));
-            }
-            current = Some((original_id, offset + line.len()));
-        } else if offset == 0 && looks_like_header(line) {
-            current = Some((None, 0));
+    for line in bytes.split_inclusive(|&c| c == b'\n') {
+        if offset > 0 && is_from_line(line) {
+            messages.push(&bytes[start..offset]);
+            start = offset;
         }
         offset += line.len();
     }
-    if let Some((id, start)) = current {
-        messages.push((id, &bytes[start..]));
-    }
-    messages
+    messages.push(&bytes[start..]);
+    Ok(messages)
 }
 
-/// Whether `line` opens a message: `From <40 or 64 hex> ...` as git writes it, or a classic
-/// mbox `From sender Day Mon DD HH:MM:SS YYYY` line. Returns the commit id when it names one.
-fn separator(line: &[u8]) -> Option<Option<git2::Oid>> {
-    let line = std::str::from_utf8(line).ok()?.trim_end();
-    let rest = line.strip_prefix("From ")?;
-    let mut words = rest.split_whitespace();
-    let sender = words.next()?;
-    let words: Vec<&str> = words.collect();
-    if (sender.len() == 40 || sender.len() == 64)
-        && sender.bytes().all(|byte| byte.is_ascii_hexdigit())
-    {
-        return Some(git2::Oid::from_str(sender).ok());
+/// git mailsplit's test for an mbox separator: `From ` and, before the end, a time (`hh:mm`
+/// after a digit) followed by a year after 1990.
+fn is_from_line(line: &[u8]) -> bool {
+    if line.len() < 20 || !line.starts_with(b"From ") {
+        return false;
     }
-    // `From sender Mon Sep 17 00:00:00 2001`: a time of day and a year end the line.
-    let [.., time, year] = words.as_slice() else {
-        return None;
+    // git looks for the last colon before the final two bytes.
+    let Some(colon) = line[4..line.len() - 2]
+        .iter()
+        .rposition(|&c| c == b':')
+        .map(|at| at + 4)
+    else {
+        return false;
     };
-    let is_time = time.len() == 8 && time.bytes().filter(|&byte| byte == b':').count() == 2;
-    let is_year = year.len() == 4 && year.bytes().all(|byte| byte.is_ascii_digit());
-    (is_time && is_year).then_some(None)
+    let digit = |at: Option<usize>| {
+        at.and_then(|at| line.get(at))
+            .is_some_and(u8::is_ascii_digit)
+    };
+    if !(digit(colon.checked_sub(4))
+        && digit(colon.checked_sub(2))
+        && digit(colon.checked_sub(1))
+        && digit(Some(colon + 1))
+        && digit(Some(colon + 2)))
+    {
+        return false;
+    }
+    let year = &line[colon + 3..];
+    let digits: String = year
+        .iter()
+        .skip_while(|&&c| c == b' ' || c == b'\t')
+        .take_while(|c| c.is_ascii_digit())
+        .map(|&c| c as char)
+        .collect();
+    digits.parse::<u64>().is_ok_and(|year| year > 90)
 }
 
 fn looks_like_header(line: &[u8]) -> bool {
-    let Some(colon) = line.iter().position(|&byte| byte == b':') else {
+    let Some(colon) = line.iter().position(|&c| c == b':') else {
         return false;
     };
     colon > 0
         && line[..colon]
             .iter()
-            .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'-')
+            .all(|&c| (33..=126).contains(&c) && c != b':')
 }
 
-struct ParsedMessage {
-    author: Author,
-    subject: String,
-    message: String,
-    diff: super::diff_text::DiffText,
+/// The original commit, the author, the commit message and the patch text of one message.
+type Read = (Option<git2::Oid>, Author, Vec<u8>, Vec<u8>);
+
+fn read_message(message: &[u8]) -> Result<Read, String> {
+    let original_id = message
+        .strip_prefix(b"From ")
+        .and_then(|rest| rest.get(..40))
+        .and_then(|hex| std::str::from_utf8(hex).ok())
+        .and_then(|hex| git2::Oid::from_str(hex).ok());
+    let info =
+        mailinfo::read(message).map_err(|error| format!("could not parse the mail: {error}"))?;
+    if info.patch.is_empty() {
+        return Err("it carries no diff: the message has no `---` line or `diff --git` after it (git am: \"Patch is empty\")".to_owned());
+    }
+    let mut text = info.subject.clone();
+    text.extend_from_slice(b"\n\n");
+    text.extend_from_slice(&info.body);
+    let message = stripspace(&text);
+    if message.contains(&0) {
+        return Err("a NUL byte in the commit message is not allowed".to_owned());
+    }
+    let author = author(&info)?;
+    Ok((original_id, author, message, info.patch))
 }
 
-fn parse_message(bytes: &[u8]) -> Result<ParsedMessage, String> {
-    use mailparse::MailHeaderMap as _;
-
-    let mail = mailparse::parse_mail(bytes).map_err(|error| format!("unreadable mail: {error}"))?;
-    let headers = &mail.headers;
-    let mut from = headers.get_first_header("From");
-    let mut subject = headers.get_first_value("Subject");
-    let mut date = headers.get_first_value("Date");
-    if from.is_none() && subject.is_none() {
-        return Err("it has no `From:` or `Subject:` header".to_owned());
+/// The author as `git am` makes it (git's `fmt_ident`, strict).
+fn author(info: &mailinfo::MailInfo) -> Result<Author, String> {
+    let email = without_crud(&info.email);
+    if info.name.is_empty() {
+        return Err(format!(
+            "empty ident name (for <{}>) not allowed: the mail has no usable `From:`",
+            String::from_utf8_lossy(&email)
+        ));
     }
-
-    let mut body = Vec::new();
-    collect_text(&mail, &mut body)?;
-    let (message_part, diff) = split_body(&body)?;
-    let message_text = String::from_utf8_lossy(message_part);
-
-    // `git format-patch --from` moves the real author into the first lines of the body.
-    let (in_body, message_text) = in_body_headers(&message_text);
-    let in_body_from = in_body
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("From"))
-        .map(|(_, value)| format!("From: {value}\n").into_bytes());
-    let in_body_from = match &in_body_from {
-        Some(line) => Some(
-            mailparse::parse_header(line)
-                .map_err(|error| format!("unreadable in-body From: {error}"))?
-                .0,
-        ),
-        None => None,
-    };
-    if in_body_from.is_some() {
-        from = in_body_from.as_ref();
+    if info.name.iter().all(|&c| is_crud(c)) {
+        return Err(format!(
+            "name consists only of disallowed characters: {}",
+            String::from_utf8_lossy(&info.name)
+        ));
     }
-    for (name, value) in &in_body {
-        if name.eq_ignore_ascii_case("Subject") {
-            subject = Some(value.clone());
-        } else if name.eq_ignore_ascii_case("Date") {
-            date = Some(value.clone());
-        }
-    }
-
-    let from = from.ok_or("it has no `From:` header")?;
-    let date = date.ok_or("it has no `Date:` header")?;
-    let subject = clean_subject(&subject.ok_or("it has no `Subject:` header")?);
-    let (name, email) = parse_from(from)?;
-    let (seconds, offset_minutes) = parse_date(&date)?;
-    let message = stripspace(&format!("{subject}\n\n{message_text}"));
-    let subject = message.lines().next().unwrap_or_default().to_owned();
-    Ok(ParsedMessage {
-        author: Author {
-            name,
-            email,
-            seconds,
-            offset_minutes,
-        },
-        subject,
-        message,
-        diff: super::diff_text::prepare(strip_signature(diff)),
+    let name = without_crud(&info.name);
+    let date = info.date.as_deref().filter(|date| !date.is_empty()).ok_or(
+        "it has no `Date:` header (git would use the current time, which no rebuild can repeat)",
+    )?;
+    let date_text = String::from_utf8_lossy(date);
+    let (seconds, offset_minutes) =
+        super::date::parse(&date_text).map_err(|error| error.to_string())?;
+    let mut identity_bytes = name.clone();
+    identity_bytes.extend_from_slice(b" <");
+    identity_bytes.extend_from_slice(&email);
+    identity_bytes.push(b'>');
+    Ok(Author {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        email: String::from_utf8_lossy(&email).into_owned(),
+        seconds,
+        offset_minutes,
+        identity_bytes,
     })
 }
 
-/// The decoded text of a mail: its body, or the text parts of a multipart mail in order
-/// (`git format-patch --attach` puts the message in one part and the diff in another).
-fn collect_text(mail: &mailparse::ParsedMail<'_>, into: &mut Vec<u8>) -> Result<(), String> {
-    if mail.subparts.is_empty() {
-        let undecodable = |error: mailparse::MailParseError| format!("undecodable body: {error}");
-        match mail.get_body_encoded() {
-            // The decoder ends every line with CRLF; a carriage return that belongs to the
-            // content travels as `=0D` and is the one left after taking those back.
-            mailparse::body::Body::QuotedPrintable(body) => {
-                let decoded = body.get_decoded().map_err(undecodable)?;
-                into.extend_from_slice(&crlf_to_lf(&decoded));
-            }
-            _ => into.extend_from_slice(&mail.get_body_raw().map_err(undecodable)?),
-        }
-        return Ok(());
-    }
-    for part in &mail.subparts {
-        if part.ctype.mimetype.starts_with("text/") || part.ctype.mimetype.starts_with("multipart/")
-        {
-            if !into.is_empty() && !into.ends_with(b"\n") {
-                into.push(b'\n');
-            }
-            collect_text(part, into)?;
-        }
-    }
-    Ok(())
+/// The characters git trims from both ends of a name or address.
+fn is_crud(c: u8) -> bool {
+    c <= 32 || b",:;<>\"\\'".contains(&c)
 }
 
-/// Splits a body into the commit message and the diff. The diff starts at the first
-/// `diff --git` line; the message ends at the last `---` line before it (what follows that line
-/// is the diffstat and notes), or at the diff itself when there is no such line.
-fn split_body(body: &[u8]) -> Result<(&[u8], &[u8]), String> {
-    let mut offset = 0;
-    let mut separator = None;
-    for line in body.split_inclusive(|&byte| byte == b'\n') {
-        if line.starts_with(b"diff --git ") {
-            let message_end = separator.unwrap_or(offset);
-            return Ok((&body[..message_end], &body[offset..]));
-        }
-        let trimmed = line.trim_ascii_end();
-        if trimmed == b"---" {
-            separator = Some(offset);
-        }
-        offset += line.len();
-    }
-    Err("it carries no diff (no `diff --git` line)".to_owned())
-}
-
-/// Leading `Name: value` lines of a body followed by a blank line, and the rest of the body.
-fn in_body_headers(text: &str) -> (Vec<(String, String)>, &str) {
-    let trimmed = text.trim_start_matches('\n');
-    let mut headers = Vec::new();
-    let mut offset = 0;
-    for line in trimmed.split_inclusive('\n') {
-        let content = line.trim_end_matches('\n');
-        if content.is_empty() {
-            if headers.is_empty() {
-                break;
-            }
-            return (headers, &trimmed[offset + line.len()..]);
-        }
-        match content.split_once(':') {
-            Some((name, value))
-                if ["From", "Subject", "Date"]
-                    .iter()
-                    .any(|known| known.eq_ignore_ascii_case(name)) =>
-            {
-                headers.push((name.to_owned(), value.trim().to_owned()));
-            }
-            _ => break,
-        }
-        offset += line.len();
-    }
-    (Vec::new(), text)
-}
-
-/// The diff without the `-- ` line and the git version that format-patch appends. Only a
-/// trailer with no diff line after it is dropped, so a hunk that removes a line reading `- `
-/// (which also shows as `-- `) is left alone.
-fn strip_signature(diff: &[u8]) -> &[u8] {
-    let mut offset = 0;
-    let mut signature = None;
-    for line in diff.split_inclusive(|&byte| byte == b'\n') {
-        if line == b"-- \n" || line == b"-- " {
-            signature = Some(offset);
-        } else if signature.is_some()
-            && matches!(line.first(), Some(b' ' | b'+' | b'-' | b'@' | b'\\' | b'd'))
-        {
-            signature = None;
-        }
-        offset += line.len();
-    }
-    match signature {
-        Some(start) => &diff[..start],
-        None => diff,
-    }
-}
-
-/// The subject without `Re:` and without the bracketed tags format-patch adds
-/// (`[PATCH]`, `[PATCH v2 3/7]`, `[RFC PATCH 1/2]`); other brackets are part of the subject.
-fn clean_subject(subject: &str) -> String {
-    let mut rest = subject.trim();
-    loop {
-        if let Some(prefix) = rest.get(..3)
-            && prefix.eq_ignore_ascii_case("re:")
-        {
-            rest = rest[3..].trim_start();
-            continue;
-        }
-        if let Some(inner) = rest.strip_prefix('[')
-            && let Some(close) = inner.find(']')
-            && inner[..close].to_ascii_uppercase().contains("PATCH")
-        {
-            rest = inner[close + 1..].trim_start();
-            continue;
-        }
-        return rest.to_owned();
-    }
-}
-
-/// Name and address from a `From:` header, RFC 2047 words and quoted names decoded. Like
-/// `git mailinfo`, `Name <address>` is read leniently: git writes the in-body `From:` of
-/// `format-patch --from` unquoted, commas and all (`From: O'Brien, Séan <sean@...>`).
-fn parse_from(header: &mailparse::MailHeader<'_>) -> Result<(String, String), String> {
-    let value = header.get_value();
-    if let Some((name, rest)) = value.trim().rsplit_once('<')
-        && let Some(email) = rest.strip_suffix('>')
-        && !email.trim().is_empty()
-    {
-        let email = email.trim();
-        let name = unquote_display_name(name.trim());
-        let name = if name.is_empty() {
-            email.to_owned()
-        } else {
-            name
-        };
-        return Ok((name, email.to_owned()));
-    }
-    let addresses = mailparse::addrparse_header(header)
-        .map_err(|error| format!("unreadable `From: {value}`: {error}"))?;
-    match addresses.extract_single_info() {
-        Some(info) if !info.addr.is_empty() => {
-            let name = info
-                .display_name
-                .filter(|name| !name.trim().is_empty())
-                .unwrap_or_else(|| info.addr.clone());
-            Ok((name.trim().to_owned(), info.addr))
-        }
-        _ => Err(format!("`From: {value}` names no single author address")),
-    }
-}
-
-/// `"O'Brien, Sean"` without its quotes and backslash escapes; other names as they are.
-fn unquote_display_name(name: &str) -> String {
-    let Some(inner) = name
-        .strip_prefix('"')
-        .and_then(|rest| rest.strip_suffix('"'))
-    else {
-        return name.to_owned();
-    };
-    let mut out = String::with_capacity(inner.len());
-    let mut characters = inner.chars();
-    while let Some(character) = characters.next() {
-        match character {
-            '\\' => out.extend(characters.next()),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// Seconds since the epoch and the UTC offset in minutes. mailparse's `dateparse` gives the
-/// instant only, so the offset is read from the header's last word.
-fn parse_date(value: &str) -> Result<(i64, i32), String> {
-    let seconds = mailparse::dateparse(value)
-        .map_err(|error| format!("unreadable `Date: {value}`: {error}"))?;
-    let zone = value
-        .split_whitespace()
-        .rfind(|word| !word.starts_with('('))
-        .unwrap_or_default();
-    let offset_minutes = match zone.as_bytes() {
-        [sign @ (b'+' | b'-'), digits @ ..]
-            if digits.len() == 4 && digits.iter().all(u8::is_ascii_digit) =>
-        {
-            let hours: i32 = zone[1..3].parse().expect("two digits");
-            let minutes: i32 = zone[3..5].parse().expect("two digits");
-            let total = hours * 60 + minutes;
-            if *sign == b'-' { -total } else { total }
-        }
-        _ => 0,
-    };
-    Ok((seconds, offset_minutes))
+/// `text` without crud at either end, and without newlines and angle brackets inside.
+pub(crate) fn without_crud(text: &[u8]) -> Vec<u8> {
+    let start = text.iter().position(|&c| !is_crud(c)).unwrap_or(text.len());
+    let end = text
+        .iter()
+        .rposition(|&c| !is_crud(c))
+        .map_or(start, |at| at + 1);
+    text[start..end.max(start)]
+        .iter()
+        .copied()
+        .filter(|c| !b"\n<>".contains(c))
+        .collect()
 }
 
 /// What `git stripspace` does to a message: trailing whitespace off every line, runs of blank
-/// lines made one, no blank lines at either end, a final newline.
-pub(crate) fn stripspace(text: &str) -> String {
-    let mut out = String::new();
+/// lines made one, no blank lines at either end, a final newline. Whitespace is git's: space,
+/// tab, carriage return and newline, nothing else.
+pub(crate) fn stripspace(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
     let mut blank_pending = false;
-    for line in text.lines() {
-        let line = line.trim_end();
-        if line.is_empty() {
-            blank_pending = !out.is_empty();
+    for line in text.split_inclusive(|&c| c == b'\n') {
+        let end = line
+            .iter()
+            .rposition(|&c| !is_space(c))
+            .map_or(0, |at| at + 1);
+        if end == 0 {
+            blank_pending = true;
             continue;
         }
-        if blank_pending {
-            out.push('\n');
-            blank_pending = false;
+        if blank_pending && !out.is_empty() {
+            out.push(b'\n');
         }
-        out.push_str(line);
-        out.push('\n');
+        blank_pending = false;
+        out.extend_from_slice(&line[..end]);
+        out.push(b'\n');
     }
     out
 }
@@ -520,7 +334,7 @@ mod tests {
              Date: Fri, 2 Jan 2026 03:04:05 +0530\n\
              Subject: [PATCH v2 1/7] a very long subject line that goes on and\n on to the end\n\
              \n\
-             body line\n--- not a separator\n\nSigned-off-by: A <a@example.org>\n---\n f | 1 +\n\n{DIFF}-- \n2.47.3\n\n"
+             body line\n---not a separator\n\nSigned-off-by: A <a@example.org>\n---\n f | 1 +\n\n{DIFF}-- \n2.47.3\n\n"
         );
         let patches = parse(&mail);
         assert_eq!(patches.len(), 1);
@@ -530,11 +344,10 @@ mod tests {
         assert_eq!(patch.author.offset_minutes, 330);
         assert_eq!(patch.author.raw_date(), "1767303245 +0530");
         assert_eq!(
-            patch.message,
-            "a very long subject line that goes on and on to the end\n\nbody line\n--- not a separator\n\nSigned-off-by: A <a@example.org>\n"
+            String::from_utf8(patch.message.clone()).unwrap(),
+            "a very long subject line that goes on and on to the end\n\nbody line\n---not a separator\n\nSigned-off-by: A <a@example.org>\n"
         );
-        assert_eq!(patch.diff, DIFF.as_bytes());
-        assert_eq!(patch.paths, ["f"]);
+        assert!(patch.diff.starts_with(b"---\n f | 1 +\n\ndiff --git"));
         assert_eq!(
             patch.original_id.map(|id| id.to_string()).as_deref(),
             Some("edc5cc6aef849490a1c035ef47cbcbfc86834a61")
@@ -542,24 +355,38 @@ mod tests {
     }
 
     #[test]
-    fn keeps_carriage_returns_of_a_quoted_printable_body() {
-        let mail = "From: A <a@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\nSubject: [PATCH] crlf\nContent-Transfer-Encoding: quoted-printable\n\n---\ndiff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a=0D\n+b=0D\n";
-        let patch = &parse(mail)[0];
+    fn splits_an_mbox_at_its_from_lines() {
+        let one = format!(
+            "From 0000000000000000000000000000000000000001 Mon Sep 17 00:00:00 2001\nFrom: A <a@b>\nDate: Fri, 2 Jan 2026 03:04:05 +0000\nSubject: one\n\n---\n{DIFF}"
+        );
+        let two = one.replace("one", "two");
+        let patches = parse(&format!("{one}\n{two}"));
+        assert_eq!(patches.len(), 2);
+        assert_eq!(patches[1].subject, "two");
+    }
+
+    #[test]
+    fn trailing_non_ascii_spaces_stay_in_the_message() {
+        let mail = format!(
+            "From: A <a@b>\nDate: Fri, 2 Jan 2026 03:04:05 +0000\nSubject: x\n\nends with nbsp\u{a0}\n---\n{DIFF}"
+        );
         assert_eq!(
-            String::from_utf8(patch.diff.clone()).unwrap(),
-            "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\r\n+b\r\n"
+            parse(&mail)[0].message,
+            "x\n\nends with nbsp\u{a0}\n".as_bytes()
         );
     }
 
     #[test]
-    fn keeps_brackets_that_are_not_patch_tags() {
-        assert_eq!(clean_subject("[RFC PATCH 2/3] [docs] fix"), "[docs] fix");
-        assert_eq!(clean_subject("Re: [PATCH] x"), "x");
-    }
-
-    #[test]
-    fn refuses_text_without_a_diff() {
-        let error = parse_mbox(Path::new("notes.txt"), b"hello\nworld\n").unwrap_err();
-        assert!(error.to_string().contains("notes.txt"), "{error}");
+    fn refuses_what_git_am_refuses() {
+        for mail in [
+            format!("From: A <a@b>\nDate: yesterday\nSubject: x\n\n---\n{DIFF}"),
+            format!("Subject: x\nDate: Fri, 2 Jan 2026 03:04:05 +0000\n\n---\n{DIFF}"),
+            "hello\nworld\n".to_owned(),
+        ] {
+            assert!(
+                parse_mbox(Path::new("x.patch"), mail.as_bytes()).is_err(),
+                "{mail}"
+            );
+        }
     }
 }

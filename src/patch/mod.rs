@@ -1,22 +1,30 @@
-//! Stage: `git format-patch` mail in, commits out (author kept), all or nothing.
+//! Stage: `git format-patch` mail in, commits out (author kept), all or nothing, each exactly
+//! as `git am --keep-cr` would make it.
 //!
 //! 1. `Series::read` takes mbox files (or folders of them, in name order) and reads each
-//!    message into a `Patch`: author name, email, time and offset, the commit message, the diff.
+//!    message into a `Patch` the way `git mailsplit` and `git mailinfo` do (`mail`,
+//!    `mailinfo`, `date`): author, date, commit message, and the patch text.
 //! 2. `apply(&Series, &Repository, Mode) -> Applied` replays them onto the repository's `HEAD`
-//!    in memory (objects go to an in-memory store, trees come from `apply_to_tree` on the files
-//!    each diff names), one commit per patch with the mail's author. A patch whose change is already there is skipped. Only
-//!    when every patch has gone through are the objects written, the worktree checked out and
-//!    the branch moved; a conflict leaves the repository exactly as it was.
+//!    in memory: each patch text is read as `git apply` reads it (`diff`, `binary`), applied
+//!    to the tree with git's checks and hunk placement (`engine`, `image`), and committed with
+//!    the mail's author. A patch that does not apply is `already applied` only when its
+//!    reverse applies or the branch carries it (`patch_id`). Only when every patch has gone
+//!    through are the objects written, the worktree checked out and the branch moved; a
+//!    conflict leaves the repository exactly as it was.
 //! 3. `patched_tree(&Target, &Series, Mode) -> Patched` does the same onto a scratch repository
 //!    made from a recipe folder, a git revision fetched into forge's cache, or a local
 //!    repository's HEAD, and hands back the scratch repository and the patched tree for the
 //!    build; the user's own files are never touched.
 
 mod apply;
-mod diff_text;
+mod binary;
+mod date;
+mod diff;
+mod engine;
+mod image;
 mod mail;
-mod reverse;
-mod slice;
+mod mailinfo;
+mod patch_id;
 mod target;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +32,14 @@ use std::path::{Path, PathBuf};
 pub use apply::{Applied, Mode, Outcome, PatchResult, apply};
 pub use mail::{Author, Patch};
 pub use target::{Patched, Target, patched_tree, scratch_from_folder};
+
+/// How many files a patch text changes, read as `git apply` reads it; the reason when git
+/// would not read it.
+pub fn count_files(text: &[u8]) -> Result<usize, String> {
+    diff::parse(text)
+        .map(|files| files.len())
+        .map_err(|error| error.to_string())
+}
 
 /// A patch series: patches in the order they apply.
 #[derive(Debug, Clone, Default)]
@@ -101,13 +117,15 @@ pub enum PatchError {
         /// The folder.
         path: PathBuf,
     },
-    /// A patch's diff could not be read by libgit2.
-    #[error("{patch}: unreadable diff: {}", source.message())]
-    Diff {
+    /// A patch's diff is not one git would read.
+    #[error("{patch}: corrupt patch at line {line} of its diff: {reason}")]
+    Corrupt {
         /// The patch.
         patch: String,
-        /// libgit2's complaint.
-        source: git2::Error,
+        /// The line of the patch text (from the mail's patch break on).
+        line: usize,
+        /// What is wrong there.
+        reason: String,
     },
     /// A patch names a path outside the repository or inside `.git`.
     #[error("{patch}: refusing to write `{path}`: {reason}")]
@@ -117,7 +135,19 @@ pub enum PatchError {
         /// The path it names.
         path: String,
         /// Why that path is refused.
-        reason: &'static str,
+        reason: String,
+    },
+    /// The result for a file differs from the blob the patch's `index` line names.
+    #[error(
+        "{patch}: {file}: {detail}; the patch text is damaged or was edited by hand (or forge misapplied it), so nothing was written"
+    )]
+    SelfCheck {
+        /// The patch.
+        patch: String,
+        /// The file.
+        file: String,
+        /// The blob ids involved.
+        detail: String,
     },
     /// A patch does not apply.
     #[error("{patch} does not apply: {file}: {hunk}")]
@@ -188,7 +218,8 @@ impl PatchError {
             PatchError::Read { .. } => "check the path; series paths are files or folders of `git format-patch` output".to_owned(),
             PatchError::NotAPatch { .. } => "pass files made by `git format-patch` (mbox: a `From <commit> ...` line, `From:`, `Date:`, `Subject:` headers, then the message and a `diff --git`)".to_owned(),
             PatchError::EmptySeries { .. } => "put the `git format-patch` files of the series in that folder, or point pins.toml at another".to_owned(),
-            PatchError::Diff { .. } => "regenerate the patch with `git format-patch --binary`; hand edits often break hunk line counts".to_owned(),
+            PatchError::Corrupt { .. } => "regenerate the patch with `git format-patch`; hand edits often break hunk line counts".to_owned(),
+            PatchError::SelfCheck { .. } => "make the patch again with `git format-patch`; if it was edited on purpose, delete its `index` lines (the check needs them); if the patch is intact, it is forge's bug: please report it with the patch".to_owned(),
             PatchError::UnsafePath { .. } => "a patch may only touch files inside the repository; nothing was applied".to_owned(),
             PatchError::Conflict { .. } => "nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again".to_owned(),
             PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),

@@ -12,6 +12,7 @@ mod host_image;
 mod image_guard;
 mod index_server;
 mod patch;
+mod patch_differential;
 mod pin_bump;
 mod pins;
 mod registry_server;
