@@ -250,9 +250,10 @@ pub fn apply(series: &Series, repository: &Repository, mode: Mode) -> Result<App
     Ok(applied)
 }
 
-/// Copies the objects the replay made (commits, and the trees and blobs they added) from the
-/// in-memory store to the repository's own, as loose objects. Writing them this way costs less
-/// than the delta search of a pack, and a later `git gc` packs them as usual.
+/// Writes the objects the replay made (commits, and the trees and blobs they added) from the
+/// in-memory store to the repository's own, as one pack without deltas: two files however
+/// long the series, where loose objects would be a file each, and libgit2's indexer hashes
+/// every object again (with SHA-1 collision detection) before the pack is kept.
 fn persist(repository: &Repository, applied: &Applied) -> Result<(), PatchError> {
     let failed = PatchError::git("cannot write the new commits");
     let memory = repository
@@ -264,46 +265,105 @@ fn persist(repository: &Repository, applied: &Applied) -> Result<(), PatchError>
     let disk = on_disk
         .odb()
         .map_err(PatchError::git("cannot write the new commits"))?;
-    let copy = |id: Oid| -> Result<(), git2::Error> {
-        let object = memory.read(id)?;
-        disk.write(object.kind(), object.data())?;
-        Ok(())
-    };
-    let mut copied = Result::<(), git2::Error>::Ok(());
+    let mut objects = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for result in &applied.patches {
         let Outcome::Applied { new_id } = result.outcome else {
             continue;
         };
-        copied = repository
+        let commit = repository
             .find_commit(new_id)
-            .and_then(|commit| copy_tree(repository, &disk, commit.tree_id(), &copy))
-            .and_then(|()| copy(new_id));
-        if copied.is_err() {
-            break;
+            .map_err(PatchError::git("cannot write the new commits"))?;
+        new_objects(repository, &disk, commit.tree_id(), &mut seen, &mut objects)
+            .map_err(PatchError::git("cannot write the new commits"))?;
+        if seen.insert(new_id) {
+            objects.push(new_id);
         }
     }
-    copied.map_err(failed)
+    write_pack(&memory, &disk, &objects).map_err(failed)
 }
 
-/// Copies tree `id` and what it holds that `disk` lacks, children first.
-fn copy_tree(
+/// Tree `id` and what it holds that `disk` lacks, children first.
+fn new_objects(
     repository: &Repository,
     disk: &git2::Odb<'_>,
     id: Oid,
-    copy: &dyn Fn(Oid) -> Result<(), git2::Error>,
+    seen: &mut std::collections::HashSet<Oid>,
+    objects: &mut Vec<Oid>,
 ) -> Result<(), git2::Error> {
-    if disk.exists(id) {
+    if seen.contains(&id) || disk.exists(id) {
         return Ok(());
     }
+    seen.insert(id);
     let tree = repository.find_tree(id)?;
     for entry in tree.iter() {
         match entry.kind() {
-            Some(git2::ObjectType::Tree) => copy_tree(repository, disk, entry.id(), copy)?,
-            Some(git2::ObjectType::Blob) if !disk.exists(entry.id()) => copy(entry.id())?,
+            Some(ObjectType::Tree) => new_objects(repository, disk, entry.id(), seen, objects)?,
+            Some(ObjectType::Blob) if !seen.contains(&entry.id()) && !disk.exists(entry.id()) => {
+                seen.insert(entry.id());
+                objects.push(entry.id());
+            }
             _ => {}
         }
     }
-    copy(id)
+    objects.push(id);
+    Ok(())
+}
+
+/// `objects`, read from `memory`, written into `disk` as one pack of whole (undeltified)
+/// objects.
+fn write_pack(
+    memory: &git2::Odb<'_>,
+    disk: &git2::Odb<'_>,
+    objects: &[Oid],
+) -> Result<(), git2::Error> {
+    use sha1::Digest as _;
+    use std::io::Write as _;
+    if objects.is_empty() {
+        return Ok(());
+    }
+    let io =
+        |error: std::io::Error| git2::Error::from_str(&format!("cannot write the pack: {error}"));
+    let mut writer = disk.packwriter()?;
+    let mut checksum = sha1::Sha1::new();
+    let mut emit =
+        |bytes: &[u8], writer: &mut git2::OdbPackwriter<'_>| -> Result<(), git2::Error> {
+            checksum.update(bytes);
+            writer.write_all(bytes).map_err(io)
+        };
+    let mut header = b"PACK".to_vec();
+    header.extend_from_slice(&2u32.to_be_bytes());
+    header.extend_from_slice(
+        &u32::try_from(objects.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes(),
+    );
+    emit(&header, &mut writer)?;
+    for &id in objects {
+        let object = memory.read(id)?;
+        let kind: u8 = match object.kind() {
+            ObjectType::Commit => 1,
+            ObjectType::Tree => 2,
+            ObjectType::Blob => 3,
+            _ => 4,
+        };
+        let data = object.data();
+        let mut size = data.len();
+        let mut entry = vec![(kind << 4) | (size & 0x0f) as u8];
+        size >>= 4;
+        while size > 0 {
+            *entry.last_mut().expect("one byte") |= 0x80;
+            entry.push((size & 0x7f) as u8);
+            size >>= 7;
+        }
+        let mut encoder = flate2::write::ZlibEncoder::new(entry, flate2::Compression::fast());
+        encoder.write_all(data).map_err(io)?;
+        emit(&encoder.finish().map_err(io)?, &mut writer)?;
+    }
+    let trailer = checksum.finalize();
+    writer.write_all(&trailer).map_err(io)?;
+    writer.commit()?;
+    Ok(())
 }
 
 /// Checks out the new tree and moves the branch (or a detached HEAD) to the new head. If the

@@ -18,8 +18,6 @@ pub struct Image {
 #[derive(Debug, Clone, Copy)]
 struct Line {
     start: usize,
-    /// git's line hash, a quick filter before the bytes are compared.
-    hash: u32,
     patched: bool,
 }
 
@@ -36,21 +34,33 @@ fn hash(line: &[u8]) -> u32 {
 impl Image {
     /// The file `bytes`, split after every newline.
     pub fn new(bytes: Vec<u8>) -> Image {
-        let mut lines = Vec::new();
-        let mut start = 0;
-        while start < bytes.len() {
-            let length = bytes[start..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(bytes.len() - start, |end| end + 1);
+        let mut lines = Vec::with_capacity(bytes.len() / 32);
+        if !bytes.is_empty() {
             lines.push(Line {
-                start,
-                hash: hash(&bytes[start..start + length]),
+                start: 0,
                 patched: false,
             });
-            start += length;
         }
+        lines.extend(
+            memchr::memchr_iter(b'\n', &bytes)
+                .map(|end| end + 1)
+                .filter(|&start| start < bytes.len())
+                .map(|start| Line {
+                    start,
+                    patched: false,
+                }),
+        );
         Image { bytes, lines }
+    }
+
+    /// The bytes of line `index`.
+    fn line(&self, index: usize) -> &[u8] {
+        let start = self.lines[index].start;
+        let end = self
+            .lines
+            .get(index + 1)
+            .map_or(self.bytes.len(), |next| next.start);
+        &self.bytes[start..end]
     }
 
     /// The content.
@@ -135,8 +145,7 @@ impl Image {
             return false;
         }
         let hashes_agree = before.iter().enumerate().all(|(offset, wanted)| {
-            let line = self.lines[at + offset];
-            !line.patched && line.hash == hash(wanted)
+            !self.lines[at + offset].patched && hash(self.line(at + offset)) == hash(wanted)
         });
         if !hashes_agree {
             return false;
@@ -185,7 +194,6 @@ impl Image {
         for line in after {
             lines.push(Line {
                 start: position,
-                hash: hash(line),
                 patched: true,
             });
             position += line.len();

@@ -636,6 +636,63 @@ fn sigint_during_a_patch_series_leaves_the_repository_as_it_was() {
     }
 }
 
+/// Ctrl-C stops `patch apply` even when forge was started from a script that ignores SIGINT
+/// (a non-interactive shell does so for `command &`), before anything is written.
+#[test]
+fn sigint_stops_a_patch_apply_started_with_sigint_ignored() {
+    let bench = TestContext::empty();
+    let (target, _) = repository_with_series(bench.path(), 1);
+    let before = repository_state(&target);
+    // One patch big enough that applying it takes a while: a file of two million lines.
+    let mut mail = String::from(
+        "From 0000000000000000000000000000000000000001 Mon Sep 17 00:00:00 2001\n\
+         From: Big Patch <big@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+         Subject: [PATCH] a big file\n\n---\n\
+         diff --git a/big b/big\nnew file mode 100644\nindex 0000000..1111111\n\
+         --- /dev/null\n+++ b/big\n@@ -0,0 +1,2000000 @@\n",
+    );
+    for line in 0..2_000_000 {
+        mail.push_str(&format!("+line {line} of a big file\n"));
+    }
+    let series = bench.path().join("big.patch");
+    std::fs::write(&series, mail).unwrap();
+    let script = format!(
+        "trap '' INT; exec '{}' -C '{}' patch apply --onto '{}' '{}'",
+        env!("CARGO_BIN_EXE_forge"),
+        bench.path().display(),
+        target.display(),
+        series.display()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &script])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sh starts");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let started = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains("Applying 1 patch"));
+    assert!(started, "forge never started applying");
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "forge went on after SIGINT: {status:?}\n{}",
+        rest.join("\n")
+    );
+    assert_eq!(repository_state(&target), before, "the repository changed");
+}
+
 /// A signal while the patched tree is being written out (one patch touching thousands of
 /// files, so that writing them takes most of the run): the apply is all or nothing.
 #[test]

@@ -1516,8 +1516,25 @@ fn a_truncated_patch_is_refused() {
     edited.extend_from_slice(b"one\ntwo\nthree\n");
     let after = state(&[("f", REGULAR, &edited)]);
     let mail = String::from_utf8(mail_for(&before, &after, &ada(), "three more")).unwrap();
+    // Cut after a whole line, and in the middle of one.
     let cut = mail.find("+two").expect("the hunk");
-    assert_both_refuse(&case("truncated", mail[..cut].as_bytes().to_vec(), &before));
+    assert_both_refuse(&case(
+        "truncated at a line",
+        mail[..cut].as_bytes().to_vec(),
+        &before,
+    ));
+    assert_both_refuse(&case(
+        "truncated in a line",
+        mail[..cut + 2].as_bytes().to_vec(),
+        &before,
+    ));
+    // The last line without its newline: the hunk is complete but for one byte.
+    let end = mail.find("+three").expect("the last line") + "+three".len();
+    assert_both_refuse(&case(
+        "truncated at the last newline",
+        mail[..end].as_bytes().to_vec(),
+        &before,
+    ));
 }
 
 /// A folder replaced by a file of the same name (format-patch lists the new file first).
