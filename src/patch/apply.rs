@@ -280,7 +280,11 @@ fn persist(repository: &Repository, applied: &Applied) -> Result<(), PatchError>
             objects.push(new_id);
         }
     }
-    write_pack(&memory, &disk, &objects).map_err(failed)
+    write_pack(&memory, &disk, &objects).map_err(failed)?;
+    // The handle that moves the branch must see the new pack.
+    memory
+        .refresh()
+        .map_err(PatchError::git("cannot read the new commits back"))
 }
 
 /// Tree `id` and what it holds that `disk` lacks, children first.

@@ -193,6 +193,7 @@ fn scratch_repository() -> Result<(tempfile::TempDir, Repository), PatchError> {
         })?;
     let root = scratch.path();
     let written = std::fs::create_dir_all(root.join("objects/info"))
+        .and_then(|()| std::fs::create_dir_all(root.join("objects/pack")))
         .and_then(|()| std::fs::create_dir_all(root.join("refs/heads")))
         .and_then(|()| std::fs::write(root.join("HEAD"), "ref: refs/heads/main\n"))
         .and_then(|()| std::fs::write(root.join("config"), scratch_config()));

@@ -1118,7 +1118,7 @@ fn other_format_patch_shapes_make_the_commits_git_am_makes() {
             out.to_str().unwrap(),
         ]);
         assert_eq!(run.code, 0, "{label}: {}", run.stderr);
-        assert_same_as_git_am(&bench, &base, &[out.clone()]);
+        assert_same_as_git_am(&bench, &base, std::slice::from_ref(&out));
     }
 }
 

@@ -534,7 +534,10 @@ fn state(files: &[(&str, u32, &[u8])]) -> State {
         .collect()
 }
 
-fn with(base: &State, changes: &[(&str, Option<(u32, &[u8])>)]) -> State {
+/// A change to one path: what goes there (mode and content), or `None` to remove it.
+type Change<'a> = (&'a str, Option<(u32, &'a [u8])>);
+
+fn with(base: &State, changes: &[Change<'_>]) -> State {
     let mut state = base.clone();
     for (path, change) in changes {
         match change {
@@ -610,10 +613,10 @@ fn random_path(rng: &mut Rng) -> String {
     let depth = rng.below(3);
     let mut path = String::new();
     for _ in 0..depth {
-        path.push_str(*rng.pick(&folders));
+        path.push_str(rng.pick::<&str>(&folders));
         path.push('/');
     }
-    path.push_str(*rng.pick(&names));
+    path.push_str(rng.pick::<&str>(&names));
     if rng.chance(30) {
         path.push_str(&rng.below(100).to_string());
     }
@@ -1090,6 +1093,7 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
 }
 
 #[test]
+#[allow(clippy::print_stderr)]
 fn generated_histories_make_the_commits_git_am_makes() {
     let seed = env_number("FORGE_DIFFERENTIAL_SEED", 11);
     let count = env_number("FORGE_DIFFERENTIAL_COMMITS", 800) as usize;
@@ -1135,6 +1139,7 @@ fn generated_histories_make_the_commits_git_am_makes() {
 
 /// Real histories, when named: `FORGE_HISTORY=GITDIR:BASE:TIP[,GITDIR:BASE:TIP...]`.
 #[test]
+#[allow(clippy::print_stderr)]
 fn named_real_histories_make_the_commits_git_am_makes() {
     let Ok(list) = std::env::var("FORGE_HISTORY") else {
         return;
@@ -1520,19 +1525,19 @@ fn a_truncated_patch_is_refused() {
     let cut = mail.find("+two").expect("the hunk");
     assert_both_refuse(&case(
         "truncated at a line",
-        mail[..cut].as_bytes().to_vec(),
+        mail.as_bytes()[..cut].to_vec(),
         &before,
     ));
     assert_both_refuse(&case(
         "truncated in a line",
-        mail[..cut + 2].as_bytes().to_vec(),
+        mail.as_bytes()[..cut + 2].to_vec(),
         &before,
     ));
     // The last line without its newline: the hunk is complete but for one byte.
     let end = mail.find("+three").expect("the last line") + "+three".len();
     assert_both_refuse(&case(
         "truncated at the last newline",
-        mail[..end].as_bytes().to_vec(),
+        mail.as_bytes()[..end].to_vec(),
         &before,
     ));
 }
