@@ -1096,7 +1096,7 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
 #[allow(clippy::print_stderr)]
 fn generated_histories_make_the_commits_git_am_makes() {
     let seed = env_number("FORGE_DIFFERENTIAL_SEED", 11);
-    let count = env_number("FORGE_DIFFERENTIAL_COMMITS", 800) as usize;
+    let count = env_number("FORGE_DIFFERENTIAL_COMMITS", 1000) as usize;
     let work = scratch();
     let origin = work.path().join("origin");
     let repository = Repository::init(&origin).unwrap();
@@ -1344,7 +1344,7 @@ fn replace_header(mail: &[u8], name: &str, value: &str) -> Vec<u8> {
 #[test]
 fn generated_cases_get_git_ams_verdict() {
     let seed = env_number("FORGE_DIFFERENTIAL_SEED", 11);
-    let count = env_number("FORGE_DIFFERENTIAL_CASES", 700) as usize;
+    let count = env_number("FORGE_DIFFERENTIAL_CASES", 1000) as usize;
     let mut rng = Rng(seed ^ 0x5eed);
     let mut cases = Vec::with_capacity(count);
     for index in 0..count {
