@@ -755,56 +755,22 @@ fn cleanup_subject(subject: &mut Vec<u8>) {
 }
 
 /// Quotes and backslashes taken out of a `From:` value; comments keep their parentheses.
+/// Inside quotes or a comment a backslash takes the next character as it is.
 fn unquote_quoted_pairs(value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len());
-    let mut at = 0;
-    while at < value.len() && value[at] != 0 {
-        let c = value[at];
-        at += 1;
+    let (mut quoted, mut depth) = (false, 0usize);
+    let mut bytes = value.iter().copied().take_while(|&c| c != 0);
+    while let Some(c) = bytes.next() {
         match c {
-            b'"' => {
-                while at < value.len() && value[at] != 0 {
-                    let c = value[at];
-                    at += 1;
-                    match c {
-                        b'\\' => {
-                            if let Some(&next) = value.get(at) {
-                                out.push(next);
-                                at += 1;
-                            }
-                        }
-                        b'"' => break,
-                        _ => out.push(c),
-                    }
-                }
+            b'\\' if quoted || depth > 0 => out.extend(bytes.next()),
+            b'"' if depth == 0 => quoted = !quoted,
+            b'(' if !quoted => {
+                out.push(c);
+                depth += 1;
             }
-            b'(' => {
-                out.push(b'(');
-                let mut depth = 1;
-                while at < value.len() && value[at] != 0 {
-                    let c = value[at];
-                    at += 1;
-                    match c {
-                        b'\\' => {
-                            if let Some(&next) = value.get(at) {
-                                out.push(next);
-                                at += 1;
-                            }
-                        }
-                        b'(' => {
-                            out.push(b'(');
-                            depth += 1;
-                        }
-                        b')' => {
-                            out.push(b')');
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => out.push(c),
-                    }
-                }
+            b')' if depth > 0 => {
+                out.push(c);
+                depth -= 1;
             }
             _ => out.push(c),
         }
@@ -871,6 +837,14 @@ mod tests {
 
     fn info(text: &str) -> MailInfo {
         read(text.as_bytes()).expect("reads")
+    }
+
+    #[test]
+    fn quotes_and_comments_unquote_as_git_unquotes_them() {
+        assert_eq!(
+            unquote_quoted_pairs(br#""O'Brien, \"Sean\"" (the \(first\) one) \x"#),
+            br#"O'Brien, "Sean" (the (first) one) \x"#
+        );
     }
 
     #[test]

@@ -417,25 +417,28 @@ fn compare(case: &Case, work: &Path) -> Result<Verdict, String> {
     ))
 }
 
-/// Whether some file of `commit` is not the blob the mail's `index` line names for it.
+/// Whether the mail's `index` lines name a result that `commit` (git's) does not hold: a blob
+/// named after `..` that no file of the commit is.
 fn breaks_index_line(folder: &Path, commit: Oid, mail: &[u8]) -> bool {
     let repository = Repository::open(folder).unwrap();
     let tree = repository.find_commit(commit).unwrap().tree().unwrap();
-    let text = String::from_utf8_lossy(mail);
-    let mut path: Option<String> = None;
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git a/") {
-            path = rest.rsplit_once(" b/").map(|(_, new)| new.to_owned());
-        } else if let Some(rest) = line.strip_prefix("index ")
-            && let Some((_, after)) = rest.split(' ').next().unwrap_or_default().split_once("..")
-            && let Some(path) = &path
-            && let Ok(entry) = tree.get_path(Path::new(path))
-            && !entry.id().to_string().starts_with(after)
-        {
-            return true;
-        }
-    }
-    false
+    let mut blobs = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        blobs.push(entry.id().to_string());
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+    String::from_utf8_lossy(mail)
+        .lines()
+        .filter_map(|line| line.strip_prefix("index "))
+        .filter_map(|rest| {
+            rest.split(' ')
+                .next()?
+                .split_once("..")
+                .map(|(_, after)| after.to_owned())
+        })
+        .filter(|after| !after.bytes().all(|c| c == b'0'))
+        .any(|after| !blobs.iter().any(|blob| blob.starts_with(&after)))
 }
 
 /// Judges `case` in a fresh folder and panics with the disagreement, if any; returns what git
