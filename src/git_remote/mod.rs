@@ -127,9 +127,8 @@ impl Git2Remote {
     }
 
     fn cache(&self, url: &Url) -> Result<git2::Repository, GitRemoteError> {
-        let key = hex::encode(Sha256::digest(url.as_str().as_bytes()));
         // The folder the patch stage fetches into too: a bump that checks a series reuses it.
-        let path = cache_root().join("git").join(&key[..16]);
+        let path = cache_folder(url.as_str());
         let cache_error = |error: git2::Error| GitRemoteError::Cache {
             path: path.clone(),
             message: error.message().to_owned(),
@@ -162,6 +161,12 @@ pub fn anonymous_remote<'r>(
 ) -> Result<git2::Remote<'r>, git2::Error> {
     http::register();
     repository.remote_anonymous(url)
+}
+
+/// The cache repository of the git remote `url`: `cache_root()/git/<16 hex of its sha256>`.
+pub fn cache_folder(url: &str) -> PathBuf {
+    let key = hex::encode(Sha256::digest(url.as_bytes()));
+    cache_root().join("git").join(&key[..16])
 }
 
 /// `$XDG_CACHE_HOME/forge`, else `~/.cache/forge`, else a folder in the temporary directory.

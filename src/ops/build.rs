@@ -361,14 +361,14 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
             },
         };
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
-        let count = patched.applied.count("applied");
+        let count = patched.applied.count(patch::Status::Applied);
         printer.status(
             "Patched",
             format_args!(
                 "{} onto {} ({count} applied, {} already there)",
                 entry.series,
                 target,
-                patched.applied.count("already applied")
+                patched.applied.count(patch::Status::AlreadyApplied)
             ),
         );
         for result in &patched.applied.patches {

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
-use crate::patch::{self, Applied, Mode, Outcome, Series, Target};
+use crate::patch::{self, Applied, Mode, Outcome, Series, Status, Target};
 use crate::pins::Onto;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -152,15 +152,15 @@ pub fn patch(
             )
         })?;
         report(printer, &applied);
-        let conflicts = applied.count("conflicts");
+        let conflicts = applied.count(Status::Conflicts);
         match options.mode {
             Mode::Write => printer.status(
                 "Patched",
                 format_args!(
                     "{}: {} applied, {} already applied; head {}, tree {}",
                     job.label,
-                    applied.count("applied"),
-                    applied.count("already applied"),
+                    applied.count(Status::Applied),
+                    applied.count(Status::AlreadyApplied),
                     short(applied.head),
                     short(applied.tree),
                 ),
@@ -170,8 +170,8 @@ pub fn patch(
                 format_args!(
                     "{}: {} apply, {} already applied, {conflicts} conflict{}",
                     job.label,
-                    applied.count("applies"),
-                    applied.count("already applied"),
+                    applied.count(Status::Applies),
+                    applied.count(Status::AlreadyApplied),
                     if conflicts == 1 { "" } else { "s" },
                 ),
             ),
@@ -200,7 +200,7 @@ pub fn patch(
     }
     let conflicts: usize = reports
         .iter()
-        .map(|applied| applied.count("conflicts"))
+        .map(|applied| applied.count(Status::Conflicts))
         .sum();
     if conflicts > 0 {
         let total: usize = reports.iter().map(|applied| applied.patches.len()).sum();

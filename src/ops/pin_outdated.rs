@@ -34,12 +34,41 @@ pub struct Standing {
     pub newest_allowed: Option<String>,
     /// The newest version upstream offers.
     pub newest: Option<String>,
-    /// `up-to-date`, `outdated`, `held` (newer exists, none allowed), `not-followed` or `error`.
-    pub state: &'static str,
+    /// Where it stands against upstream.
+    pub state: State,
     /// Newer versions that are not allowed, each with why.
     pub held: Vec<Held>,
     /// What the lookup said when it failed, or why the pin is not followed.
     pub note: Option<String>,
+}
+
+/// Where a pin stands against upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// Nothing newer.
+    UpToDate,
+    /// A newer version is allowed.
+    Outdated,
+    /// Newer versions exist, none allowed.
+    Held,
+    /// Not looked up (the base without a tag pattern, a pin the base supplies).
+    NotFollowed,
+    /// The lookup failed.
+    Error,
+}
+
+impl State {
+    /// The word the table shows: `up-to-date`, `outdated`, `held`, `not-followed`, `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::UpToDate => "up-to-date",
+            State::Outdated => "outdated",
+            State::Held => "held",
+            State::NotFollowed => "not-followed",
+            State::Error => "error",
+        }
+    }
 }
 
 /// A newer version that is not allowed.
@@ -111,7 +140,7 @@ pub fn pin_outdated_with(
     }
     let failed: Vec<&str> = standings
         .iter()
-        .filter(|standing| standing.state == "error")
+        .filter(|standing| standing.state == State::Error)
         .map(|standing| standing.name.as_str())
         .collect();
     if !failed.is_empty() {
@@ -132,7 +161,7 @@ fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
         current: base.image.to_string(),
         newest_allowed: None,
         newest: None,
-        state: "not-followed",
+        state: State::NotFollowed,
         held: Vec::new(),
         note: None,
     };
@@ -147,9 +176,9 @@ fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
             standing.newest_allowed = Some(offer.newest.clone());
             standing.state =
                 if offer.newer.is_empty() && base.digest.as_ref() == Some(&offer.digest) {
-                    "up-to-date"
+                    State::UpToDate
                 } else {
-                    "outdated"
+                    State::Outdated
                 };
             if offer.newer.is_empty() && base.digest.as_ref() != Some(&offer.digest) {
                 standing.note = Some(format!(
@@ -175,7 +204,7 @@ fn pin_standing(
         current: pin.current().to_owned(),
         newest_allowed: None,
         newest: None,
-        state: "up-to-date",
+        state: State::UpToDate,
         held: Vec::new(),
         note: None,
     };
@@ -189,9 +218,9 @@ fn pin_standing(
                     let newest = offer.newest().map(shown);
                     let allowed = offer.newest_allowed().map(shown);
                     standing.state = match (&newest, &allowed) {
-                        (None, _) => "up-to-date",
-                        (Some(_), Some(_)) => "outdated",
-                        (Some(_), None) => "held",
+                        (None, _) => State::UpToDate,
+                        (Some(_), Some(_)) => State::Outdated,
+                        (Some(_), None) => State::Held,
                     };
                     standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
                     standing.newest_allowed =
@@ -221,15 +250,15 @@ fn pin_standing(
                 standing.newest = Some(offer.head.to_string());
                 standing.newest_allowed = Some(offer.head.to_string());
                 standing.state = if offer.is_current() {
-                    "up-to-date"
+                    State::UpToDate
                 } else {
-                    "outdated"
+                    State::Outdated
                 };
             }
             Err(error) => fail(&mut standing, &error),
         },
         Source::Assert { .. } => {
-            standing.state = "not-followed";
+            standing.state = State::NotFollowed;
             standing.note =
                 Some("asserted in the base image: moves with `forge pin bump base`".to_owned());
         }
@@ -238,7 +267,7 @@ fn pin_standing(
 }
 
 fn fail(standing: &mut Standing, error: &dyn std::error::Error) {
-    standing.state = "error";
+    standing.state = State::Error;
     standing.note = Some(error.to_string());
 }
 
@@ -259,7 +288,7 @@ fn table(standings: &[Standing]) -> String {
                 short(&standing.current),
                 standing.newest_allowed.as_deref().map_or_else(dash, short),
                 standing.newest.as_deref().map_or_else(dash, short),
-                standing.state.to_owned(),
+                standing.state.as_str().to_owned(),
             ]
         })
         .collect();

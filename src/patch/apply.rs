@@ -24,6 +24,10 @@ use super::engine::{self, RefusalKind, Write};
 use super::mail::{Author, Patch, raw_date, without_crud};
 use super::{PatchError, Series, patch_id};
 
+/// The git config key that marks a scratch repository, whose commits get a fixed time (see
+/// `committer`); `target` writes it.
+pub(super) const SCRATCH_KEY: &str = "forge.scratch";
+
 /// How far back the branch is searched for commits that already carry a patch.
 const HISTORY_SEARCH_LIMIT: usize = 20_000;
 
@@ -61,14 +65,43 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
-    /// A short word for reports: `applied`, `applies`, `already applied`, `conflicts`.
-    pub fn status(&self) -> &'static str {
+/// What became of a patch, without the details: for counts and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Status {
+    /// Committed.
+    #[serde(rename = "applied")]
+    Applied,
+    /// It would apply.
+    #[serde(rename = "applies")]
+    Applies,
+    /// Its change is already there.
+    #[serde(rename = "already applied")]
+    AlreadyApplied,
+    /// It does not apply.
+    #[serde(rename = "conflicts")]
+    Conflicts,
+}
+
+impl Status {
+    /// The word reports use: `applied`, `applies`, `already applied`, `conflicts`.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Applied { .. } => "applied",
-            Outcome::Applies => "applies",
-            Outcome::AlreadyApplied { .. } => "already applied",
-            Outcome::Conflict { .. } => "conflicts",
+            Status::Applied => "applied",
+            Status::Applies => "applies",
+            Status::AlreadyApplied => "already applied",
+            Status::Conflicts => "conflicts",
+        }
+    }
+}
+
+impl Outcome {
+    /// The outcome without its details.
+    pub fn status(&self) -> Status {
+        match self {
+            Outcome::Applied { .. } => Status::Applied,
+            Outcome::Applies => Status::Applies,
+            Outcome::AlreadyApplied { .. } => Status::AlreadyApplied,
+            Outcome::Conflict { .. } => Status::Conflicts,
         }
     }
 }
@@ -144,7 +177,7 @@ pub struct Applied {
 
 impl Applied {
     /// How many patches have `status`.
-    pub fn count(&self, status: &str) -> usize {
+    pub fn count(&self, status: Status) -> usize {
         self.patches
             .iter()
             .filter(|result| result.outcome.status() == status)
@@ -153,7 +186,7 @@ impl Applied {
 
     /// Whether any patch conflicts.
     pub fn has_conflicts(&self) -> bool {
-        self.count("conflicts") > 0
+        self.count(Status::Conflicts) > 0
     }
 }
 
@@ -543,7 +576,7 @@ fn committer(repository: &Repository) -> Option<Vec<u8>> {
     // the ids forge.lock records, the same from one run to the next.
     let scratch = config
         .as_ref()
-        .and_then(|config| config.get_bool(super::target::SCRATCH_KEY).ok())
+        .and_then(|config| config.get_bool(SCRATCH_KEY).ok())
         .unwrap_or(false);
     let when = match (epoch, scratch) {
         (Some(seconds), _) => (seconds, 0),

@@ -29,7 +29,7 @@ mod target;
 
 use std::path::{Path, PathBuf};
 
-pub use apply::{Applied, Mode, Outcome, PatchResult, apply};
+pub use apply::{Applied, Mode, Outcome, PatchResult, Status, apply};
 pub use mail::{Author, Patch};
 pub use target::{Patched, Target, patched_tree, scratch_from_folder};
 

@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature};
-use sha2::Digest as _;
 
-use super::apply::{Applied, Mode, apply};
+use super::apply::{Applied, Mode, SCRATCH_KEY, apply};
 use super::{PatchError, Series};
 
 /// A target resolved from the command line or pins.toml.
@@ -162,9 +161,6 @@ pub fn scratch_from_folder(folder: &Path) -> Result<(tempfile::TempDir, Reposito
     Ok((scratch, repository))
 }
 
-/// The git config key that marks a scratch repository (see `apply::committer`).
-pub(super) const SCRATCH_KEY: &str = "forge.scratch";
-
 /// The whole git config of a scratch repository: bare, forge as its committer, marked scratch.
 fn scratch_config() -> String {
     let (section, name) = SCRATCH_KEY
@@ -270,7 +266,7 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
 /// A scratch repository at `rev` of `url`, fetched into forge's cache first when the cache
 /// does not hold it yet.
 fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Repository), PatchError> {
-    let cache = cache_folder(url);
+    let cache = crate::git_remote::cache_folder(url);
     let cached = match Repository::open_bare(&cache) {
         Ok(repository) => repository,
         Err(_) => {
@@ -342,15 +338,4 @@ fn scratch_with_alternate(
             "cannot point the scratch repository at its base",
         ))?;
     Ok((scratch, repository))
-}
-
-/// `$XDG_CACHE_HOME/forge/git/<sha256 of the URL, 16 hex>`, else under `~/.cache`.
-fn cache_folder(url: &str) -> PathBuf {
-    let root = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    let digest = sha2::Sha256::digest(url.as_bytes());
-    root.join("forge/git").join(&hex::encode(digest)[..16])
 }

@@ -8,6 +8,7 @@
 //! a hash map.
 
 pub mod gate;
+pub mod instructions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -136,14 +137,10 @@ pub fn dockerfile_from(
     // image.
     for pin in recipe.pins.pins.values().filter(|pin| patched(recipe, pin)) {
         let folder = gate::series_context_folder(pin.name.as_str());
-        // Instructions as Docker reads them: continuation lines joined, any letter case.
-        let joined = text.replace("\\\n", " ");
-        if !joined.lines().any(|line| {
-            let line = line.trim_start();
-            line.get(..4)
-                .is_some_and(|word| word.eq_ignore_ascii_case("COPY"))
-                && line.contains(&format!("{folder}/"))
-        }) {
+        let copied = instructions::instructions(&text).iter().any(|instruction| {
+            instruction.keyword() == "COPY" && instruction.text.contains(&format!("{folder}/"))
+        });
+        if !copied {
             return Err(RenderError::SeriesNotCopied {
                 template: path,
                 pin: pin.name.to_string(),
