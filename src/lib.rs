@@ -15,6 +15,7 @@
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
 
+pub mod attest;
 pub mod bump;
 pub mod cli;
 pub mod commands;

@@ -1,0 +1,224 @@
+//! Signing keys: ECDSA P-256, private keys as PKCS#8 PEM and public keys as SPKI PEM (the
+//! files `cosign generate-key-pair` users and the containers tools' `keyPath` expect, minus
+//! cosign's encryption). Signatures are ASN.1 DER over SHA-256 of the message, base64 in
+//! transport.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use p256::ecdsa::signature::{Signer as _, Verifier as _};
+use p256::pkcs8::{
+    DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _, EncodePublicKey as _,
+    LineEnding,
+};
+
+/// A private key that signs.
+#[derive(Clone)]
+pub struct SigningKey {
+    key: p256::ecdsa::SigningKey,
+    /// Where it was read from, for messages.
+    pub origin: String,
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key itself.
+        f.debug_struct("SigningKey")
+            .field("origin", &self.origin)
+            .finish()
+    }
+}
+
+/// A public key that verifies.
+#[derive(Debug, Clone)]
+pub struct VerifyingKey {
+    key: p256::ecdsa::VerifyingKey,
+    /// Where it was read from, for messages.
+    pub origin: String,
+}
+
+/// Why a key could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// The file could not be read or written.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a key of the kind expected.
+    #[error("{origin} is not {expected}")]
+    NotAKey {
+        /// The file, or the variable that held the key.
+        origin: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A file that would be overwritten exists.
+    #[error("{} already exists", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl SigningKey {
+    /// The key in `pem` (an unencrypted PKCS#8 `PRIVATE KEY` block on the P-256 curve).
+    pub fn from_pem(pem: &str, origin: impl Into<String>) -> Result<Self, KeyError> {
+        let origin = origin.into();
+        let key =
+            p256::ecdsa::SigningKey::from_pkcs8_pem(pem.trim()).map_err(|_| KeyError::NotAKey {
+                origin: origin.clone(),
+                expected: "an unencrypted PKCS#8 PEM private key on the P-256 curve",
+            })?;
+        Ok(Self { key, origin })
+    }
+
+    /// The key in the file at `path`.
+    pub fn read(path: &Path) -> Result<Self, KeyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+            action: "read",
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_pem(&text, path.display().to_string())
+    }
+
+    /// A new random key.
+    pub fn generate() -> Self {
+        Self {
+            key: p256::ecdsa::SigningKey::random(&mut rand_core::OsRng),
+            origin: "a new key".to_owned(),
+        }
+    }
+
+    /// The signature of `message`: ASN.1 DER, base64.
+    pub fn sign(&self, message: &[u8]) -> String {
+        let signature: p256::ecdsa::Signature = self.key.sign(message);
+        base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes())
+    }
+
+    /// The public half.
+    pub fn verifying_key(&self) -> VerifyingKey {
+        VerifyingKey {
+            key: *self.key.verifying_key(),
+            origin: format!("the public key of {}", self.origin),
+        }
+    }
+
+    /// The private key as PKCS#8 PEM.
+    pub fn to_pem(&self) -> String {
+        self.key
+            .to_pkcs8_pem(LineEnding::LF)
+            .expect("a P-256 key encodes as PKCS#8")
+            .to_string()
+    }
+}
+
+impl VerifyingKey {
+    /// The key in `pem` (an SPKI `PUBLIC KEY` block on the P-256 curve).
+    pub fn from_pem(pem: &str, origin: impl Into<String>) -> Result<Self, KeyError> {
+        let origin = origin.into();
+        let key = p256::ecdsa::VerifyingKey::from_public_key_pem(pem.trim()).map_err(|_| {
+            KeyError::NotAKey {
+                origin: origin.clone(),
+                expected: "a PEM public key on the P-256 curve",
+            }
+        })?;
+        Ok(Self { key, origin })
+    }
+
+    /// The key in the file at `path`.
+    pub fn read(path: &Path) -> Result<Self, KeyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+            action: "read",
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_pem(&text, path.display().to_string())
+    }
+
+    /// Whether `signature` (base64 DER, or base64 of the raw 64 bytes) signs `message`.
+    pub fn verifies(&self, message: &[u8], signature: &str) -> bool {
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+            return false;
+        };
+        let parsed = p256::ecdsa::Signature::from_der(&bytes)
+            .or_else(|_| p256::ecdsa::Signature::from_slice(&bytes));
+        parsed.is_ok_and(|signature| self.key.verify(message, &signature).is_ok())
+    }
+
+    /// The public key as SPKI PEM.
+    pub fn to_pem(&self) -> String {
+        self.key
+            .to_public_key_pem(LineEnding::LF)
+            .expect("a P-256 key encodes as SPKI")
+    }
+}
+
+/// Writes a new key pair to `private` (mode 0600) and `public`, refusing to overwrite either.
+pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    for path in [private, public] {
+        if path.exists() {
+            return Err(KeyError::Exists {
+                path: path.to_owned(),
+            });
+        }
+    }
+    let key = SigningKey::generate();
+    let verifying = key.verifying_key();
+    let write = |path: &Path, text: &str, mode: u32| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .map_err(|source| KeyError::Io {
+                action: "write",
+                path: path.to_owned(),
+                source,
+            })
+    };
+    write(private, &key.to_pem(), 0o600)?;
+    write(public, &verifying.to_pem(), 0o644)?;
+    Ok(verifying)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signature_verifies_with_the_public_half_only() {
+        let key = SigningKey::generate();
+        let pem = key.to_pem();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"));
+        let read = SigningKey::from_pem(&pem, "test").unwrap();
+        let signature = read.sign(b"message");
+        let public = VerifyingKey::from_pem(&key.verifying_key().to_pem(), "test").unwrap();
+        assert!(public.verifies(b"message", &signature));
+        assert!(!public.verifies(b"other message", &signature));
+        let other = SigningKey::generate().verifying_key();
+        assert!(!other.verifies(b"message", &signature));
+    }
+
+    #[test]
+    fn other_pem_is_refused_by_name() {
+        let error = SigningKey::from_pem(
+            "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+            "FORGE_SIGNING_KEY",
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().starts_with("FORGE_SIGNING_KEY is not"),
+            "{error}"
+        );
+    }
+}
