@@ -2,6 +2,8 @@
 //! timeouts, rustls for TLS, and status codes returned as responses rather than errors (the
 //! callers tell a 404 from a 401 from a 500 in their own terms).
 
+use std::io::{self, Read};
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long one request may take, connection and body included.
@@ -39,6 +41,128 @@ pub fn body_text(response: &mut ureq::http::Response<ureq::Body>) -> Result<Stri
         .read_to_string()
 }
 
+/// How long a response body may send nothing before forge gives up on it:
+/// `FORGE_IDLE_TIMEOUT` seconds, else 60.
+pub fn idle_timeout() -> Duration {
+    std::env::var("FORGE_IDLE_TIMEOUT")
+        .ok()
+        .and_then(|seconds| seconds.trim().parse::<f64>().ok())
+        .filter(|seconds| *seconds > 0.0)
+        .map_or(Duration::from_secs(60), Duration::from_secs_f64)
+}
+
+/// A body read on a thread of its own, so that a server that stops sending ends the read after
+/// an idle time instead of never, and one that sends without end ends it at a size cap instead
+/// of filling memory or disk. Errors name `what` (the URL) and which bound was crossed.
+pub struct Guarded {
+    chunks: mpsc::Receiver<io::Result<Vec<u8>>>,
+    pending: Vec<u8>,
+    offset: usize,
+    received: u64,
+    idle: Duration,
+    cap: u64,
+    what: String,
+    ended: bool,
+}
+
+/// Why a guarded body stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// Nothing arrived for the idle time.
+    #[error("{what} sent nothing for {} s", idle.as_secs_f64())]
+    Idle {
+        /// The URL.
+        what: String,
+        /// The idle time.
+        idle: Duration,
+    },
+    /// More than the cap arrived.
+    #[error("{what} sent more than {cap} bytes")]
+    TooLarge {
+        /// The URL.
+        what: String,
+        /// The cap.
+        cap: u64,
+    },
+}
+
+impl Guarded {
+    /// Reads `reader` on a thread; `idle` and `cap` bound what arrives.
+    pub fn new(reader: impl Read + Send + 'static, idle: Duration, cap: u64, what: impl Into<String>) -> Self {
+        let (sender, chunks) = mpsc::sync_channel(4);
+        std::thread::spawn(move || {
+            let mut reader = reader;
+            loop {
+                let mut chunk = vec![0u8; 64 * 1024];
+                let read = reader.read(&mut chunk);
+                let done = !matches!(read, Ok(count) if count > 0);
+                let sent = sender.send(read.map(|count| {
+                    chunk.truncate(count);
+                    chunk
+                }));
+                if done || sent.is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            chunks,
+            pending: Vec::new(),
+            offset: 0,
+            received: 0,
+            idle,
+            cap,
+            what: what.into(),
+            ended: false,
+        }
+    }
+}
+
+impl Read for Guarded {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        if self.offset == self.pending.len() {
+            if self.ended {
+                return Ok(0);
+            }
+            match self.chunks.recv_timeout(self.idle) {
+                Ok(Ok(chunk)) if chunk.is_empty() => {
+                    self.ended = true;
+                    return Ok(0);
+                }
+                Ok(Ok(chunk)) => {
+                    self.received += chunk.len() as u64;
+                    if self.received > self.cap {
+                        return Err(io::Error::other(BodyError::TooLarge {
+                            what: self.what.clone(),
+                            cap: self.cap,
+                        }));
+                    }
+                    self.pending = chunk;
+                    self.offset = 0;
+                }
+                Ok(Err(error)) => return Err(error),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        BodyError::Idle {
+                            what: self.what.clone(),
+                            idle: self.idle,
+                        },
+                    ));
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    self.ended = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let count = buffer.len().min(self.pending.len() - self.offset);
+        buffer[..count].copy_from_slice(&self.pending[self.offset..self.offset + count]);
+        self.offset += count;
+        Ok(count)
+    }
+}
+
 /// A header's value as text, if present and printable.
 pub fn header<'a>(response: &'a ureq::http::Response<ureq::Body>, name: &str) -> Option<&'a str> {
     response
@@ -73,6 +197,31 @@ pub fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guarded_body_ends_at_its_cap_and_its_idle_time() {
+        let mut capped = Guarded::new(io::repeat(b'x'), Duration::from_secs(5), 100_000, "endless");
+        let error = io::copy(&mut capped, &mut io::sink()).unwrap_err();
+        assert!(error.to_string().contains("endless sent more than 100000 bytes"), "{error}");
+
+        struct Stalls;
+        impl Read for Stalls {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                std::thread::sleep(Duration::from_secs(30));
+                Ok(0)
+            }
+        }
+        let started = std::time::Instant::now();
+        let mut stalled = Guarded::new(Stalls, Duration::from_millis(200), 100, "stalled");
+        let error = stalled.read(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        let mut whole = Guarded::new(&b"hello"[..], Duration::from_secs(5), 100, "short");
+        let mut text = String::new();
+        whole.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "hello");
+    }
 
     #[test]
     fn loopback_hosts_with_and_without_ports() {

@@ -15,9 +15,12 @@ use std::time::Duration;
 use git2::transport::{Service, SmartSubtransport, SmartSubtransportStream, Transport};
 use ureq::ResponseExt as _;
 
-/// How long connecting and waiting for a response's headers may take. A fetch's body has no
-/// limit: a large repository takes as long as it takes.
+/// How long connecting and waiting for a response's headers may take. A body may take as long
+/// as a large repository takes, but never longer than `http::idle_timeout()` without a byte.
 const WAIT: Duration = Duration::from_secs(60);
+
+/// The largest pack forge receives from a negotiation.
+const PACK_LIMIT: u64 = 16 * 1024 * 1024 * 1024;
 
 /// Makes libgit2 use this transport for `http://` and `https://` remotes. Safe to call any
 /// number of times; only the first call registers.
@@ -124,11 +127,11 @@ struct Exchange {
     redirected: Arc<Mutex<Option<String>>>,
     request: Request,
     sent: Vec<u8>,
-    response: Option<ureq::BodyReader<'static>>,
+    response: Option<Box<dyn Read + Send>>,
 }
 
 impl Exchange {
-    fn send(&mut self) -> io::Result<ureq::BodyReader<'static>> {
+    fn send(&mut self) -> io::Result<Box<dyn Read + Send>> {
         let agent = &self.agent;
         let accept = self.request.content_type();
         let (url, response) = match self.request {
@@ -170,7 +173,66 @@ impl Exchange {
                     .expect("the base URL lock is never poisoned") = Some(base.to_owned());
             }
         }
-        Ok(response.into_body().into_reader())
+        let body = crate::http::Guarded::new(
+            response.into_body().into_reader(),
+            crate::http::idle_timeout(),
+            match self.request {
+                Request::List => crate::http::BODY_LIMIT,
+                Request::Negotiate => PACK_LIMIT,
+            },
+            url.clone(),
+        );
+        if self.request == Request::Negotiate {
+            return Ok(Box::new(body));
+        }
+        // The ref listing is read whole and checked before libgit2 sees it: a malformed one
+        // would otherwise surface as an unrelated libgit2 error.
+        let mut listing = Vec::new();
+        let mut body = body;
+        body.read_to_end(&mut listing)?;
+        check_pkt_lines(&listing).map_err(|reason| {
+            io::Error::other(format!("{url} is not a git smart HTTP reply: {reason}"))
+        })?;
+        Ok(Box::new(io::Cursor::new(listing)))
+    }
+}
+
+/// Whether `bytes` is a sequence of git pkt-lines: each a four-digit hexadecimal length that
+/// counts itself (`0000` to `0002` are markers) and that many bytes.
+fn check_pkt_lines(bytes: &[u8]) -> Result<(), String> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let field = bytes
+            .get(at..at + 4)
+            .ok_or_else(|| format!("it ends inside a pkt-line length at byte {at}"))?;
+        let text = std::str::from_utf8(field).unwrap_or_default();
+        let length = usize::from_str_radix(text, 16)
+            .ok()
+            .filter(|_| text.len() == 4)
+            .ok_or_else(|| format!("`{}` at byte {at} is not a pkt-line length", String::from_utf8_lossy(field)))?;
+        match length {
+            0..=2 => at += 4,
+            3 => return Err(format!("pkt-line length 0003 at byte {at} is shorter than its own length field")),
+            _ if at + length > bytes.len() => {
+                return Err(format!("the pkt-line at byte {at} claims {length} bytes, but the reply ends first"));
+            }
+            _ => at += length,
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkt_lines_are_checked() {
+        assert!(check_pkt_lines(b"001e# service=git-upload-pack\n0000").is_ok());
+        let error = check_pkt_lines(b"0003").unwrap_err();
+        assert!(error.contains("0003"), "{error}");
+        assert!(check_pkt_lines(b"00ffshort").unwrap_err().contains("claims 255 bytes"));
+        assert!(check_pkt_lines(b"zzzz").unwrap_err().contains("not a pkt-line length"));
     }
 }
 
