@@ -88,7 +88,12 @@ pub enum BodyError {
 
 impl Guarded {
     /// Reads `reader` on a thread; `idle` and `cap` bound what arrives.
-    pub fn new(reader: impl Read + Send + 'static, idle: Duration, cap: u64, what: impl Into<String>) -> Self {
+    pub fn new(
+        reader: impl Read + Send + 'static,
+        idle: Duration,
+        cap: u64,
+        what: impl Into<String>,
+    ) -> Self {
         let (sender, chunks) = mpsc::sync_channel(4);
         std::thread::spawn(move || {
             let mut reader = reader;
@@ -202,7 +207,12 @@ mod tests {
     fn a_guarded_body_ends_at_its_cap_and_its_idle_time() {
         let mut capped = Guarded::new(io::repeat(b'x'), Duration::from_secs(5), 100_000, "endless");
         let error = io::copy(&mut capped, &mut io::sink()).unwrap_err();
-        assert!(error.to_string().contains("endless sent more than 100000 bytes"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("endless sent more than 100000 bytes"),
+            "{error}"
+        );
 
         struct Stalls;
         impl Read for Stalls {

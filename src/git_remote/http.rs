@@ -209,12 +209,23 @@ fn check_pkt_lines(bytes: &[u8]) -> Result<(), String> {
         let length = usize::from_str_radix(text, 16)
             .ok()
             .filter(|_| text.len() == 4)
-            .ok_or_else(|| format!("`{}` at byte {at} is not a pkt-line length", String::from_utf8_lossy(field)))?;
+            .ok_or_else(|| {
+                format!(
+                    "`{}` at byte {at} is not a pkt-line length",
+                    String::from_utf8_lossy(field)
+                )
+            })?;
         match length {
             0..=2 => at += 4,
-            3 => return Err(format!("pkt-line length 0003 at byte {at} is shorter than its own length field")),
+            3 => {
+                return Err(format!(
+                    "pkt-line length 0003 at byte {at} is shorter than its own length field"
+                ));
+            }
             _ if at + length > bytes.len() => {
-                return Err(format!("the pkt-line at byte {at} claims {length} bytes, but the reply ends first"));
+                return Err(format!(
+                    "the pkt-line at byte {at} claims {length} bytes, but the reply ends first"
+                ));
             }
             _ => at += length,
         }
@@ -231,8 +242,16 @@ mod tests {
         assert!(check_pkt_lines(b"001e# service=git-upload-pack\n0000").is_ok());
         let error = check_pkt_lines(b"0003").unwrap_err();
         assert!(error.contains("0003"), "{error}");
-        assert!(check_pkt_lines(b"00ffshort").unwrap_err().contains("claims 255 bytes"));
-        assert!(check_pkt_lines(b"zzzz").unwrap_err().contains("not a pkt-line length"));
+        assert!(
+            check_pkt_lines(b"00ffshort")
+                .unwrap_err()
+                .contains("claims 255 bytes")
+        );
+        assert!(
+            check_pkt_lines(b"zzzz")
+                .unwrap_err()
+                .contains("not a pkt-line length")
+        );
     }
 }
 

@@ -9,6 +9,7 @@ mod git_http_server;
 mod git_image;
 mod git_pin_series;
 mod host_image;
+mod hostile;
 mod image_guard;
 mod index_server;
 mod patch;

@@ -1,0 +1,133 @@
+//! Hostile and broken servers on loopback, written here as small servers: forge must end with
+//! an error that names the server and what it did, within bounded time and memory, and change
+//! nothing.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::{LoopbackServer, Run, TestContext, assert_contains};
+
+/// Reads one HTTP request's head from `stream`; returns its request line.
+fn request_line(stream: &TcpStream) -> String {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut line = String::new();
+    let _ = reader.read_line(&mut line);
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+            break;
+        }
+    }
+    line.trim().to_owned()
+}
+
+/// The headers of a git ref listing, chunked so that the body can go on as long as it likes.
+const LISTING_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-advertisement\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+fn chunk(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    write!(stream, "{:x}\r\n", bytes.len())?;
+    stream.write_all(bytes)?;
+    stream.write_all(b"\r\n")
+}
+
+/// `forge pin bump deepgemm` on the default recipe with DeepGEMM's remote at `url`, the git
+/// cache in the recipe's temporary folder; with how long it took.
+fn bump_from(url: &str, env: &[(&str, &str)]) -> (Run, Duration, String, TestContext) {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{url}\""),
+    );
+    let before = context.read("pins.toml");
+    let home = context.path().join(".home");
+    std::fs::create_dir_all(&home).unwrap();
+    let started = Instant::now();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
+    command
+        .args([
+            "-C",
+            context.path().to_str().unwrap(),
+            "pin",
+            "bump",
+            "deepgemm",
+        ])
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("NO_COLOR", "1");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("forge runs");
+    let run = Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    (run, started.elapsed(), before, context)
+}
+
+/// A git server that sends a ref listing's headers and then nothing: forge gives up after the
+/// idle time, naming the URL.
+#[test]
+fn a_git_server_that_stalls_after_its_headers_ends_at_the_idle_time() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        request_line(&stream);
+        let _ = stream.write_all(LISTING_HEAD.as_bytes());
+        std::thread::sleep(Duration::from_secs(4));
+    });
+    let url = format!("http://{}/stall.git", server.address());
+    let (run, took, before, context) = bump_from(&url, &[("FORGE_IDLE_TIMEOUT", "1")]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("{url}/info/refs?service=git-upload-pack sent nothing for 1 s"),
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// A git server whose ref listing never ends: forge stops at its size cap instead of growing.
+#[test]
+fn an_endless_ref_listing_ends_at_the_size_cap() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        request_line(&stream);
+        if stream.write_all(LISTING_HEAD.as_bytes()).is_err() {
+            return;
+        }
+        let line = format!("{:04x}{} refs/tags/t\n", 4 + 40 + 13, "a".repeat(40));
+        let block = line.repeat(1000);
+        while chunk(&mut stream, block.as_bytes()).is_ok() {}
+    });
+    let url = format!("http://{}/endless.git", server.address());
+    let (run, took, before, context) = bump_from(&url, &[]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("{url}/info/refs?service=git-upload-pack sent more than 67108864 bytes"),
+    );
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// A malformed pkt-line is named as such, not as whatever libgit2 would make of it.
+#[test]
+fn a_malformed_pkt_line_is_named() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        request_line(&stream);
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-advertisement\r\nContent-Length: 4\r\n\r\n0003",
+        );
+    });
+    let url = format!("http://{}/broken.git", server.address());
+    let (run, _, before, context) = bump_from(&url, &[]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "is not a git smart HTTP reply: pkt-line length 0003 at byte 0",
+    );
+    assert!(!run.stderr.contains("ProgramData"), "{}", run.stderr);
+    assert_eq!(context.read("pins.toml"), before);
+}
