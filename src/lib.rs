@@ -26,6 +26,7 @@ pub mod fs;
 pub mod git_remote;
 pub mod http;
 pub mod index;
+pub mod limits;
 pub mod location;
 pub mod lock;
 pub mod ops;

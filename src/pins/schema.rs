@@ -272,9 +272,13 @@ impl TagTemplate {
     }
 }
 
+/// The environment tag templates render in: strict, and with the Dockerfile template's bounds,
+/// so that a template that loops or recurses ends in an error instead of costing every command.
 fn tag_environment() -> minijinja::Environment<'static> {
     let mut environment = minijinja::Environment::new();
     environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    environment.set_recursion_limit(64);
+    environment.set_fuel(Some(crate::limits::TEMPLATE_FUEL));
     environment
 }
 

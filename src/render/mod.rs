@@ -123,7 +123,7 @@ pub fn dockerfile_from(
     // A template that includes itself, or loops over a huge range, must end in an error, not
     // a hang or a stack overflow.
     environment.set_recursion_limit(64);
-    environment.set_fuel(Some(1_000_000));
+    environment.set_fuel(Some(crate::limits::TEMPLATE_FUEL));
     environment.set_loader(minijinja::path_loader(templates));
 
     let view = View::of(recipe);

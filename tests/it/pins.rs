@@ -417,3 +417,23 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
         "hint: put all of a pin's patches in one series folder",
     );
 }
+
+/// A tag template that loops is stopped by the same fuel as the Dockerfile template, at once,
+/// instead of costing every command seconds.
+#[test]
+fn a_tag_template_that_loops_is_refused_quickly() {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "immutable = [\"{{ date }}-pr4-experimental\"]",
+        "immutable = [\"{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}\"]",
+    );
+    let started = std::time::Instant::now();
+    let run = context.forge(&["render"]).expect_code(2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    crate::support::assert_contains(&run.stderr, "tag template");
+}
