@@ -13,7 +13,8 @@
 //! 7. `verify`: the record and what daemons, the registry and the image hold now → a `Report`.
 //!
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
-//! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
+//! `printer` is the only writer to the terminal (with `progress`, which draws the engine's
+//! progress events) and `diagnostics` the only renderer of errors.
 
 pub mod bump;
 pub mod cli;
@@ -31,6 +32,7 @@ pub mod ops;
 pub mod patch;
 pub mod pins;
 pub mod printer;
+pub mod progress;
 pub mod recipe;
 pub mod registry;
 pub mod render;

@@ -22,13 +22,14 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::context::{self, BuildContext, Exclusions, Generated, Member, Output};
 use crate::diagnostics::CheckFailed;
-use crate::engine::progress::{Display, ProgressMode};
+use crate::engine::steps::Event;
 use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
 use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
 use crate::printer::Printer;
+use crate::progress::{Display, ProgressMode};
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::registry::{self, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::render::{self, Dockerfile, REVISION_ARG, gate};
@@ -585,13 +586,15 @@ async fn run<E: Engine>(
     );
     let mut stop = Stop::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
+    let mut events = |event: Event<'_>| display.event(event);
     // Dropping the build's stream closes its connection, and the daemon cancels the build.
     let built = tokio::select! {
         biased;
         signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
-        built = engine.build(&request, &mut display) => built.map_err(anyhow::Error::from),
+        built = engine.build(&request, &mut events) => built.map_err(anyhow::Error::from),
     };
     display.finish();
+    let mut events = |event: Event<'_>| display.event(event);
     let image = built?;
     printer.status("Built", &image);
 
@@ -684,7 +687,7 @@ async fn run<E: Engine>(
                     continue;
                 }
                 match engine
-                    .push(repository, &tag.tag, credentials.as_ref(), &mut display)
+                    .push(repository, &tag.tag, credentials.as_ref(), &mut events)
                     .await
                 {
                     Ok(digest) => {
