@@ -76,6 +76,18 @@ pub struct ImageInfo {
     pub repo_digests: Vec<String>,
 }
 
+impl ImageInfo {
+    /// The digest the image has in the repository `reference` names (`name[:tag]`), as its
+    /// repo digests record it; `None` when it was never pulled from or pushed there.
+    pub fn digest_in(&self, reference: &str) -> Option<Digest> {
+        let name = crate::pins::repository_name(reference);
+        self.repo_digests.iter().find_map(|known| {
+            let (repository, digest) = known.split_once('@')?;
+            (repository == name).then(|| digest.parse().ok()).flatten()
+        })
+    }
+}
+
 /// What a container run left behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOutput {

@@ -27,11 +27,13 @@ use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Tag};
 use crate::printer::Printer;
 use crate::progress::{Display, ProgressMode};
 use crate::recipe::{Recipe, ResolvedTag};
-use crate::registry::{self, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository};
+use crate::registry::{
+    self, Held, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository,
+};
 use crate::render::{self, Dockerfile, REVISION_ARG, gate};
 
 /// How far `forge build` goes.
@@ -277,7 +279,14 @@ pub(crate) fn plan(
     );
 
     let trees = patched_trees(recipe, printer)?;
-    let mut members = recipe_members(recipe);
+    let mut members: Vec<Member> = recipe
+        .copied_paths()
+        .into_iter()
+        .map(|path| Member {
+            at: path.to_owned(),
+            from: recipe.root.join(path),
+        })
+        .collect();
     members.extend(trees.members);
 
     let exclusions = Exclusions::load(&recipe.root)?;
@@ -317,29 +326,6 @@ pub(crate) fn plan(
         tags: recipe.tags(),
         _patched: trees.folders,
     })
-}
-
-/// The recipe paths the Dockerfile copies, as checked in: shim files, then overlay folders.
-fn recipe_members(recipe: &Recipe) -> Vec<Member> {
-    let mut members = Vec::new();
-    for pin in recipe.pins.pins.values() {
-        if let Source::Python {
-            shim: Some(shim), ..
-        } = &pin.source
-        {
-            members.push(Member {
-                at: shim.file.to_string(),
-                from: recipe.root.join(shim.file.as_str()),
-            });
-        }
-    }
-    for overlay in &recipe.pins.overlays {
-        members.push(Member {
-            at: overlay.from.to_string(),
-            from: recipe.root.join(overlay.from.as_str()),
-        });
-    }
-    members
 }
 
 /// Applies each `[[patches]]` series to a scratch copy of its target. A recipe folder inside an
@@ -400,7 +386,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
             });
         }
         if let Onto::Folder(folder) = &entry.onto
-            && copied_into_image(recipe, folder.as_str())
+            && recipe.copies_folder(folder.as_str())
         {
             let checkout = tempfile::Builder::new()
                 .prefix("forge-patched-")
@@ -438,18 +424,6 @@ struct PatchedTrees {
     series: Vec<Generated>,
     records: Vec<PatchRecord>,
     folders: Vec<tempfile::TempDir>,
-}
-
-/// Whether the recipe folder `path` is, or lies inside, an overlay folder: only then does the
-/// Dockerfile copy it, and only then does its patched tree belong in the context.
-fn copied_into_image(recipe: &Recipe, path: &str) -> bool {
-    recipe.pins.overlays.iter().any(|overlay| {
-        let from = overlay.from.as_str();
-        path == from
-            || path
-                .strip_prefix(from)
-                .is_some_and(|rest| rest.starts_with('/'))
-    })
 }
 
 fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
@@ -834,34 +808,24 @@ fn check_registry(
             Err(RegistryError::NotFound { .. }) => continue,
             Err(error) => return Err(anyhow::Error::from(error).context(checking())),
         };
-        let digest = held
-            .claimed
-            .clone()
-            .unwrap_or_else(|| held.received.clone());
-        let entry = if held.is_index() {
-            held.platform_entry(platform.as_str())
-        } else {
-            Some(held.received.clone())
-        };
         let held_image =
             registry::image_of(&client, &remote, &held, platform).with_context(checking)?;
-        let holds_this_image =
-            held_image.as_ref() == Some(&image.0) || entry.as_ref() == Some(&image.0);
-        if !holds_this_image {
-            let holds = match &held_image {
+        let held = Held::new(&held, platform.as_str(), held_image);
+        if !held.holds(&image.0) {
+            let holds = match &held.image {
                 Some(id) => format!("image {id}"),
                 None => format!("no image for {platform}"),
             };
             return Err(CheckFailed::new(
                 format!(
-                    "tag {} already names {digest} in the registry ({holds}), which is not the image just built ({image})",
-                    tag.tag
+                    "tag {} already names {} in the registry ({holds}), which is not the image just built ({image})",
+                    tag.tag, held.digest
                 ),
                 "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
             )
             .into());
         }
-        kept.insert(tag.tag.clone(), digest);
+        kept.insert(tag.tag.clone(), held.digest);
     }
     Ok(kept)
 }
@@ -875,11 +839,7 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
     };
     if let Some(local) = engine.image(base.image.as_str()).await? {
         if record.digest.is_none() {
-            let name = crate::pins::repository_name(base.image.as_str());
-            record.digest = local.repo_digests.iter().find_map(|known| {
-                let (repository, digest) = known.split_once('@')?;
-                (repository == name).then(|| digest.parse().ok()).flatten()
-            });
+            record.digest = local.digest_in(base.image.as_str());
         }
         record.id = Some(local.id.0);
     }

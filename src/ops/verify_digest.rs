@@ -194,13 +194,7 @@ async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> a
 
 async fn base_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
     let found = engine.image(record.base.image.as_str()).await?;
-    report.extend(verify::base(
-        &record.base,
-        engine.host(),
-        found
-            .as_ref()
-            .map(|info| (&info.id.0, info.repo_digests.as_slice())),
-    ));
+    report.extend(verify::base(&record.base, engine.host(), found.as_ref()));
     Ok(())
 }
 
