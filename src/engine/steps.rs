@@ -1,6 +1,7 @@
-//! The builder's stream, turned into steps: which ran, which came from the cache, which failed,
-//! and the last lines each printed. BuildKit reports vertexes and logs; the classic builder
-//! prints `Step N/M : INSTRUCTION` and the step's output as text.
+//! The builder's stream in; steps and progress `Event`s out: which steps ran, which came from
+//! the cache, which failed, and the last lines each printed. BuildKit reports vertexes and logs;
+//! the classic builder prints `Step N/M : INSTRUCTION` and the step's output as text. Each change
+//! is handed on as an `Event` (as is a push's progress, from `Docker::push`) to whoever shows it.
 
 use std::collections::{HashMap, VecDeque};
 

@@ -17,6 +17,7 @@ use crate::diagnostics::CheckFailed;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::{self, Record};
 use crate::pins::ImageRef;
+use crate::pipeline;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
@@ -53,7 +54,7 @@ pub fn verify_digest(
 
     // The context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says
     // now, so that only a changed input can change its digest.
-    let plan = crate::ops::build::plan(
+    let plan = pipeline::plan(
         recipe,
         Output::TemporaryFile,
         true,
