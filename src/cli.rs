@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::engine::Builder;
+use crate::progress::ProgressMode;
 
 /// forge: render, patch, build, tag and verify a pinned image layer.
 #[derive(Debug, Parser)]
@@ -87,11 +90,11 @@ pub struct BuildArgs {
 
     /// The daemon's builder: BuildKit, or the classic builder for engines without it.
     #[arg(long, value_enum, default_value = "buildkit")]
-    pub builder: crate::engine::Builder,
+    pub builder: BuilderChoice,
 
     /// How to show the build: live on a terminal (auto), timestamped lines (plain), or not at all.
     #[arg(long, value_enum, default_value = "auto")]
-    pub progress: crate::engine::progress::ProgressMode,
+    pub progress: ProgressChoice,
 
     /// Re-point an immutable tag that already names another image.
     #[arg(long)]
@@ -109,6 +112,45 @@ pub struct BuildArgs {
     /// HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+}
+
+/// `--builder`: which of the daemon's builders runs the build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BuilderChoice {
+    /// BuildKit, with a session per build.
+    Buildkit,
+    /// The classic builder, for engines without BuildKit.
+    Classic,
+}
+
+impl From<BuilderChoice> for Builder {
+    fn from(choice: BuilderChoice) -> Self {
+        match choice {
+            BuilderChoice::Buildkit => Builder::Buildkit,
+            BuilderChoice::Classic => Builder::Classic,
+        }
+    }
+}
+
+/// `--progress`: the progress display the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressChoice {
+    /// A live display on a terminal, plain lines otherwise.
+    Auto,
+    /// Plain timestamped lines.
+    Plain,
+    /// Nothing but the result.
+    Quiet,
+}
+
+impl From<ProgressChoice> for ProgressMode {
+    fn from(choice: ProgressChoice) -> Self {
+        match choice {
+            ProgressChoice::Auto => ProgressMode::Auto,
+            ProgressChoice::Plain => ProgressMode::Plain,
+            ProgressChoice::Quiet => ProgressMode::Quiet,
+        }
+    }
 }
 
 /// `forge verify-digest`.

@@ -84,7 +84,7 @@ fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
     if let Some(error) = error.downcast_ref::<crate::registry::RegistryError>() {
         return error.hint();
     }
-    if let Some(error) = error.downcast_ref::<crate::ops::build::BuildError>() {
+    if let Some(error) = error.downcast_ref::<crate::publish::BuildError>() {
         return error.hint();
     }
     if let Some(error) = error.downcast_ref::<crate::ops::report::ReportError>() {

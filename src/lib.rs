@@ -12,8 +12,12 @@
 //! 6. `lock`: the successful build → `forge.lock`, its record.
 //! 7. `verify`: the record and what daemons, the registry and the image hold now → a `Report`.
 //!
-//! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
-//! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
+//! `pipeline` runs stages 2 to 4 for a recipe (render → patch → context, and the inputs);
+//! `publish` takes the image stage 5 built through to the record: refusals, tags, pushes,
+//! forge.lock, and putting the tags back on a failure. `ops` runs the stages for each command;
+//! `commands` maps the command line onto `ops`; `printer` is the only writer to the terminal
+//! (with `progress`, which draws the engine's progress events) and `diagnostics` the only
+//! renderer of errors.
 
 pub mod attest;
 pub mod bump;
@@ -32,7 +36,10 @@ pub mod lock;
 pub mod ops;
 pub mod patch;
 pub mod pins;
+pub mod pipeline;
 pub mod printer;
+pub mod progress;
+pub mod publish;
 pub mod recipe;
 pub mod registry;
 pub mod render;

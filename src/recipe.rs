@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pins::{self, Date, LoadError, Mutability, Pins, Tag};
+use crate::pins::{self, Date, LoadError, Mutability, Pins, Source, Tag};
 
 /// The file that holds a recipe, inside its folder.
 pub const PINS_FILE: &str = "pins.toml";
@@ -116,6 +116,35 @@ impl Recipe {
     /// The templates folder.
     pub fn templates_dir(&self) -> PathBuf {
         in_folder(&self.root, TEMPLATES_DIR)
+    }
+
+    /// The recipe paths the Dockerfile copies into the image, as checked in: shim files, then
+    /// overlay folders. The context carries them, and forge.lock's `overlays` input digests them.
+    pub fn copied_paths(&self) -> Vec<&str> {
+        let shims = self.pins.pins.values().filter_map(|pin| match &pin.source {
+            Source::Python {
+                shim: Some(shim), ..
+            } => Some(shim.file.as_str()),
+            _ => None,
+        });
+        let overlays = self
+            .pins
+            .overlays
+            .iter()
+            .map(|overlay| overlay.from.as_str());
+        shims.chain(overlays).collect()
+    }
+
+    /// Whether the recipe folder `path` is, or lies inside, an overlay folder: only then does the
+    /// Dockerfile copy it into the image.
+    pub fn copies_folder(&self, path: &str) -> bool {
+        self.pins.overlays.iter().any(|overlay| {
+            let from = overlay.from.as_str();
+            path == from
+                || path
+                    .strip_prefix(from)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
     }
 
     /// The tags a build applies, in the order pins.toml lists them (moving first).

@@ -4,6 +4,7 @@ use crate::cli::{BuildArgs, Cli};
 use crate::diagnostics::ExitStatus;
 use crate::ops::build::{BuildMode, BuildOptions};
 use crate::printer::Printer;
+use crate::progress::ProgressMode;
 
 pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let recipe = super::open_recipe(cli, printer)?;
@@ -18,11 +19,11 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         force: args.force,
         no_cache: args.no_cache,
         platform: args.platform.clone(),
-        builder: args.builder,
+        builder: args.builder.into(),
         progress: if cli.quiet {
-            crate::engine::progress::ProgressMode::Quiet
+            ProgressMode::Quiet
         } else {
-            args.progress
+            args.progress.into()
         },
         verbose: cli.verbose,
         context_out: args.context_out.clone(),

@@ -15,9 +15,8 @@ use bollard::query_parameters::{
 use futures_util::StreamExt as _;
 
 use super::address::{DEFAULT_HOST, DaemonAddress, TlsFiles};
-use super::progress::Display;
 use super::ssh::SshConnector;
-use super::steps::Steps;
+use super::steps::{Event, Steps};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
 use crate::pins::{Digest, Repository, Tag};
 use crate::registry::Credentials;
@@ -230,7 +229,7 @@ impl Engine for Docker {
     async fn build(
         &self,
         request: &BuildRequest<'_>,
-        display: &mut Display,
+        events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageId, EngineError> {
         let args: HashMap<&str, &str> = request
             .args
@@ -275,10 +274,10 @@ impl Engine for Docker {
             match item {
                 Ok(info) => {
                     if let Some(text) = &info.stream {
-                        steps.classic(text, display);
+                        steps.classic(text, events);
                     }
                     match &info.aux {
-                        Some(BuildInfoAux::BuildKit(status)) => steps.buildkit(status, display),
+                        Some(BuildInfoAux::BuildKit(status)) => steps.buildkit(status, events),
                         Some(BuildInfoAux::Default(id)) => image = id.id.clone(),
                         None => {}
                     }
@@ -292,7 +291,6 @@ impl Engine for Docker {
                     break;
                 }
                 Err(other) => {
-                    display.finish();
                     return Err(EngineError::Unreachable {
                         host: self.host.clone(),
                         message: describe(&other),
@@ -301,9 +299,8 @@ impl Engine for Docker {
             }
         }
         if failure.is_none() {
-            steps.finish_classic_step(display);
+            steps.finish_classic_step(events);
         }
-        display.finish();
         if let Some(message) = failure {
             let message = message.trim().to_owned();
             return Err(match steps.failed() {
@@ -381,7 +378,7 @@ impl Engine for Docker {
         repository: &Repository,
         tag: &Tag,
         credentials: Option<&Credentials>,
-        display: &mut Display,
+        events: &mut dyn FnMut(Event<'_>),
     ) -> Result<Digest, EngineError> {
         let reference = reference(repository, tag);
         let options = PushImageOptionsBuilder::default().tag(tag.as_str()).build();
@@ -396,18 +393,15 @@ impl Engine for Docker {
             let info = match item {
                 Ok(info) => info,
                 Err(BollardError::DockerStreamError { error }) => {
-                    display.finish();
                     return Err(EngineError::Push {
                         reference,
                         message: error,
                     });
                 }
                 Err(BollardError::DockerResponseServerError { message, .. }) => {
-                    display.finish();
                     return Err(EngineError::Push { reference, message });
                 }
                 Err(other) => {
-                    display.finish();
                     return Err(EngineError::Unreachable {
                         host: self.host.clone(),
                         message: describe(&other),
@@ -422,16 +416,21 @@ impl Engine for Docker {
                 .and_then(|(_, rest)| rest.split_whitespace().next())
                 .and_then(|text| Digest::from_str(text).ok())
             {
-                display.line(&format!("{reference}: pushed {found}"));
+                events(Event::Push {
+                    reference: &reference,
+                    status: &format!("pushed {found}"),
+                });
                 digest = Some(found);
                 continue;
             }
             // Each state once (the stream names no layer); `Pushing` byte counts would flood a log.
             if status != "Pushing" && seen.insert(status.clone()) {
-                display.line(&format!("{reference}: {status}"));
+                events(Event::Push {
+                    reference: &reference,
+                    status: &status,
+                });
             }
         }
-        display.finish();
         digest.ok_or(EngineError::NoPushDigest { reference })
     }
 

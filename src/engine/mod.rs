@@ -4,13 +4,12 @@
 //! `Engine` is the side-effect boundary: `Docker` implements it over the Docker Engine API with
 //! bollard, connecting as the docker CLI does (`address`: `DOCKER_HOST`, else the default
 //! socket; `unix://`, `tcp://` plain or TLS, `ssh://` through the system `ssh`). The
-//! builder's stream, BuildKit status or classic `Step N/M` text, is turned into `steps::Event`s
-//! that a `progress::Display` draws, and a failing step comes back as
-//! `EngineError::StepFailed` with its instruction and the tail of its output.
+//! builder's stream, BuildKit status or classic `Step N/M` text, and a push's status lines are
+//! turned into `steps::Event`s handed to the caller, which shows them as it likes; a failing
+//! step comes back as `EngineError::StepFailed` with its instruction and the tail of its output.
 
 pub mod address;
 mod docker;
-pub mod progress;
 mod ssh;
 pub mod steps;
 
@@ -22,7 +21,7 @@ pub use docker::Docker;
 
 use crate::pins::{Digest, Platform, Repository, Tag};
 use crate::registry::Credentials;
-use progress::Display;
+use steps::Event;
 
 /// An image id, the digest of the image's configuration (`sha256:…`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,7 +41,7 @@ impl ImageId {
 }
 
 /// Which of the daemon's builders runs the build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Builder {
     /// BuildKit, with a session per build.
@@ -75,6 +74,18 @@ pub struct ImageInfo {
     pub id: ImageId,
     /// `repository@sha256:…` for each registry it was pushed to or pulled from.
     pub repo_digests: Vec<String>,
+}
+
+impl ImageInfo {
+    /// The digest the image has in the repository `reference` names (`name[:tag]`), as its
+    /// repo digests record it; `None` when it was never pulled from or pushed there.
+    pub fn digest_in(&self, reference: &str) -> Option<Digest> {
+        let name = crate::pins::repository_name(reference);
+        self.repo_digests.iter().find_map(|known| {
+            let (repository, digest) = known.split_once('@')?;
+            (repository == name).then(|| digest.parse().ok()).flatten()
+        })
+    }
 }
 
 /// What a container run left behind.
@@ -254,11 +265,11 @@ impl EngineError {
 // The trait is used with static dispatch only, so the futures' auto traits need not be named.
 #[allow(async_fn_in_trait)]
 pub trait Engine {
-    /// Builds the context and returns the image id, drawing progress on `display`.
+    /// Builds the context and returns the image id, handing each step's progress to `events`.
     async fn build(
         &self,
         request: &BuildRequest<'_>,
-        display: &mut Display,
+        events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageId, EngineError>;
 
     /// The image `reference` (`repository:tag` or an id) names locally, if any.
@@ -275,13 +286,14 @@ pub trait Engine {
     /// Removes the tag `repository:tag` (the image stays if anything else names it).
     async fn remove_tag(&self, repository: &Repository, tag: &Tag) -> Result<(), EngineError>;
 
-    /// Pushes `repository:tag` and returns the manifest digest the registry stored.
+    /// Pushes `repository:tag` and returns the manifest digest the registry stored, handing
+    /// the push's progress to `events`.
     async fn push(
         &self,
         repository: &Repository,
         tag: &Tag,
         credentials: Option<&Credentials>,
-        display: &mut Display,
+        events: &mut dyn FnMut(Event<'_>),
     ) -> Result<Digest, EngineError>;
 
     /// Runs `command` in a new container of `image` with its entrypoint replaced and no

@@ -1,12 +1,11 @@
-//! The builder's stream, turned into steps: which ran, which came from the cache, which failed,
-//! and the last lines each printed. BuildKit reports vertexes and logs; the classic builder
-//! prints `Step N/M : INSTRUCTION` and the step's output as text.
+//! The builder's stream in; steps and progress `Event`s out: which steps ran, which came from
+//! the cache, which failed, and the last lines each printed. BuildKit reports vertexes and logs;
+//! the classic builder prints `Step N/M : INSTRUCTION` and the step's output as text. Each change
+//! is handed on as an `Event` (as is a push's progress, from `Docker::push`) to whoever shows it.
 
 use std::collections::{HashMap, VecDeque};
 
 use bollard::moby::buildkit::v1::StatusResponse;
-
-use super::progress::Display;
 
 /// How many lines of a step's output are kept for the error report.
 const TAIL_LINES: usize = 12;
@@ -24,7 +23,7 @@ pub enum StepState {
     Failed,
 }
 
-/// Something the builder reported.
+/// Something the builder or a push reported, for whoever shows progress.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
     /// A step started or changed state.
@@ -44,6 +43,13 @@ pub enum Event<'a> {
         name: &'a str,
         /// The line, without its newline.
         line: &'a str,
+    },
+    /// A push's progress: a layer state, or the digest the registry stored.
+    Push {
+        /// `repository:tag`.
+        reference: &'a str,
+        /// What the daemon said (`Pushed`, `Layer already exists`, `pushed sha256:…`).
+        status: &'a str,
     },
 }
 
@@ -66,7 +72,7 @@ pub struct Steps {
 
 impl Steps {
     /// Takes in one BuildKit status message.
-    pub fn buildkit(&mut self, status: &StatusResponse, display: &mut Display) {
+    pub fn buildkit(&mut self, status: &StatusResponse, events: &mut dyn FnMut(Event<'_>)) {
         for vertex in &status.vertexes {
             let state = if !vertex.error.is_empty() {
                 StepState::Failed
@@ -79,32 +85,32 @@ impl Steps {
             } else {
                 continue;
             };
-            self.set_state(&vertex.digest, &vertex.name, state, display);
+            self.set_state(&vertex.digest, &vertex.name, state, events);
         }
         for log in &status.logs {
             let text = String::from_utf8_lossy(&log.msg);
-            self.output(&log.vertex, &text, display);
+            self.output(&log.vertex, &text, events);
         }
     }
 
     /// Takes in a chunk of the classic builder's text stream.
-    pub fn classic(&mut self, text: &str, display: &mut Display) {
+    pub fn classic(&mut self, text: &str, events: &mut dyn FnMut(Event<'_>)) {
         self.classic_text.push_str(text);
         while let Some(newline) = self.classic_text.find('\n') {
             let line: String = self.classic_text.drain(..=newline).collect();
-            self.classic_line(line.trim_end_matches(['\n', '\r']), display);
+            self.classic_line(line.trim_end_matches(['\n', '\r']), events);
         }
     }
 
-    fn classic_line(&mut self, line: &str, display: &mut Display) {
+    fn classic_line(&mut self, line: &str, events: &mut dyn FnMut(Event<'_>)) {
         if let Some((number, instruction)) = line
             .strip_prefix("Step ")
             .and_then(|rest| rest.split_once(" : "))
         {
-            self.finish_classic_step(display);
+            self.finish_classic_step(events);
             let id = format!("step-{number}");
             let name = format!("[{number}] {instruction}");
-            self.set_state(&id, &name, StepState::Running, display);
+            self.set_state(&id, &name, StepState::Running, events);
             self.classic_current = Some(id);
             return;
         }
@@ -113,7 +119,7 @@ impl Steps {
         };
         if line.trim() == "---> Using cache" {
             let name = self.steps[&current].name.clone();
-            self.set_state(&current, &name, StepState::Cached, display);
+            self.set_state(&current, &name, StepState::Cached, events);
         } else if line.starts_with(" ---> ")
             || line.starts_with("Removing intermediate container")
             || line.starts_with("Successfully built")
@@ -121,17 +127,17 @@ impl Steps {
         {
             // The builder's own bookkeeping, not the step's output.
         } else {
-            self.output(&current, &format!("{line}\n"), display);
+            self.output(&current, &format!("{line}\n"), events);
         }
     }
 
     /// Marks the classic builder's running step as done once the stream moves past it.
-    pub fn finish_classic_step(&mut self, display: &mut Display) {
+    pub fn finish_classic_step(&mut self, events: &mut dyn FnMut(Event<'_>)) {
         if let Some(current) = self.classic_current.take() {
             let step = &self.steps[&current];
             if step.state == StepState::Running {
                 let name = step.name.clone();
-                self.set_state(&current, &name, StepState::Done, display);
+                self.set_state(&current, &name, StepState::Done, events);
             }
         }
     }
@@ -172,7 +178,13 @@ impl Steps {
         (cached, done)
     }
 
-    fn set_state(&mut self, id: &str, name: &str, state: StepState, display: &mut Display) {
+    fn set_state(
+        &mut self,
+        id: &str,
+        name: &str,
+        state: StepState,
+        events: &mut dyn FnMut(Event<'_>),
+    ) {
         match self.steps.get_mut(id) {
             // BuildKit repeats vertexes in later messages, and may report a finished one as
             // started again: a finished step stays finished.
@@ -191,10 +203,10 @@ impl Steps {
                 );
             }
         }
-        display.event(Event::Step { id, name, state });
+        events(Event::Step { id, name, state });
     }
 
-    fn output(&mut self, id: &str, text: &str, display: &mut Display) {
+    fn output(&mut self, id: &str, text: &str, events: &mut dyn FnMut(Event<'_>)) {
         let Some(step) = self.steps.get_mut(id) else {
             return;
         };
@@ -202,7 +214,7 @@ impl Steps {
         while let Some(newline) = step.partial.find('\n') {
             let line: String = step.partial.drain(..=newline).collect();
             let line = line.trim_end_matches(['\n', '\r']).to_owned();
-            display.event(Event::Output {
+            events(Event::Output {
                 id,
                 name: &step.name,
                 line: &line,
@@ -222,7 +234,7 @@ mod tests {
     #[test]
     fn classic_text_becomes_steps_with_their_output() {
         let mut steps = Steps::default();
-        let mut display = Display::Silent;
+        let mut lines = Vec::new();
         for chunk in [
             "Step 1/3 : FROM forge-base\n ---> 1a2b3c\n",
             "Step 2/3 : RUN echo one\n ---> Using cache\n ---> 4d5e6f\n",
@@ -230,11 +242,16 @@ mod tests {
             "tw",
             "o\nlast words\n",
         ] {
-            steps.classic(chunk, &mut display);
+            steps.classic(chunk, &mut |event| {
+                if let Event::Output { line, .. } = event {
+                    lines.push(line.to_owned());
+                }
+            });
         }
         let (name, tail) = steps.failed().expect("a running step");
         assert_eq!(name, "[3/3] RUN echo two && exit 3");
         assert_eq!(tail, ["two", "last words"]);
         assert_eq!(steps.counts(), (1, 1));
+        assert_eq!(lines, ["two", "last words"]);
     }
 }

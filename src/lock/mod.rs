@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{self, BuildContext, ContextError};
 use crate::fs::{Written, write_if_changed};
-use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Source, Tag};
+use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Tag};
 use crate::recipe::{Recipe, TEMPLATES_DIR};
 use crate::render::Dockerfile;
 
@@ -89,25 +89,11 @@ impl Inputs {
             .iter()
             .map(|entry| entry.series.as_str())
             .collect();
-        let mut overlays: Vec<&str> = recipe
-            .pins
-            .overlays
-            .iter()
-            .map(|overlay| overlay.from.as_str())
-            .collect();
-        for pin in recipe.pins.pins.values() {
-            if let Source::Python {
-                shim: Some(shim), ..
-            } = &pin.source
-            {
-                overlays.push(shim.file.as_str());
-            }
-        }
         Ok(Inputs {
             pins,
             templates: context::digest_of(&recipe.root, &[TEMPLATES_DIR])?,
             patches: context::digest_of(&recipe.root, &series)?,
-            overlays: context::digest_of(&recipe.root, &overlays)?,
+            overlays: context::digest_of(&recipe.root, &recipe.copied_paths())?,
             dockerfile: dockerfile.digest(),
             context: context.digest.clone(),
             context_mtime,

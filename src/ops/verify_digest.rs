@@ -17,6 +17,7 @@ use crate::diagnostics::CheckFailed;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::{self, Record};
 use crate::pins::ImageRef;
+use crate::pipeline;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
@@ -53,7 +54,7 @@ pub fn verify_digest(
 
     // The context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says
     // now, so that only a changed input can change its digest.
-    let plan = crate::ops::build::plan(
+    let plan = pipeline::plan(
         recipe,
         Output::TemporaryFile,
         true,
@@ -194,13 +195,7 @@ async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> a
 
 async fn base_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
     let found = engine.image(record.base.image.as_str()).await?;
-    report.extend(verify::base(
-        &record.base,
-        engine.host(),
-        found
-            .as_ref()
-            .map(|info| (&info.id.0, info.repo_digests.as_slice())),
-    ));
+    report.extend(verify::base(&record.base, engine.host(), found.as_ref()));
     Ok(())
 }
 

@@ -172,6 +172,44 @@ pub fn image_of(
     }
 }
 
+/// What a registry tag holds for one platform: enough to tell whether it is a given image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The digest the tag names: the registry's `Docker-Content-Digest`, else the sha256 of the
+    /// bytes it served.
+    pub digest: Digest,
+    /// The manifest that stands for the image on the platform: the tag's own, or an index's
+    /// entry for the platform (`None` when the index has none).
+    pub manifest: Option<Digest>,
+    /// The image id that manifest names as its configuration (`image_of`), if any.
+    pub image: Option<Digest>,
+}
+
+impl Held {
+    /// What a tag serving `manifest` holds on `platform`; `image` is what `image_of` found.
+    pub fn new(manifest: &Manifest, platform: &str, image: Option<Digest>) -> Self {
+        Self {
+            digest: manifest
+                .claimed
+                .clone()
+                .unwrap_or_else(|| manifest.received.clone()),
+            manifest: if manifest.is_index() {
+                manifest.platform_entry(platform)
+            } else {
+                Some(manifest.received.clone())
+            },
+            image,
+        }
+    }
+
+    /// Whether the tag holds the local image `image`: its manifest names `image` as its
+    /// configuration, or is `image`, as a daemon with the containerd image store names an
+    /// image by its manifest rather than its configuration.
+    pub fn holds(&self, image: &Digest) -> bool {
+        self.image.as_ref() == Some(image) || self.manifest.as_ref() == Some(image)
+    }
+}
+
 /// Why a registry could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {

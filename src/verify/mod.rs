@@ -22,9 +22,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::engine::ImageInfo;
 use crate::lock::{BaseRecord, Inputs, Record};
 use crate::pins::Digest;
-use crate::registry::Manifest;
+use crate::registry::{Held, Manifest};
 
 /// One check: what was looked at, what the record or recipe says, what was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -267,26 +268,18 @@ fn agreement<'a>(
 }
 
 /// The base image on `node` against the record: its digest in the base's repository (when
-/// recorded) and its local id (when recorded). `found` is the id and the repo digests of what
-/// the base reference names on the node now.
-pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String])>) -> Vec<Check> {
+/// recorded) and its local id (when recorded). `found` is what the base reference names on the
+/// node now.
+pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec<Check> {
     let subject = format!("{node}: {}", recorded.image);
     let mut checks = Vec::new();
     if let Some(digest) = &recorded.digest {
-        let repository = crate::pins::repository_name(recorded.image.as_str());
-        let actual = found
-            .and_then(|(_, repo_digests)| {
-                repo_digests.iter().find_map(|known| {
-                    let (name, digest) = known.split_once('@')?;
-                    (name == repository).then(|| digest.to_owned())
-                })
-            })
-            .unwrap_or_else(|| MISSING.to_owned());
+        let actual = found.and_then(|info| info.digest_in(recorded.image.as_str()));
         checks.push(Check::compare(
             "base digest",
             subject.clone(),
             digest.as_str(),
-            actual,
+            actual.as_ref().map_or(MISSING, Digest::as_str),
         ));
     }
     if let Some(id) = &recorded.id {
@@ -294,7 +287,7 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String]
             "base id",
             subject,
             id.as_str(),
-            found.map_or(MISSING, |(id, _)| id.as_str()),
+            found.map_or(MISSING, |info| info.id.0.as_str()),
         ));
     }
     checks
@@ -361,18 +354,13 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
             ));
         }
         // Bytes that match the pushed digest prove the manifest, not the image: an index
-        // recorded after a multi-platform push can hold any image for this platform. A daemon
-        // with the containerd image store names an image by its manifest, not its config.
-        let image_manifest = if manifest.is_index() {
-            manifest.platform_entry(platform)
+        // recorded after a multi-platform push can hold any image for this platform.
+        let held = if Held::new(manifest, platform, tag.image.clone()).holds(image) {
+            Some(image)
         } else {
-            Some(manifest.received.clone())
+            tag.image.as_ref()
         };
-        let held = match image_manifest {
-            Some(entry) if entry == *image => Some(entry),
-            _ => tag.image.clone(),
-        };
-        checks.push(registry_image(&tag.reference, image, held.as_ref()));
+        checks.push(registry_image(&tag.reference, image, held));
     }
     if served.len() > 1 {
         let place = served[0]

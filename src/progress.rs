@@ -1,16 +1,16 @@
-//! How a build's progress is drawn: an indicatif display of the running steps on a terminal,
-//! plain timestamped lines in a log, nothing when quiet.
+//! The engine's progress events in, drawn on stderr out: an indicatif display of the running
+//! steps on a terminal, plain timestamped lines in a log, nothing when quiet.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::steps::{Event, StepState};
+use crate::engine::steps::{Event, StepState};
 use crate::printer::Printer;
 
 /// The progress display the user asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
     /// A live display on a terminal, plain lines otherwise.
     Auto,
@@ -65,22 +65,11 @@ impl Display {
         }
     }
 
-    /// Draws one builder event.
+    /// Draws one event of a build or a push.
     pub fn event(&mut self, event: Event<'_>) {
         match self {
             Display::Terminal(terminal) => terminal.event(event),
             Display::Plain(plain) => plain.event(event),
-            Display::Silent => {}
-        }
-    }
-
-    /// Draws a free-standing progress line (a push's layer status).
-    pub fn line(&mut self, text: &str) {
-        match self {
-            Display::Terminal(terminal) => {
-                let _ = terminal.multi.println(format!("             {text}"));
-            }
-            Display::Plain(plain) => plain.print(text),
             Display::Silent => {}
         }
     }
@@ -131,6 +120,12 @@ impl Terminal {
                     let _ = self.multi.println(format!("             | {line}"));
                 }
             }
+            // A free-standing line under the status verbs' column.
+            Event::Push { reference, status } => {
+                let _ = self
+                    .multi
+                    .println(format!("             {reference}: {status}"));
+            }
         }
     }
 }
@@ -151,6 +146,7 @@ impl Plain {
                 self.print(&format!("  | {line}"));
             }
             Event::Output { .. } => {}
+            Event::Push { reference, status } => self.print(&format!("{reference}: {status}")),
         }
     }
 

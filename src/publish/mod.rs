@@ -1,0 +1,431 @@
+//! After the build: the image just built in; its tags moved, pushed and recorded out.
+//!
+//! 1. Refuse (`refuse`): an immutable tag that names another image is not re-pointed, neither
+//!    on the daemon nor, when pushing, in the registry, unless `--force`. Every refusal comes
+//!    before the first tag moves.
+//! 2. Tag: point each tag at the image; a tag already there is fresh.
+//! 3. Push, immutable tags first, so that a failure there leaves the moving tags of the
+//!    registry where they were; a tag the registry already holds with this image is kept.
+//! 4. Record forge.lock.
+//!
+//! A failure or a stop at any point puts every moved tag back, last moved first, and leaves
+//! forge.lock as it was, with one exception: a push that fails after other tags reached the
+//! registry keeps the tags and records exactly the tags in the registry, so that the record
+//! never disagrees with the registry, and then fails with `BuildError::PartlyPushed`.
+
+mod refuse;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::engine::steps::Event;
+use crate::engine::{Engine, EngineError, ImageId};
+use crate::fs::Written;
+use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
+use crate::pins::{Digest, Mutability, Platform, Repository, Tag};
+use crate::pipeline::{self, Plan};
+use crate::printer::Printer;
+use crate::recipe::{Recipe, ResolvedTag};
+use crate::registry::Credentials;
+
+pub use refuse::{RegistryTags, RemoteTags};
+
+/// What to publish: the image just built and what forge.lock records of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Publication<'a> {
+    /// The recipe: its folder holds forge.lock, its pins.toml names the repository and the base.
+    pub recipe: &'a Recipe,
+    /// The image just built.
+    pub image: &'a ImageId,
+    /// The platform it was built for.
+    pub platform: &'a Platform,
+    /// Its tags, in pins.toml order.
+    pub tags: &'a [ResolvedTag],
+    /// The inputs it was built from.
+    pub inputs: &'a Inputs,
+    /// The patches applied, in order.
+    pub patches: &'a [PatchRecord],
+    /// The recipe repository's commit; `None` outside git.
+    pub revision: Option<&'a str>,
+    /// Push every tag after tagging.
+    pub push: bool,
+    /// Re-point immutable tags that name another image.
+    pub force: bool,
+}
+
+impl Publication<'_> {
+    /// The repository the tags live in.
+    fn repository(&self) -> &Repository {
+        &self.recipe.pins.image.repository
+    }
+}
+
+/// What a publication leaves behind.
+#[derive(Debug)]
+pub struct Published {
+    /// The record written to forge.lock.
+    pub record: Record,
+    /// Whether forge.lock changed.
+    pub written: Written,
+}
+
+impl Published {
+    /// The `--json` document of the build of `plan` that this publication finished.
+    pub fn to_json(&self, plan: &Plan) -> Value {
+        let repository = self.record.image.repository.as_str();
+        json!({
+            "image": {
+                "id": self.record.image.id.as_str(),
+                "repository": repository,
+                "tags": self.record.tags.iter().map(|tag| format!("{repository}:{}", tag.name)).collect::<Vec<_>>(),
+                "pushed": self.record.tags.iter().filter_map(|tag| {
+                    let digest = tag.pushed.as_ref()?;
+                    Some(json!({ "tag": format!("{repository}:{}", tag.name), "digest": digest.as_str() }))
+                }).collect::<Vec<_>>(),
+            },
+            "context_digest": plan.context.digest.as_str(),
+            "dockerfile_digest": plan.dockerfile.digest().as_str(),
+            "patches": pipeline::patches_json(&self.record.patches),
+            "base": serde_json::to_value(&self.record.base).expect("the base record serializes"),
+            "lock": {
+                "path": lock::LOCK_FILE,
+                "changed": self.written == Written::Changed,
+            },
+        })
+    }
+}
+
+/// Why a build could not start, or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Another `forge build` holds the recipe.
+    #[error("another `forge build` is running on the recipe {}", root.display())]
+    Busy {
+        /// The recipe folder.
+        root: PathBuf,
+    },
+    /// SIGINT or SIGTERM arrived before the build was recorded.
+    #[error("interrupted by {signal} before the build was recorded")]
+    Interrupted {
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+    },
+    /// A push failed after other tags were pushed; forge.lock records those.
+    #[error(
+        "the push stopped part way: pushed {}; not pushed {}",
+        pushed.join(", "),
+        not_pushed.join(", ")
+    )]
+    PartlyPushed {
+        /// The tags in the registry, recorded with their digests.
+        pushed: Vec<String>,
+        /// The tags not pushed.
+        not_pushed: Vec<String>,
+        /// Why the push stopped.
+        source: crate::engine::EngineError,
+    },
+    /// The recipe folder could not be locked.
+    #[error("cannot lock the recipe folder {} for the build: {source}", root.display())]
+    Lock {
+        /// The recipe folder.
+        root: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl BuildError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            BuildError::Busy { .. } => {
+                "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()
+            }
+            BuildError::Interrupted { .. } => {
+                "every tag moved was put back and forge.lock is as it was; build again to finish".to_owned()
+            }
+            BuildError::PartlyPushed { .. } => {
+                "the tags stay on the image built and forge.lock records the digests pushed; run `forge build --push` again to push the rest".to_owned()
+            }
+            BuildError::Lock { .. } => "check the recipe folder's permissions".to_owned(),
+        })
+    }
+}
+
+/// What stops a build part way, so that it can put back what it moved instead of ending on
+/// the spot.
+// Used with static dispatch only, so the future's auto traits need not be named.
+#[allow(async_fn_in_trait)]
+pub trait Stop {
+    /// Waits until the stop arrives, and names it (`SIGINT`, `SIGTERM`).
+    async fn received(&mut self) -> &'static str;
+}
+
+/// SIGINT and SIGTERM, caught from the moment the daemon is asked to build: instead of ending
+/// forge on the spot they stop the build at its next step and let it put back what it moved.
+#[derive(Debug)]
+pub struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    /// Starts catching SIGINT and SIGTERM.
+    pub fn listen() -> anyhow::Result<Self> {
+        let listen = |kind| signal(kind).context("cannot listen for SIGINT and SIGTERM");
+        Ok(Self {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+}
+
+impl Stop for Signals {
+    async fn received(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
+        }
+    }
+}
+
+/// A tag moved, and the image it named before (`None`: it did not exist).
+type Moved = (Tag, Option<ImageId>);
+
+/// Refuses, tags, pushes (with `publication.push`) and records the image built, handing the
+/// pushes' progress to `events`. `registry` opens the registry of the image's repository, on a
+/// thread of its own, when pushing. Whatever fails, or `stop` arriving first, puts every
+/// moved tag back before the error is returned.
+pub async fn publish<E: Engine, R: RegistryTags>(
+    publication: &Publication<'_>,
+    engine: &E,
+    registry: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
+    stop: &mut impl Stop,
+    events: &mut dyn FnMut(Event<'_>),
+    printer: &Printer,
+) -> anyhow::Result<Published> {
+    let mut moved = Vec::new();
+    let outcome = tokio::select! {
+        biased;
+        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
+        outcome = stages(publication, engine, registry, events, printer, &mut moved) => outcome,
+    };
+    let (published, stopped) = match outcome {
+        Ok(done) => done,
+        Err(error) => {
+            rollback(engine, publication.repository(), &moved, printer).await;
+            return Err(error);
+        }
+    };
+    let lock_path = lock::path(&publication.recipe.root);
+    match published.written {
+        Written::Changed => printer.status("Recorded", lock_path.display()),
+        Written::Unchanged => printer.status("Fresh", lock_path.display()),
+    }
+    if let Some(source) = stopped {
+        return Err(partly_pushed(&published.record, source).into());
+    }
+    Ok(published)
+}
+
+/// The stages in order, listing in `moved` each tag before it moves. Returns what was
+/// recorded, and the error that stopped the push part way, if one did.
+async fn stages<E: Engine, R: RegistryTags>(
+    publication: &Publication<'_>,
+    engine: &E,
+    registry: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
+    events: &mut dyn FnMut(Event<'_>),
+    printer: &Printer,
+    moved: &mut Vec<Moved>,
+) -> anyhow::Result<(Published, Option<EngineError>)> {
+    // What the tags and the base name now, asked all at once rather than one after another.
+    let lookups = publication.tags.iter().map(|tag| {
+        let reference = format!("{}:{}", publication.repository(), tag.tag);
+        async move { engine.image(&reference).await.map_err(anyhow::Error::from) }
+    });
+    let (current, base) = tokio::try_join!(
+        futures_util::future::try_join_all(lookups),
+        base_record(publication.recipe, engine),
+    )?;
+    let previous = refuse::on_the_daemon(publication, current)?;
+    let (credentials, kept) = if publication.push {
+        refuse::in_the_registry(publication, registry).await?
+    } else {
+        (None, BTreeMap::new())
+    };
+    move_tags(publication, engine, &previous, moved, printer).await?;
+    let (pushed, stopped) = if publication.push {
+        push(
+            publication,
+            engine,
+            &kept,
+            credentials.as_ref(),
+            events,
+            printer,
+        )
+        .await?
+    } else {
+        (BTreeMap::new(), None)
+    };
+    let record = record(publication, base, &pushed);
+    // A synchronous write: a stop cannot interrupt it half way.
+    let written = record.write(&publication.recipe.root)?;
+    Ok((Published { record, written }, stopped))
+}
+
+/// The base image as the record names it: pins.toml's reference and digest, or the digest the
+/// local image has in the base's repository, and the local image id when the daemon has it.
+async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<BaseRecord> {
+    let base = &recipe.pins.base;
+    let mut record = BaseRecord {
+        image: base.image.clone(),
+        digest: base.digest.clone(),
+        id: None,
+    };
+    if let Some(local) = engine.image(base.image.as_str()).await? {
+        if record.digest.is_none() {
+            record.digest = local.digest_in(base.image.as_str());
+        }
+        record.id = Some(local.id.0);
+    }
+    Ok(record)
+}
+
+/// Points each tag at the image, skipping those already there; `previous` holds what each
+/// named before.
+async fn move_tags<E: Engine>(
+    publication: &Publication<'_>,
+    engine: &E,
+    previous: &[(&ResolvedTag, Option<ImageId>)],
+    moved: &mut Vec<Moved>,
+    printer: &Printer,
+) -> Result<(), EngineError> {
+    let repository = publication.repository();
+    for (tag, before) in previous {
+        if before.as_ref() == Some(publication.image) {
+            printer.status("Fresh", format_args!("{repository}:{}", tag.tag));
+            continue;
+        }
+        // Listed before the daemon is asked, so that a stop while it answers still puts the
+        // tag back.
+        moved.push((tag.tag.clone(), before.clone()));
+        engine.tag(publication.image, repository, &tag.tag).await?;
+        printer.status("Tagged", format_args!("{repository}:{}", tag.tag));
+    }
+    Ok(())
+}
+
+/// Pushes every tag not in `kept`, immutable tags first. Returns each tag in the registry with
+/// its digest (the kept ones too) and, when a push failed after others succeeded, its error.
+async fn push<E: Engine>(
+    publication: &Publication<'_>,
+    engine: &E,
+    kept: &BTreeMap<Tag, Digest>,
+    credentials: Option<&Credentials>,
+    events: &mut dyn FnMut(Event<'_>),
+    printer: &Printer,
+) -> Result<(BTreeMap<Tag, Digest>, Option<EngineError>), EngineError> {
+    let repository = publication.repository();
+    let mut pushed = BTreeMap::new();
+    let mut order: Vec<&ResolvedTag> = publication.tags.iter().collect();
+    order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
+    for tag in order {
+        // Already in the registry with this image: pushing again could only re-point it (at
+        // this daemon's manifest, or from a multi-platform index to one image).
+        if let Some(digest) = kept.get(&tag.tag) {
+            printer.status(
+                "Kept",
+                format_args!(
+                    "{repository}:{} {digest} (the registry already holds this image)",
+                    tag.tag
+                ),
+            );
+            pushed.insert(tag.tag.clone(), digest.clone());
+            continue;
+        }
+        match engine.push(repository, &tag.tag, credentials, events).await {
+            Ok(digest) => {
+                printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
+                pushed.insert(tag.tag.clone(), digest);
+            }
+            // Once a tag is in the registry the record must say so: keep the tags, record
+            // what was pushed, then fail.
+            Err(error) if !pushed.is_empty() => return Ok((pushed, Some(error))),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok((pushed, None))
+}
+
+/// The record of the publication, with the registry digest of each tag in `pushed`.
+fn record(
+    publication: &Publication<'_>,
+    base: BaseRecord,
+    pushed: &BTreeMap<Tag, Digest>,
+) -> Record {
+    Record::new(
+        publication.inputs.clone(),
+        base,
+        ImageRecord {
+            repository: publication.repository().clone(),
+            id: publication.image.0.clone(),
+            platform: Some(publication.platform.clone()),
+            revision: publication.revision.map(str::to_owned),
+        },
+        publication
+            .tags
+            .iter()
+            .map(|tag| TagRecord {
+                name: tag.tag.clone(),
+                mutability: tag.mutability,
+                pushed: pushed.get(&tag.tag).cloned(),
+            })
+            .collect(),
+        publication.patches.to_vec(),
+    )
+}
+
+/// The failure of a push that stopped after `record`'s pushed tags reached the registry.
+fn partly_pushed(record: &Record, source: EngineError) -> BuildError {
+    let names = |pushed: bool| -> Vec<String> {
+        record
+            .tags
+            .iter()
+            .filter(|tag| tag.pushed.is_some() == pushed)
+            .map(|tag| tag.name.to_string())
+            .collect()
+    };
+    BuildError::PartlyPushed {
+        pushed: names(true),
+        not_pushed: names(false),
+        source,
+    }
+}
+
+/// Puts every moved tag back where it was (or removes it if it did not exist), last moved
+/// first.
+async fn rollback<E: Engine>(
+    engine: &E,
+    repository: &Repository,
+    moved: &[Moved],
+    printer: &Printer,
+) {
+    for (tag, before) in moved.iter().rev() {
+        let restored = match before {
+            Some(id) => engine.tag(id, repository, tag).await,
+            None => engine.remove_tag(repository, tag).await,
+        };
+        match restored {
+            Ok(()) => printer.status("Restored", format_args!("{repository}:{tag}")),
+            Err(error) => printer.warn(format_args!(
+                "could not put {repository}:{tag} back: {error}"
+            )),
+        }
+    }
+}
