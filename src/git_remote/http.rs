@@ -233,28 +233,6 @@ fn check_pkt_lines(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pkt_lines_are_checked() {
-        assert!(check_pkt_lines(b"001e# service=git-upload-pack\n0000").is_ok());
-        let error = check_pkt_lines(b"0003").unwrap_err();
-        assert!(error.contains("0003"), "{error}");
-        assert!(
-            check_pkt_lines(b"00ffshort")
-                .unwrap_err()
-                .contains("claims 255 bytes")
-        );
-        assert!(
-            check_pkt_lines(b"zzzz")
-                .unwrap_err()
-                .contains("not a pkt-line length")
-        );
-    }
-}
-
 impl Read for Exchange {
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         if self.response.is_none() {
@@ -280,5 +258,27 @@ impl Write for Exchange {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkt_lines_are_checked() {
+        assert!(check_pkt_lines(b"001e# service=git-upload-pack\n0000").is_ok());
+        let error = check_pkt_lines(b"0003").unwrap_err();
+        assert!(error.contains("0003"), "{error}");
+        assert!(
+            check_pkt_lines(b"00ffshort")
+                .unwrap_err()
+                .contains("claims 255 bytes")
+        );
+        assert!(
+            check_pkt_lines(b"zzzz")
+                .unwrap_err()
+                .contains("not a pkt-line length")
+        );
     }
 }
