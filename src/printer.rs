@@ -6,6 +6,10 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt::Display;
+
+/// The version of the shapes of forge's `--json` documents: raised when a key changes meaning
+/// or goes away (new keys do not raise it). Every document carries it as `"schema"`.
+pub const JSON_SCHEMA: u32 = 1;
 use std::io::{IsTerminal, Write};
 
 /// How much status output to show.
@@ -104,9 +108,14 @@ impl Printer {
             .and_then(|()| stdout.flush());
     }
 
-    /// The command's one JSON document on stdout.
+    /// The command's one JSON document on stdout, carrying the version of forge's JSON shapes
+    /// (`"schema"`, see `JSON_SCHEMA`).
     pub fn json(&self, value: &serde_json::Value) {
-        let text = serde_json::to_string_pretty(value).expect("a JSON value serializes");
+        let mut document = value.clone();
+        if let Some(object) = document.as_object_mut() {
+            object.insert("schema".to_owned(), serde_json::json!(JSON_SCHEMA));
+        }
+        let text = serde_json::to_string_pretty(&document).expect("a JSON value serializes");
         self.stdout(&format!("{text}\n"));
     }
 

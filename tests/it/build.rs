@@ -636,6 +636,10 @@ fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manife
     );
     let run = example.build(&["--push"]).expect_code(0);
     let pushed = run.json();
+    insta::assert_snapshot!(
+        "json_build_push",
+        crate::support::json_shape(&pushed, example.context.path())
+    );
     assert_eq!(pushed["image"]["id"], id.as_str());
     assert_eq!(pushed["image"]["pushed"].as_array().unwrap().len(), 2);
     // The dated tag is kept as the registry holds it, not pushed again, and recorded so.

@@ -12,6 +12,7 @@ mod host_image;
 mod hostile;
 mod image_guard;
 mod index_server;
+mod json;
 mod patch;
 mod patch_differential;
 mod pin_bump;

@@ -80,6 +80,10 @@ fn the_report_of_a_recorded_build() {
 fn the_json_report_names_the_same_facts_and_leaves_the_tester_fields_null() {
     let context = recorded();
     let json = context.forge(&["--json", "report"]).expect_code(0).json();
+    insta::assert_snapshot!(
+        "json_report",
+        crate::support::json_shape(&json, context.path())
+    );
     assert_eq!(json["image"]["id"], IMAGE_ID);
     assert_eq!(
         json["image"]["revision"],

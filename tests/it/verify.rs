@@ -583,6 +583,10 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     let config = no_credentials();
     let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
     let json = verify(&example, &["--remote"], &env).expect_code(0).json();
+    insta::assert_snapshot!(
+        "json_verify_digest_remote",
+        crate::support::json_shape(&json, example.context.path())
+    );
     let id = image_id(&format!("{}:latest", example.repository)).unwrap();
     assert_eq!(config_digest(&registry, &path, "latest"), id);
     for tag in ["latest", DATED_TAG] {
