@@ -1,5 +1,10 @@
 //! How forge ends: the exit status, and the one place errors are rendered as
-//! `error:` / `caused by:` / `hint:`.
+//! `error:` / `caused by:` / `hint:` (and, with `--json`, as one JSON document on stdout).
+//!
+//! Each error type says what to do about itself by implementing `Advise` (a hint, or why there
+//! is none, and whether it is a check that failed) and registering with `advised!` next to its
+//! definition; `report` asks every error in the chain. There is no list of error types here:
+//! a new type is found by registering it, and a test fails for a type that is not registered.
 
 use crate::printer::Printer;
 
@@ -18,6 +23,60 @@ impl From<ExitStatus> for std::process::ExitCode {
     fn from(status: ExitStatus) -> Self {
         std::process::ExitCode::from(status as u8)
     }
+}
+
+/// What an error tells the user to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advice {
+    /// A hint to print.
+    Hint(String),
+    /// No hint, and why: the message already says all there is to do, or an error further
+    /// along the chain gives the hint.
+    Nothing(&'static str),
+}
+
+/// An error that knows what to advise and how forge ends because of it.
+pub trait Advise: std::error::Error {
+    /// A hint, or why there is none.
+    fn advice(&self) -> Advice;
+
+    /// How forge ends when this error is in the chain: `Error` unless it is a check that ran
+    /// and did not hold.
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Error
+    }
+}
+
+/// Finds the `Advise` of an error of one registered type.
+pub type Finder = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Advise>;
+
+/// Every registered error type's finder (see `advised!`).
+#[linkme::distributed_slice]
+pub static ADVISED: [Finder];
+
+/// Registers an error type that implements `Advise`, so that `report` finds its advice
+/// wherever it appears in an error's chain. Write it next to the type's `Advise` impl.
+#[macro_export]
+macro_rules! advised {
+    ($type:ty) => {
+        const _: () = {
+            fn find<'a>(
+                error: &'a (dyn ::std::error::Error + 'static),
+            ) -> ::std::option::Option<&'a dyn $crate::diagnostics::Advise> {
+                error
+                    .downcast_ref::<$type>()
+                    .map(|error| error as &dyn $crate::diagnostics::Advise)
+            }
+            #[::linkme::distributed_slice($crate::diagnostics::ADVISED)]
+            #[linkme(crate = ::linkme)]
+            static FIND: $crate::diagnostics::Finder = find;
+        };
+    };
+}
+
+/// The advice of `error`, if its type is registered.
+pub fn advice_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a dyn Advise> {
+    ADVISED.iter().find_map(|find| find(error))
 }
 
 /// A check that ran and did not hold: exit 1 rather than 2.
@@ -40,98 +99,121 @@ impl CheckFailed {
     }
 }
 
-/// The hint a typed error carries, if `error` is one forge knows.
-fn hint_of(error: &(dyn std::error::Error + 'static)) -> Option<String> {
-    if let Some(error) = error.downcast_ref::<CheckFailed>() {
-        return error.hint.clone();
+impl Advise for CheckFailed {
+    fn advice(&self) -> Advice {
+        match &self.hint {
+            Some(hint) => Advice::Hint(hint.clone()),
+            None => Advice::Nothing("the check names what did not hold"),
+        }
     }
-    if let Some(error) = error.downcast_ref::<crate::pins::LoadError>() {
-        return error.hint();
+
+    fn exit_status(&self) -> ExitStatus {
+        ExitStatus::Failure
     }
-    if let Some(error) = error.downcast_ref::<crate::recipe::RecipeError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::render::RenderError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::bump::BumpError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::bump::OfferError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::index::select::SelectError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::context::ContextError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::engine::EngineError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::registry::CredentialsError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::lock::LockError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::patch::PatchError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::verify::VerifyError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::registry::RegistryError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::publish::BuildError>() {
-        return error.hint();
-    }
-    if let Some(error) = error.downcast_ref::<crate::ops::report::ReportError>() {
-        return error.hint();
-    }
-    None
 }
 
-/// Whether `error` is a build that ran and failed (a step, the Dockerfile) rather than one the
-/// environment stopped.
-fn failed_build(error: &(dyn std::error::Error + 'static)) -> bool {
-    error
-        .downcast_ref::<crate::engine::EngineError>()
-        .is_some_and(crate::engine::EngineError::is_failed_check)
+advised!(CheckFailed);
+
+/// What an error chain says, ready to print: the message, its causes (each once), the hints,
+/// and the exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The outermost message.
+    pub message: String,
+    /// The causes, outermost first, without repeats.
+    pub causes: Vec<String>,
+    /// The hints of the chain, outermost first, without repeats.
+    pub hints: Vec<String>,
+    /// How forge ends.
+    pub exit: ExitStatus,
 }
 
-/// Prints `error` with its causes and hints, and says which exit status it means.
-pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
+/// Reads `error`'s chain.
+pub fn render(error: &anyhow::Error) -> Rendered {
     let mut chain = error.chain();
-    let head = chain
+    let message = chain
         .next()
-        .expect("an error has at least itself in its chain");
-    printer.error(head);
-    let mut last = head.to_string();
+        .expect("an error has at least itself in its chain")
+        .to_string();
+    let mut causes: Vec<String> = Vec::new();
+    let mut last = message.clone();
     for cause in chain {
         let text = cause.to_string();
         // `#[error(transparent)]` wrappers repeat their source's text; say it once.
         if text != last {
-            printer.note("caused by", &text);
+            causes.push(text.clone());
         }
         last = text;
     }
-    let mut hints: Vec<String> = error.chain().filter_map(hint_of).collect();
-    hints.dedup();
-    for hint in hints {
-        printer.note("hint", hint);
+    let advised: Vec<&dyn Advise> = error.chain().filter_map(advice_of).collect();
+    let mut hints: Vec<String> = Vec::new();
+    for advise in &advised {
+        if let Advice::Hint(hint) = advise.advice()
+            && !hints.contains(&hint)
+        {
+            hints.push(hint);
+        }
     }
-    let check_failed = |cause: &(dyn std::error::Error + 'static)| {
-        cause.is::<CheckFailed>()
-            || failed_build(cause)
-            || cause
-                .downcast_ref::<crate::patch::PatchError>()
-                .is_some_and(crate::patch::PatchError::is_check_failure)
-    };
-    if error.chain().any(check_failed) {
+    let exit = if advised
+        .iter()
+        .any(|advise| advise.exit_status() == ExitStatus::Failure)
+    {
         ExitStatus::Failure
     } else {
         ExitStatus::Error
+    };
+    Rendered {
+        message,
+        causes,
+        hints,
+        exit,
+    }
+}
+
+/// Prints `error` with its causes and hints, and says which exit status it means. With `--json`
+/// the same goes to stdout as `{"error": {message, causes, hint, exit}}`.
+pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
+    let rendered = render(error);
+    printer.error(&rendered.message);
+    for cause in &rendered.causes {
+        printer.note("caused by", cause);
+    }
+    for hint in &rendered.hints {
+        printer.note("hint", hint);
+    }
+    if printer.is_json() {
+        let hint = (!rendered.hints.is_empty()).then(|| rendered.hints.join("\n"));
+        printer.json(&serde_json::json!({
+            "error": {
+                "message": rendered.message,
+                "causes": rendered.causes,
+                "hint": hint,
+                "exit": rendered.exit as u8,
+            }
+        }));
+    }
+    rendered.exit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer {
+        source: CheckFailed,
+    }
+
+    #[test]
+    fn a_hint_and_a_failed_check_are_found_along_the_chain() {
+        let error = anyhow::Error::from(Outer {
+            source: CheckFailed::new("inner", "do this"),
+        });
+        let rendered = render(&error);
+        assert_eq!(rendered.message, "outer");
+        assert_eq!(rendered.causes, ["inner"]);
+        assert_eq!(rendered.hints, ["do this"]);
+        assert_eq!(rendered.exit, ExitStatus::Failure);
     }
 }

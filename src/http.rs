@@ -86,6 +86,17 @@ pub enum BodyError {
     },
 }
 
+impl crate::diagnostics::Advise for BodyError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(match self {
+            BodyError::Idle { .. } => "the server stopped answering; try again, or set FORGE_IDLE_TIMEOUT (seconds) for a slow link".to_owned(),
+            BodyError::TooLarge { .. } => "the server sends far more than such an answer holds; check the URL".to_owned(),
+        })
+    }
+}
+
+crate::advised!(BodyError);
+
 impl Guarded {
     /// Reads `reader` on a thread; `idle` and `cap` bound what arrives.
     pub fn new(

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::{self, Date, LoadError, Mutability, Pins, Source, Tag};
 
 /// The file that holds a recipe, inside its folder.
@@ -59,17 +60,18 @@ pub enum RecipeError {
     },
 }
 
-impl RecipeError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for RecipeError {
+    fn advice(&self) -> Advice {
         match self {
-            RecipeError::Load(error) => error.hint(),
-            RecipeError::SourceDateEpoch { .. } => Some(
+            RecipeError::Load(error) => error.advice(),
+            RecipeError::SourceDateEpoch { .. } => Advice::Hint(
                 "unset it, or set it to an integer such as `git log -1 --format=%ct`".to_owned(),
             ),
         }
     }
 }
+
+crate::advised!(RecipeError);
 
 impl Recipe {
     /// Loads the recipe in `root`, taking the date from pins.toml, else `SOURCE_DATE_EPOCH`,

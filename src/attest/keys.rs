@@ -66,6 +66,18 @@ pub enum KeyError {
     },
 }
 
+impl crate::diagnostics::Advise for KeyError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(match self {
+            KeyError::Io { .. } => "check the path and its permissions".to_owned(),
+            KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve".to_owned(),
+            KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
+        })
+    }
+}
+
+crate::advised!(KeyError);
+
 impl SigningKey {
     /// The key in `pem` (an unencrypted PKCS#8 `PRIVATE KEY` block on the P-256 curve).
     pub fn from_pem(pem: &str, origin: impl Into<String>) -> Result<Self, KeyError> {

@@ -96,6 +96,16 @@ pub enum EditError {
     NotAString(String),
 }
 
+impl crate::diagnostics::Advise for EditError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(
+            "pins.toml was left as it was; fix it by hand (`forge render` names the line), then run the bump again".to_owned(),
+        )
+    }
+}
+
+crate::advised!(EditError);
+
 /// Applies `assignments` to `text`. A value that exists keeps its decor (the spaces and the
 /// trailing comment around it) and its quote style; a key that does not exist is added at the
 /// end of its table.

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
 use crate::index::{IndexError, PackageIndex, Releases};
@@ -281,16 +282,17 @@ pub enum OfferError {
     Registry(#[from] RegistryError),
 }
 
-impl OfferError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for OfferError {
+    fn advice(&self) -> Advice {
         match self {
-            OfferError::Index(error) => error.hint(),
-            OfferError::Git(error) => error.hint(),
-            OfferError::Registry(error) => error.hint(),
+            OfferError::Index(error) => error.advice(),
+            OfferError::Git(error) => error.advice(),
+            OfferError::Registry(error) => error.advice(),
         }
     }
 }
+
+crate::advised!(OfferError);
 
 /// What the index offers the version-pinned `pin` (python or wheels) and its group.
 pub fn version_offer(
@@ -615,10 +617,9 @@ pub enum BumpError {
     },
 }
 
-impl BumpError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for BumpError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             BumpError::UnknownPin {
                 suggestion: Some(suggestion),
                 ..
@@ -633,3 +634,5 @@ impl BumpError {
         })
     }
 }
+
+crate::advised!(BumpError);

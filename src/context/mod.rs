@@ -22,6 +22,7 @@ use tempfile::NamedTempFile;
 
 pub use ignore::{Exclusions, IgnoreFileError};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::Digest;
 use archive::{Entries, Source};
 
@@ -82,7 +83,7 @@ impl BuildContext {
 #[derive(Debug, thiserror::Error)]
 pub enum ContextError {
     /// A file or folder of the context could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The path.
         path: PathBuf,
@@ -121,30 +122,31 @@ pub enum ContextError {
     IgnoreFile(#[from] IgnoreFileError),
 }
 
-impl ContextError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for ContextError {
+    fn advice(&self) -> Advice {
         match self {
             ContextError::Read { .. } | ContextError::IgnoreFile(_) => {
-                Some("check that the path exists and is readable".to_owned())
+                Advice::Hint("check that the path exists and is readable".to_owned())
             }
-            ContextError::Write(_) => Some(
+            ContextError::Write(_) => Advice::Hint(
                 "the archive is written to the temporary folder; check its free space or set TMPDIR"
                     .to_owned(),
             ),
-            ContextError::Unsupported { .. } => Some(
+            ContextError::Unsupported { .. } => Advice::Hint(
                 "remove it, or list it in .dockerignore to keep it out of the context".to_owned(),
             ),
-            ContextError::NotUtf8 { .. } => Some("rename it".to_owned()),
+            ContextError::NotUtf8 { .. } => Advice::Hint("rename it".to_owned()),
             ContextError::Changed { .. } => {
-                Some("run the build again once nothing writes to the recipe".to_owned())
+                Advice::Hint("run the build again once nothing writes to the recipe".to_owned())
             }
-            ContextError::SourceDateEpoch { .. } => Some(
+            ContextError::SourceDateEpoch { .. } => Advice::Hint(
                 "unset it, or set it to an integer such as `git log -1 --format=%ct`".to_owned(),
             ),
         }
     }
 }
+
+crate::advised!(ContextError);
 
 /// What goes into the context.
 #[derive(Debug, Clone, Copy)]

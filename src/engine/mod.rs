@@ -19,6 +19,7 @@ use std::path::Path;
 
 pub use docker::Docker;
 
+use crate::diagnostics::{Advice, Advise, ExitStatus};
 use crate::pins::{Digest, Platform, Repository, Tag};
 use crate::registry::Credentials;
 use steps::Event;
@@ -144,7 +145,7 @@ pub enum EngineError {
         reference: String,
     },
     /// The context archive could not be opened.
-    #[error("cannot read the build context {}: {source}", path.display())]
+    #[error("cannot read the build context {}", path.display())]
     Context {
         /// The archive.
         path: std::path::PathBuf,
@@ -219,47 +220,58 @@ impl EngineError {
             EngineError::StepFailed { .. } | EngineError::BuildFailed { .. }
         )
     }
+}
 
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for EngineError {
+    fn advice(&self) -> Advice {
         match self {
-            EngineError::Unreachable { host, .. } => Some(format!(
+            EngineError::Unreachable { host, .. } => Advice::Hint(format!(
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
-            EngineError::StepFailed { .. } => Some(
+            EngineError::StepFailed { .. } => Advice::Hint(
                 "no tag moved and forge.lock is unchanged; fix the step (or the pin it installs) and build again"
                     .to_owned(),
             ),
-            EngineError::BuildFailed { .. } => Some(
+            EngineError::BuildFailed { .. } => Advice::Hint(
                 "no tag moved and forge.lock is unchanged; check the rendered Dockerfile with `forge render`"
                     .to_owned(),
             ),
-            EngineError::NoImageId => Some("check the daemon's log for the build".to_owned()),
-            EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Some(
+            EngineError::NoImageId => Advice::Hint("check the daemon's log for the build".to_owned()),
+            EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
                 "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD)"
                     .to_owned(),
             ),
             EngineError::Context { .. } => {
-                Some("the context archive lives in the temporary folder; check TMPDIR".to_owned())
+                Advice::Hint("the context archive lives in the temporary folder; check TMPDIR".to_owned())
             }
-            EngineError::UnsupportedHost { .. } => Some(
+            EngineError::UnsupportedHost { .. } => Advice::Hint(
                 "name the daemon as unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], as DOCKER_HOST spells it".to_owned(),
             ),
-            EngineError::TlsFile { path, .. } => Some(format!(
+            EngineError::TlsFile { path, .. } => Advice::Hint(format!(
                 "DOCKER_TLS_VERIFY is set, so forge reads ca.pem (the CA that signed the daemon's certificate), cert.pem and key.pem (your client certificate and its key) from {}; put them there or point DOCKER_CERT_PATH at the folder that holds them, or unset DOCKER_TLS_VERIFY for a daemon without TLS",
                 path.parent().unwrap_or(path).display()
             )),
-            EngineError::TlsHandshake { folder, .. } => Some(format!(
+            EngineError::TlsHandshake { folder, .. } => Advice::Hint(format!(
                 "check the files in {}: ca.pem must be the CA that signed the daemon's certificate (whose names must include the host forge connects to), and cert.pem a client certificate signed by a CA the daemon trusts (its --tlscacert)",
                 folder.display()
             )),
-            EngineError::Ssh { .. } => Some(
+            EngineError::Ssh { .. } => Advice::Hint(
                 "forge runs `ssh -o BatchMode=yes [-l USER] [-p PORT] HOST docker system dial-stdio`: check that this works from this shell without a prompt (a key or an ssh agent, the host key already known) and that the remote user can run docker".to_owned(),
             ),
-            EngineError::Api { .. } => Some("check the daemon's log".to_owned()),
+            EngineError::Api { .. } => Advice::Hint("check the daemon's log".to_owned()),
+        }
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        if self.is_failed_check() {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Error
         }
     }
 }
+
+crate::advised!(EngineError);
 
 /// A container engine that builds, tags, inspects and pushes images.
 // The trait is used with static dispatch only, so the futures' auto traits need not be named.

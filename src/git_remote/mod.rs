@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use sha2::{Digest as _, Sha256};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::{BranchName, GitRev, Url};
 
 /// One git remote, asked about one URL at a time.
@@ -76,10 +77,9 @@ pub enum GitRemoteError {
     },
 }
 
-impl GitRemoteError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for GitRemoteError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             GitRemoteError::Unreachable { .. } => {
                 "check the pin's `url` and the network (`git ls-remote URL` shows what forge sees)"
                     .to_owned()
@@ -100,6 +100,8 @@ impl GitRemoteError {
         })
     }
 }
+
+crate::advised!(GitRemoteError);
 
 /// The real remote: libgit2, with a fetch cache for revisions that are not ref tips.
 #[derive(Debug, Clone, Default)]

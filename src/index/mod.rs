@@ -17,6 +17,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::{PackageName, Url};
 
 /// What an index offers for one package.
@@ -90,16 +91,17 @@ pub enum IndexError {
     },
 }
 
-impl IndexError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for IndexError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             IndexError::Unreachable { .. } | IndexError::Status { .. } => "check the URL and the network; on an air-gapped machine point forge at a mirror with --index-url URL or FORGE_INDEX_URL".to_owned(),
             IndexError::NotFound { .. } => "check the package name in pins.toml, and that this index (or the pin's own `index`) serves it".to_owned(),
             IndexError::Invalid { .. } => "forge reads the simple repository API (PEP 691 JSON or PEP 503 HTML); point --index-url at such an index, such as https://pypi.org/simple".to_owned(),
         })
     }
 }
+
+crate::advised!(IndexError);
 
 /// The real index client: the simple repository API over HTTP(S).
 #[derive(Debug, Clone)]

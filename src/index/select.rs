@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::{GrammarError, Url};
 
 /// PyPI's simple index, the last resort.
@@ -44,21 +45,22 @@ pub struct Indexes {
 
 /// A configured index URL that is not one forge will use.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}: {source}")]
+#[error("{origin} names an index URL forge cannot use")]
 pub struct SelectError {
     origin: IndexOrigin,
     source: GrammarError,
 }
 
-impl SelectError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(format!(
+impl Advise for SelectError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(format!(
             "fix the index URL in {}, or pass --index-url URL",
             self.origin
         ))
     }
 }
+
+crate::advised!(SelectError);
 
 impl Indexes {
     /// Reads the environment and pip's configuration files. `mirror` is `--index-url` (clap

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::context::{self, BuildContext, ContextError};
+use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Written, write_if_changed};
 use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Tag};
 use crate::recipe::{Recipe, TEMPLATES_DIR};
@@ -227,7 +228,7 @@ mod mutability {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The file could not be read or written.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}", path.display())]
     Io {
         /// `read` or `write`.
         action: &'static str,
@@ -249,19 +250,20 @@ pub enum LockError {
     Inputs(#[from] ContextError),
 }
 
-impl LockError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for LockError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             LockError::Io { .. } => "check the recipe folder's permissions".to_owned(),
             LockError::Invalid { .. } => {
                 "restore it from version control, or delete it and run `forge build` to record a fresh build"
                     .to_owned()
             }
-            LockError::Inputs(error) => return error.hint(),
+            LockError::Inputs(error) => return error.advice(),
         })
     }
 }
+
+crate::advised!(LockError);
 
 /// The path of forge.lock in the recipe folder `root`.
 pub fn path(root: &Path) -> PathBuf {

@@ -216,11 +216,9 @@ pub fn patch(
 fn run_job(job: &PatchJob, series: &Series, mode: Mode) -> anyhow::Result<Applied> {
     Ok(match &job.target {
         Target::Repository(path) => {
-            let repository =
-                git2::Repository::open(path).map_err(|source| patch::PatchError::Git {
-                    what: format!("{} is not a git repository", path.display()),
-                    source,
-                })?;
+            let repository = git2::Repository::open(path).map_err(patch::PatchError::git(
+                format!("{} is not a git repository", path.display()),
+            ))?;
             patch::apply(series, &repository, mode)?
         }
         target => patch::patched_tree(target, series, mode)?.applied,

@@ -8,6 +8,7 @@
 
 use serde_json::{Value, json};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
 use crate::pins::{Digest, Mutability, Pin, Source};
 use crate::printer::Printer;
@@ -43,17 +44,18 @@ pub enum ReportError {
     },
 }
 
-impl ReportError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for ReportError {
+    fn advice(&self) -> Advice {
         match self {
-            ReportError::NoRecord { .. } => Some(
+            ReportError::NoRecord { .. } => Advice::Hint(
                 "run `forge build` (with --push to record registry digests) first; the report describes the build forge.lock records"
                     .to_owned(),
             ),
         }
     }
 }
+
+crate::advised!(ReportError);
 
 /// Prints the tester report for the build recorded in the recipe's forge.lock.
 pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {

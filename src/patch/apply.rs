@@ -523,7 +523,7 @@ fn checkout(repository: &Repository, tree: Oid) -> Result<(), PatchError> {
                 .workdir()
                 .unwrap_or_else(|| repository.path())
                 .to_owned(),
-            source,
+            source: super::Libgit2(source),
         })
 }
 

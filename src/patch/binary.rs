@@ -27,6 +27,16 @@ pub struct BinaryHunk {
 #[error("corrupt binary patch: {0}")]
 pub struct Corrupt(pub &'static str);
 
+impl crate::diagnostics::Advise for Corrupt {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Nothing(
+            "read while a patch is read; `PatchError` says which patch and what to do",
+        )
+    }
+}
+
+crate::advised!(Corrupt);
+
 /// One hunk at the start of `text` (`literal N` or `delta N`, data lines, a blank line): the
 /// bytes it takes and the hunk. `None` when `text` does not start with a hunk.
 pub fn parse_hunk(text: &[u8]) -> Option<(usize, Result<BinaryHunk, Corrupt>)> {

@@ -157,6 +157,16 @@ impl Tm {
 #[error("invalid date format: {0}")]
 pub struct InvalidDate(pub String);
 
+impl crate::diagnostics::Advise for InvalidDate {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Nothing(
+            "read while a patch is read; `PatchError` says which patch and what to do",
+        )
+    }
+}
+
+crate::advised!(InvalidDate);
+
 /// Parses `text` as git does: seconds since the epoch and the UTC offset in minutes.
 pub fn parse(text: &str) -> Result<(i64, i32), InvalidDate> {
     parse_at(text, chrono::Utc::now().timestamp())

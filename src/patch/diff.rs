@@ -141,6 +141,16 @@ pub struct ParseError {
     pub reason: String,
 }
 
+impl crate::diagnostics::Advise for ParseError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Nothing(
+            "read while a patch is read; `PatchError` says which patch and what to do",
+        )
+    }
+}
+
+crate::advised!(ParseError);
+
 /// The file patches of `text`, in order. An error names the line; a text with no file patch
 /// at all is an error too (git: "No valid patches in input").
 pub fn parse(text: &[u8]) -> Result<Vec<FilePatch>, ParseError> {

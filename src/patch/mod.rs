@@ -27,6 +27,7 @@ mod mailinfo;
 mod patch_id;
 mod target;
 
+use crate::diagnostics::{Advice, Advise, ExitStatus};
 use std::path::{Path, PathBuf};
 
 pub use apply::{Applied, Mode, Outcome, PatchResult, Status, apply};
@@ -96,7 +97,7 @@ impl Series {
 #[derive(Debug, thiserror::Error)]
 pub enum PatchError {
     /// A patch file or folder could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file or folder.
         path: PathBuf,
@@ -176,12 +177,12 @@ pub enum PatchError {
         files: Vec<String>,
     },
     /// The worktree could not take the patched files.
-    #[error("cannot check out the patched tree in {}: {}", repository.display(), source.message())]
+    #[error("cannot check out the patched tree in {}", repository.display())]
     Checkout {
         /// The repository's worktree.
         repository: PathBuf,
         /// libgit2's complaint.
-        source: git2::Error,
+        source: Libgit2,
     },
     /// The target has no commit to apply onto.
     #[error("{} has no commit to apply onto (HEAD is unborn)", repository.display())]
@@ -202,19 +203,40 @@ pub enum PatchError {
         pins: PathBuf,
     },
     /// A git operation on the target failed.
-    #[error("{what}: {}", source.message())]
+    #[error("{what}")]
     Git {
         /// What forge was doing.
         what: String,
         /// libgit2's error.
-        source: git2::Error,
+        source: Libgit2,
     },
 }
 
+/// A libgit2 error as a cause: its message, without the class and code its `Display` adds.
+#[derive(Debug)]
+pub struct Libgit2(pub git2::Error);
+
+impl std::fmt::Display for Libgit2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.message())
+    }
+}
+
+impl std::error::Error for Libgit2 {}
+
 impl PatchError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+    pub(crate) fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> PatchError {
+        let what = what.into();
+        move |source| PatchError::Git {
+            what,
+            source: Libgit2(source),
+        }
+    }
+}
+
+impl Advise for PatchError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             PatchError::Read { .. } => "check the path; series paths are files or folders of `git format-patch` output".to_owned(),
             PatchError::NotAPatch { .. } => "pass files made by `git format-patch` (mbox: a `From <commit> ...` line, `From:`, `Date:`, `Subject:` headers, then the message and a `diff --git`)".to_owned(),
             PatchError::EmptySeries { .. } => "put the `git format-patch` files of the series in that folder, or point pins.toml at another".to_owned(),
@@ -228,18 +250,17 @@ impl PatchError {
             PatchError::Unborn { .. } => "commit the files the series applies to, then run again".to_owned(),
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
             PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),
-            PatchError::Git { .. } => return None,
+            PatchError::Git { .. } => return Advice::Nothing("libgit2's message says what failed"),
         })
     }
 
-    /// Whether this is a check that did not hold (a conflict: exit 1) rather than forge being
-    /// unable to do its job (exit 2).
-    pub fn is_check_failure(&self) -> bool {
-        matches!(self, PatchError::Conflict { .. })
-    }
-
-    pub(crate) fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> PatchError {
-        let what = what.into();
-        move |source| PatchError::Git { what, source }
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            // A conflict is a check that did not hold; the rest stop forge from doing its job.
+            PatchError::Conflict { .. } => ExitStatus::Failure,
+            _ => ExitStatus::Error,
+        }
     }
 }
+
+crate::advised!(PatchError);

@@ -21,6 +21,7 @@ use schema::{RawPin, RawRecipe};
 use toml::Spanned;
 pub use types::*;
 
+use crate::diagnostics::{Advice, Advise};
 use crate::location::Location;
 
 /// The recipe: everything pins.toml says, typed and checked.
@@ -284,7 +285,7 @@ pub struct Notice {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -303,18 +304,19 @@ pub enum LoadError {
     },
 }
 
-impl LoadError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for LoadError {
+    fn advice(&self) -> Advice {
         match self {
-            LoadError::Read { path, .. } => Some(format!(
+            LoadError::Read { path, .. } => Advice::Hint(format!(
                 "forge looks for pins.toml in the recipe folder; pass -C DIR to point at another one (looked at {})",
                 path.display()
             )),
-            LoadError::Invalid { hint, .. } => Some(hint.clone()),
+            LoadError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
         }
     }
 }
+
+crate::advised!(LoadError);
 
 /// Reads and checks the recipe at `path` (a pins.toml inside the recipe folder).
 pub fn load(path: &Path) -> Result<Pins, LoadError> {

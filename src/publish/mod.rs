@@ -24,6 +24,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::engine::steps::Event;
 use crate::engine::{Engine, EngineError, ImageId};
 use crate::fs::Written;
@@ -131,7 +132,7 @@ pub enum BuildError {
         source: crate::engine::EngineError,
     },
     /// The recipe folder could not be locked.
-    #[error("cannot lock the recipe folder {} for the build: {source}", root.display())]
+    #[error("cannot lock the recipe folder {} for the build", root.display())]
     Lock {
         /// The recipe folder.
         root: PathBuf,
@@ -140,10 +141,9 @@ pub enum BuildError {
     },
 }
 
-impl BuildError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for BuildError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             BuildError::Busy { .. } => {
                 "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()
             }
@@ -157,6 +157,8 @@ impl BuildError {
         })
     }
 }
+
+crate::advised!(BuildError);
 
 /// What stops a build part way, so that it can put back what it moved instead of ending on
 /// the spot.

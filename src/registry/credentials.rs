@@ -13,6 +13,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use crate::diagnostics::{Advice, Advise};
 use base64::Engine as _;
 
 /// The key the docker CLI files Docker Hub under, and the server URL its helpers are asked for.
@@ -133,10 +134,9 @@ pub enum CredentialsError {
     },
 }
 
-impl CredentialsError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for CredentialsError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             CredentialsError::Config { .. } => {
                 "fix the file, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD".to_owned()
             }
@@ -148,6 +148,8 @@ impl CredentialsError {
         })
     }
 }
+
+crate::advised!(CredentialsError);
 
 #[derive(Debug, Default, serde::Deserialize)]
 struct DockerConfig {

@@ -20,6 +20,7 @@ use sha2::{Digest as _, Sha256};
 pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::pins::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
@@ -263,10 +264,9 @@ pub enum RegistryError {
     },
 }
 
-impl RegistryError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
-        Some(match self {
+impl Advise for RegistryError {
+    fn advice(&self) -> Advice {
+        Advice::Hint(match self {
             RegistryError::Unreachable { .. } => "check the registry host and the network; a registry without TLS on another host needs --insecure-registry HOST".to_owned(),
             RegistryError::Unauthorized { lookup, .. } => match &lookup.credentials {
                 None => format!(
@@ -279,12 +279,14 @@ impl RegistryError {
                     lookup.registry
                 ),
             },
-            RegistryError::Credentials(error) => return error.hint(),
+            RegistryError::Credentials(error) => return error.advice(),
             RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
             RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
         })
     }
 }
+
+crate::advised!(RegistryError);
 
 /// How an `Unauthorized` error goes on: which credentials were sent, or why there were none.
 fn refusal(lookup: &Lookup) -> String {

@@ -17,6 +17,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+use crate::diagnostics::{Advice, Advise};
 use crate::location::Location;
 use crate::pins::{Digest, Mutability, Pin, Source};
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
@@ -77,20 +78,21 @@ pub enum RenderError {
     },
 }
 
-impl RenderError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for RenderError {
+    fn advice(&self) -> Advice {
         match self {
-            RenderError::Missing { .. } => Some(format!(
+            RenderError::Missing { .. } => Advice::Hint(format!(
                 "a recipe keeps its template at templates/{DOCKERFILE_TEMPLATE}"
             )),
-            RenderError::Template { hint, .. } => Some(hint.clone()),
-            RenderError::SeriesNotCopied { pin, .. } => Some(format!(
+            RenderError::Template { hint, .. } => Advice::Hint(hint.clone()),
+            RenderError::SeriesNotCopied { pin, .. } => Advice::Hint(format!(
                 "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
             )),
         }
     }
 }
+
+crate::advised!(RenderError);
 
 /// Renders the recipe's Dockerfile.
 pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {

@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::diagnostics::{Advice, Advise};
 use crate::engine::ImageInfo;
 use crate::lock::{BaseRecord, Inputs, Record};
 use crate::pins::Digest;
@@ -179,17 +180,18 @@ pub enum VerifyError {
     },
 }
 
-impl VerifyError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl Advise for VerifyError {
+    fn advice(&self) -> Advice {
         match self {
-            VerifyError::NoRecord { .. } => Some(
+            VerifyError::NoRecord { .. } => Advice::Hint(
                 "run `forge build` (with --push for --remote) to record a build; forge.lock is written only after a build succeeds".to_owned(),
             ),
-            VerifyError::Unreached { .. } => None,
+            VerifyError::Unreached { .. } => Advice::Nothing("the checks that could not run are listed above"),
         }
     }
 }
+
+crate::advised!(VerifyError);
 
 /// What one recorded tag names on a node: the image id, or nothing.
 pub type Resolved = Vec<(String, Option<Digest>)>;

@@ -3,6 +3,7 @@
 
 mod build;
 mod credential_helper;
+mod errors;
 mod faults;
 mod fuzz_replay;
 mod git_http_server;
