@@ -18,7 +18,7 @@ use crate::patch::{self, Applied, Outcome, Series, Target};
 use crate::pins::{self, GitRev, Onto, Pin, PinName, RecipePath, Source, Tag, Url, Version};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::render;
+use crate::render::{self, Dockerfile};
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -546,12 +546,18 @@ fn plan_base(
     }))
 }
 
-fn apply(
-    recipe: &Recipe,
-    options: &PinBumpOptions,
-    planned: Move,
-    printer: &Printer,
-) -> anyhow::Result<Bumped> {
+/// pins.toml and the Dockerfile before and after a move.
+struct Edited {
+    path: std::path::PathBuf,
+    old_text: String,
+    new_text: String,
+    old_render: Dockerfile,
+    new_render: Dockerfile,
+}
+
+/// Makes the move's edit of pins.toml in memory and renders the recipe before and after it;
+/// nothing is written.
+fn edit_recipe(recipe: &Recipe, planned: &Move) -> anyhow::Result<Edited> {
     let path = recipe.pins_path();
     let old_text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -574,8 +580,24 @@ fn apply(
             path.display()
         )
     })?;
-    let invalidated = steps::invalidated(old_render.as_str(), new_render.as_str());
+    Ok(Edited {
+        path,
+        old_text,
+        new_text,
+        old_render,
+        new_render,
+    })
+}
 
+fn apply(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    planned: Move,
+    printer: &Printer,
+) -> anyhow::Result<Bumped> {
+    let edited = edit_recipe(recipe, &planned)?;
+    let path = &edited.path;
+    let invalidated = steps::invalidated(edited.old_render.as_str(), edited.new_render.as_str());
     let verb = match options.mode {
         BumpMode::Write => "Bumping",
         BumpMode::DryRun => "Would bump",
@@ -587,11 +609,15 @@ fn apply(
             planned.subject, planned.from, planned.to, planned.detail
         ),
     );
-    let pins_diff = unified_diff(&old_text, &new_text, "pins.toml");
-    let dockerfile_diff = unified_diff(old_render.as_str(), new_render.as_str(), "Dockerfile");
+    let pins_diff = unified_diff(&edited.old_text, &edited.new_text, "pins.toml");
+    let dockerfile_diff = unified_diff(
+        edited.old_render.as_str(),
+        edited.new_render.as_str(),
+        "Dockerfile",
+    );
     let written = match options.mode {
         BumpMode::Write => {
-            let written = write_if_changed(&path, new_text.as_bytes())
+            let written = write_if_changed(path, edited.new_text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             let changed: Vec<String> = planned
                 .assignments
@@ -616,8 +642,8 @@ fn apply(
         "Rendered",
         format_args!(
             "Dockerfile {} (was {})",
-            new_render.digest(),
-            old_render.digest()
+            edited.new_render.digest(),
+            edited.old_render.digest()
         ),
     );
     report_invalidated(invalidated.as_ref(), printer);
@@ -628,34 +654,56 @@ fn apply(
         );
     }
     if printer.is_json() {
-        printer.json(&json!({
-            "name": options.name,
-            "changed": true,
-            "from": planned.from,
-            "to": planned.to,
-            "assignments": planned.assignments.iter().map(|assignment| json!({
-                "table": assignment.table_path(),
-                "key": assignment.key,
-                "value": assignment.value,
-            })).collect::<Vec<_>>(),
-            "written": written,
-            "dockerfile": { "before": old_render.digest().as_str(), "after": new_render.digest().as_str() },
-            "invalidated": invalidated.as_ref().map_or(Value::Null, |invalidated| json!({
-                "total": invalidated.total,
-                "steps": invalidated.steps,
-            })),
-            "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
-                "series": check.series,
-                "patch": result.name,
-                "status": result.outcome.status(),
-            }))).collect::<Vec<_>>(),
-            "pins_diff": pins_diff,
-            "dockerfile_diff": dockerfile_diff,
-        }));
+        printer.json(&bump_json(
+            options,
+            &planned,
+            &edited,
+            written,
+            invalidated.as_ref(),
+            [pins_diff, dockerfile_diff],
+        ));
     }
     Ok(Bumped::Moved {
         assignments: planned.assignments,
         invalidated,
+    })
+}
+
+/// `pin bump --json`'s document.
+fn bump_json(
+    options: &PinBumpOptions,
+    planned: &Move,
+    edited: &Edited,
+    written: Option<bool>,
+    invalidated: Option<&Invalidated>,
+    [pins_diff, dockerfile_diff]: [String; 2],
+) -> Value {
+    json!({
+        "name": options.name,
+        "changed": true,
+        "from": planned.from,
+        "to": planned.to,
+        "assignments": planned.assignments.iter().map(|assignment| json!({
+            "table": assignment.table_path(),
+            "key": assignment.key,
+            "value": assignment.value,
+        })).collect::<Vec<_>>(),
+        "written": written,
+        "dockerfile": {
+            "before": edited.old_render.digest().as_str(),
+            "after": edited.new_render.digest().as_str(),
+        },
+        "invalidated": invalidated.map_or(Value::Null, |invalidated| json!({
+            "total": invalidated.total,
+            "steps": invalidated.steps,
+        })),
+        "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
+            "series": check.series,
+            "patch": result.name,
+            "status": result.outcome.status(),
+        }))).collect::<Vec<_>>(),
+        "pins_diff": pins_diff,
+        "dockerfile_diff": dockerfile_diff,
     })
 }
 

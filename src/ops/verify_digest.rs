@@ -21,7 +21,7 @@ use crate::pipeline;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
-use crate::verify::{self, Check, Report, Served, VerifyError, probe};
+use crate::verify::{self, Check, Kind, Report, Served, VerifyError, probe};
 
 /// Options of `forge verify-digest`.
 #[derive(Debug, Clone, Default)]
@@ -75,6 +75,38 @@ pub fn verify_digest(
         Vec::new()
     };
 
+    daemon_checks(
+        recipe,
+        &record,
+        options,
+        &files,
+        printer,
+        &mut report,
+        &mut unreached,
+    )?;
+
+    if options.remote {
+        match registry_checks(recipe, &record, options, printer) {
+            Ok(checks) => report.extend(checks),
+            Err((subject, error)) => unreached.push((subject, error)),
+        }
+    }
+
+    conclude(recipe, &report, unreached, printer)
+}
+
+/// The checks on each daemon: its tags, and on the first one the base image and, with
+/// `--contents`, what the image holds. A daemon that cannot be reached is added to
+/// `unreached`.
+fn daemon_checks(
+    recipe: &Recipe,
+    record: &Record,
+    options: &VerifyOptions,
+    files: &[probe::ExpectedFile],
+    printer: &Printer,
+    report: &mut Report,
+    unreached: &mut Vec<(String, anyhow::Error)>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,12 +140,11 @@ pub fn verify_digest(
             };
             printer.status("Checking", format_args!("tags on {}", engine.host()));
             let outcome = async {
-                node_checks(&record, &engine, &mut report).await?;
+                node_checks(record, &engine, report).await?;
                 if first {
-                    base_checks(&record, &engine, &mut report).await?;
+                    base_checks(record, &engine, report).await?;
                     if options.contents {
-                        content_checks(recipe, &record, &files, &engine, &mut report, printer)
-                            .await?;
+                        content_checks(recipe, record, files, &engine, report, printer).await?;
                     }
                 }
                 anyhow::Ok(())
@@ -126,13 +157,16 @@ pub fn verify_digest(
         }
     });
 
-    if options.remote {
-        match registry_checks(recipe, &record, options, printer) {
-            Ok(checks) => report.extend(checks),
-            Err((subject, error)) => unreached.push((subject, error)),
-        }
-    }
+    Ok(())
+}
 
+/// Prints the table (and the JSON document) and says how the run ends.
+fn conclude(
+    recipe: &Recipe,
+    report: &Report,
+    unreached: Vec<(String, anyhow::Error)>,
+    printer: &Printer,
+) -> anyhow::Result<()> {
     let names: Vec<String> = unreached
         .iter()
         .map(|(subject, error)| format!("{subject}: {error}"))
@@ -150,7 +184,7 @@ pub fn verify_digest(
     }
     let failed: Vec<&Check> = report.failed().collect();
     if let Some(first) = failed.first() {
-        let stale = failed.iter().any(|check| check.name == "input");
+        let stale = failed.iter().any(|check| check.name == Kind::Input);
         return Err(CheckFailed::new(
             format!(
                 "{} of {} checks failed; the first: {} {}: expected {}, found {}",
@@ -211,7 +245,7 @@ async fn content_checks(
     let image = ImageId(record.image.id.clone());
     if engine.image(image.0.as_str()).await?.is_none() {
         report.extend([Check::new(
-            "contents",
+            Kind::Contents,
             format!("{}: {image}", engine.host()),
             "the recorded image",
             verify::MISSING,
@@ -270,7 +304,7 @@ fn registry_checks(
             // A tag the registry does not hold is drift, not an unreachable registry.
             Err(RegistryError::NotFound { .. }) => {
                 absent.push(Check::new(
-                    "registry",
+                    Kind::Registry,
                     reference.clone(),
                     tag.pushed
                         .as_ref()

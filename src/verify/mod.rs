@@ -28,11 +28,82 @@ use crate::lock::{BaseRecord, Inputs, Record};
 use crate::pins::Digest;
 use crate::registry::{Held, Manifest};
 
+/// What a check looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Kind {
+    /// `input`.
+    #[serde(rename = "input")]
+    Input,
+    /// `tag`.
+    #[serde(rename = "tag")]
+    Tag,
+    /// `tags agree`.
+    #[serde(rename = "tags agree")]
+    TagsAgree,
+    /// `base id`.
+    #[serde(rename = "base id")]
+    BaseId,
+    /// `base digest`.
+    #[serde(rename = "base digest")]
+    BaseDigest,
+    /// `served digest`.
+    #[serde(rename = "served digest")]
+    ServedDigest,
+    /// `registry`.
+    #[serde(rename = "registry")]
+    Registry,
+    /// `registry image`.
+    #[serde(rename = "registry image")]
+    RegistryImage,
+    /// `registry tags agree`.
+    #[serde(rename = "registry tags agree")]
+    RegistryTagsAgree,
+    /// `platform`.
+    #[serde(rename = "platform")]
+    Platform,
+    /// `contents`.
+    #[serde(rename = "contents")]
+    Contents,
+    /// `pin`.
+    #[serde(rename = "pin")]
+    Pin,
+    /// `file`.
+    #[serde(rename = "file")]
+    File,
+}
+
+impl Kind {
+    /// The name the table and `--json` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Input => "input",
+            Kind::Tag => "tag",
+            Kind::TagsAgree => "tags agree",
+            Kind::BaseId => "base id",
+            Kind::BaseDigest => "base digest",
+            Kind::ServedDigest => "served digest",
+            Kind::Registry => "registry",
+            Kind::RegistryImage => "registry image",
+            Kind::RegistryTagsAgree => "registry tags agree",
+            Kind::Platform => "platform",
+            Kind::Contents => "contents",
+            Kind::Pin => "pin",
+            Kind::File => "file",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One check: what was looked at, what the record or recipe says, what was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// The kind of check (`tag`, `tags agree`, `base`, `input`, `registry`, `pin`, `file`, ...).
-    pub name: String,
+    /// The kind of check.
+    pub name: Kind,
     /// What was checked (`node: repository:tag`, an input, a pin, a path in the image).
     pub subject: String,
     /// What the record or the recipe says.
@@ -46,14 +117,14 @@ pub struct Check {
 impl Check {
     /// A check that holds when `expected == actual`.
     pub fn compare(
-        name: &str,
+        name: Kind,
         subject: impl Into<String>,
         expected: impl Into<String>,
         actual: impl Into<String>,
     ) -> Self {
         let (expected, actual) = (expected.into(), actual.into());
         Self {
-            name: name.to_owned(),
+            name,
             subject: subject.into(),
             ok: expected == actual,
             expected,
@@ -63,14 +134,14 @@ impl Check {
 
     /// A check whose outcome is decided by the caller.
     pub fn new(
-        name: &str,
+        name: Kind,
         subject: impl Into<String>,
         expected: impl Into<String>,
         actual: impl Into<String>,
         ok: bool,
     ) -> Self {
         Self {
-            name: name.to_owned(),
+            name,
             subject: subject.into(),
             expected: expected.into(),
             actual: actual.into(),
@@ -122,13 +193,13 @@ impl Report {
             .checks
             .iter()
             .map(|check| {
-                let verdict = match (check.ok, check.name.as_str()) {
+                let verdict = match (check.ok, check.name) {
                     (true, _) => "ok",
-                    (false, "input") => "STALE",
+                    (false, Kind::Input) => "STALE",
                     (false, _) => "FAIL",
                 };
                 [
-                    check.name.clone(),
+                    check.name.to_string(),
                     check.subject.clone(),
                     check.expected.clone(),
                     check.actual.clone(),
@@ -203,7 +274,7 @@ pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
         .iter()
         .map(|(reference, found)| {
             Check::compare(
-                "tag",
+                Kind::Tag,
                 format!("{node}: {reference}"),
                 record.image.id.as_str(),
                 found.as_ref().map_or(MISSING, Digest::as_str),
@@ -212,7 +283,7 @@ pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
         .collect();
     if resolved.len() > 1 {
         checks.push(agreement(
-            "tags agree",
+            Kind::TagsAgree,
             node,
             resolved
                 .iter()
@@ -224,7 +295,7 @@ pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
 
 /// One row saying whether every subject named the same digest.
 fn agreement<'a>(
-    name: &str,
+    name: Kind,
     place: &str,
     found: impl Iterator<Item = (&'a str, Option<&'a Digest>)>,
 ) -> Check {
@@ -278,7 +349,7 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec
     if let Some(digest) = &recorded.digest {
         let actual = found.and_then(|info| info.digest_in(recorded.image.as_str()));
         checks.push(Check::compare(
-            "base digest",
+            Kind::BaseDigest,
             subject.clone(),
             digest.as_str(),
             actual.as_ref().map_or(MISSING, Digest::as_str),
@@ -286,7 +357,7 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec
     }
     if let Some(id) = &recorded.id {
         checks.push(Check::compare(
-            "base id",
+            Kind::BaseId,
             subject,
             id.as_str(),
             found.map_or(MISSING, |info| info.id.0.as_str()),
@@ -302,7 +373,7 @@ pub fn inputs(recorded: &Inputs, current: &Inputs) -> Vec<Check> {
         .into_iter()
         .zip(current.named())
         .map(|((subject, recorded), (_, current))| {
-            Check::compare("input", subject, recorded.as_str(), current.as_str())
+            Check::compare(Kind::Input, subject, recorded.as_str(), current.as_str())
         })
         .collect()
 }
@@ -329,7 +400,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
     for tag in served {
         let manifest = &tag.manifest;
         checks.push(Check::compare(
-            "served digest",
+            Kind::ServedDigest,
             tag.reference.clone(),
             manifest
                 .claimed
@@ -338,7 +409,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
             manifest.received.as_str(),
         ));
         checks.push(Check::compare(
-            "registry",
+            Kind::Registry,
             tag.reference.clone(),
             tag.pushed
                 .as_ref()
@@ -348,7 +419,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
         if manifest.is_index() {
             let entry = manifest.platform_entry(platform);
             checks.push(Check::new(
-                "platform",
+                Kind::Platform,
                 format!("{}@{platform}", tag.reference),
                 format!("an entry for {platform}"),
                 entry.as_ref().map_or(MISSING, Digest::as_str),
@@ -370,7 +441,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
             .rsplit_once(':')
             .map_or(served[0].reference.as_str(), |(name, _)| name);
         checks.push(agreement(
-            "registry tags agree",
+            Kind::RegistryTagsAgree,
             place,
             // The image each tag holds: a tag kept from an earlier push may hold it under
             // another manifest (another compression, or a multi-platform index).
@@ -385,7 +456,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
 /// The image a registry tag holds (`None`: none, or the tag is missing) against the recorded id.
 pub fn registry_image(reference: &str, recorded: &Digest, held: Option<&Digest>) -> Check {
     Check::compare(
-        "registry image",
+        Kind::RegistryImage,
         reference,
         recorded.as_str(),
         held.map_or(MISSING, Digest::as_str),
@@ -414,7 +485,7 @@ mod tests {
     #[test]
     fn tags_that_part_ways_name_each_image() {
         let check = agreement(
-            "tags agree",
+            Kind::TagsAgree,
             "node",
             [
                 ("r:latest", Some(&digest('a'))),
@@ -429,13 +500,13 @@ mod tests {
             format!("latest → {}; dated → {}", digest('a'), digest('b'))
         );
         let same = agreement(
-            "tags agree",
+            Kind::TagsAgree,
             "node",
             [("r:a", Some(&digest('a'))), ("r:b", Some(&digest('a')))].into_iter(),
         );
         assert!(same.ok, "{same:?}");
         let missing = agreement(
-            "tags agree",
+            Kind::TagsAgree,
             "node",
             [("r:a", None), ("r:b", None)].into_iter(),
         );
@@ -535,7 +606,7 @@ mod tests {
             image: None,
         };
         let checks = registry(&[served], "linux/amd64", &digest('a'));
-        for name in ["platform", "registry image"] {
+        for name in [Kind::Platform, Kind::RegistryImage] {
             let check = checks.iter().find(|check| check.name == name).unwrap();
             assert!(!check.ok, "{check:?}");
             assert_eq!(check.actual, MISSING);
@@ -546,8 +617,8 @@ mod tests {
     fn the_table_aligns_columns_and_says_stale_for_inputs() {
         let report = Report {
             checks: vec![
-                Check::compare("input", "pins.toml", "sha256:1", "sha256:2"),
-                Check::compare("tag", "node: r:latest", "sha256:1", "sha256:1"),
+                Check::compare(Kind::Input, "pins.toml", "sha256:1", "sha256:2"),
+                Check::compare(Kind::Tag, "node: r:latest", "sha256:1", "sha256:1"),
             ],
         };
         let table = report.table();

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-use super::{Check, MISSING};
+use super::{Check, Kind, MISSING};
 use crate::pins::{Digest, Overlay, Pin, Probe, Source};
 use crate::render::gate;
 
@@ -208,11 +208,11 @@ pub fn checks<'a>(
         } else {
             format!("{} ({})", wanted.pin, wanted.key)
         };
-        checks.push(Check::new("pin", subject, wanted.value, actual, ok));
+        checks.push(Check::new(Kind::Pin, subject, wanted.value, actual, ok));
     }
     for file in files {
         checks.push(Check::compare(
-            "file",
+            Kind::File,
             file.path.clone(),
             file.digest.as_str(),
             found_files
