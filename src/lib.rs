@@ -23,6 +23,7 @@ pub mod diagnostics;
 pub mod engine;
 pub mod fs;
 pub mod git_remote;
+pub mod glob;
 pub mod http;
 pub mod index;
 pub mod location;

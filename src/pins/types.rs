@@ -374,7 +374,7 @@ string_newtype!(TagPattern);
 impl TagPattern {
     /// Whether `tag` matches the pattern.
     pub fn matches(&self, tag: &str) -> bool {
-        crate::registry::glob_matches(&self.0, tag)
+        crate::glob::matches(&self.0, tag)
     }
 }
 

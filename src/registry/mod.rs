@@ -601,30 +601,6 @@ fn next_link(header: &str) -> Option<String> {
     })
 }
 
-/// Whether `tag` matches a glob of `?` (one character) and `*` (any run, maybe empty).
-pub fn glob_matches(pattern: &str, tag: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let tag: Vec<char> = tag.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < tag.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == tag[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((star_p, star_t)) = star {
-            p = star_p + 1;
-            t = star_t + 1;
-            star = Some((star_p, star_t + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == '*')
-}
-
 /// Orders tags as people read them: runs of digits compare as numbers, so `v0.10.0` comes
 /// after `v0.9.0` and `2026-07-01-v0.24.0` after `2026-06-30-v0.25.0`.
 pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
@@ -681,14 +657,6 @@ fn read_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs_match_dated_tags() {
-        assert!(glob_matches("????-??-??-v*", "2026-07-01-v0.24.0"));
-        assert!(!glob_matches("????-??-??-v*", "latest"));
-        assert!(!glob_matches("????-??-??-v*", "2026-07-01-rc"));
-        assert!(glob_matches("*", ""));
-    }
 
     #[test]
     fn natural_order_reads_numbers() {
