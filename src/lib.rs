@@ -36,4 +36,5 @@ pub mod recipe;
 pub mod registry;
 pub mod render;
 pub mod table;
+pub mod types;
 pub mod verify;

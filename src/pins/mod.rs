@@ -10,16 +10,15 @@
 //! Nothing past this module sees a bare `String` from the file.
 
 mod schema;
-pub mod types;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+pub use crate::types::*;
 pub use schema::{Onto, PinKind, Probe, Specifiers, TagTemplate};
 use schema::{RawPin, RawRecipe};
 use toml::Spanned;
-pub use types::*;
 
 use crate::location::Location;
 

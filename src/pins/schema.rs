@@ -9,7 +9,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
-use super::types::{
+use crate::types::{
     BranchName, Date, Digest, EnvName, GitRev, Identifier, ImagePath, ImageRef, LabelKey,
     LocalLabel, ModulePath, PackageName, PinName, PlainValue, Platform, RecipePath, Repository,
     Tag, TagPattern, Text, Url, Version,
