@@ -14,6 +14,7 @@
 //!
 //! `ops` runs the stages for each command; `commands` maps the command line onto `ops`;
 //! `printer` is the only writer to the terminal and `diagnostics` the only renderer of errors.
+//! `types` holds the checked value types every stage shares, one module per grammar.
 
 pub mod bump;
 pub mod cli;

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pins::{self, Date, LoadError, Mutability, Pins, Tag};
+use crate::pins::{self, LoadError, Mutability, Pins};
+use crate::types::oci::Tag;
+use crate::types::recipe::Date;
 
 /// The file that holds a recipe, inside its folder.
 pub const PINS_FILE: &str = "pins.toml";

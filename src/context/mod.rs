@@ -22,7 +22,7 @@ use tempfile::NamedTempFile;
 
 pub use ignore::{Exclusions, IgnoreFileError};
 
-use crate::pins::Digest;
+use crate::types::oci::Digest;
 use archive::{Entries, Source};
 
 /// The name of the Dockerfile inside the context.

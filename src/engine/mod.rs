@@ -20,8 +20,8 @@ use std::path::Path;
 
 pub use docker::Docker;
 
-use crate::pins::{Digest, Platform, Repository, Tag};
 use crate::registry::Credentials;
+use crate::types::oci::{Digest, Platform, Repository, Tag};
 use progress::Display;
 
 /// An image id, the digest of the image's configuration (`sha256:…`).

@@ -12,9 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{self, BuildContext, ContextError};
 use crate::fs::{Written, write_if_changed};
-use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Source, Tag};
+use crate::pins::{Mutability, Source};
 use crate::recipe::{Recipe, TEMPLATES_DIR};
 use crate::render::Dockerfile;
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// The record's file name, in the recipe folder.
 pub const LOCK_FILE: &str = "forge.lock";

@@ -27,11 +27,12 @@ use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::patch::{self, Outcome, Series, Target};
-use crate::pins::{Digest, ImageRef, Mutability, Onto, Platform, Repository, Source, Tag};
+use crate::pins::{Mutability, Onto, Source};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::registry::{self, Lookup, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::render::{self, Dockerfile, REVISION_ARG, gate};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// How far `forge build` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -872,7 +873,7 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
     };
     if let Some(local) = engine.image(base.image.as_str()).await? {
         if record.digest.is_none() {
-            let name = crate::pins::repository_name(base.image.as_str());
+            let name = crate::types::oci::repository_name(base.image.as_str());
             record.digest = local.repo_digests.iter().find_map(|known| {
                 let (repository, digest) = known.split_once('@')?;
                 (repository == name).then(|| digest.parse().ok()).flatten()

@@ -15,10 +15,15 @@ use crate::bump::{
 use crate::diagnostics::CheckFailed;
 use crate::fs::{Written, write_if_changed};
 use crate::patch::{self, Applied, Outcome, Series, Target};
-use crate::pins::{self, GitRev, Onto, Pin, PinName, RecipePath, Source, Tag, Url, Version};
+use crate::pins::{self, Onto, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::render;
+use crate::types::git::GitRev;
+use crate::types::oci::Tag;
+use crate::types::python::Version;
+use crate::types::recipe::{PinName, RecipePath};
+use crate::types::url::Url;
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";

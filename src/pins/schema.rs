@@ -9,11 +9,12 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
-use crate::types::{
-    BranchName, Date, Digest, EnvName, GitRev, Identifier, ImagePath, ImageRef, LabelKey,
-    LocalLabel, ModulePath, PackageName, PinName, PlainValue, Platform, RecipePath, Repository,
-    Tag, TagPattern, Text, Url, Version,
-};
+use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
+use crate::types::git::{BranchName, GitRev};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
+use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Version};
+use crate::types::recipe::{Date, PinName, RecipePath};
+use crate::types::url::Url;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

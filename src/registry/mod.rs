@@ -20,7 +20,7 @@ use sha2::{Digest as _, Sha256};
 pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
-use crate::pins::{Digest, ImageRef, Platform};
+use crate::types::oci::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
 /// index, in both the Docker and the OCI spelling.

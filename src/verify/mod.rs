@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::lock::{BaseRecord, Inputs, Record};
-use crate::pins::Digest;
 use crate::registry::Manifest;
+use crate::types::oci::Digest;
 
 /// One check: what was looked at, what the record or recipe says, what was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -273,7 +273,7 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<(&Digest, &[String]
     let subject = format!("{node}: {}", recorded.image);
     let mut checks = Vec::new();
     if let Some(digest) = &recorded.digest {
-        let repository = crate::pins::repository_name(recorded.image.as_str());
+        let repository = crate::types::oci::repository_name(recorded.image.as_str());
         let actual = found
             .and_then(|(_, repo_digests)| {
                 repo_digests.iter().find_map(|known| {
