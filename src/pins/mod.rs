@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-pub use schema::{Onto, PinKind, Probe, Specifiers, TagTemplate};
+pub use schema::{Onto, PinKind, Probe, TagTemplate};
 use schema::{RawPin, RawRecipe};
 use toml::Spanned;
 
@@ -24,7 +24,7 @@ use crate::location::Location;
 use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
-use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Version};
+use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
 use crate::types::recipe::{Date, PinName, RecipePath};
 use crate::types::url::Url;
 

@@ -8,7 +8,8 @@
 //! - `oci`: image references, repositories, tags, tag patterns, digests, platforms.
 //! - `git`: commit ids and branch names.
 //! - `url`: the URLs forge hands to git and pip.
-//! - `python`: PEP 440 versions and local labels, package names, module paths, identifiers.
+//! - `python`: PEP 440 versions, local labels and specifiers, package names, module paths,
+//!   identifiers.
 //! - `dockerfile`: variable names, unquoted values, label keys, quoted text, paths in the image.
 //! - `recipe`: pin names, paths in the recipe folder, the build date.
 //!

@@ -1,7 +1,10 @@
-//! Python's grammars: a PEP 440 version or local label, a PEP 508 distribution name, a module
-//! path or identifier as text in, the checked value out.
+//! Python's grammars: a PEP 440 version, local label or version range, a PEP 508 distribution
+//! name, a module path or identifier as text in, the checked value out.
 
 use std::str::FromStr;
+
+use serde::de;
+use serde::{Deserialize, Deserializer};
 
 use super::{GrammarError, all_chars};
 
@@ -61,6 +64,51 @@ impl FromStr for LocalLabel {
                 value,
                 "expected lowercase letters and digits separated by '.', such as cu130",
             ))
+        }
+    }
+}
+
+/// PEP 440 version specifiers bounding where a pin may move, such as `>=0.6,<0.7`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specifiers {
+    text: String,
+    parsed: pep440_rs::VersionSpecifiers,
+}
+
+impl Specifiers {
+    /// The specifiers as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `version` is inside the range.
+    pub fn contains(&self, version: &pep440_rs::Version) -> bool {
+        self.parsed.contains(version)
+    }
+}
+
+impl serde::Serialize for Specifiers {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Specifiers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let plain = text.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | ',' | '<' | '>' | '=' | '!' | '~' | '*' | '+' | ' ')
+        });
+        let parsed = text
+            .parse::<pep440_rs::VersionSpecifiers>()
+            .ok()
+            .filter(|_| plain);
+        match parsed {
+            Some(parsed) => Ok(Specifiers { text, parsed }),
+            None => Err(de::Error::custom(format!(
+                "invalid version range {text:?}: expected PEP 440 specifiers such as >=0.6,<0.7"
+            ))),
         }
     }
 }
