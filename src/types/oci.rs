@@ -145,34 +145,17 @@ impl ImageRef {
     }
 
     fn parse(value: &str) -> Result<Self, String> {
-        let (rest, digest) = match value.split_once('@') {
-            Some((rest, digest)) => (
-                rest,
-                Some(
-                    digest
-                        .parse::<Digest>()
-                        .map_err(|error| error.to_string())?,
-                ),
-            ),
-            None => (value, None),
-        };
-        // A tag follows the last ':' that comes after the last '/' (an earlier ':' is a port).
-        let last_slash = rest.rfind('/').map_or(0, |index| index + 1);
-        let (name, tag) = match rest[last_slash..].find(':') {
-            Some(colon) => {
-                let (name, tag) = rest.split_at(last_slash + colon);
-                (
-                    name,
-                    Some(
-                        tag[1..]
-                            .parse::<Tag>()
-                            .map_err(|error| error.to_string())?
-                            .to_string(),
-                    ),
-                )
-            }
-            None => (rest, None),
-        };
+        let Parts { name, tag, digest } = Parts::split(value);
+        let digest = digest
+            .map(|digest| digest.parse::<Digest>().map_err(|error| error.to_string()))
+            .transpose()?;
+        let tag = tag
+            .map(|tag| {
+                tag.parse::<Tag>()
+                    .map(|tag| tag.to_string())
+                    .map_err(|error| error.to_string())
+            })
+            .transpose()?;
         let (registry, path) = match name.split_once('/') {
             Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
                 if !is_domain(first) {
@@ -206,17 +189,38 @@ impl ImageRef {
     }
 }
 
+/// The three parts of an image reference, split where the docker CLI splits them and not yet
+/// checked: the name (`[domain[:port]/]path`), the tag and the digest text.
+struct Parts<'a> {
+    name: &'a str,
+    tag: Option<&'a str>,
+    digest: Option<&'a str>,
+}
+
+impl<'a> Parts<'a> {
+    /// Splits `reference`: the digest follows the first `@`; a tag follows the first `:` after
+    /// the last `/` of what precedes it (a `:` earlier on names a registry port).
+    fn split(reference: &'a str) -> Self {
+        let (rest, digest) = match reference.split_once('@') {
+            Some((rest, digest)) => (rest, Some(digest)),
+            None => (reference, None),
+        };
+        let last_slash = rest.rfind('/').map_or(0, |index| index + 1);
+        let (name, tag) = match rest[last_slash..].find(':') {
+            Some(colon) => {
+                let (name, tag) = rest.split_at(last_slash + colon);
+                (name, Some(&tag[1..]))
+            }
+            None => (rest, None),
+        };
+        Self { name, tag, digest }
+    }
+}
+
 /// The repository part of an image reference: without `@digest`, and without the `:tag` of
 /// its last path component (a `:` earlier on names a registry port).
 pub fn repository_name(reference: &str) -> &str {
-    let name = reference
-        .split_once('@')
-        .map_or(reference, |(name, _)| name);
-    let last = name.rfind('/').map_or(0, |slash| slash + 1);
-    match name[last..].find(':') {
-        Some(colon) => &name[..last + colon],
-        None => name,
-    }
+    Parts::split(reference).name
 }
 
 /// `host[:port]`: dot-separated labels of letters, digits and inner dashes, then digits.
@@ -290,16 +294,12 @@ string_newtype!(Repository);
 impl FromStr for Repository {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let reference = ImageRef::from_str(value).map_err(|_| {
+        ImageRef::from_str(value).map_err(|_| {
             GrammarError::new("image repository", value, "expected [registry/]repository")
         })?;
-        // The parser fills in `latest` when no tag is given; a repository must not carry one.
-        let bare = reference.digest().is_none()
-            && !value
-                .rsplit('/')
-                .next()
-                .is_some_and(|last| last.contains(':'));
-        if bare {
+        // Asked of the split text: a parsed reference names `latest` when no tag is written.
+        let parts = Parts::split(value);
+        if parts.tag.is_none() && parts.digest.is_none() {
             Ok(Self(value.to_owned()))
         } else {
             Err(GrammarError::new(
