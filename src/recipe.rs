@@ -139,7 +139,7 @@ impl Recipe {
 
 /// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
 /// messages read as the user would type them.
-fn in_folder(folder: &Path, name: &str) -> PathBuf {
+pub fn in_folder(folder: &Path, name: &str) -> PathBuf {
     if folder == Path::new(".") {
         PathBuf::from(name)
     } else {

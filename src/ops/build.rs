@@ -354,13 +354,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
     for entry in &recipe.pins.patches {
         let series_path = recipe.root.join(entry.series.as_str());
         let series = Series::read(std::slice::from_ref(&series_path))?;
-        let target = match &entry.onto {
-            Onto::Folder(folder) => Target::Folder(in_recipe(recipe, folder.as_str())),
-            Onto::Git { git, rev } => Target::Git {
-                url: git.to_string(),
-                rev: rev.to_string(),
-            },
-        };
+        let target = Target::from_onto(&entry.onto, &recipe.root);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
         let count = patched.applied.count("applied");
         printer.status(
@@ -882,16 +876,6 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
         record.id = Some(local.id.0);
     }
     Ok(record)
-}
-
-/// `root/path`, without a leading `./` when the recipe is the current folder, so paths in
-/// messages read as the user would type them.
-fn in_recipe(recipe: &Recipe, path: &str) -> PathBuf {
-    if recipe.root == Path::new(".") {
-        PathBuf::from(path)
-    } else {
-        recipe.root.join(path)
-    }
 }
 
 /// The revision label's value outside git.

@@ -9,6 +9,7 @@ use sha2::Digest as _;
 
 use super::apply::{Applied, Mode, apply};
 use super::{PatchError, Series};
+use crate::pins::Onto;
 
 /// A target resolved from the command line or pins.toml.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,22 @@ pub enum Target {
         /// The commit (or branch, or tag) to apply onto.
         rev: String,
     },
+}
+
+impl Target {
+    /// What a `[[patches]]` entry of pins.toml applies onto: its folder, found in `recipe_root`
+    /// (written as `recipe::in_folder` writes recipe paths), or its remote at its commit.
+    pub fn from_onto(onto: &Onto, recipe_root: &Path) -> Self {
+        match onto {
+            Onto::Folder(folder) => {
+                Target::Folder(crate::recipe::in_folder(recipe_root, folder.as_str()))
+            }
+            Onto::Git { git, rev } => Target::Git {
+                url: git.to_string(),
+                rev: rev.to_string(),
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for Target {
