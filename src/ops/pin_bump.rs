@@ -461,8 +461,8 @@ fn check_series(
 ) -> anyhow::Result<SeriesCheck> {
     let patches = Series::read(&[recipe.root.join(series.as_str())])?;
     let target = Target::Git {
-        url: url.to_string(),
-        rev: revision.to_string(),
+        url: url.clone(),
+        rev: revision.clone(),
     };
     printer.status(
         "Checking",
