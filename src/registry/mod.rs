@@ -26,6 +26,52 @@ use crate::types::oci::{Digest, ImageRef, Platform};
 /// index, in both the Docker and the OCI spelling.
 pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
 
+/// What kind of manifest a registry served, read once from the `Content-Type` of its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestMediaType {
+    /// `application/vnd.oci.image.index.v1+json`: a multi-platform OCI index.
+    OciIndex,
+    /// `application/vnd.oci.image.manifest.v1+json`: a single-platform OCI manifest.
+    OciManifest,
+    /// `application/vnd.docker.distribution.manifest.list.v2+json`: a multi-platform Docker
+    /// manifest list.
+    DockerManifestList,
+    /// `application/vnd.docker.distribution.manifest.v2+json`: a single-platform Docker manifest.
+    DockerManifest,
+    /// Any other type, as the registry sent it (empty when it sent none).
+    Other(String),
+}
+
+impl ManifestMediaType {
+    /// The type a `Content-Type` value names; parameters such as `charset` are ignored.
+    pub fn parse(content_type: &str) -> Self {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        match essence {
+            "application/vnd.oci.image.index.v1+json" => Self::OciIndex,
+            "application/vnd.oci.image.manifest.v1+json" => Self::OciManifest,
+            "application/vnd.docker.distribution.manifest.list.v2+json" => Self::DockerManifestList,
+            "application/vnd.docker.distribution.manifest.v2+json" => Self::DockerManifest,
+            _ => Self::Other(content_type.to_owned()),
+        }
+    }
+
+    /// The media type as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::OciIndex => "application/vnd.oci.image.index.v1+json",
+            Self::OciManifest => "application/vnd.oci.image.manifest.v1+json",
+            Self::DockerManifestList => "application/vnd.docker.distribution.manifest.list.v2+json",
+            Self::DockerManifest => "application/vnd.docker.distribution.manifest.v2+json",
+            Self::Other(text) => text,
+        }
+    }
+
+    /// Whether it is a multi-platform index (OCI index or Docker manifest list).
+    pub fn is_index(&self) -> bool {
+        matches!(self, Self::OciIndex | Self::DockerManifestList)
+    }
+}
+
 /// A repository on a registry, such as `ghcr.io` + `aeon-7/aeon-vllm-ultimate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteRepository {
@@ -87,8 +133,8 @@ pub struct Manifest {
     pub claimed: Option<Digest>,
     /// The sha256 of the bytes received.
     pub received: Digest,
-    /// The `Content-Type` of the answer.
-    pub media_type: String,
+    /// The media type the `Content-Type` of the answer names.
+    pub media_type: ManifestMediaType,
     /// The bytes received.
     pub body: Vec<u8>,
 }
@@ -96,7 +142,7 @@ pub struct Manifest {
 impl Manifest {
     /// Whether it is a multi-platform index (OCI index or Docker manifest list).
     pub fn is_index(&self) -> bool {
-        self.media_type.contains("image.index") || self.media_type.contains("manifest.list")
+        self.media_type.is_index()
     }
 
     /// The digest of the image configuration a single-platform manifest names (for an image
@@ -576,7 +622,7 @@ impl Registry for RegistryClient {
             ),
             None => None,
         };
-        let media_type = header("content-type").unwrap_or_default();
+        let media_type = ManifestMediaType::parse(&header("content-type").unwrap_or_default());
         let body = read_body(&mut response, &url)?;
         Ok(Manifest {
             claimed,
@@ -657,6 +703,32 @@ fn read_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifest_types_are_the_ones_forge_asks_for() {
+        let known = [
+            ManifestMediaType::OciIndex,
+            ManifestMediaType::OciManifest,
+            ManifestMediaType::DockerManifestList,
+            ManifestMediaType::DockerManifest,
+        ];
+        let asked: Vec<&str> = MANIFEST_TYPES.split(", ").collect();
+        assert_eq!(
+            asked,
+            known
+                .iter()
+                .map(ManifestMediaType::as_str)
+                .collect::<Vec<_>>()
+        );
+        for media_type in known {
+            assert_eq!(ManifestMediaType::parse(media_type.as_str()), media_type);
+        }
+        assert!(
+            ManifestMediaType::parse("application/vnd.oci.image.index.v1+json; charset=utf-8")
+                .is_index()
+        );
+        assert!(!ManifestMediaType::parse("").is_index());
+    }
 
     #[test]
     fn natural_order_reads_numbers() {

@@ -416,7 +416,7 @@ mod tests {
         Manifest {
             claimed,
             received: Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(body)),
-            media_type: media_type.to_owned(),
+            media_type: crate::registry::ManifestMediaType::parse(media_type),
             body: body.to_vec(),
         }
     }
