@@ -86,7 +86,7 @@ pub struct BuildArgs {
 
     /// Build for this platform instead of the one pins.toml names.
     #[arg(long, value_name = "OS/ARCH")]
-    pub platform: Option<crate::pins::Platform>,
+    pub platform: Option<crate::types::oci::Platform>,
 
     /// The daemon's builder: BuildKit, or the classic builder for engines without it.
     #[arg(long, value_enum, default_value = "buildkit")]
@@ -190,7 +190,7 @@ pub enum PinCommand {
 pub struct UpstreamArgs {
     /// A package index mirror that replaces every index the recipe names.
     #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL")]
-    pub index_url: Option<crate::pins::Url>,
+    pub index_url: Option<crate::types::url::Url>,
 
     /// Offer pre-releases (a, b, rc, dev) too.
     #[arg(long)]

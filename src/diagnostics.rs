@@ -181,7 +181,7 @@ pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
     for hint in &rendered.hints {
         printer.note("hint", hint);
     }
-    if printer.is_json() {
+    if printer.is_json() && !printer.json_written() {
         let hint = (!rendered.hints.is_empty()).then(|| rendered.hints.join("\n"));
         printer.json(&serde_json::json!({
             "error": {

@@ -18,6 +18,7 @@
 //! `commands` maps the command line onto `ops`; `printer` is the only writer to the terminal
 //! (with `progress`, which draws the engine's progress events) and `diagnostics` the only
 //! renderer of errors.
+//! `types` holds the checked value types every stage shares, one module per grammar.
 
 pub mod attest;
 pub mod bump;
@@ -28,6 +29,7 @@ pub mod diagnostics;
 pub mod engine;
 pub mod fs;
 pub mod git_remote;
+pub mod glob;
 pub mod http;
 pub mod index;
 pub mod limits;
@@ -44,4 +46,5 @@ pub mod recipe;
 pub mod registry;
 pub mod render;
 pub mod table;
+pub mod types;
 pub mod verify;

@@ -11,7 +11,7 @@
 //! `forge verify-digest` compares the same plan with the record.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -202,13 +202,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
     for entry in &recipe.pins.patches {
         let series_path = recipe.root.join(entry.series.as_str());
         let series = Series::read(std::slice::from_ref(&series_path))?;
-        let target = match &entry.onto {
-            Onto::Folder(folder) => Target::Folder(in_recipe(recipe, folder.as_str())),
-            Onto::Git { git, rev } => Target::Git {
-                url: git.to_string(),
-                rev: rev.to_string(),
-            },
-        };
+        let target = Target::from_onto(&entry.onto, &recipe.root);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
         let count = patched.applied.count(patch::Status::Applied);
         printer.status(
@@ -278,16 +272,6 @@ fn check_out(patched: &Patched, folder: &str) -> anyhow::Result<tempfile::TempDi
         .checkout_tree(tree.as_object(), Some(&mut options))
         .with_context(|| format!("cannot check out the patched tree of {folder}"))?;
     Ok(checkout)
-}
-
-/// `root/path`, without a leading `./` when the recipe is the current folder, so paths in
-/// messages read as the user would type them.
-fn in_recipe(recipe: &Recipe, path: &str) -> PathBuf {
-    if recipe.root == Path::new(".") {
-        PathBuf::from(path)
-    } else {
-        recipe.root.join(path)
-    }
 }
 
 /// `--locked`: refuses when the inputs `current` of `recipe` differ from those forge.lock

@@ -10,7 +10,10 @@ use std::fmt::Display;
 /// The version of the shapes of forge's `--json` documents: raised when a key changes meaning
 /// or goes away (new keys do not raise it). Every document carries it as `"schema"`.
 pub const JSON_SCHEMA: u32 = 1;
+
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How much status output to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,6 +41,8 @@ pub struct Printer {
     verbosity: Verbosity,
     format: OutputFormat,
     color: bool,
+    /// Whether this printer (or a clone of it) has written the JSON document.
+    json_written: Arc<AtomicBool>,
 }
 
 impl Printer {
@@ -48,6 +53,7 @@ impl Printer {
             verbosity,
             format,
             color,
+            json_written: Arc::default(),
         }
     }
 
@@ -116,7 +122,14 @@ impl Printer {
             object.insert("schema".to_owned(), serde_json::json!(JSON_SCHEMA));
         }
         let text = serde_json::to_string_pretty(&document).expect("a JSON value serializes");
+        self.json_written.store(true, Ordering::Relaxed);
         self.stdout(&format!("{text}\n"));
+    }
+
+    /// Whether the command's JSON document is already on stdout (a failed verification prints
+    /// its report, and its error then goes to stderr only, so stdout stays one document).
+    pub fn json_written(&self) -> bool {
+        self.json_written.load(Ordering::Relaxed)
     }
 
     fn line(&self, verb: &str, color: &str, message: impl Display) {

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::{self, Date, LoadError, Mutability, Pins, Source, Tag};
+use crate::pins::{self, LoadError, Mutability, Pins, Source};
+use crate::types::oci::Tag;
+use crate::types::recipe::Date;
 
 /// The file that holds a recipe, inside its folder.
 pub const PINS_FILE: &str = "pins.toml";
@@ -168,7 +170,7 @@ impl Recipe {
 
 /// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
 /// messages read as the user would type them.
-fn in_folder(folder: &Path, name: &str) -> PathBuf {
+pub fn in_folder(folder: &Path, name: &str) -> PathBuf {
     if folder == Path::new(".") {
         PathBuf::from(name)
     } else {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::pins::Digest;
+use crate::types::oci::Digest;
 
 /// A simple-signing payload layer.
 pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

@@ -12,7 +12,7 @@ pub mod sbom;
 use std::collections::BTreeMap;
 
 use crate::lock::PatchRecord;
-use crate::pins::Digest;
+use crate::types::oci::Digest;
 
 /// What forge knows of a pushed build.
 #[derive(Debug, Clone)]

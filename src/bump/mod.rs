@@ -20,10 +20,14 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
 use crate::index::{IndexError, PackageIndex, Releases};
-use crate::pins::{
-    GitRev, LocalLabel, PackageName, Pin, PinKind, PinName, Pins, Source, Tag, Text, Url, Version,
-};
+use crate::pins::{Pin, PinKind, Pins, Source};
 use crate::registry::{Registry, RegistryError, RemoteRepository};
+use crate::types::dockerfile::Text;
+use crate::types::git::GitRev;
+use crate::types::oci::Tag;
+use crate::types::python::{LocalLabel, PackageName, Version};
+use crate::types::recipe::PinName;
+use crate::types::url::Url;
 
 /// Where new versions come from.
 pub struct Upstream<'a> {
@@ -51,7 +55,7 @@ impl Clients {
     /// registry with the base image's credentials and plain HTTP for `insecure` hosts.
     pub fn new(
         recipe: &crate::recipe::Recipe,
-        mirror: Option<&crate::pins::Url>,
+        mirror: Option<&crate::types::url::Url>,
         insecure: Vec<String>,
     ) -> Result<Self, crate::index::select::SelectError> {
         Ok(Self {
@@ -505,7 +509,7 @@ pub struct BaseOffer {
     /// The newest tag matching `[base] tags` (the current tag when there is no pattern).
     pub newest: String,
     /// The digest of the newest tag's manifest.
-    pub digest: crate::pins::Digest,
+    pub digest: crate::types::oci::Digest,
     /// Tags newer than the current one that match the pattern, newest first.
     pub newer: Vec<String>,
 }

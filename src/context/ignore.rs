@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::glob;
+
 /// The file whose patterns exclude paths from the context.
 pub const DOCKERIGNORE_FILE: &str = ".dockerignore";
 
@@ -26,13 +28,22 @@ struct Rule {
 
 /// Why `.dockerignore` could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read {}: {source}", path.display())]
+#[error("cannot read {}", path.display())]
 pub struct IgnoreFileError {
     /// The file.
     pub path: PathBuf,
     /// The I/O error.
     pub source: std::io::Error,
 }
+
+impl crate::diagnostics::Advise for IgnoreFileError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(
+            "make .dockerignore a readable UTF-8 file, or remove it".to_owned(),
+        )
+    }
+}
+crate::advised!(IgnoreFileError);
 
 impl Exclusions {
     /// The recipe's `.dockerignore` in `root`, if there is one.
@@ -76,7 +87,7 @@ impl Exclusions {
         let forced = components.iter().any(|name| {
             ALWAYS_EXCLUDED
                 .iter()
-                .any(|pattern| component_matches(pattern, name))
+                .any(|pattern| glob::matches(pattern, name))
         });
         if forced {
             return true;
@@ -102,54 +113,9 @@ fn path_matches(pattern: &[String], path: &[&str]) -> bool {
             (0..=path.len()).any(|skip| path_matches(rest, &path[skip..]))
         }
         Some((first, rest)) => match path.split_first() {
-            Some((name, remaining)) => {
-                component_matches(first, name) && path_matches(rest, remaining)
-            }
+            Some((name, remaining)) => glob::matches(first, name) && path_matches(rest, remaining),
             None => false,
         },
-    }
-}
-
-/// Whether one path component matches a pattern of `*`, `?`, `[...]` and literal characters.
-fn component_matches(pattern: &str, name: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let name: Vec<char> = name.chars().collect();
-    glob(&pattern, &name)
-}
-
-fn glob(pattern: &[char], name: &[char]) -> bool {
-    match pattern.split_first() {
-        None => name.is_empty(),
-        Some(('*', rest)) => (0..=name.len()).any(|skip| glob(rest, &name[skip..])),
-        Some(('?', rest)) => !name.is_empty() && glob(rest, &name[1..]),
-        Some(('[', rest)) => {
-            let Some(close) = rest.iter().position(|&c| c == ']') else {
-                return name.first() == Some(&'[') && glob(rest, &name[1..]);
-            };
-            let Some(&first) = name.first() else {
-                return false;
-            };
-            let (negated, class) = match rest[..close].split_first() {
-                Some(('^' | '!', class)) => (true, class),
-                _ => (false, &rest[..close]),
-            };
-            let mut matched = false;
-            let mut index = 0;
-            while index < class.len() {
-                if index + 2 < class.len() && class[index + 1] == '-' {
-                    matched |= (class[index]..=class[index + 2]).contains(&first);
-                    index += 3;
-                } else {
-                    matched |= class[index] == first;
-                    index += 1;
-                }
-            }
-            matched != negated && glob(&rest[close + 1..], &name[1..])
-        }
-        Some(('\\', rest)) if !rest.is_empty() => {
-            name.first() == Some(&rest[0]) && glob(&rest[1..], &name[1..])
-        }
-        Some((literal, rest)) => name.first() == Some(literal) && glob(rest, &name[1..]),
     }
 }
 
@@ -189,14 +155,5 @@ mod tests {
         );
         assert!(exclusions.excludes("overlays/tmp/scratch/file"));
         assert!(!exclusions.excludes("overlays/tmpfile"));
-    }
-
-    #[test]
-    fn globs_handle_classes_and_escapes() {
-        assert!(component_matches("file[0-9].txt", "file7.txt"));
-        assert!(!component_matches("file[!0-9].txt", "file7.txt"));
-        assert!(component_matches("a\\*b", "a*b"));
-        assert!(!component_matches("a\\*b", "axb"));
-        assert!(component_matches("id_rsa*", "id_rsa"));
     }
 }

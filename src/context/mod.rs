@@ -23,7 +23,7 @@ use tempfile::NamedTempFile;
 pub use ignore::{Exclusions, IgnoreFileError};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::Digest;
+use crate::types::oci::Digest;
 use archive::{Entries, Source};
 
 /// The name of the Dockerfile inside the context.

@@ -18,8 +18,8 @@ use super::address::{DEFAULT_HOST, DaemonAddress, TlsFiles};
 use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
-use crate::pins::{Digest, Repository, Tag};
 use crate::registry::Credentials;
+use crate::types::oci::{Digest, Repository, Tag};
 
 /// How long a daemon may take to answer its first request.
 const PING_TIMEOUT: Duration = Duration::from_secs(20);

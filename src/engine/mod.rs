@@ -20,8 +20,8 @@ use std::path::Path;
 pub use docker::Docker;
 
 use crate::diagnostics::{Advice, Advise, ExitStatus};
-use crate::pins::{Digest, Platform, Repository, Tag};
 use crate::registry::Credentials;
+use crate::types::oci::{Digest, Platform, Repository, Tag};
 use steps::Event;
 
 /// An image id, the digest of the image's configuration (`sha256:…`).
@@ -81,7 +81,7 @@ impl ImageInfo {
     /// The digest the image has in the repository `reference` names (`name[:tag]`), as its
     /// repo digests record it; `None` when it was never pulled from or pushed there.
     pub fn digest_in(&self, reference: &str) -> Option<Digest> {
-        let name = crate::pins::repository_name(reference);
+        let name = crate::types::oci::repository_name(reference);
         self.repo_digests.iter().find_map(|known| {
             let (repository, digest) = known.split_once('@')?;
             (repository == name).then(|| digest.parse().ok()).flatten()

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use sha2::{Digest as _, Sha256};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::{BranchName, GitRev, Url};
+use crate::types::git::{BranchName, GitRev};
+use crate::types::url::Url;
 
 /// One git remote, asked about one URL at a time.
 pub trait GitRemote {

@@ -18,7 +18,8 @@ use std::str::FromStr;
 use serde::Deserialize;
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::{PackageName, Url};
+use crate::types::python::PackageName;
+use crate::types::url::Url;
 
 /// What an index offers for one package.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

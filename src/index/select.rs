@@ -4,7 +4,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::{GrammarError, Url};
+use crate::types::GrammarError;
+use crate::types::url::Url;
 
 /// PyPI's simple index, the last resort.
 pub const PYPI: &str = "https://pypi.org/simple";

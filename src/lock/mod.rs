@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 use crate::context::{self, BuildContext, ContextError};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Written, write_if_changed};
-use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Tag};
+use crate::pins::Mutability;
 use crate::recipe::{Recipe, TEMPLATES_DIR};
 use crate::render::Dockerfile;
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// The record's file name, in the recipe folder.
 pub const LOCK_FILE: &str = "forge.lock";

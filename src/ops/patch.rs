@@ -70,18 +70,12 @@ pub fn patch_jobs(
         }
         .into());
     }
-    let from_pins = |onto: &Onto| match onto {
-        Onto::Folder(folder) => (
-            Target::Folder(recipe.root.join(folder.as_str())),
-            folder.to_string(),
-        ),
-        Onto::Git { git, rev } => (
-            Target::Git {
-                url: git.to_string(),
-                rev: rev.to_string(),
-            },
-            format!("{git} at {rev}"),
-        ),
+    let from_pins = |onto: &Onto| {
+        let label = match onto {
+            Onto::Folder(folder) => folder.to_string(),
+            Onto::Git { git, rev } => format!("{git} at {rev}"),
+        };
+        (Target::from_onto(onto, &recipe.root), label)
     };
     let jobs = match (given_target, options.series.is_empty()) {
         (Some((target, label)), true) => vec![PatchJob {

@@ -15,10 +15,15 @@ use crate::bump::{
 use crate::diagnostics::CheckFailed;
 use crate::fs::{Written, write_if_changed};
 use crate::patch::{self, Applied, Outcome, Series, Target};
-use crate::pins::{self, GitRev, Onto, Pin, PinName, RecipePath, Source, Tag, Url, Version};
+use crate::pins::{self, Onto, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
+use crate::types::git::GitRev;
+use crate::types::oci::Tag;
+use crate::types::python::Version;
+use crate::types::recipe::{PinName, RecipePath};
+use crate::types::url::Url;
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -456,8 +461,8 @@ fn check_series(
 ) -> anyhow::Result<SeriesCheck> {
     let patches = Series::read(&[recipe.root.join(series.as_str())])?;
     let target = Target::Git {
-        url: url.to_string(),
-        rev: revision.to_string(),
+        url: url.clone(),
+        rev: revision.clone(),
     };
     printer.status(
         "Checking",

@@ -6,9 +6,10 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::bump::{self, Clients, Prereleases, Upstream};
-use crate::pins::{Pin, Source, Url};
+use crate::pins::{Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
+use crate::types::url::Url;
 
 /// Options of `forge pin outdated`.
 #[derive(Debug, Clone)]

@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
-use crate::pins::{Digest, Mutability, Pin, Source};
+use crate::pins::{Mutability, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
+use crate::types::oci::Digest;
 
 /// The fields a tester fills in, in the order the report asks for them: (key, label).
 const RIG_FIELDS: [(&str, &str); 4] = [

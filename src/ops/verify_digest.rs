@@ -16,11 +16,11 @@ use crate::context::Output;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::{self, Record};
-use crate::pins::ImageRef;
 use crate::pipeline;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::ImageRef;
 use crate::verify::{self, Check, Kind, Report, Served, VerifyError, probe};
 
 /// Options of `forge verify-digest`.

@@ -8,6 +8,9 @@ use git2::{Oid, Repository, Signature};
 
 use super::apply::{Applied, Mode, SCRATCH_KEY, apply};
 use super::{PatchError, Series};
+use crate::pins::Onto;
+use crate::types::git::GitRev;
+use crate::types::url::Url;
 
 /// A target resolved from the command line or pins.toml.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +22,26 @@ pub enum Target {
     /// A git URL at a revision, fetched into forge's cache, applied in a scratch repository.
     Git {
         /// Where to fetch from.
-        url: String,
-        /// The commit (or branch, or tag) to apply onto.
-        rev: String,
+        url: Url,
+        /// The commit to apply onto: its full id, or a prefix of it.
+        rev: GitRev,
     },
+}
+
+impl Target {
+    /// What a `[[patches]]` entry of pins.toml applies onto: its folder, found in `recipe_root`
+    /// (written as `recipe::in_folder` writes recipe paths), or its remote at its commit.
+    pub fn from_onto(onto: &Onto, recipe_root: &Path) -> Self {
+        match onto {
+            Onto::Folder(folder) => {
+                Target::Folder(crate::recipe::in_folder(recipe_root, folder.as_str()))
+            }
+            Onto::Git { git, rev } => Target::Git {
+                url: git.clone(),
+                rev: rev.clone(),
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for Target {
@@ -265,8 +284,11 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
 
 /// A scratch repository at `rev` of `url`, fetched into forge's cache first when the cache
 /// does not hold it yet.
-fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Repository), PatchError> {
-    let cache = crate::git_remote::cache_folder(url);
+fn scratch_from_git(
+    url: &Url,
+    rev: &GitRev,
+) -> Result<(tempfile::TempDir, Repository), PatchError> {
+    let cache = crate::git_remote::cache_folder(url.as_str());
     let cached = match Repository::open_bare(&cache) {
         Ok(repository) => repository,
         Err(_) => {
@@ -282,14 +304,14 @@ fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Reposito
     };
     let resolve = |repository: &Repository| {
         repository
-            .revparse_single(rev)
+            .revparse_single(rev.as_str())
             .and_then(|object| object.peel_to_commit())
             .map(|commit| commit.id())
     };
     let commit = match resolve(&cached) {
         Ok(commit) => commit,
         Err(_) => {
-            let mut remote = crate::git_remote::anonymous_remote(&cached, url)
+            let mut remote = crate::git_remote::anonymous_remote(&cached, url.as_str())
                 .map_err(PatchError::git(format!("cannot use {url}")))?;
             let refspecs = [
                 "+refs/heads/*:refs/remotes/origin/*",
@@ -299,8 +321,8 @@ fn scratch_from_git(url: &str, rev: &str) -> Result<(tempfile::TempDir, Reposito
                 .fetch(&refspecs, None, None)
                 .map_err(PatchError::git(format!("cannot fetch {url}")))?;
             // A full commit id that no branch or tag reaches: ask for it by name.
-            if resolve(&cached).is_err() && rev.len() == 40 {
-                let _ = remote.fetch(&[rev], None, None);
+            if resolve(&cached).is_err() && rev.is_full() {
+                let _ = remote.fetch(&[rev.as_str()], None, None);
             }
             resolve(&cached).map_err(PatchError::git(format!(
                 "{url} has no commit `{rev}` (fetched into {})",

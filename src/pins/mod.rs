@@ -1,7 +1,8 @@
 //! Stage 1: `pins.toml` text in, a typed `Pins` out.
 //!
 //! 1. TOML is parsed into the raw tables of `schema`, whose fields are checked newtypes
-//!    (`types`): a value that breaks its grammar is refused with the value's own line and column.
+//!    (`crate::types`): a value that breaks its grammar is refused with the value's own line
+//!    and column.
 //! 2. Each pin is checked against its kind (which keys it may carry, which it needs).
 //! 3. Rules that span several values are checked: lockstep groups carry one version, no pin sits
 //!    on a denied version, referenced folders exist. A pin outside its allowed range loads with
@@ -10,19 +11,23 @@
 //! Nothing past this module sees a bare `String` from the file.
 
 mod schema;
-pub mod types;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-pub use schema::{Onto, PinKind, Probe, Specifiers, TagTemplate};
+pub use schema::{Onto, PinKind, Probe, TagTemplate};
 use schema::{RawPin, RawRecipe};
 use toml::Spanned;
-pub use types::*;
 
 use crate::diagnostics::{Advice, Advise};
 use crate::location::Location;
+use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
+use crate::types::git::{BranchName, GitRev};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
+use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
+use crate::types::recipe::{Date, PinName, RecipePath};
+use crate::types::url::Url;
 
 /// The recipe: everything pins.toml says, typed and checked.
 #[derive(Debug, Clone)]

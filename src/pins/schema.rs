@@ -9,11 +9,12 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use toml::Spanned;
 
-use super::types::{
-    BranchName, Date, Digest, EnvName, GitRev, Identifier, ImagePath, ImageRef, LabelKey,
-    LocalLabel, ModulePath, PackageName, PinName, PlainValue, Platform, RecipePath, Repository,
-    Tag, TagPattern, Text, Url, Version,
-};
+use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
+use crate::types::git::{BranchName, GitRev};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
+use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
+use crate::types::recipe::{Date, PinName, RecipePath};
+use crate::types::url::Url;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -291,50 +292,5 @@ impl std::str::FromStr for TagTemplate {
         let sample: Date = "2000-01-01".parse().expect("a valid date");
         template.render(sample)?;
         Ok(template)
-    }
-}
-
-/// PEP 440 version specifiers bounding where a pin may move, such as `>=0.6,<0.7`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Specifiers {
-    text: String,
-    parsed: pep440_rs::VersionSpecifiers,
-}
-
-impl Specifiers {
-    /// The specifiers as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
-    /// Whether `version` is inside the range.
-    pub fn contains(&self, version: &pep440_rs::Version) -> bool {
-        self.parsed.contains(version)
-    }
-}
-
-impl serde::Serialize for Specifiers {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.text)
-    }
-}
-
-impl<'de> Deserialize<'de> for Specifiers {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        let plain = text.chars().all(|c| {
-            c.is_ascii_alphanumeric()
-                || matches!(c, '.' | ',' | '<' | '>' | '=' | '!' | '~' | '*' | '+' | ' ')
-        });
-        let parsed = text
-            .parse::<pep440_rs::VersionSpecifiers>()
-            .ok()
-            .filter(|_| plain);
-        match parsed {
-            Some(parsed) => Ok(Specifiers { text, parsed }),
-            None => Err(de::Error::custom(format!(
-                "invalid version range {text:?}: expected PEP 440 specifiers such as >=0.6,<0.7"
-            ))),
-        }
     }
 }

@@ -9,7 +9,8 @@ use anyhow::Context as _;
 use super::Publication;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{ImageId, ImageInfo};
-use crate::pins::{Digest, ImageRef, Mutability, Platform, Repository, Tag};
+use crate::pins::Mutability;
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 use crate::recipe::ResolvedTag;
 use crate::registry::{self, Credentials, Held, RegistryClient, RegistryError, RemoteRepository};
 

@@ -21,11 +21,57 @@ pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::{Digest, ImageRef, Platform};
+use crate::types::oci::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
 /// index, in both the Docker and the OCI spelling.
 pub const MANIFEST_TYPES: &str = "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
+
+/// What kind of manifest a registry served, read once from the `Content-Type` of its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestMediaType {
+    /// `application/vnd.oci.image.index.v1+json`: a multi-platform OCI index.
+    OciIndex,
+    /// `application/vnd.oci.image.manifest.v1+json`: a single-platform OCI manifest.
+    OciManifest,
+    /// `application/vnd.docker.distribution.manifest.list.v2+json`: a multi-platform Docker
+    /// manifest list.
+    DockerManifestList,
+    /// `application/vnd.docker.distribution.manifest.v2+json`: a single-platform Docker manifest.
+    DockerManifest,
+    /// Any other type, as the registry sent it (empty when it sent none).
+    Other(String),
+}
+
+impl ManifestMediaType {
+    /// The type a `Content-Type` value names; parameters such as `charset` are ignored.
+    pub fn parse(content_type: &str) -> Self {
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        match essence {
+            "application/vnd.oci.image.index.v1+json" => Self::OciIndex,
+            "application/vnd.oci.image.manifest.v1+json" => Self::OciManifest,
+            "application/vnd.docker.distribution.manifest.list.v2+json" => Self::DockerManifestList,
+            "application/vnd.docker.distribution.manifest.v2+json" => Self::DockerManifest,
+            _ => Self::Other(content_type.to_owned()),
+        }
+    }
+
+    /// The media type as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::OciIndex => "application/vnd.oci.image.index.v1+json",
+            Self::OciManifest => "application/vnd.oci.image.manifest.v1+json",
+            Self::DockerManifestList => "application/vnd.docker.distribution.manifest.list.v2+json",
+            Self::DockerManifest => "application/vnd.docker.distribution.manifest.v2+json",
+            Self::Other(text) => text,
+        }
+    }
+
+    /// Whether it is a multi-platform index (OCI index or Docker manifest list).
+    pub fn is_index(&self) -> bool {
+        matches!(self, Self::OciIndex | Self::DockerManifestList)
+    }
+}
 
 /// A repository on a registry, such as `ghcr.io` + `aeon-7/aeon-vllm-ultimate`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +134,8 @@ pub struct Manifest {
     pub claimed: Option<Digest>,
     /// The sha256 of the bytes received.
     pub received: Digest,
-    /// The `Content-Type` of the answer.
-    pub media_type: String,
+    /// The media type the `Content-Type` of the answer names.
+    pub media_type: ManifestMediaType,
     /// The bytes received.
     pub body: Vec<u8>,
 }
@@ -97,7 +143,7 @@ pub struct Manifest {
 impl Manifest {
     /// Whether it is a multi-platform index (OCI index or Docker manifest list).
     pub fn is_index(&self) -> bool {
-        self.media_type.contains("image.index") || self.media_type.contains("manifest.list")
+        self.media_type.is_index()
     }
 
     /// The digest of the image configuration a single-platform manifest names (for an image
@@ -616,7 +662,7 @@ impl Registry for RegistryClient {
             ),
             None => None,
         };
-        let media_type = header("content-type").unwrap_or_default();
+        let media_type = ManifestMediaType::parse(&header("content-type").unwrap_or_default());
         let body = read_body(&mut response, &url)?;
         Ok(Manifest {
             claimed,
@@ -639,30 +685,6 @@ fn next_link(header: &str) -> Option<String> {
                 .to_owned()
         })
     })
-}
-
-/// Whether `tag` matches a glob of `?` (one character) and `*` (any run, maybe empty).
-pub fn glob_matches(pattern: &str, tag: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let tag: Vec<char> = tag.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < tag.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == tag[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((star_p, star_t)) = star {
-            p = star_p + 1;
-            t = star_t + 1;
-            star = Some((star_p, star_t + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == '*')
 }
 
 /// Orders tags as people read them: runs of digits compare as numbers, so `v0.10.0` comes
@@ -723,11 +745,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn globs_match_dated_tags() {
-        assert!(glob_matches("????-??-??-v*", "2026-07-01-v0.24.0"));
-        assert!(!glob_matches("????-??-??-v*", "latest"));
-        assert!(!glob_matches("????-??-??-v*", "2026-07-01-rc"));
-        assert!(glob_matches("*", ""));
+    fn manifest_types_are_the_ones_forge_asks_for() {
+        let known = [
+            ManifestMediaType::OciIndex,
+            ManifestMediaType::OciManifest,
+            ManifestMediaType::DockerManifestList,
+            ManifestMediaType::DockerManifest,
+        ];
+        let asked: Vec<&str> = MANIFEST_TYPES.split(", ").collect();
+        assert_eq!(
+            asked,
+            known
+                .iter()
+                .map(ManifestMediaType::as_str)
+                .collect::<Vec<_>>()
+        );
+        for media_type in known {
+            assert_eq!(ManifestMediaType::parse(media_type.as_str()), media_type);
+        }
+        assert!(
+            ManifestMediaType::parse("application/vnd.oci.image.index.v1+json; charset=utf-8")
+                .is_index()
+        );
+        assert!(!ManifestMediaType::parse("").is_index());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! land. Each is generated from the pin it checks, so the version it asserts is the version
 //! pinned, never a second copy typed into a template.
 //!
-//! Every value spliced in here has passed its grammar in `pins::types` (no quote, space or shell
+//! Every value spliced in here has passed its grammar in `types` (no quote, space or shell
 //! metacharacter), which is what makes the plain quoting below safe.
 
 use crate::pins::{Overlay, Pin, Probe, Shim, Source};

@@ -19,8 +19,9 @@ use sha2::{Digest as _, Sha256};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::location::Location;
-use crate::pins::{Digest, Mutability, Pin, Source};
+use crate::pins::{Mutability, Pin, Source};
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
+use crate::types::oci::Digest;
 
 /// The build argument that carries the recipe's git commit into the revision label; it is an
 /// argument rather than rendered text so that committing the render does not change it.

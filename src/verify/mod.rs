@@ -25,8 +25,8 @@ use serde_json::json;
 use crate::diagnostics::{Advice, Advise};
 use crate::engine::ImageInfo;
 use crate::lock::{BaseRecord, Inputs, Record};
-use crate::pins::Digest;
 use crate::registry::{Held, Manifest};
+use crate::types::oci::Digest;
 
 /// What a check looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -477,7 +477,7 @@ mod tests {
         Manifest {
             claimed,
             received: Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(body)),
-            media_type: media_type.to_owned(),
+            media_type: crate::registry::ManifestMediaType::parse(media_type),
             body: body.to_vec(),
         }
     }

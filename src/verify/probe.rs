@@ -5,7 +5,7 @@
 //! read with `importlib.metadata` and the NCCL assertion through `ncclGetVersion`, each only when
 //! the recipe has such pins. Git pins are read from the revision files the build writes
 //! (`render::gate::REVISIONS_DIR`). Every value spliced into the script has passed its grammar
-//! in `pins::types`; file paths are single-quoted.
+//! in `types`; file paths are single-quoted.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -14,8 +14,9 @@ use std::path::Path;
 use sha2::{Digest as _, Sha256};
 
 use super::{Check, Kind, MISSING};
-use crate::pins::{Digest, Overlay, Pin, Probe, Source};
+use crate::pins::{Overlay, Pin, Probe, Source};
 use crate::render::gate;
+use crate::types::oci::Digest;
 
 /// One file the recipe copies into the image, with the digest it must have there.
 #[derive(Debug, Clone, PartialEq, Eq)]

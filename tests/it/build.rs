@@ -469,7 +469,15 @@ fn a_failing_run_moves_no_tag_and_leaves_the_record_untouched() {
             "{builder}: {}",
             run.stderr
         );
-        assert!(run.stdout.is_empty(), "{builder}: {}", run.stdout);
+        // stdout is the error document and nothing else.
+        let error = &run.json()["error"];
+        assert_eq!(error["exit"], 1, "{builder}: {error:#}");
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("exit 3 failed:")),
+            "{builder}: {error:#}"
+        );
         assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
         assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
         assert_eq!(lock_text(&example).as_deref(), Some(lock.as_str()));

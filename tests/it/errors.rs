@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::support::{LoopbackServer, Run, TestContext, repository_root};
+use crate::support::{Run, TestContext, free_port, repository_root};
 
 /// stderr and the exit code, with the recipe's temporary path and ports made stable.
 fn rendered(run: &Run, root: &Path) -> String {
@@ -177,9 +177,8 @@ fn an_unknown_pin() {
 #[test]
 fn a_git_remote_that_cannot_be_reached() {
     let context = TestContext::default_recipe();
-    // A port that accepts and closes at once.
-    let server = LoopbackServer::start(|stream, _| drop(stream));
-    let url = format!("http://{}/DeepGEMM.git", server.address());
+    // A loopback port nothing listens on.
+    let url = format!("http://127.0.0.1:{}/DeepGEMM.git", free_port());
     context.edit(
         "pins.toml",
         "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",

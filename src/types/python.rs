@@ -1,0 +1,236 @@
+//! Python's grammars: a PEP 440 version, local label or version range, a PEP 508 distribution
+//! name, a module path or identifier as text in, the checked value out.
+
+use std::str::FromStr;
+
+use serde::de;
+use serde::{Deserialize, Deserializer};
+
+use super::{GrammarError, all_chars};
+
+/// An exact version, in PEP 440 canonical form (`0.6.14`, `2.0.0rc1`, `1.2.post1`).
+///
+/// Non-canonical spellings (`v1.0`, `1.0-1`, surrounding spaces) are refused rather than
+/// normalised, so the text in pins.toml is exactly the text that reaches pip.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Version(String);
+string_newtype!(Version);
+
+impl Version {
+    /// The parsed PEP 440 version, for ordering.
+    pub fn pep440(&self) -> pep440_rs::Version {
+        pep440_rs::Version::from_str(&self.0).expect("checked when the Version was made")
+    }
+}
+
+impl FromStr for Version {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        const EXPECTED: &str = "expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)";
+        let plain = all_chars(value, |c| c.is_ascii_alphanumeric() || c == '.' || c == '+');
+        if !plain {
+            return Err(GrammarError::new("version", value, EXPECTED));
+        }
+        match pep440_rs::Version::from_str(value) {
+            Ok(parsed) if parsed.to_string() == value => Ok(Self(value.to_owned())),
+            Ok(parsed) => Err(GrammarError::new(
+                "version",
+                value,
+                format!("expected the canonical PEP 440 form {parsed}"),
+            )),
+            Err(_) => Err(GrammarError::new("version", value, EXPECTED)),
+        }
+    }
+}
+
+/// A PEP 440 local version label such as `cu130` (the part after `+`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LocalLabel(String);
+string_newtype!(LocalLabel);
+
+impl FromStr for LocalLabel {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = all_chars(value, |c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.'
+        }) && !value.starts_with('.')
+            && !value.ends_with('.')
+            && !value.contains("..");
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "local version label",
+                value,
+                "expected lowercase letters and digits separated by '.', such as cu130",
+            ))
+        }
+    }
+}
+
+/// PEP 440 version specifiers bounding where a pin may move, such as `>=0.6,<0.7`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specifiers {
+    text: String,
+    parsed: pep440_rs::VersionSpecifiers,
+}
+
+impl Specifiers {
+    /// The specifiers as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `version` is inside the range.
+    pub fn contains(&self, version: &pep440_rs::Version) -> bool {
+        self.parsed.contains(version)
+    }
+}
+
+impl serde::Serialize for Specifiers {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Specifiers {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let plain = text.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '.' | ',' | '<' | '>' | '=' | '!' | '~' | '*' | '+' | ' ')
+        });
+        let parsed = text
+            .parse::<pep440_rs::VersionSpecifiers>()
+            .ok()
+            .filter(|_| plain);
+        match parsed {
+            Some(parsed) => Ok(Specifiers { text, parsed }),
+            None => Err(de::Error::custom(format!(
+                "invalid version range {text:?}: expected PEP 440 specifiers such as >=0.6,<0.7"
+            ))),
+        }
+    }
+}
+
+/// A distribution name on a package index (PEP 508: letters, digits, `.`, `_`, `-`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PackageName(String);
+string_newtype!(PackageName);
+
+impl PackageName {
+    /// The PEP 503 normalised form, used to compare names and to build index URLs.
+    pub fn normalized(&self) -> String {
+        let mut out = String::with_capacity(self.0.len());
+        for c in self.0.chars() {
+            let c = c.to_ascii_lowercase();
+            if matches!(c, '.' | '_' | '-') {
+                if !out.ends_with('-') {
+                    out.push('-');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+impl FromStr for PackageName {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+        let ok = all_chars(value, |c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')
+        }) && edge(value.chars().next())
+            && edge(value.chars().last());
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "package name",
+                value,
+                "expected a PEP 508 name: letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
+            ))
+        }
+    }
+}
+
+/// A dotted Python module path such as `cutlass.cute.core`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModulePath(String);
+string_newtype!(ModulePath);
+
+impl FromStr for ModulePath {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = !value.is_empty() && value.split('.').all(is_identifier);
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "module",
+                value,
+                "expected a dotted Python module path such as cutlass.cute.core",
+            ))
+        }
+    }
+}
+
+/// A Python identifier (ASCII): what a shim may re-export.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identifier(String);
+string_newtype!(Identifier);
+
+impl FromStr for Identifier {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        if is_identifier(value) {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "identifier",
+                value,
+                "expected a Python identifier (letters, digits, '_', not starting with a digit)",
+            ))
+        }
+    }
+}
+
+fn is_identifier(value: &str) -> bool {
+    all_chars(value, |c| c.is_ascii_alphanumeric() || c == '_')
+        && !value.starts_with(|c: char| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_must_be_canonical_and_plain() {
+        assert!(Version::from_str("0.6.14").is_ok());
+        assert!(Version::from_str("0.6.14+cu130").is_ok());
+        assert!(Version::from_str("2.0.0rc1").is_ok());
+        for bad in [
+            "0.6.14\nRUN curl x | sh",
+            "0.6.14 && rm -rf /",
+            "v0.6.14",
+            " 0.6.14",
+            "0.6.14-1",
+            "",
+            "1.0$(id)",
+        ] {
+            assert!(Version::from_str(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn package_names_normalise_per_pep_503() {
+        assert_eq!(
+            PackageName::from_str("Flashinfer_JIT.cache")
+                .unwrap()
+                .normalized(),
+            "flashinfer-jit-cache"
+        );
+    }
+}
