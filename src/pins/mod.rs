@@ -555,82 +555,10 @@ impl Loader<'_> {
         span: Range<usize>,
         notices: &mut Vec<Notice>,
     ) -> Result<Pin, LoadError> {
+        self.check_keys(&name, &raw, &span)?;
+        let deny = self.check_version(&name, &raw, notices)?;
         let kind = raw.kind;
-        let (allowed, required): (&[&str], &[&str]) = match kind {
-            PinKind::Python => (
-                &[
-                    "package", "module", "version", "install", "index", "group", "deny", "allow",
-                    "shim",
-                ],
-                &["package", "version"],
-            ),
-            PinKind::Wheels => (
-                &["module", "version", "group", "deny", "allow", "wheels"],
-                &["version", "wheels"],
-            ),
-            PinKind::Git => (
-                &["module", "url", "branch", "rev", "group"],
-                &["url", "rev"],
-            ),
-            PinKind::Assert => (&["probe", "version"], &["probe", "version"]),
-        };
-        let present = raw.present_keys();
-        if let Some(extra) = present.iter().find(|key| !allowed.contains(key)) {
-            return Err(self.error(
-                span,
-                format!("pin `{name}` of kind {kind} cannot have `{extra}`"),
-                format!("a {kind} pin takes: {}", allowed.join(", ")),
-            ));
-        }
-        if let Some(missing) = required.iter().find(|key| !present.contains(key)) {
-            return Err(self.error(
-                span,
-                format!("pin `{name}` of kind {kind} needs `{missing}`"),
-                format!("a {kind} pin requires: {}", required.join(", ")),
-            ));
-        }
-
-        let deny: Vec<Denied> = raw
-            .deny
-            .iter()
-            .map(|entry| Denied {
-                version: entry.version.get_ref().clone(),
-                reason: entry.reason.clone(),
-            })
-            .collect();
         let version = raw.version.clone();
-        if let Some(version) = &version {
-            if let Some(denied) = deny
-                .iter()
-                .find(|denied| &denied.version == version.get_ref())
-            {
-                return Err(self.error(
-                    version.span(),
-                    format!(
-                        "pin `{name}` is at {}, which is denied: {}",
-                        denied.version, denied.reason
-                    ),
-                    "move the pin to another version; the deny list records what broke",
-                ));
-            }
-            // Outside the range is a warning, not an error: `forge pin bump --force` may put a
-            // pin there on purpose, and the recipe must still load.
-            if let Some(allow) = raw
-                .allow
-                .as_ref()
-                .filter(|allow| !allow.contains(&version.get_ref().pep440()))
-            {
-                notices.push(Notice {
-                    location: Location::from_offset(self.path, self.text, version.span().start),
-                    message: format!(
-                        "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
-                        version.get_ref(),
-                        allow.as_str()
-                    ),
-                });
-            }
-        }
-
         let source = match kind {
             PinKind::Python => Source::Python {
                 package: raw.package.expect("required"),
@@ -719,6 +647,101 @@ impl Loader<'_> {
             deny,
             allow: raw.allow,
         })
+    }
+
+    /// The keys of `raw` are those its kind takes, and those it needs are there.
+    fn check_keys(
+        &self,
+        name: &PinName,
+        raw: &RawPin,
+        span: &Range<usize>,
+    ) -> Result<(), LoadError> {
+        let kind = raw.kind;
+        let (allowed, required): (&[&str], &[&str]) = match kind {
+            PinKind::Python => (
+                &[
+                    "package", "module", "version", "install", "index", "group", "deny", "allow",
+                    "shim",
+                ],
+                &["package", "version"],
+            ),
+            PinKind::Wheels => (
+                &["module", "version", "group", "deny", "allow", "wheels"],
+                &["version", "wheels"],
+            ),
+            PinKind::Git => (
+                &["module", "url", "branch", "rev", "group"],
+                &["url", "rev"],
+            ),
+            PinKind::Assert => (&["probe", "version"], &["probe", "version"]),
+        };
+        let present = raw.present_keys();
+        if let Some(extra) = present.iter().find(|key| !allowed.contains(key)) {
+            return Err(self.error(
+                span.clone(),
+                format!("pin `{name}` of kind {kind} cannot have `{extra}`"),
+                format!("a {kind} pin takes: {}", allowed.join(", ")),
+            ));
+        }
+        if let Some(missing) = required.iter().find(|key| !present.contains(key)) {
+            return Err(self.error(
+                span.clone(),
+                format!("pin `{name}` of kind {kind} needs `{missing}`"),
+                format!("a {kind} pin requires: {}", required.join(", ")),
+            ));
+        }
+
+        Ok(())
+    }
+
+    /// The pin's deny list; refuses a version on it and notes one outside `allow`.
+    fn check_version(
+        &self,
+        name: &PinName,
+        raw: &RawPin,
+        notices: &mut Vec<Notice>,
+    ) -> Result<Vec<Denied>, LoadError> {
+        let deny: Vec<Denied> = raw
+            .deny
+            .iter()
+            .map(|entry| Denied {
+                version: entry.version.get_ref().clone(),
+                reason: entry.reason.clone(),
+            })
+            .collect();
+        if let Some(version) = &raw.version {
+            if let Some(denied) = deny
+                .iter()
+                .find(|denied| &denied.version == version.get_ref())
+            {
+                return Err(self.error(
+                    version.span(),
+                    format!(
+                        "pin `{name}` is at {}, which is denied: {}",
+                        denied.version, denied.reason
+                    ),
+                    "move the pin to another version; the deny list records what broke",
+                ));
+            }
+            // Outside the range is a warning, not an error: `forge pin bump --force` may put a
+            // pin there on purpose, and the recipe must still load.
+            if let Some(allow) = raw
+                .allow
+                .as_ref()
+                .filter(|allow| !allow.contains(&version.get_ref().pep440()))
+            {
+                notices.push(Notice {
+                    location: Location::from_offset(self.path, self.text, version.span().start),
+                    message: format!(
+                        "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
+                        version.get_ref(),
+                        allow.as_str()
+                    ),
+                });
+            }
+        }
+
+        Ok(deny)
     }
 
     /// Every member of a lockstep group carries the same version.
