@@ -92,12 +92,7 @@ impl SigningKey {
 
     /// The key in the file at `path`.
     pub fn read(path: &Path) -> Result<Self, KeyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_pem(&text, path.display().to_string())
+        Self::from_pem(&read_pem(path)?, path.display().to_string())
     }
 
     /// A new random key.
@@ -146,12 +141,7 @@ impl VerifyingKey {
 
     /// The key in the file at `path`.
     pub fn read(path: &Path) -> Result<Self, KeyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| KeyError::Io {
-            action: "read",
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_pem(&text, path.display().to_string())
+        Self::from_pem(&read_pem(path)?, path.display().to_string())
     }
 
     /// Whether `signature` (base64 DER, or base64 of the raw 64 bytes) signs `message`.
@@ -203,6 +193,15 @@ pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyErro
     Ok(verifying)
 }
 
+/// The text of the PEM file at `path`.
+fn read_pem(path: &Path) -> Result<String, KeyError> {
+    std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+        action: "read",
+        path: path.to_owned(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,3 +233,4 @@ mod tests {
         );
     }
 }
+

@@ -50,19 +50,28 @@ pub struct Clients {
     registry: crate::registry::RegistryClient,
 }
 
+/// Where `pin bump` and `pin outdated` look, beyond what the recipe names.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// A mirror that replaces every package index (`--index-url`, `FORGE_INDEX_URL`).
+    pub index_url: Option<crate::types::url::Url>,
+    /// Registry hosts that may be spoken to over plain HTTP.
+    pub insecure_registries: Vec<String>,
+}
+
 impl Clients {
-    /// Clients for `recipe`: the index chosen from `mirror`, pip's settings and pins.toml; the
-    /// registry with the base image's credentials and plain HTTP for `insecure` hosts.
+    /// Clients for `recipe`: the index chosen from the mirror in `sources`, pip's settings and
+    /// pins.toml; the registry with the base image's credentials and plain HTTP for the
+    /// insecure hosts of `sources`.
     pub fn new(
         recipe: &crate::recipe::Recipe,
-        mirror: Option<&crate::types::url::Url>,
-        insecure: Vec<String>,
+        sources: &Sources,
     ) -> Result<Self, crate::index::select::SelectError> {
         Ok(Self {
-            indexes: Indexes::discover(mirror, recipe.pins.index.as_ref())?,
+            indexes: Indexes::discover(sources.index_url.as_ref(), recipe.pins.index.as_ref())?,
             index: crate::index::SimpleIndex::default(),
             git: crate::git_remote::Git2Remote,
-            registry: crate::registry::RegistryClient::new(insecure)
+            registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
                 .with_credentials_for(recipe.pins.base.image.registry()),
         })
     }

@@ -60,3 +60,22 @@ fn open_recipe(cli: &Cli, printer: &Printer) -> anyhow::Result<Recipe> {
     }
     Ok(recipe)
 }
+
+impl crate::cli::UpstreamArgs {
+    /// Whether pre-releases are on offer (`--pre`).
+    fn prereleases(&self) -> crate::bump::Prereleases {
+        if self.pre {
+            crate::bump::Prereleases::Include
+        } else {
+            crate::bump::Prereleases::Exclude
+        }
+    }
+
+    /// Where to look beyond the recipe (`--index-url`, `--insecure-registry`).
+    fn sources(&self) -> crate::bump::Sources {
+        crate::bump::Sources {
+            index_url: self.index_url.clone(),
+            insecure_registries: self.insecure_registry.clone(),
+        }
+    }
+}

@@ -1,6 +1,5 @@
 //! `forge pin bump NAME [--to VERSION] [--dry-run] [--force] [--pre] [--index-url URL]`.
 
-use crate::bump::Prereleases;
 use crate::cli::{Cli, PinBumpArgs};
 use crate::diagnostics::ExitStatus;
 use crate::ops::pin_bump::{BumpMode, Constraints, PinBumpOptions};
@@ -16,18 +15,13 @@ pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::R
         } else {
             BumpMode::Write
         },
-        prereleases: if args.upstream.pre {
-            Prereleases::Include
-        } else {
-            Prereleases::Exclude
-        },
+        prereleases: args.upstream.prereleases(),
         constraints: if args.force {
             Constraints::Force
         } else {
             Constraints::Enforce
         },
-        index_url: args.upstream.index_url.clone(),
-        insecure_registries: args.upstream.insecure_registry.clone(),
+        sources: args.upstream.sources(),
     };
     crate::ops::pin_bump(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

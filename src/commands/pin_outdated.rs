@@ -1,6 +1,5 @@
 //! `forge pin outdated [--pre] [--index-url URL]`.
 
-use crate::bump::Prereleases;
 use crate::cli::{Cli, PinOutdatedArgs};
 use crate::diagnostics::ExitStatus;
 use crate::ops::pin_outdated::PinOutdatedOptions;
@@ -13,13 +12,8 @@ pub(super) fn run(
 ) -> anyhow::Result<ExitStatus> {
     let recipe = super::open_recipe(cli, printer)?;
     let options = PinOutdatedOptions {
-        prereleases: if args.upstream.pre {
-            Prereleases::Include
-        } else {
-            Prereleases::Exclude
-        },
-        index_url: args.upstream.index_url.clone(),
-        insecure_registries: args.upstream.insecure_registry.clone(),
+        prereleases: args.upstream.prereleases(),
+        sources: args.upstream.sources(),
     };
     crate::ops::pin_outdated(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

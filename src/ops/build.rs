@@ -16,12 +16,12 @@ use crate::context::Output;
 use crate::engine::steps::Event;
 use crate::engine::{BuildRequest, Builder, Docker, Engine};
 use crate::pins::Mutability;
-use crate::types::oci::Platform;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::progress::{Display, ProgressMode};
 use crate::publish::{self, BuildError, Publication, RemoteTags, Signals, Stop as _};
 use crate::recipe::Recipe;
+use crate::types::oci::Platform;
 
 /// How far `forge build` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

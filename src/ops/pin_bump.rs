@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::bump::edit::{self, Assignment};
 use crate::bump::steps::{self, Invalidated};
 use crate::bump::{
-    self, BumpError, Candidate, Clients, Prereleases, Refusal, Upstream, VersionOffer,
+    self, BumpError, Candidate, Clients, Prereleases, Refusal, Sources, Upstream, VersionOffer,
 };
 use crate::diagnostics::CheckFailed;
 use crate::fs::{Written, write_if_changed};
@@ -60,10 +60,8 @@ pub struct PinBumpOptions {
     pub prereleases: Prereleases,
     /// Whether allowed ranges hold.
     pub constraints: Constraints,
-    /// A mirror that replaces every package index (`--index-url`, `FORGE_INDEX_URL`).
-    pub index_url: Option<Url>,
-    /// Registry hosts that may be spoken to over plain HTTP.
-    pub insecure_registries: Vec<String>,
+    /// Where to look beyond what the recipe names.
+    pub sources: Sources,
 }
 
 /// What a bump did.
@@ -86,13 +84,8 @@ pub fn pin_bump(
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
-    let clients = Clients::new(
-        recipe,
-        options.index_url.as_ref(),
-        options.insecure_registries.clone(),
-    )?;
-    let upstream = clients.upstream();
-    pin_bump_with(recipe, options, &upstream, printer)
+    let clients = Clients::new(recipe, &options.sources)?;
+    pin_bump_with(recipe, options, &clients.upstream(), printer)
 }
 
 /// A planned move: what changes, described for people.

@@ -5,21 +5,18 @@
 use anyhow::Context as _;
 use serde_json::json;
 
-use crate::bump::{self, Clients, Prereleases, Upstream};
+use crate::bump::{self, Clients, Prereleases, Sources, Upstream};
 use crate::pins::{Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::types::url::Url;
 
 /// Options of `forge pin outdated`.
 #[derive(Debug, Clone)]
 pub struct PinOutdatedOptions {
     /// Whether pre-releases are on offer.
     pub prereleases: Prereleases,
-    /// A mirror that replaces every package index.
-    pub index_url: Option<Url>,
-    /// Registry hosts that may be spoken to over plain HTTP.
-    pub insecure_registries: Vec<String>,
+    /// Where to look beyond what the recipe names.
+    pub sources: Sources,
 }
 
 /// Where one pin stands against upstream.
@@ -96,13 +93,8 @@ pub fn pin_outdated(
     options: &PinOutdatedOptions,
     printer: &Printer,
 ) -> anyhow::Result<Vec<Standing>> {
-    let clients = Clients::new(
-        recipe,
-        options.index_url.as_ref(),
-        options.insecure_registries.clone(),
-    )?;
-    let upstream = clients.upstream();
-    pin_outdated_with(recipe, options, &upstream, printer)
+    let clients = Clients::new(recipe, &options.sources)?;
+    pin_outdated_with(recipe, options, &clients.upstream(), printer)
 }
 
 /// Looks every pin up against `upstream` and prints where each stands.

@@ -30,11 +30,11 @@ use crate::engine::{Engine, EngineError, ImageId};
 use crate::fs::Written;
 use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
 use crate::pins::Mutability;
-use crate::types::oci::{Digest, Platform, Repository, Tag};
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::registry::Credentials;
+use crate::types::oci::{Digest, Platform, Repository, Tag};
 
 pub use refuse::{RegistryTags, RemoteTags};
 

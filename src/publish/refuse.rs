@@ -10,9 +10,9 @@ use super::Publication;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{ImageId, ImageInfo};
 use crate::pins::Mutability;
-use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 use crate::recipe::ResolvedTag;
 use crate::registry::{self, Credentials, Held, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// What to do about a refusal.
 const IMMUTABLE_HINT: &str =

@@ -373,38 +373,32 @@ mod tests {
 
     #[test]
     fn image_references_split_like_the_docker_cli() {
-        let reference =
-            ImageRef::from_str("ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0").unwrap();
-        assert_eq!(
+        for (text, registry, repository, tag) in [
             (
-                reference.registry(),
-                reference.repository(),
-                reference.tag()
-            ),
-            (
+                "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0",
                 "ghcr.io",
                 "aeon-7/aeon-vllm-ultimate",
-                Some("2026-07-01-v0.24.0")
-            )
-        );
-        let reference = ImageRef::from_str("busybox").unwrap();
-        assert_eq!(
-            (
-                reference.registry(),
-                reference.repository(),
-                reference.tag()
+                "2026-07-01-v0.24.0",
             ),
-            ("docker.io", "library/busybox", Some("latest"))
-        );
-        let reference = ImageRef::from_str("localhost:5000/forge/example:1.0").unwrap();
-        assert_eq!(
+            ("busybox", "docker.io", "library/busybox", "latest"),
             (
-                reference.registry(),
-                reference.repository(),
-                reference.tag()
+                "localhost:5000/forge/example:1.0",
+                "localhost:5000",
+                "forge/example",
+                "1.0",
             ),
-            ("localhost:5000", "forge/example", Some("1.0"))
-        );
+        ] {
+            let reference = ImageRef::from_str(text).unwrap();
+            assert_eq!(
+                (
+                    reference.registry(),
+                    reference.repository(),
+                    reference.tag()
+                ),
+                (registry, repository, Some(tag)),
+                "{text}"
+            );
+        }
         let digest = format!("sha256:{}", "a".repeat(64));
         let reference = ImageRef::from_str(&format!("127.0.0.1:5000/x@{digest}")).unwrap();
         assert_eq!(
