@@ -19,6 +19,13 @@
 //! (with `progress`, which draws the engine's progress events) and `diagnostics` the only
 //! renderer of errors.
 //! `types` holds the checked value types every stage shares, one module per grammar.
+//!
+//! Shared services, each used by several stages and depending on none of them: `http` (one
+//! guarded client: timeouts, size caps from `limits`), `registry` (the OCI distribution API),
+//! `git_remote` (ref listing and fetches), `index` (the Python package index), `glob`
+//! (the one pattern matcher of tags and ignore files), `fs` (atomic writes), `location`
+//! (file:line:col). `bump` plans pin moves from upstream; `attest` builds SBOMs, provenance and
+//! signatures.
 
 pub mod attest;
 pub mod bump;
