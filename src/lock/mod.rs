@@ -69,6 +69,20 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// Inputs whose digests are all distinct fixtures: for tests.
+    #[cfg(test)]
+    pub(crate) fn sample() -> Self {
+        Self {
+            pins: Digest::filled('1'),
+            templates: Digest::filled('2'),
+            patches: Digest::filled('3'),
+            overlays: Digest::filled('4'),
+            dockerfile: Digest::filled('5'),
+            context: Digest::filled('6'),
+            context_mtime: 0,
+        }
+    }
+
     /// The inputs of `recipe` as they are now: pins.toml, the templates folder, every patch
     /// series, every overlay folder and shim file as checked in, and the Dockerfile and context
     /// made from them.
@@ -334,31 +348,17 @@ impl Record {
 mod tests {
     use super::*;
 
-    fn digest(byte: char) -> Digest {
-        format!("sha256:{}", byte.to_string().repeat(64))
-            .parse()
-            .unwrap()
-    }
-
     fn record() -> Record {
         Record::new(
-            Inputs {
-                pins: digest('1'),
-                templates: digest('2'),
-                patches: digest('3'),
-                overlays: digest('4'),
-                dockerfile: digest('5'),
-                context: digest('6'),
-                context_mtime: 0,
-            },
+            Inputs::sample(),
             BaseRecord {
                 image: "forge-example-base:1".parse().unwrap(),
                 digest: None,
-                id: Some(digest('9')),
+                id: Some(Digest::filled('9')),
             },
             ImageRecord {
                 repository: "localhost:5000/forge/example".parse().unwrap(),
-                id: digest('a'),
+                id: Digest::filled('a'),
                 platform: Some("linux/arm64".parse().unwrap()),
                 revision: Some("e".repeat(40)),
             },
@@ -366,7 +366,7 @@ mod tests {
                 TagRecord {
                     name: "latest".parse().unwrap(),
                     mutability: Mutability::Moving,
-                    pushed: Some(digest('b')),
+                    pushed: Some(Digest::filled('b')),
                 },
                 TagRecord {
                     name: "2026-07-08".parse().unwrap(),
@@ -402,8 +402,8 @@ mod tests {
         let recorded = record().inputs;
         let mut current = recorded.clone();
         assert!(recorded.differences(&current).is_empty());
-        current.context = digest('7');
-        current.pins = digest('8');
+        current.context = Digest::filled('7');
+        current.pins = Digest::filled('8');
         let fields: Vec<&str> = recorded
             .differences(&current)
             .iter()

@@ -32,14 +32,8 @@ immutable = ["{{ date }}-test"]
 image = "forge-test-base:1"
 "#;
 
-fn digest(byte: char) -> Digest {
-    format!("sha256:{}", byte.to_string().repeat(64))
-        .parse()
-        .unwrap()
-}
-
 fn image(byte: char) -> ImageId {
-    ImageId(digest(byte))
+    ImageId(Digest::filled(byte))
 }
 
 fn reference(tag: &str) -> String {
@@ -195,6 +189,25 @@ struct MemoryRegistry {
     blocked: Option<(Arc<Notify>, mpsc::Receiver<()>)>,
 }
 
+impl MemoryRegistry {
+    /// A registry whose only tag is `tag`, holding `held`.
+    fn holding(tag: &'static str, held: Held) -> Self {
+        Self {
+            tags: BTreeMap::from([(tag, held)]),
+            ..Self::default()
+        }
+    }
+}
+
+/// A registry entry: the manifest `digest` names, the image manifest it leads to and its config.
+fn held(digest: char, manifest: Option<Digest>, image: Option<Digest>) -> Held {
+    Held {
+        digest: Digest::filled(digest),
+        manifest,
+        image,
+    }
+}
+
 impl RegistryTags for MemoryRegistry {
     fn credentials(&self) -> Option<Credentials> {
         Some(Credentials {
@@ -240,15 +253,7 @@ impl Bench {
         std::fs::write(folder.path().join("pins.toml"), PINS).unwrap();
         let recipe = Recipe::open(folder.path()).unwrap();
         let tags = recipe.tags();
-        let inputs = Inputs {
-            pins: digest('1'),
-            templates: digest('2'),
-            patches: digest('3'),
-            overlays: digest('4'),
-            dockerfile: digest('5'),
-            context: digest('6'),
-            context_mtime: 0,
-        };
+        let inputs = Inputs::sample();
         let platform = recipe.pins.image.platform.clone();
         Self {
             folder,
@@ -398,7 +403,7 @@ async fn tags_already_on_the_image_are_fresh_and_the_base_is_recorded_from_the_d
             .iter()
             .any(|call| matches!(call, Call::Tag(..) | Call::Push(_)))
     );
-    assert_eq!(published.record.base.id, Some(digest('e')));
+    assert_eq!(published.record.base.id, Some(Digest::filled('e')));
     assert_eq!(
         recorded_pushes(&published.record),
         [(MOVING.to_owned(), None), (DATED.to_owned(), None)]
@@ -440,17 +445,10 @@ async fn a_dated_tag_on_another_image_on_the_daemon_is_refused_before_any_tag_mo
 async fn a_dated_tag_on_another_image_in_the_registry_is_refused_before_any_tag_moves() {
     let bench = Bench::new();
     let engine = MemoryEngine::with(&[(MOVING, image('a'))]);
-    let registry = MemoryRegistry {
-        tags: BTreeMap::from([(
-            DATED,
-            Held {
-                digest: digest('d'),
-                manifest: Some(digest('d')),
-                image: Some(image('a').0),
-            },
-        )]),
-        ..MemoryRegistry::default()
-    };
+    let registry = MemoryRegistry::holding(
+        DATED,
+        held('d', Some(Digest::filled('d')), Some(image('a').0)),
+    );
     let asked = registry.asked.clone();
     let (outcome, _) = bench
         .publish(bench.publication(true, false), &engine, registry)
@@ -460,7 +458,7 @@ async fn a_dated_tag_on_another_image_in_the_registry_is_refused_before_any_tag_
         message(&error),
         format!(
             "tag {DATED} already names {} in the registry (image {}), which is not the image just built ({})",
-            digest('d'),
+            Digest::filled('d'),
             image('a'),
             built()
         )
@@ -480,17 +478,7 @@ async fn a_dated_tag_on_another_image_in_the_registry_is_refused_before_any_tag_
 async fn a_registry_index_without_this_platform_is_refused_as_holding_no_image() {
     let bench = Bench::new();
     let engine = MemoryEngine::default();
-    let registry = MemoryRegistry {
-        tags: BTreeMap::from([(
-            DATED,
-            Held {
-                digest: digest('d'),
-                manifest: None,
-                image: None,
-            },
-        )]),
-        ..MemoryRegistry::default()
-    };
+    let registry = MemoryRegistry::holding(DATED, held('d', None, None));
     let (outcome, _) = bench
         .publish(bench.publication(true, false), &engine, registry)
         .await;
@@ -498,7 +486,7 @@ async fn a_registry_index_without_this_platform_is_refused_as_holding_no_image()
         message(&outcome.unwrap_err()),
         format!(
             "tag {DATED} already names {} in the registry (no image for linux/amd64), which is not the image just built ({})",
-            digest('d'),
+            Digest::filled('d'),
             built()
         )
     );
@@ -509,17 +497,10 @@ async fn a_registry_index_without_this_platform_is_refused_as_holding_no_image()
 async fn force_re_points_dated_tags_without_asking_the_registry() {
     let bench = Bench::new();
     let engine = MemoryEngine::with(&[(DATED, image('a'))]);
-    let registry = MemoryRegistry {
-        tags: BTreeMap::from([(
-            DATED,
-            Held {
-                digest: digest('d'),
-                manifest: Some(digest('d')),
-                image: Some(image('a').0),
-            },
-        )]),
-        ..MemoryRegistry::default()
-    };
+    let registry = MemoryRegistry::holding(
+        DATED,
+        held('d', Some(Digest::filled('d')), Some(image('a').0)),
+    );
     let asked = registry.asked.clone();
     let (outcome, _) = bench
         .publish(bench.publication(true, true), &engine, registry)
@@ -542,12 +523,12 @@ async fn a_tag_the_registry_holds_with_this_image_is_kept_not_pushed() {
     // store names images by manifest).
     for held in [
         Held {
-            digest: digest('d'),
-            manifest: Some(digest('d')),
+            digest: Digest::filled('d'),
+            manifest: Some(Digest::filled('d')),
             image: Some(built().0),
         },
         Held {
-            digest: digest('d'),
+            digest: Digest::filled('d'),
             manifest: Some(built().0),
             image: None,
         },
@@ -572,7 +553,7 @@ async fn a_tag_the_registry_holds_with_this_image_is_kept_not_pushed() {
             recorded_pushes(&published.record),
             [
                 (MOVING.to_owned(), Some(pushed_digest(MOVING))),
-                (DATED.to_owned(), Some(digest('d'))),
+                (DATED.to_owned(), Some(Digest::filled('d'))),
             ]
         );
     }

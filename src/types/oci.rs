@@ -70,6 +70,12 @@ pub struct Digest(String);
 string_newtype!(Digest);
 
 impl Digest {
+    /// A sha256 digest whose 64 hex digits are all `hex`: a fixture for tests.
+    #[cfg(test)]
+    pub(crate) fn filled(hex: char) -> Self {
+        Self(format!("sha256:{}", hex.to_string().repeat(64)))
+    }
+
     /// The digest of some bytes already hashed with SHA-256.
     pub fn from_sha256(hash: &[u8]) -> Self {
         Self(format!("sha256:{}", hex::encode(hash)))

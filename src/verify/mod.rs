@@ -467,12 +467,6 @@ pub fn registry_image(reference: &str, recorded: &Digest, held: Option<&Digest>)
 mod tests {
     use super::*;
 
-    fn digest(byte: char) -> Digest {
-        format!("sha256:{}", byte.to_string().repeat(64))
-            .parse()
-            .unwrap()
-    }
-
     fn manifest(body: &[u8], claimed: Option<Digest>, media_type: &str) -> Manifest {
         Manifest {
             claimed,
@@ -488,8 +482,8 @@ mod tests {
             Kind::TagsAgree,
             "node",
             [
-                ("r:latest", Some(&digest('a'))),
-                ("r:dated", Some(&digest('b'))),
+                ("r:latest", Some(&Digest::filled('a'))),
+                ("r:dated", Some(&Digest::filled('b'))),
             ]
             .into_iter(),
         );
@@ -497,12 +491,20 @@ mod tests {
         assert_eq!(check.subject, "node: latest, dated");
         assert_eq!(
             check.actual,
-            format!("latest → {}; dated → {}", digest('a'), digest('b'))
+            format!(
+                "latest → {}; dated → {}",
+                Digest::filled('a'),
+                Digest::filled('b')
+            )
         );
         let same = agreement(
             Kind::TagsAgree,
             "node",
-            [("r:a", Some(&digest('a'))), ("r:b", Some(&digest('a')))].into_iter(),
+            [
+                ("r:a", Some(&Digest::filled('a'))),
+                ("r:b", Some(&Digest::filled('a'))),
+            ]
+            .into_iter(),
         );
         assert!(same.ok, "{same:?}");
         let missing = agreement(
@@ -522,7 +524,7 @@ mod tests {
             "application/vnd.docker.distribution.manifest.v2+json",
         );
         let received = good.received.clone();
-        let image = digest('a');
+        let image = Digest::filled('a');
         let served = |claimed: Option<Digest>, pushed: Option<Digest>| Served {
             reference: "127.0.0.1:5000/r:t".to_owned(),
             pushed,
@@ -539,7 +541,7 @@ mod tests {
         );
         assert!(checks.iter().all(|check| check.ok), "{checks:?}");
         let checks = registry(
-            &[served(Some(digest('c')), Some(received.clone()))],
+            &[served(Some(Digest::filled('c')), Some(received.clone()))],
             "linux/amd64",
             &image,
         );
@@ -567,9 +569,9 @@ mod tests {
                 claimed: Some(held.received.clone()),
                 ..held
             },
-            image: Some(digest('b')),
+            image: Some(Digest::filled('b')),
         };
-        let checks = registry(&[served], "linux/amd64", &digest('a'));
+        let checks = registry(&[served], "linux/amd64", &Digest::filled('a'));
         let failed: Vec<&Check> = checks.iter().filter(|check| !check.ok).collect();
         assert_eq!(failed.len(), 1, "{checks:?}");
         assert_eq!(
@@ -580,8 +582,8 @@ mod tests {
             ),
             (
                 "registry image",
-                digest('a').to_string(),
-                digest('b').to_string()
+                Digest::filled('a').to_string(),
+                Digest::filled('b').to_string()
             )
         );
     }
@@ -590,14 +592,17 @@ mod tests {
     fn an_index_needs_an_entry_for_the_platform() {
         let body = format!(
             r#"{{"schemaVersion":2,"manifests":[{{"digest":"{}","platform":{{"os":"linux","architecture":"arm64"}}}}]}}"#,
-            digest('e')
+            Digest::filled('e')
         );
         let index = manifest(
             body.as_bytes(),
             None,
             "application/vnd.oci.image.index.v1+json",
         );
-        assert_eq!(index.platform_entry("linux/arm64"), Some(digest('e')));
+        assert_eq!(
+            index.platform_entry("linux/arm64"),
+            Some(Digest::filled('e'))
+        );
         assert_eq!(index.platform_entry("linux/amd64"), None);
         let served = Served {
             reference: "r:t".to_owned(),
@@ -605,7 +610,7 @@ mod tests {
             manifest: index,
             image: None,
         };
-        let checks = registry(&[served], "linux/amd64", &digest('a'));
+        let checks = registry(&[served], "linux/amd64", &Digest::filled('a'));
         for name in [Kind::Platform, Kind::RegistryImage] {
             let check = checks.iter().find(|check| check.name == name).unwrap();
             assert!(!check.ok, "{check:?}");
