@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::context::{self, BuildContext, ContextError};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Written, write_if_changed};
+use crate::location::Location;
 use crate::pins::Mutability;
 use crate::recipe::{Recipe, TEMPLATES_DIR};
 use crate::render::Dockerfile;
@@ -253,12 +254,20 @@ pub enum LockError {
         source: std::io::Error,
     },
     /// The file is not a record forge wrote.
-    #[error("{} is not a valid build record: {message}", path.display())]
+    #[error("{at}: not a valid build record: {message}")]
     Invalid {
-        /// The file.
-        path: PathBuf,
+        /// The file, with the line and column of what is wrong when there is one.
+        at: String,
         /// What is wrong.
         message: String,
+    },
+    /// The record is in a format this forge does not read.
+    #[error("{at}: forge.lock format version {found}; this forge reads version {FORMAT_VERSION}")]
+    Version {
+        /// The file, line and column of the version.
+        at: String,
+        /// The version the file declares.
+        found: i64,
     },
     /// An input could not be hashed.
     #[error(transparent)]
@@ -272,6 +281,12 @@ impl Advise for LockError {
             LockError::Invalid { .. } => {
                 "restore it from version control, or delete it and run `forge build` to record a fresh build"
                     .to_owned()
+            }
+            LockError::Version { found, .. } if *found > i64::from(FORMAT_VERSION) => {
+                "a newer forge wrote it: build with that version, or delete forge.lock and run `forge build` to record a fresh build".to_owned()
+            }
+            LockError::Version { .. } => {
+                "delete forge.lock and run `forge build` to record a fresh build".to_owned()
             }
             LockError::Inputs(error) => return error.advice(),
         })
@@ -299,15 +314,82 @@ pub fn read(root: &Path) -> Result<Option<Record>, LockError> {
             });
         }
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|error| LockError::Invalid {
-            path,
-            message: error.message().trim_end().to_owned(),
-        })
+    parse(&path, &text).map(Some)
+}
+
+/// The record `text` holds, checked: its format version first (a record of another version is
+/// refused before its fields are read), then its fields, then that it records at least one tag.
+/// Every refusal names `path` with the line and column of what is wrong.
+fn parse(path: &Path, text: &str) -> Result<Record, LockError> {
+    let at = |span: Option<std::ops::Range<usize>>| match span {
+        Some(span) => Location::from_offset(path, text, span.start).to_string(),
+        None => path.display().to_string(),
+    };
+    let invalid = |error: toml::de::Error| LockError::Invalid {
+        at: at(error.span()),
+        message: error.message().trim_end().to_owned(),
+    };
+    /// The one field read before the others.
+    #[derive(Deserialize)]
+    struct Header {
+        version: toml::Spanned<i64>,
+    }
+    let header: Header = toml::from_str(text).map_err(invalid)?;
+    if *header.version.get_ref() != i64::from(FORMAT_VERSION) {
+        return Err(LockError::Version {
+            at: at(Some(header.version.span())),
+            found: *header.version.get_ref(),
+        });
+    }
+    let record: Record = toml::from_str(text).map_err(invalid)?;
+    if record.tags.is_empty() {
+        return Err(LockError::Invalid {
+            at: at(None),
+            message: "it records no tag; every build records the tags it applied".to_owned(),
+        });
+    }
+    Ok(record)
 }
 
 impl Record {
+    /// A record of two tags and one patch: a fixture for tests.
+    #[cfg(test)]
+    pub(crate) fn sample() -> Self {
+        Self::new(
+            Inputs::sample(),
+            BaseRecord {
+                image: "forge-example-base:1".parse().unwrap(),
+                digest: None,
+                id: Some(Digest::filled('9')),
+            },
+            ImageRecord {
+                repository: "localhost:5000/forge/example".parse().unwrap(),
+                id: Digest::filled('a'),
+                platform: Some("linux/arm64".parse().unwrap()),
+                revision: Some("e".repeat(40)),
+            },
+            vec![
+                TagRecord {
+                    name: "latest".parse().unwrap(),
+                    mutability: Mutability::Moving,
+                    pushed: Some(Digest::filled('b')),
+                },
+                TagRecord {
+                    name: "2026-07-08".parse().unwrap(),
+                    mutability: Mutability::Immutable,
+                    pushed: None,
+                },
+            ],
+            vec![PatchRecord {
+                file: "patches/example/0001-x.patch".to_owned(),
+                original: Some("c".repeat(40)),
+                applied: Some("d".repeat(40)),
+                author: "Ada <ada@example.org>".to_owned(),
+                subject: "example: one fix".to_owned(),
+            }],
+        )
+    }
+
     /// A record in the current format.
     pub fn new(
         inputs: Inputs,
@@ -348,47 +430,11 @@ impl Record {
 mod tests {
     use super::*;
 
-    fn record() -> Record {
-        Record::new(
-            Inputs::sample(),
-            BaseRecord {
-                image: "forge-example-base:1".parse().unwrap(),
-                digest: None,
-                id: Some(Digest::filled('9')),
-            },
-            ImageRecord {
-                repository: "localhost:5000/forge/example".parse().unwrap(),
-                id: Digest::filled('a'),
-                platform: Some("linux/arm64".parse().unwrap()),
-                revision: Some("e".repeat(40)),
-            },
-            vec![
-                TagRecord {
-                    name: "latest".parse().unwrap(),
-                    mutability: Mutability::Moving,
-                    pushed: Some(Digest::filled('b')),
-                },
-                TagRecord {
-                    name: "2026-07-08".parse().unwrap(),
-                    mutability: Mutability::Immutable,
-                    pushed: None,
-                },
-            ],
-            vec![PatchRecord {
-                file: "patches/example/0001-x.patch".to_owned(),
-                original: Some("c".repeat(40)),
-                applied: Some("d".repeat(40)),
-                author: "Ada <ada@example.org>".to_owned(),
-                subject: "example: one fix".to_owned(),
-            }],
-        )
-    }
-
     #[test]
     fn a_record_reads_back_as_written() {
         let folder = tempfile::tempdir().unwrap();
         assert_eq!(read(folder.path()).unwrap(), None);
-        let record = record();
+        let record = Record::sample();
         assert_eq!(record.write(folder.path()).unwrap(), Written::Changed);
         assert_eq!(record.write(folder.path()).unwrap(), Written::Unchanged);
         assert_eq!(read(folder.path()).unwrap(), Some(record.clone()));
@@ -399,7 +445,7 @@ mod tests {
 
     #[test]
     fn differences_name_each_changed_input() {
-        let recorded = record().inputs;
+        let recorded = Record::sample().inputs;
         let mut current = recorded.clone();
         assert!(recorded.differences(&current).is_empty());
         current.context = Digest::filled('7');
@@ -420,8 +466,64 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("forge.lock is not a valid build record"),
+                .ends_with("forge.lock:1:11: not a valid build record: invalid type: string \"one\", expected i64"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_record_of_another_format_version_is_refused_at_its_line() {
+        let folder = tempfile::tempdir().unwrap();
+        let text = Record::sample()
+            .to_text()
+            .replace("version = 1\n", "version = 99\n");
+        std::fs::write(path(folder.path()), &text).unwrap();
+        let line = text
+            .lines()
+            .position(|line| line == "version = 99")
+            .unwrap()
+            + 1;
+        let error = read(folder.path()).unwrap_err();
+        assert!(
+            error.to_string().ends_with(&format!(
+                "forge.lock:{line}:11: forge.lock format version 99; this forge reads version 1"
+            )),
+            "{error}"
+        );
+        let Advice::Hint(hint) = error.advice() else {
+            panic!("a hint")
+        };
+        assert!(hint.contains("a newer forge wrote it"), "{hint}");
+    }
+
+    #[test]
+    fn a_record_without_tags_is_refused() {
+        let folder = tempfile::tempdir().unwrap();
+        let mut record = Record::sample();
+        record.tags.clear();
+        std::fs::write(path(folder.path()), record.to_text()).unwrap();
+        let error = read(folder.path()).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("forge.lock: not a valid build record: it records no tag; every build records the tags it applied"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_refused_at_its_line() {
+        let folder = tempfile::tempdir().unwrap();
+        let text = Record::sample()
+            .to_text()
+            .replace("context_mtime = 0", "context_mtime = \"soon\"");
+        std::fs::write(path(folder.path()), &text).unwrap();
+        let line = text
+            .lines()
+            .position(|line| line.starts_with("context_mtime"))
+            .unwrap()
+            + 1;
+        let error = read(folder.path()).unwrap_err().to_string();
+        assert!(error.contains(&format!("forge.lock:{line}:")), "{error}");
     }
 }

@@ -256,6 +256,8 @@ async fn stages<E: Engine, R: RegistryTags>(
         futures_util::future::try_join_all(lookups),
         base_record(publication.recipe, engine),
     )?;
+    // Read before anything moves: a record forge cannot read is not overwritten.
+    let recorded = lock::read(&publication.recipe.root)?;
     let previous = refuse::on_the_daemon(publication, current)?;
     let (credentials, kept) = if publication.push {
         refuse::in_the_registry(publication, registry).await?
@@ -276,7 +278,7 @@ async fn stages<E: Engine, R: RegistryTags>(
     } else {
         (BTreeMap::new(), None)
     };
-    let record = record(publication, base, &pushed);
+    let record = record(publication, base, &pushed, recorded.as_ref());
     // A synchronous write: a stop cannot interrupt it half way.
     let written = record.write(&publication.recipe.root)?;
     Ok((Published { record, written }, stopped))
@@ -366,12 +368,27 @@ async fn push<E: Engine>(
     Ok((pushed, None))
 }
 
-/// The record of the publication, with the registry digest of each tag in `pushed`.
+/// The record of the publication, with the registry digest of each tag in `pushed`. A tag not
+/// pushed now keeps the digest `recorded` holds for it when that record is of the same image
+/// in the same repository: the registry still holds what was pushed of it.
 fn record(
     publication: &Publication<'_>,
     base: BaseRecord,
     pushed: &BTreeMap<Tag, Digest>,
+    recorded: Option<&Record>,
 ) -> Record {
+    let same_image = recorded.filter(|recorded| {
+        recorded.image.id == publication.image.0
+            && &recorded.image.repository == publication.repository()
+    });
+    let pushed_before = |tag: &Tag| {
+        same_image?
+            .tags
+            .iter()
+            .find(|recorded| &recorded.name == tag)?
+            .pushed
+            .clone()
+    };
     Record::new(
         publication.inputs.clone(),
         base,
@@ -387,7 +404,10 @@ fn record(
             .map(|tag| TagRecord {
                 name: tag.tag.clone(),
                 mutability: tag.mutability,
-                pushed: pushed.get(&tag.tag).cloned(),
+                pushed: pushed
+                    .get(&tag.tag)
+                    .cloned()
+                    .or_else(|| pushed_before(&tag.tag)),
             })
             .collect(),
         publication.patches.to_vec(),

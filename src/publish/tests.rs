@@ -609,11 +609,8 @@ async fn a_push_that_fails_after_another_keeps_the_tags_and_records_what_was_pus
 #[tokio::test]
 async fn a_failing_first_push_puts_the_tags_back_last_moved_first_and_leaves_the_record() {
     let bench = Bench::new();
-    std::fs::write(
-        bench.folder.path().join(lock::LOCK_FILE),
-        "# the last record\n",
-    )
-    .unwrap();
+    let last = Record::sample().to_text();
+    std::fs::write(bench.folder.path().join(lock::LOCK_FILE), &last).unwrap();
     let engine = MemoryEngine {
         failing_pushes: vec![DATED],
         ..MemoryEngine::with(&[(MOVING, image('a'))])
@@ -643,7 +640,7 @@ async fn a_failing_first_push_puts_the_tags_back_last_moved_first_and_leaves_the
         ]
     );
     assert_eq!(engine.tags(), tags(&[(MOVING, image('a'))]));
-    assert_eq!(bench.lock_bytes().unwrap(), b"# the last record\n");
+    assert_eq!(bench.lock_bytes().unwrap(), last.as_bytes());
 }
 
 #[tokio::test]
@@ -708,4 +705,65 @@ async fn a_stop_while_the_registry_does_not_answer_ends_at_once_with_nothing_mov
     assert_eq!(engine.calls().len(), 3, "only the look-ups");
     assert_eq!(engine.tags(), tags(&[(MOVING, image('a'))]));
     assert_eq!(bench.lock_bytes(), None);
+}
+
+#[tokio::test]
+async fn a_build_without_push_of_the_pushed_image_keeps_the_recorded_digests() {
+    let mut bench = Bench::new();
+    let engine = MemoryEngine::default();
+    let (outcome, _) = bench
+        .publish(
+            bench.publication(true, false),
+            &engine,
+            MemoryRegistry::default(),
+        )
+        .await;
+    let pushed = recorded_pushes(&outcome.unwrap().record);
+
+    // The same image again, not pushed: the registry still holds what was pushed of it.
+    let (outcome, _) = bench
+        .publish(
+            bench.publication(false, false),
+            &engine,
+            MemoryRegistry::default(),
+        )
+        .await;
+    let published = outcome.unwrap();
+    assert_eq!(recorded_pushes(&published.record), pushed);
+    assert_eq!(published.written, Written::Unchanged);
+
+    // Another image: nothing of it was pushed.
+    bench.image = image('c');
+    let (outcome, _) = bench
+        .publish(
+            bench.publication(false, true),
+            &engine,
+            MemoryRegistry::default(),
+        )
+        .await;
+    assert_eq!(
+        recorded_pushes(&outcome.unwrap().record),
+        [(MOVING.to_owned(), None), (DATED.to_owned(), None)]
+    );
+}
+
+#[tokio::test]
+async fn a_record_forge_cannot_read_stops_the_build_before_any_tag_moves() {
+    let bench = Bench::new();
+    std::fs::write(bench.folder.path().join(lock::LOCK_FILE), "version = 99\n").unwrap();
+    let engine = MemoryEngine::default();
+    let (outcome, _) = bench
+        .publish(
+            bench.publication(false, false),
+            &engine,
+            MemoryRegistry::default(),
+        )
+        .await;
+    let error = outcome.unwrap_err();
+    assert!(
+        error.downcast_ref::<lock::LockError>().is_some(),
+        "{error:#}"
+    );
+    assert!(engine.tags().is_empty());
+    assert_eq!(bench.lock_bytes().unwrap(), b"version = 99\n");
 }
