@@ -579,6 +579,9 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     assert_eq!(registry.digest(&path, DATED_TAG), served);
     let lock = example.context.read("forge.lock");
     assert!(lock.contains(&format!("pushed = \"{served}\"")), "{lock}");
+    // A build without --push of the same image keeps what the registry holds of it.
+    example.build_with(&[], &[]).expect_code(0);
+    assert_eq!(example.context.read("forge.lock"), lock);
 
     let config = no_credentials();
     let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
