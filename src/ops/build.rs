@@ -8,7 +8,7 @@
 //! One build per recipe at a time (an advisory lock on the recipe folder); SIGINT and SIGTERM
 //! stop the build at its next step and put back what it moved.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
 
@@ -72,7 +72,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         return Ok(());
     }
     // Held until the build returns; the kernel lets go of it if forge dies.
-    let _exclusive = lock_recipe(&recipe.root)?;
+    let _exclusive = publish::lock_recipe(&recipe.root)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -80,6 +80,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     let built = runtime.block_on(async {
         // An unreachable daemon is reported before any work that would be wasted.
         let engine = Docker::connect().await?;
+        publish::intent::settle(&recipe.root, &engine, printer).await?;
         let plan = checked_plan(recipe, options, output, printer)?;
         run(recipe, options, &plan, &engine, printer).await
     });
@@ -105,26 +106,6 @@ fn checked_plan(
         printer.status("Locked", "inputs match forge.lock");
     }
     Ok(plan)
-}
-
-/// Takes the recipe's build lock: an advisory lock on the recipe folder itself, so that two
-/// builds never move the same tags or write the same forge.lock at once. Locking the folder
-/// rather than a file in it needs no free space, which matters when the disk is full.
-fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
-    let folder = std::fs::File::open(root).map_err(|source| BuildError::Lock {
-        root: root.to_owned(),
-        source,
-    })?;
-    match folder.try_lock() {
-        Ok(()) => Ok(folder),
-        Err(std::fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
-            root: root.to_owned(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(BuildError::Lock {
-            root: root.to_owned(),
-            source,
-        }),
-    }
 }
 
 /// `--dry-run`: the plan, as text or JSON.

@@ -12,13 +12,18 @@
 //! forge.lock as it was, with one exception: a push that fails after other tags reached the
 //! registry keeps the tags and records exactly the tags in the registry, so that the record
 //! never disagrees with the registry, and then fails with `BuildError::PartlyPushed`.
+//!
+//! What cannot be caught (SIGKILL) is recovered from: before the first tag moves, `intent`
+//! writes what is about to happen next to forge.lock, and the next forge settles it by the same
+//! rule.
 
+pub mod intent;
 mod refuse;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -198,6 +203,28 @@ impl Stop for Signals {
     }
 }
 
+/// Takes the recipe's lock, held while a build publishes: an advisory lock on the recipe folder
+/// itself, so that two builds never move the same tags or write the same forge.lock at once,
+/// and nothing settles an intent a running build is still carrying out. Locking the folder
+/// rather than a file in it needs no free space, which matters when the disk is full. The
+/// kernel lets go of it if forge dies.
+pub fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
+    let folder = std::fs::File::open(root).map_err(|source| BuildError::Lock {
+        root: root.to_owned(),
+        source,
+    })?;
+    match folder.try_lock() {
+        Ok(()) => Ok(folder),
+        Err(std::fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
+            root: root.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(BuildError::Lock {
+            root: root.to_owned(),
+            source,
+        }),
+    }
+}
+
 /// A tag moved, and the image it named before (`None`: it did not exist).
 type Moved = (Tag, Option<ImageId>);
 
@@ -222,7 +249,9 @@ pub async fn publish<E: Engine, R: RegistryTags>(
     let (published, stopped) = match outcome {
         Ok(done) => done,
         Err(error) => {
-            rollback(engine, publication.repository(), &moved, printer).await;
+            if rollback(engine, publication.repository(), &moved, printer).await {
+                intent::remove(&publication.recipe.root)?;
+            }
             return Err(error);
         }
     };
@@ -264,23 +293,26 @@ async fn stages<E: Engine, R: RegistryTags>(
     } else {
         (None, BTreeMap::new())
     };
+    let mut journal = Journal::new(publication, &previous, base, recorded.as_ref())?;
     move_tags(publication, engine, &previous, moved, printer).await?;
-    let (pushed, stopped) = if publication.push {
+    let stopped = if publication.push {
         push(
             publication,
             engine,
             &kept,
             credentials.as_ref(),
+            &mut journal,
             events,
             printer,
         )
         .await?
     } else {
-        (BTreeMap::new(), None)
+        None
     };
-    let record = record(publication, base, &pushed, recorded.as_ref());
+    let record = journal.intent.record_so_far();
     // A synchronous write: a stop cannot interrupt it half way.
     let written = record.write(&publication.recipe.root)?;
+    intent::remove(&publication.recipe.root)?;
     Ok((Published { record, written }, stopped))
 }
 
@@ -333,11 +365,11 @@ async fn push<E: Engine>(
     engine: &E,
     kept: &BTreeMap<Tag, Digest>,
     credentials: Option<&Credentials>,
+    journal: &mut Journal<'_>,
     events: &mut dyn FnMut(Event<'_>),
     printer: &Printer,
-) -> Result<(BTreeMap<Tag, Digest>, Option<EngineError>), EngineError> {
+) -> anyhow::Result<Option<EngineError>> {
     let repository = publication.repository();
-    let mut pushed = BTreeMap::new();
     let mut order: Vec<&ResolvedTag> = publication.tags.iter().collect();
     order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
     for tag in order {
@@ -351,21 +383,71 @@ async fn push<E: Engine>(
                     tag.tag
                 ),
             );
-            pushed.insert(tag.tag.clone(), digest.clone());
+            journal.pushed(&tag.tag, digest)?;
             continue;
         }
         match engine.push(repository, &tag.tag, credentials, events).await {
             Ok(digest) => {
                 printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
-                pushed.insert(tag.tag.clone(), digest);
+                journal.pushed(&tag.tag, &digest)?;
             }
             // Once a tag is in the registry the record must say so: keep the tags, record
             // what was pushed, then fail.
-            Err(error) if !pushed.is_empty() => return Ok((pushed, Some(error))),
-            Err(error) => return Err(error),
+            Err(error) if !journal.intent.pushed.is_empty() => return Ok(Some(error)),
+            Err(error) => return Err(error.into()),
         }
     }
-    Ok((pushed, None))
+    Ok(None)
+}
+
+/// The intent of a publication, kept on disk from the first tag move until forge.lock is
+/// written. A publication that moves no tag and pushes nothing writes none.
+struct Journal<'a> {
+    root: &'a std::path::Path,
+    intent: intent::Intent,
+    on_disk: bool,
+}
+
+impl<'a> Journal<'a> {
+    /// Plans the record and, when a tag is about to move or a push to happen, writes the intent.
+    fn new(
+        publication: &'a Publication<'_>,
+        previous: &[(&ResolvedTag, Option<ImageId>)],
+        base: BaseRecord,
+        recorded: Option<&Record>,
+    ) -> anyhow::Result<Self> {
+        let moves: Vec<intent::Move> = previous
+            .iter()
+            .filter(|(_, before)| before.as_ref() != Some(publication.image))
+            .map(|(tag, before)| intent::Move {
+                tag: tag.tag.clone(),
+                before: before.as_ref().map(|id| id.0.clone()),
+            })
+            .collect();
+        let on_disk = !moves.is_empty() || publication.push;
+        let journal = Self {
+            root: &publication.recipe.root,
+            intent: intent::Intent {
+                moves,
+                pushed: BTreeMap::new(),
+                record: record(publication, base, &BTreeMap::new(), recorded),
+            },
+            on_disk,
+        };
+        if journal.on_disk {
+            journal.intent.write(journal.root)?;
+        }
+        Ok(journal)
+    }
+
+    /// Notes that `tag` is in the registry as `digest`.
+    fn pushed(&mut self, tag: &Tag, digest: &Digest) -> anyhow::Result<()> {
+        self.intent.pushed.insert(tag.clone(), digest.clone());
+        if self.on_disk {
+            self.intent.write(self.root)?;
+        }
+        Ok(())
+    }
 }
 
 /// The record of the publication, with the registry digest of each tag in `pushed`. A tag not
@@ -432,13 +514,14 @@ fn partly_pushed(record: &Record, source: EngineError) -> BuildError {
 }
 
 /// Puts every moved tag back where it was (or removes it if it did not exist), last moved
-/// first.
+/// first. Returns whether every tag went back.
 async fn rollback<E: Engine>(
     engine: &E,
     repository: &Repository,
     moved: &[Moved],
     printer: &Printer,
-) {
+) -> bool {
+    let mut all = true;
     for (tag, before) in moved.iter().rev() {
         let restored = match before {
             Some(id) => engine.tag(id, repository, tag).await,
@@ -446,9 +529,13 @@ async fn rollback<E: Engine>(
         };
         match restored {
             Ok(()) => printer.status("Restored", format_args!("{repository}:{tag}")),
-            Err(error) => printer.warn(format_args!(
-                "could not put {repository}:{tag} back: {error}"
-            )),
+            Err(error) => {
+                all = false;
+                printer.warn(format_args!(
+                    "could not put {repository}:{tag} back: {error}; the next forge build puts it back"
+                ));
+            }
         }
     }
+    all
 }

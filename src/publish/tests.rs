@@ -123,10 +123,20 @@ impl Engine for MemoryEngine {
     }
 
     async fn image(&self, reference: &str) -> Result<Option<ImageInfo>, EngineError> {
-        let found = self.images.borrow().get(reference).map(|id| ImageInfo {
-            id: id.clone(),
-            repo_digests: Vec::new(),
-        });
+        // By a name, or by the id of an image the daemon holds (the image just built is held).
+        let images = self.images.borrow();
+        let by_id = (reference == built().0.as_str()
+            || images.values().any(|id| id.0.as_str() == reference))
+        .then(|| ImageId(reference.parse().expect("an image id")));
+        let found = images
+            .get(reference)
+            .cloned()
+            .or(by_id)
+            .map(|id| ImageInfo {
+                id,
+                repo_digests: Vec::new(),
+            });
+        drop(images);
         self.answer(Call::Image(reference.to_owned())).await;
         Ok(found)
     }
@@ -766,4 +776,71 @@ async fn a_record_forge_cannot_read_stops_the_build_before_any_tag_moves() {
     );
     assert!(engine.tags().is_empty());
     assert_eq!(bench.lock_bytes().unwrap(), b"version = 99\n");
+}
+
+/// A stop that never comes: the publication runs until it ends or is dropped.
+struct Never;
+
+impl Stop for Never {
+    async fn received(&mut self) -> &'static str {
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_new() {
+    let before = [(MOVING, image('a'))];
+    let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+    let mut outcomes = BTreeMap::new();
+    for position in 0.. {
+        let bench = Bench::new();
+        let engine = MemoryEngine {
+            hang_at: Some(position),
+            ..MemoryEngine::with(&before)
+        };
+        let publication = bench.publication(true, false);
+        let registry = MemoryRegistry::default();
+        let (mut never, mut events) = (Never, |_: Event<'_>| {});
+        // Dropping the publication where the daemon stopped answering runs none of its own
+        // clean-up, as a SIGKILL would.
+        let finished = tokio::select! {
+            biased;
+            () = engine.stop.notified() => false,
+            outcome = publish(&publication, &engine, move || Ok(registry), &mut never, &mut events, &printer) => {
+                outcome.unwrap();
+                true
+            }
+        };
+        if finished {
+            break;
+        }
+        let settled = intent::settle(bench.folder.path(), &engine, &printer)
+            .await
+            .unwrap();
+        let record = lock::read(bench.folder.path()).unwrap();
+        assert!(
+            !intent::path(bench.folder.path()).exists(),
+            "at request {position}"
+        );
+        match &record {
+            None => assert_eq!(engine.tags(), tags(&before), "at request {position}"),
+            Some(record) => {
+                assert_eq!(
+                    engine.tags(),
+                    tags(&[(MOVING, built()), (DATED, built())]),
+                    "at request {position}"
+                );
+                assert_eq!(record.image.id, built().0, "at request {position}");
+            }
+        }
+        outcomes.insert(position, settled);
+    }
+    // The kills landed before any tag moved, between the moves, and between the pushes.
+    let seen: std::collections::BTreeSet<_> = outcomes.values().copied().collect();
+    assert!(seen.contains(&intent::Settled::Nothing), "{outcomes:?}");
+    assert!(seen.contains(&intent::Settled::RolledBack), "{outcomes:?}");
+    assert!(
+        seen.contains(&intent::Settled::RolledForward),
+        "{outcomes:?}"
+    );
 }
