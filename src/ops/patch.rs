@@ -134,7 +134,7 @@ pub fn patch(
                 describe(&job.target, &job.label)
             ),
         );
-        let applied = run_job(job, &series, options.mode).with_context(|| {
+        let applied = run_job(job, &series, options.mode, printer).with_context(|| {
             format!(
                 "cannot apply {} onto {}; nothing was changed",
                 job.series
@@ -207,12 +207,29 @@ pub fn patch(
     Ok(reports)
 }
 
-fn run_job(job: &PatchJob, series: &Series, mode: Mode) -> anyhow::Result<Applied> {
+fn run_job(
+    job: &PatchJob,
+    series: &Series,
+    mode: Mode,
+    printer: &Printer,
+) -> anyhow::Result<Applied> {
     Ok(match &job.target {
         Target::Repository(path) => {
             let repository = git2::Repository::open(path).map_err(patch::PatchError::git(
                 format!("{} is not a git repository", path.display()),
             ))?;
+            if mode == Mode::Write
+                && let Some(head) = patch::intent::settle(&repository)?
+            {
+                printer.status(
+                    "Recovered",
+                    format_args!(
+                        "finished the interrupted apply onto {}: HEAD at {}",
+                        job.label,
+                        short(head)
+                    ),
+                );
+            }
             patch::apply(series, &repository, mode)?
         }
         target => patch::patched_tree(target, series, mode)?.applied,

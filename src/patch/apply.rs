@@ -21,6 +21,7 @@ use git2::{Commit, ObjectType, Oid, Repository};
 
 use super::diff::{self, FilePatch};
 use super::engine::{self, RefusalKind, Write};
+use super::intent::{self, Intent};
 use super::mail::{Author, Patch, raw_date, without_crud};
 use super::{PatchError, Series, patch_id};
 
@@ -404,7 +405,8 @@ fn write_pack(
 }
 
 /// Checks out the new tree and moves the branch (or a detached HEAD) to the new head. If the
-/// branch cannot be moved the old tree is checked out again.
+/// branch cannot be moved the old tree is checked out again. From before the checkout until
+/// the branch moved, `intent` records the move, so that a kill between them can be finished.
 fn publish(
     repository: &Repository,
     branch: Option<&str>,
@@ -412,7 +414,16 @@ fn publish(
     applied: &Applied,
     count: usize,
 ) -> Result<(), PatchError> {
-    checkout(repository, applied.tree)?;
+    let intent = Intent {
+        reference: branch.map(str::to_owned),
+        from: base.id(),
+        to: applied.head,
+    };
+    intent.write(repository)?;
+    if let Err(error) = checkout(repository, applied.tree) {
+        intent::remove(repository)?;
+        return Err(error);
+    }
     let message = format!("forge patch apply: {count} patches");
     let moved = match branch {
         Some(branch) => repository
@@ -430,9 +441,10 @@ fn publish(
                 Some(git2::build::CheckoutBuilder::new().force()),
             );
         }
+        intent::remove(repository)?;
         return Err(PatchError::git("cannot move the branch")(error));
     }
-    Ok(())
+    intent::remove(repository)
 }
 
 /// SIGINT, SIGTERM and SIGHUP held back from this thread (forge's only one while it applies)

@@ -22,6 +22,7 @@ mod date;
 mod diff;
 mod engine;
 mod image;
+pub mod intent;
 mod mail;
 mod mailinfo;
 mod patch_id;
@@ -202,6 +203,32 @@ pub enum PatchError {
         /// The pins.toml consulted.
         pins: PathBuf,
     },
+    /// The intent of an apply could not be written, read or removed.
+    #[error("{what}")]
+    Intent {
+        /// What forge was doing.
+        what: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An apply's intent file is not one forge wrote.
+    #[error("{} is not an intent forge wrote", path.display())]
+    IntentInvalid {
+        /// The file.
+        path: PathBuf,
+    },
+    /// An interrupted apply cannot be finished: HEAD moved since.
+    #[error("{} records an interrupted apply from {from} to {to}, but HEAD is now at {head}", path.display())]
+    IntentStale {
+        /// The file.
+        path: PathBuf,
+        /// What HEAD names now.
+        head: String,
+        /// The commit the apply started from.
+        from: String,
+        /// The commit it was moving to.
+        to: String,
+    },
     /// A git operation on the target failed.
     #[error("{what}")]
     Git {
@@ -251,6 +278,8 @@ impl Advise for PatchError {
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
             PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),
             PatchError::Git { .. } => return Advice::Nothing("libgit2's message says what failed"),
+            PatchError::Intent { .. } => "check the repository's git folder's permissions and free space".to_owned(),
+            PatchError::IntentInvalid { .. } | PatchError::IntentStale { .. } => "HEAD was moved by hand since: check `git status` and `git log`, then delete the file".to_owned(),
         })
     }
 

@@ -124,19 +124,20 @@ impl Engine for MemoryEngine {
 
     async fn image(&self, reference: &str) -> Result<Option<ImageInfo>, EngineError> {
         // By a name, or by the id of an image the daemon holds (the image just built is held).
-        let images = self.images.borrow();
-        let by_id = (reference == built().0.as_str()
-            || images.values().any(|id| id.0.as_str() == reference))
-        .then(|| ImageId(reference.parse().expect("an image id")));
-        let found = images
-            .get(reference)
-            .cloned()
-            .or(by_id)
-            .map(|id| ImageInfo {
-                id,
-                repo_digests: Vec::new(),
-            });
-        drop(images);
+        let found = {
+            let images = self.images.borrow();
+            let by_id = (reference == built().0.as_str()
+                || images.values().any(|id| id.0.as_str() == reference))
+            .then(|| ImageId(reference.parse().expect("an image id")));
+            images
+                .get(reference)
+                .cloned()
+                .or(by_id)
+                .map(|id| ImageInfo {
+                    id,
+                    repo_digests: Vec::new(),
+                })
+        };
         self.answer(Call::Image(reference.to_owned())).await;
         Ok(found)
     }

@@ -695,11 +695,11 @@ fn sigint_stops_a_patch_apply_started_with_sigint_ignored() {
 
 /// A signal while the patched tree is being written out (one patch touching thousands of
 /// files, so that writing them takes most of the run): the apply is all or nothing.
-#[test]
-fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
+/// A repository of `FILES` files at its base commit, a series of one patch that changes every
+/// file, and the tree the patch makes.
+fn repository_changing_every_file(bench: &Path) -> (PathBuf, PathBuf, String) {
     const FILES: usize = 4000;
-    let bench = TestContext::empty();
-    let target = bench.path().join("target");
+    let target = bench.join("target");
     std::fs::create_dir_all(&target).unwrap();
     git(&target, &["init", "-q", "-b", "main"]);
     for index in 0..FILES {
@@ -718,13 +718,20 @@ fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
         std::fs::write(path, format!("{index}, changed\n")).unwrap();
     }
     git(&target, &["commit", "-q", "-a", "-m", "change every file"]);
-    let series = bench.path().join("series");
+    let series = bench.join("series");
     git(
         &target,
         &["format-patch", "-q", "-1", "-o", series.to_str().unwrap()],
     );
     let patched = git(&target, &["rev-parse", "HEAD^{tree}"]);
     git(&target, &["reset", "-q", "--hard", "HEAD~"]);
+    (target, series, patched)
+}
+
+#[test]
+fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
+    let bench = TestContext::empty();
+    let (target, series, patched) = repository_changing_every_file(bench.path());
     let before = repository_state(&target);
     let args = [
         "patch",
@@ -1033,4 +1040,69 @@ fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job()
     assert_eq!(code, 200);
     assert_eq!(served.as_deref(), Some(recorded[0]));
     assert_lock_parses(example.context.path());
+}
+
+#[test]
+fn sigkill_during_the_checkout_is_finished_by_the_next_apply() {
+    let bench = TestContext::empty();
+    let (target, series, patched) = repository_changing_every_file(bench.path());
+    let before = repository_state(&target);
+    let args = [
+        "patch",
+        "apply",
+        "--onto",
+        target.to_str().unwrap(),
+        series.to_str().unwrap(),
+    ];
+    let started = Instant::now();
+    bench.forge(&args).expect_code(0);
+    let takes = started.elapsed();
+    git(&target, &["reset", "-q", "--hard", before.head.trim()]);
+
+    // Half the kills land as soon as the checkout changes its first file; the others at
+    // points spread over a whole run.
+    let first_file = target.join("part-0/file-0.txt");
+    let mut mid_checkout = 0;
+    for step in 0..6 {
+        let run = Background::start(bench.path(), &args, &[]);
+        if step % 2 == 0 {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while std::fs::read(&first_file).unwrap_or_default() == b"0\n"
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        } else {
+            std::thread::sleep(takes * step / 6);
+        }
+        run.signal("KILL");
+        let (status, stderr) = run.finish();
+        // A run may end before its kill arrives.
+        assert!(
+            status.signal() == Some(9) || status.success(),
+            "step {step}: {status:?} {stderr}"
+        );
+        let after = repository_state(&target);
+        let killed_mid_checkout = after.head == before.head && after != before;
+        if killed_mid_checkout {
+            mid_checkout += 1;
+        } else if after.head != before.head {
+            assert_eq!(after.status, "", "step {step}");
+        }
+
+        // The next apply finishes what the killed one started, or does it all itself.
+        let next = bench.forge(&args).expect_code(0);
+        assert_eq!(git(&target, &["rev-parse", "HEAD^{tree}"]), patched);
+        assert_eq!(
+            git(&target, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "step {step}"
+        );
+        if killed_mid_checkout {
+            assert_contains(&next.stderr, "Recovered");
+        }
+        assert!(!target.join(".git/FORGE_APPLY").exists(), "step {step}");
+        git(&target, &["reset", "-q", "--hard", before.head.trim()]);
+    }
+    assert!(mid_checkout > 0, "no kill landed during the checkout");
 }
