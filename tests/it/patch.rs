@@ -156,15 +156,39 @@ fn commits_after(bench: &Workbench, repository: &str, base: &str) -> Vec<String>
 /// A history holding every case the mbox reader and the replay must carry, on top of `base`.
 /// Returns the base commit.
 fn build_history(bench: &Workbench) -> String {
-    let origin = "origin";
-    bench.git(origin, &["init", "-q", "-b", "main"], &[]);
+    bench.git("origin", &["init", "-q", "-b", "main"], &[]);
+    let base_files = write_base_files(bench);
+    let base = commit(
+        bench,
+        "origin",
+        ("Base Author", "base@example.org"),
+        "2025-12-31T12:00:00+0000",
+        "base\n",
+    );
+    commit_header_and_text_cases(bench);
+    commit_file_cases(bench, base_files);
+    base
+}
+
+/// The contents of the base's files that later commits change by a little.
+struct BaseFiles {
+    /// `data.bin`.
+    binary: Vec<u8>,
+    /// `old name.txt`, renamed with an edit.
+    renamed: String,
+    /// `copy-source.txt`, copied with an edit.
+    copied: String,
+}
+
+/// Writes the base's files into origin's worktree.
+fn write_base_files(bench: &Workbench) -> BaseFiles {
     bench.write(
         "origin/plain.txt",
         b"one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
     );
     bench.write("origin/crlf.txt", b"alpha\r\nbeta\r\ngamma\r\n");
     bench.write("origin/no-newline.txt", b"first\nlast without newline");
-    let mut binary: Vec<u8> = (0..40_000u32)
+    let binary: Vec<u8> = (0..40_000u32)
         .map(|index| (index * 7919 % 251) as u8)
         .collect();
     bench.write("origin/data.bin", &binary);
@@ -180,14 +204,16 @@ fn build_history(bench: &Workbench) -> String {
         .collect();
     bench.write("origin/copy-source.txt", copied.as_bytes());
     std::os::unix::fs::symlink("plain.txt", bench.path("origin/link")).expect("symlink");
-    let base = commit(
-        bench,
-        origin,
-        ("Base Author", "base@example.org"),
-        "2025-12-31T12:00:00+0000",
-        "base\n",
-    );
+    BaseFiles {
+        binary,
+        renamed,
+        copied,
+    }
+}
 
+/// Commits 1 to 3: what the mail headers and text content must carry.
+fn commit_header_and_text_cases(bench: &Workbench) {
+    let origin = "origin";
     // 1. RFC 2047 author, a folded subject, a body line that looks like a separator, trailers.
     bench.write(
         "origin/plain.txt",
@@ -223,8 +249,14 @@ fn build_history(bench: &Workbench) -> String {
         "2026-01-04T00:00:00+1345",
         "[docs] no trailing newline\n",
     );
+}
+
+/// Commits 4 to 6: binary changes, and files renamed, copied, re-moded, deleted and linked.
+fn commit_file_cases(bench: &Workbench, base: BaseFiles) {
+    let origin = "origin";
     // 4. Binary: a new file (literal) and a small change to a large one (delta).
     bench.write("origin/new.bin", &[0u8, 1, 2, 3, 255, 254, 0, 0, 7]);
+    let mut binary = base.binary;
     binary[20_000] ^= 0xff;
     bench.write("origin/data.bin", &binary);
     commit(
@@ -238,11 +270,11 @@ fn build_history(bench: &Workbench) -> String {
     std::fs::remove_file(bench.path("origin/old name.txt")).expect("remove");
     bench.write(
         "origin/new name.txt",
-        renamed.replace("line 20 of", "LINE 20 of").as_bytes(),
+        base.renamed.replace("line 20 of", "LINE 20 of").as_bytes(),
     );
     bench.write(
         "origin/copy target.txt",
-        copied.replace("line 5 of", "LINE 5 of").as_bytes(),
+        base.copied.replace("line 5 of", "LINE 5 of").as_bytes(),
     );
     std::fs::set_permissions(
         bench.path("origin/script.sh"),
@@ -272,7 +304,6 @@ fn build_history(bench: &Workbench) -> String {
         "2026-01-07T00:00:00-0330",
         "symlinks, an empty file, spaces\n\nWith a body.\n",
     );
-    base
 }
 
 /// A clone of origin with `main` at `base`, as the target forge applies onto.

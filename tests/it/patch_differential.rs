@@ -900,18 +900,7 @@ struct Replay {
 fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
     let home = work.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let originals: Vec<String> = String::from_utf8(
-        git(
-            origin,
-            &home,
-            &["rev-list", "--reverse", &format!("{base}..{tip}")],
-        )
-        .stdout,
-    )
-    .unwrap()
-    .lines()
-    .map(str::to_owned)
-    .collect();
+    let originals = rev_list(origin, &home, &format!("{base}..{tip}"));
     let mut replay = Replay {
         difference: None,
         compared: 0,
@@ -927,21 +916,55 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
         } else {
             originals[start - 1].clone()
         };
-        let folder = work.join(format!("round{round}"));
+        let round = Round::new(origin, &home, work.join(format!("round{round}")), from, tip);
+        match round.compare(&mut replay) {
+            Err(difference) => {
+                replay.difference = Some(difference);
+                return replay;
+            }
+            Ok(None) => break,
+            Ok(Some(applied)) => {
+                replay.refused.push(originals[start + applied].clone());
+                start += applied + 1;
+            }
+        }
+    }
+    replay
+}
+
+/// The commits of `range` in `folder`, oldest first.
+fn rev_list(folder: &Path, home: &Path, range: &str) -> Vec<String> {
+    String::from_utf8(git(folder, home, &["rev-list", "--reverse", range]).stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One round of a replay: the series `from..tip` of `origin`, as files in `folder`, applied by
+/// both tools onto clones at `from`.
+struct Round<'a> {
+    origin: &'a Path,
+    home: &'a Path,
+    folder: PathBuf,
+    from: String,
+    /// The series' patch files, in order.
+    files: Vec<PathBuf>,
+}
+
+impl<'a> Round<'a> {
+    /// Writes the series `from..tip` of `origin` into `folder`.
+    fn new(origin: &'a Path, home: &'a Path, folder: PathBuf, from: String, tip: &str) -> Self {
         let patches = folder.join("series");
         let made = git(
             origin,
-            &home,
-            &[
-                "format-patch",
+            home,
+            &crate::support::format_patch_args(&[
                 "-q",
-                "-M",
-                "-C",
-                "--binary",
                 "-o",
                 patches.to_str().unwrap(),
                 &format!("{from}..{tip}"),
-            ],
+            ]),
         );
         assert!(
             made.status.success(),
@@ -953,146 +976,146 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
             .map(|entry| entry.unwrap().path())
             .collect();
         files.sort();
-        let mbox = |name: &str, files: &[PathBuf]| {
-            let path = folder.join(name);
-            let bytes: Vec<u8> = files
-                .iter()
-                .flat_map(|file| std::fs::read(file).unwrap())
-                .collect();
-            std::fs::write(&path, bytes).unwrap();
-            path
-        };
-        let clone = |name: &str| {
-            let cloned = git(
-                &folder,
-                &home,
-                &[
-                    "clone",
-                    "-q",
-                    "--no-checkout",
-                    origin.to_str().unwrap(),
-                    name,
-                ],
-            );
-            assert!(
-                cloned.status.success(),
-                "{}",
-                String::from_utf8_lossy(&cloned.stderr)
-            );
-            let checked_out = git(
-                &folder.join(name),
-                &home,
-                &["checkout", "-q", "-B", "work", &from],
-            );
-            assert!(checked_out.status.success());
-            folder.join(name)
-        };
-        let made_since = |folder: &Path| -> Vec<String> {
-            String::from_utf8(
-                git(
-                    folder,
-                    &home,
-                    &["rev-list", "--reverse", &format!("{from}..work")],
-                )
-                .stdout,
-            )
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-        };
-
-        let am = clone("am");
-        let all = mbox("all.mbox", &files);
-        let started = std::time::Instant::now();
-        let run = git(
-            &am,
-            &home,
-            &["am", "-q", "--keep-cr", all.to_str().unwrap()],
-        );
-        replay.seconds[0] += started.elapsed().as_secs_f64();
-        let expected = made_since(&am);
-        let applied = expected.len();
-
-        let forge_folder = clone("forge");
-        let series = if run.status.success() {
-            all
-        } else {
-            mbox("applied.mbox", &files[..applied])
-        };
-        if applied > 0 {
-            let started = std::time::Instant::now();
-            let run = forge(
-                &forge_folder,
-                &home,
-                &[
-                    "-q",
-                    "patch",
-                    "apply",
-                    "--onto",
-                    ".",
-                    series.to_str().unwrap(),
-                ],
-            );
-            replay.seconds[1] += started.elapsed().as_secs_f64();
-            if !run.status.success() {
-                replay.difference = Some(format!(
-                    "forge failed where git am applied: {}",
-                    String::from_utf8_lossy(&run.stderr)
-                ));
-                return replay;
-            }
+        Self {
+            origin,
+            home,
+            folder,
+            from,
+            files,
         }
-        let made = made_since(&forge_folder);
-        if let Some((reference, copy)) = expected
+    }
+
+    /// `files` concatenated into one mbox `name` in the round's folder.
+    fn mbox(&self, name: &str, files: &[PathBuf]) -> PathBuf {
+        let path = self.folder.join(name);
+        let bytes: Vec<u8> = files
             .iter()
-            .zip(&made)
-            .find(|(left, right)| left != right)
-        {
-            replay.difference = Some(format!(
-                "git am {}\nforge  {}",
-                facts(&am, Oid::from_str(reference).unwrap()),
-                facts(&forge_folder, Oid::from_str(copy).unwrap())
-            ));
-            return replay;
-        }
-        if made.len() != expected.len() {
-            replay.difference = Some(format!(
-                "git am made {applied} commits, forge {}",
-                made.len()
-            ));
-            return replay;
-        }
-        replay.compared += applied;
-        if run.status.success() {
-            break;
-        }
-        // git am stopped at the next patch: forge must refuse it as well, changing nothing.
-        let refused = mbox("refused.mbox", &files[applied..=applied]);
-        let head = head_of(&forge_folder);
-        let run = forge(
-            &forge_folder,
-            &home,
+            .flat_map(|file| std::fs::read(file).unwrap())
+            .collect();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// A clone of origin, `name` in the round's folder, with `work` checked out at `from`.
+    fn clone_as(&self, name: &str) -> PathBuf {
+        let cloned = git(
+            &self.folder,
+            self.home,
+            &[
+                "clone",
+                "-q",
+                "--no-checkout",
+                self.origin.to_str().unwrap(),
+                name,
+            ],
+        );
+        assert!(
+            cloned.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cloned.stderr)
+        );
+        let checked_out = git(
+            &self.folder.join(name),
+            self.home,
+            &["checkout", "-q", "-B", "work", &self.from],
+        );
+        assert!(checked_out.status.success());
+        self.folder.join(name)
+    }
+
+    /// The commits made in the clone `folder` since `from`.
+    fn made_since(&self, folder: &Path) -> Vec<String> {
+        rev_list(folder, self.home, &format!("{}..work", self.from))
+    }
+
+    /// `forge patch apply` of `series` in the clone `folder`.
+    fn forge_apply(&self, folder: &Path, series: &Path) -> Output {
+        forge(
+            folder,
+            self.home,
             &[
                 "-q",
                 "patch",
                 "apply",
                 "--onto",
                 ".",
-                refused.to_str().unwrap(),
+                series.to_str().unwrap(),
             ],
-        );
-        if run.status.success() || head_of(&forge_folder) != head {
-            replay.difference = Some(format!(
-                "git am refuses {} but forge applies it",
-                files[applied].display()
-            ));
-            return replay;
-        }
-        replay.refused.push(originals[start + applied].clone());
-        start += applied + 1;
+        )
     }
-    replay
+
+    /// Applies the series with both tools and compares what they made, adding the commits
+    /// compared and the time taken to `replay`: the first difference, or where git am stopped
+    /// (`None` where it applied the whole series), forge having refused that patch too.
+    fn compare(&self, replay: &mut Replay) -> Result<Option<usize>, String> {
+        let am = self.clone_as("am");
+        let all = self.mbox("all.mbox", &self.files);
+        let started = std::time::Instant::now();
+        let run = git(
+            &am,
+            self.home,
+            &["am", "-q", "--keep-cr", all.to_str().unwrap()],
+        );
+        replay.seconds[0] += started.elapsed().as_secs_f64();
+        let expected = self.made_since(&am);
+        let applied = expected.len();
+
+        let forge_folder = self.clone_as("forge");
+        let series = if run.status.success() {
+            all
+        } else {
+            self.mbox("applied.mbox", &self.files[..applied])
+        };
+        if applied > 0 {
+            let started = std::time::Instant::now();
+            let run = self.forge_apply(&forge_folder, &series);
+            replay.seconds[1] += started.elapsed().as_secs_f64();
+            if !run.status.success() {
+                return Err(format!(
+                    "forge failed where git am applied: {}",
+                    String::from_utf8_lossy(&run.stderr)
+                ));
+            }
+        }
+        let made = self.made_since(&forge_folder);
+        if let Some((reference, copy)) = expected
+            .iter()
+            .zip(&made)
+            .find(|(left, right)| left != right)
+        {
+            return Err(format!(
+                "git am {}\nforge  {}",
+                facts(&am, Oid::from_str(reference).unwrap()),
+                facts(&forge_folder, Oid::from_str(copy).unwrap())
+            ));
+        }
+        if made.len() != expected.len() {
+            return Err(format!(
+                "git am made {applied} commits, forge {}",
+                made.len()
+            ));
+        }
+        replay.compared += applied;
+        if run.status.success() {
+            return Ok(None);
+        }
+        self.refused_by_forge(&forge_folder, applied).map(Some)
+    }
+
+    /// git am stopped at patch `at`: forge must refuse it as well, changing nothing in its clone
+    /// `folder`.
+    fn refused_by_forge(&self, folder: &Path, at: usize) -> Result<usize, String> {
+        let refused = self.mbox("refused.mbox", &self.files[at..=at]);
+        let head = head_of(folder);
+        let run = self.forge_apply(folder, &refused);
+        if run.status.success() || head_of(folder) != head {
+            return Err(format!(
+                "git am refuses {} but forge applies it",
+                self.files[at].display()
+            ));
+        }
+        Ok(at)
+    }
 }
 
 #[test]

@@ -379,3 +379,11 @@ fn placeholders(text: &str, root: &str) -> String {
     }
     out
 }
+
+/// The arguments of `git format-patch` as the patch tests call it (renames and copies found,
+/// binary changes in full), followed by `rest`: where the mails go, and the range.
+pub fn format_patch_args<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["format-patch", "-M", "-C", "--binary"];
+    args.extend_from_slice(rest);
+    args
+}
