@@ -14,6 +14,7 @@ use std::time::Duration;
 use sha2::Digest as _;
 
 use crate::image_guard::ImageGuard;
+use crate::pin_bump::with_a_deepgemm_series;
 use crate::registry_server::{MANIFEST, MANIFEST_LIST, RegistryServer, index_of, skopeo_copy};
 use crate::support::{Run, TestContext, assert_contains, copy_tree, free_port, repository_root};
 
@@ -38,6 +39,15 @@ pub(crate) fn docker_available() -> bool {
         Err(error) => panic!(
             "the docker CLI cannot run ({error}); install docker, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests"
         ),
+    }
+}
+
+/// Whether the Docker tests run (as `docker_available` says), with the example's base image
+/// made.
+pub(crate) fn docker_ready() -> bool {
+    docker_available() && {
+        ensure_base_image();
+        true
     }
 }
 
@@ -174,10 +184,9 @@ pub(crate) fn built(name: &str) -> Option<(Example, String)> {
 /// The offline example built on the tests' daemon, and the build's `--json` report; `None`
 /// when the Docker tests are skipped.
 pub(crate) fn built_report(name: &str) -> Option<(Example, serde_json::Value)> {
-    if !docker_available() {
+    if !docker_ready() {
         return None;
     }
-    ensure_base_image();
     let example = Example::new(name);
     let report = example.build(&[]).expect_code(0).json();
     Some((example, report))
@@ -551,10 +560,9 @@ fn a_dated_tag_naming_another_image_is_refused_unless_forced() {
 
 #[test]
 fn push_records_the_digest_the_registry_serves() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let registry = RegistryServer::start();
     let name = format!("forge-test/push-{}", std::process::id());
     let example = Example::with_repository(&format!("{}/{name}", registry.address()));
@@ -731,10 +739,9 @@ fn assert_push_refused(
 
 #[test]
 fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     // A port that was free a moment ago: nothing listens there.
     let port = free_port();
     let name = format!("forge-test/no-registry-{}", std::process::id());
@@ -761,25 +768,6 @@ fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() 
             .args(["image", "rm", id.trim()])
             .output();
     }
-}
-
-/// The default recipe with DeepGEMM at a local remote's first commit and a series of
-/// `commits` (message, files) onto it in patches/deepgemm.
-fn with_a_deepgemm_series(
-    commits: &[(&str, &[(&str, &str)])],
-) -> (TestContext, crate::pin_bump::GitRemote) {
-    use crate::pin_bump::{GitRemote, with_git_remote, with_series_onto};
-
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        commits,
-        &context.path().join("patches/deepgemm"),
-    );
-    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
-    (context, remote)
 }
 
 /// A series onto the remote a git pin builds goes into the context as the patches forge applied

@@ -1428,6 +1428,15 @@ fn generated_cases_get_git_ams_verdict() {
 // ---------------------------------------------------------------------------------------------
 // Named cases: each class of disagreement with git found before, as its own test.
 
+/// The mail for Ada's change of the one file `f` from `before` to `after`, and the state
+/// before it.
+fn change_of_f(before: &[u8], after: &[u8], message: &str) -> (State, Vec<u8>) {
+    let before = state(&[("f", REGULAR, before)]);
+    let after = state(&[("f", REGULAR, after)]);
+    let mail = mail_for(&before, &after, &ada(), message);
+    (before, mail)
+}
+
 fn lines_of(count: usize, word: &str) -> Vec<u8> {
     (0..count)
         .map(|_| format!("{word}\n"))
@@ -1438,18 +1447,14 @@ fn lines_of(count: usize, word: &str) -> Vec<u8> {
 /// Emptying a file: the reverse also applies, which once made it look already applied.
 #[test]
 fn emptying_a_file_is_applied() {
-    let before = state(&[("f", REGULAR, b"a\nb\n")]);
-    let after = state(&[("f", REGULAR, b"")]);
-    let mail = mail_for(&before, &after, &ada(), "empty it");
+    let (before, mail) = change_of_f(b"a\nb\n", b"", "empty it");
     assert_both_apply(&case("emptying a file", mail, &before));
 }
 
 /// Deleting the last lines of a file whose remaining lines look like the context.
 #[test]
 fn deleting_trailing_lines_that_match_the_context_is_applied() {
-    let before = state(&[("f", REGULAR, &lines_of(3, "a"))]);
-    let after = state(&[("f", REGULAR, b"a\n")]);
-    let mail = mail_for(&before, &after, &ada(), "drop the tail");
+    let (before, mail) = change_of_f(&lines_of(3, "a"), b"a\n", "drop the tail");
     assert_both_apply(&case("trailing lines", mail, &before));
 }
 
@@ -1521,9 +1526,7 @@ fn a_rename_or_copy_onto_an_existing_file_is_refused() {
 /// A hunk with no context after its change must match at the end of the file.
 #[test]
 fn a_hunk_that_must_end_the_file_is_refused_when_lines_follow() {
-    let before = state(&[("f", REGULAR, b"a\nb\nc\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\nc\nd\n")]);
-    let mail = mail_for(&before, &after, &ada(), "append d");
+    let (_, mail) = change_of_f(b"a\nb\nc\n", b"a\nb\nc\nd\n", "append d");
     let target = state(&[("f", REGULAR, b"a\nb\nc\nx\n")]);
     assert_both_refuse(&case("end of file", mail, &target));
 }
@@ -1531,9 +1534,8 @@ fn a_hunk_that_must_end_the_file_is_refused_when_lines_follow() {
 /// A hunk header whose counts are smaller than its lines.
 #[test]
 fn a_hunk_whose_counts_are_too_small_is_refused() {
-    let before = state(&[("f", REGULAR, b"a\nb\nc\n")]);
-    let after = state(&[("f", REGULAR, b"a\nB\nc\n")]);
-    let mail = String::from_utf8(mail_for(&before, &after, &ada(), "b to B")).unwrap();
+    let (before, mail) = change_of_f(b"a\nb\nc\n", b"a\nB\nc\n", "b to B");
+    let mail = String::from_utf8(mail).unwrap();
     assert!(mail.contains("@@ -1,3 +1,3 @@"), "{mail}");
     let mail = mail.replace("@@ -1,3 +1,3 @@", "@@ -1,2 +1,2 @@");
     assert_both_refuse(&case("counts", mail.into_bytes(), &before));
@@ -1620,9 +1622,8 @@ fn a_mode_change_into_a_gitlink_is_refused() {
 }
 
 fn header_case(label: &str, edit: impl Fn(String) -> String) -> (Case, State) {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\n")]);
-    let mail = String::from_utf8(mail_for(&before, &after, &ada(), "add b\n\nA body.")).unwrap();
+    let (before, mail) = change_of_f(b"a\n", b"a\nb\n", "add b\n\nA body.");
+    let mail = String::from_utf8(mail).unwrap();
     (case(label, edit(mail).into_bytes(), &before), before)
 }
 
@@ -1645,10 +1646,8 @@ fn replace_date(mail: &str, date: &str) -> String {
 /// A body in ISO-8859-1 is converted to UTF-8.
 #[test]
 fn a_latin1_body_is_converted_to_utf8() {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\n")]);
-    let mail =
-        String::from_utf8(mail_for(&before, &after, &ada(), "add b\n\nCafé crème.")).unwrap();
+    let (before, mail) = change_of_f(b"a\n", b"a\nb\n", "add b\n\nCafé crème.");
+    let mail = String::from_utf8(mail).unwrap();
     assert!(mail.contains("charset=UTF-8"), "{mail}");
     let latin1: Vec<u8> = mail
         .replace("charset=UTF-8", "charset=ISO-8859-1")
@@ -1680,14 +1679,7 @@ fn a_from_with_the_name_in_a_comment_keeps_the_name() {
 /// A no-break space or an ideographic space at the end of a line stays in the message.
 #[test]
 fn trailing_non_ascii_spaces_stay_in_the_message() {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"b\n")]);
-    let mail = mail_for(
-        &before,
-        &after,
-        &ada(),
-        "spaces\u{3000}\n\nno-break\u{a0}\n",
-    );
+    let (before, mail) = change_of_f(b"a\n", b"b\n", "spaces\u{3000}\n\nno-break\u{a0}\n");
     let facts = assert_both_apply(&case("spaces", mail, &before));
     assert!(facts.contains(r"no-break\u{a0}"), "{facts}");
 }

@@ -83,6 +83,16 @@ impl RegistryServer {
             .map(|(user, password)| (user.as_str(), password.as_str()))
     }
 
+    /// The user and password of a registry started with `start_with_basic_auth`, as the
+    /// environment forge takes them from.
+    pub fn credentials_env(&self) -> [(&'static str, &str); 2] {
+        let (user, password) = self.credentials().expect("a registry with credentials");
+        [
+            ("FORGE_REGISTRY_USER", user),
+            ("FORGE_REGISTRY_PASSWORD", password),
+        ]
+    }
+
     fn launch(access: Access) -> Self {
         let folder = tempfile::tempdir().expect("a temporary folder");
         let port = free_port();

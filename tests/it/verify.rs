@@ -849,13 +849,7 @@ fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
 #[test]
 fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     let registry = RegistryServer::start_with_basic_auth();
-    let (user, password) = registry.credentials().unwrap();
-    let (user, password) = (user.to_owned(), password.to_owned());
-    let credentials = [
-        ("FORGE_REGISTRY_USER", user.as_str()),
-        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
-    ];
-    let Some(example) = pushed(&registry, "verify-auth", &credentials) else {
+    let Some(example) = pushed(&registry, "verify-auth", &registry.credentials_env()) else {
         return;
     };
     let config = no_credentials();
@@ -874,7 +868,7 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     assert_eq!(json["ok"], false);
     assert_eq!(json["unreached"].as_array().unwrap().len(), 1, "{json:#}");
 
-    let mut env = credentials.to_vec();
+    let mut env = registry.credentials_env().to_vec();
     env.push(("DOCKER_CONFIG", config));
     let json = verify(&example, &["--remote"], &env).expect_code(0).json();
     assert_eq!(json["ok"], true, "{json:#}");
@@ -885,15 +879,10 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
 #[test]
 fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_registry() {
     let registry = RegistryServer::start_with_basic_auth();
-    let (user, password) = registry.credentials().unwrap();
-    let (user, password) = (user.to_owned(), password.to_owned());
-    let credentials = [
-        ("FORGE_REGISTRY_USER", user.as_str()),
-        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
-    ];
-    let Some(example) = pushed(&registry, "verify-helper", &credentials) else {
+    let Some(example) = pushed(&registry, "verify-helper", &registry.credentials_env()) else {
         return;
     };
+    let (user, password) = registry.credentials().unwrap();
     let address = registry.address();
     let reference = format!("{}:latest", example.repository);
     let run_with = |helper: &CredentialHelper, config: serde_json::Value| {
@@ -910,7 +899,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     };
 
     // `credHelpers` names the helper for this registry; it is asked for it, once.
-    let helper = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let helper = CredentialHelper::knowing(&[(address, user, password)]);
     let json = run_with(
         &helper,
         serde_json::json!({ "credHelpers": { address: HELPER } }),
@@ -921,7 +910,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(helper.asked(), [address]);
 
     // `credsStore` serves every registry without a helper of its own, before `auths`.
-    let store = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let store = CredentialHelper::knowing(&[(address, user, password)]);
     let json = run_with(
         &store,
         serde_json::json!({
@@ -935,7 +924,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(store.asked(), [address]);
 
     // A helper that holds nothing for this registry: exit 2, naming the helper and the registry.
-    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", &user, &password)]);
+    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", user, password)]);
     let run = run_with(
         &stranger,
         serde_json::json!({ "credHelpers": { address: HELPER } }),
@@ -954,7 +943,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(stranger.asked(), [address]);
 
     // The helper's credentials, refused by the registry.
-    let wrong = CredentialHelper::knowing(&[(address, &user, "wrong")]);
+    let wrong = CredentialHelper::knowing(&[(address, user, "wrong")]);
     let run = run_with(
         &wrong,
         serde_json::json!({ "credHelpers": { address: HELPER } }),
