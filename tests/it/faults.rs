@@ -5,7 +5,7 @@
 //! repository's HEAD, index and worktree) before the fault and compares it after.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::ExitStatusExt as _;
@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::build::{
-    DATED_TAG, EXAMPLE_LABEL, Example, docker_available, ensure_base_image, image_id,
-};
+use crate::build::{DATED_TAG, EXAMPLE_LABEL, Example, built, docker_ready, image_id, reported_id};
 use crate::image_guard::ImageGuard;
 use crate::registry_server::{MANIFEST, RegistryServer};
-use crate::support::{TestContext, assert_contains, copy_tree, git_in, repository_root};
+use crate::support::{
+    TestContext, assert_contains, copy_tree, git_in, patch_args, repository_root,
+};
 
 /// The socket the daemon listens on in these tests (the default one).
 const DAEMON_SOCKET: &str = "/var/run/docker.sock";
@@ -189,25 +189,31 @@ impl DaemonProxy {
 
 /// Copies bytes from `from` to `to` until either side closes; with `build`, notes a build
 /// request passing through.
-fn pump(mut from: UnixStream, mut to: UnixStream, build: Option<&AtomicBool>) {
+fn pump(from: UnixStream, to: UnixStream, build: Option<&AtomicBool>) {
+    copy_until_closed(&from, &to, |bytes| {
+        if let Some(build) = build
+            && bytes.windows(7).any(|window| window == b"/build?")
+        {
+            build.store(true, Ordering::SeqCst);
+        }
+    });
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// Copies bytes from `from` to `to` until either side closes, showing each chunk to `seen`
+/// first.
+fn copy_until_closed(mut from: impl Read, mut to: impl Write, seen: impl Fn(&[u8])) {
     let mut buffer = vec![0; 64 * 1024];
     loop {
         let count = match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
             Ok(count) => count,
         };
-        if let Some(build) = build
-            && buffer[..count]
-                .windows(7)
-                .any(|window| window == b"/build?")
-        {
-            build.store(true, Ordering::SeqCst);
-        }
+        seen(&buffer[..count]);
         if to.write_all(&buffer[..count]).is_err() {
             break;
         }
     }
-    let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
 fn lock_bytes(folder: &Path) -> Option<Vec<u8>> {
@@ -224,17 +230,38 @@ fn assert_lock_parses(folder: &Path) {
     }
 }
 
-#[test]
-fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_cache() {
-    if !docker_available() {
-        return;
-    }
-    ensure_base_image();
-    let example = Example::new("daemon-cut");
-    let first = example.build(&[]).expect_code(0).json();
-    let id = first["image"]["id"].as_str().unwrap().to_owned();
+/// The example built once, its image id and forge.lock's bytes, and then slowed down so that
+/// a fault can land in the middle of its next build; `None` when the Docker tests are skipped.
+fn built_then_slowed(name: &str) -> Option<(Example, String, Vec<u8>)> {
+    let (example, id) = built(name)?;
     let lock = lock_bytes(example.context.path()).unwrap();
     slow_down(&example.context);
+    Some((example, id, lock))
+}
+
+/// A build cut short by a fault exited 2 saying each of `messages`, and moved nothing: both
+/// tags still on `id`, forge.lock still `lock`.
+#[track_caller]
+fn assert_cut_short(
+    example: &Example,
+    (status, stderr): &(std::process::ExitStatus, String),
+    messages: &[&str],
+    id: &str,
+    lock: &[u8],
+) {
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    for message in messages {
+        assert_contains(stderr, message);
+    }
+    example.assert_tags_on(id);
+    assert_eq!(lock_bytes(example.context.path()).as_deref(), Some(lock));
+}
+
+#[test]
+fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_cache() {
+    let Some((example, id, lock)) = built_then_slowed("daemon-cut") else {
+        return;
+    };
 
     let proxy = DaemonProxy::start();
     let host = proxy.host();
@@ -246,22 +273,20 @@ fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_ca
     proxy.wait_for_build();
     std::thread::sleep(Duration::from_millis(1500));
     proxy.cut();
-    let (status, stderr) = run.finish();
-    assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("error: cannot reach the Docker daemon at {host}")),
-        "{stderr}"
+    let unreachable = format!("error: cannot reach the Docker daemon at {host}");
+    assert_cut_short(
+        &example,
+        &run.finish(),
+        &[&unreachable, "hint: start the Docker daemon"],
+        &id,
+        &lock,
     );
-    assert!(stderr.contains("hint: start the Docker daemon"), "{stderr}");
-    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
-    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
-    assert_eq!(lock_bytes(example.context.path()), Some(lock.clone()));
 
     // Straight to the daemon this time: the steps before the cut come from the cache. The
     // slower Dockerfile is a new image, so the dated tag moves only with --force.
     let again = example.build(&["--force"]).expect_code(0);
     assert_contains(&again.stderr, " cached");
-    let second = again.json()["image"]["id"].as_str().unwrap().to_owned();
+    let second = reported_id(&again.json());
     assert_ne!(second, id);
     assert_eq!(example.tag_id("latest").as_deref(), Some(second.as_str()));
     assert_ne!(lock_bytes(example.context.path()), Some(lock));
@@ -271,10 +296,9 @@ fn a_daemon_that_goes_away_mid_build_moves_no_tag_and_the_next_run_reuses_the_ca
 
 #[test]
 fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let example = Example::new("two-at-once");
     slow_down(&example.context);
     let first = Background::start(
@@ -309,15 +333,9 @@ fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
 
 #[test]
 fn sigint_during_a_build_moves_no_tag_and_leaves_the_record() {
-    if !docker_available() {
+    let Some((example, id, lock)) = built_then_slowed("sigint-build") else {
         return;
-    }
-    ensure_base_image();
-    let example = Example::new("sigint-build");
-    let first = example.build(&[]).expect_code(0).json();
-    let id = first["image"]["id"].as_str().unwrap().to_owned();
-    let lock = lock_bytes(example.context.path()).unwrap();
-    slow_down(&example.context);
+    };
 
     let run = Background::start(
         example.context.path(),
@@ -327,26 +345,25 @@ fn sigint_during_a_build_moves_no_tag_and_leaves_the_record() {
     run.wait_for("Building");
     std::thread::sleep(Duration::from_millis(1500));
     run.signal("INT");
-    let (status, stderr) = run.finish();
-    assert_eq!(status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("error: interrupted by SIGINT before the build was recorded"),
-        "{stderr}"
+    assert_cut_short(
+        &example,
+        &run.finish(),
+        &[
+            "error: interrupted by SIGINT before the build was recorded",
+            "forge.lock is as it was",
+        ],
+        &id,
+        &lock,
     );
-    assert!(stderr.contains("forge.lock is as it was"), "{stderr}");
-    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
-    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
-    assert_eq!(lock_bytes(example.context.path()), Some(lock));
 }
 
 /// A registry that takes connections and never answers: Ctrl-C during the check of the dated
 /// tag in the registry ends forge at once, with nothing moved and no record.
 #[test]
 fn sigint_while_a_registry_does_not_answer_ends_the_build_at_once() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -378,8 +395,7 @@ fn sigint_while_a_registry_does_not_answer_ends_the_build_at_once() {
         &stderr,
         "error: interrupted by SIGINT before the build was recorded",
     );
-    assert_eq!(example.tag_id("latest"), None);
-    assert_eq!(example.tag_id(DATED_TAG), None);
+    example.assert_untagged();
     assert_eq!(lock_bytes(example.context.path()), None);
 }
 
@@ -427,10 +443,9 @@ impl Drop for Tmpfs {
 
 #[test]
 fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let disk = Tmpfs::mount("4m");
     let recipe = disk.path().join("recipe");
     let repository = format!("forge-test/disk-full-{}", std::process::id());
@@ -555,15 +570,27 @@ fn repository_state(folder: &Path) -> RepositoryState {
     }
 }
 
-/// A repository with one base commit and a series of `count` patches on it (made by git), the
-/// repository reset to the base.
-fn repository_with_series(bench: &Path, count: usize) -> (PathBuf, PathBuf) {
+/// An empty repository `target` in `bench`, on `main`.
+fn new_repository(bench: &Path) -> PathBuf {
     let target = bench.join("target");
     std::fs::create_dir_all(&target).unwrap();
     git(&target, &["init", "-q", "-b", "main"]);
+    target
+}
+
+/// A repository `target` in `bench` with one commit, `base`, holding a README.
+fn repository_with_a_base(bench: &Path) -> PathBuf {
+    let target = new_repository(bench);
     std::fs::write(target.join("README"), "base\n").unwrap();
     git(&target, &["add", "."]);
     git(&target, &["commit", "-q", "-m", "base"]);
+    target
+}
+
+/// A repository with one base commit and a series of `count` patches on it (made by git), the
+/// repository reset to the base.
+fn repository_with_series(bench: &Path, count: usize) -> (PathBuf, PathBuf) {
+    let target = repository_with_a_base(bench);
     for index in 0..count {
         let folder = target.join(format!("part-{}", index % 16));
         std::fs::create_dir_all(&folder).unwrap();
@@ -600,18 +627,13 @@ fn sigint_during_a_patch_series_leaves_the_repository_as_it_was() {
     let bench = TestContext::empty();
     let (target, series) = repository_with_series(bench.path(), 300);
     let before = repository_state(&target);
-    let args = [
-        "patch",
-        "apply",
-        "--onto",
-        target.to_str().unwrap(),
-        series.to_str().unwrap(),
-    ];
+    let series = [series];
+    let args = patch_args("apply", &target, &series);
     // How long the series takes to check, to interrupt the apply well inside it.
     let started = Instant::now();
-    let mut check = args;
-    check[1] = "check";
-    bench.forge(&check).expect_code(0);
+    bench
+        .forge(&patch_args("check", &target, &series))
+        .expect_code(0);
     let takes = started.elapsed();
 
     let run = Background::start(bench.path(), &args, &[]);
@@ -699,9 +721,7 @@ fn sigint_stops_a_patch_apply_started_with_sigint_ignored() {
 /// file, and the tree the patch makes.
 fn repository_changing_every_file(bench: &Path) -> (PathBuf, PathBuf, String) {
     const FILES: usize = 4000;
-    let target = bench.join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    git(&target, &["init", "-q", "-b", "main"]);
+    let target = new_repository(bench);
     for index in 0..FILES {
         let folder = target.join(format!("part-{}", index % 40));
         std::fs::create_dir_all(&folder).unwrap();
@@ -733,13 +753,8 @@ fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
     let bench = TestContext::empty();
     let (target, series, patched) = repository_changing_every_file(bench.path());
     let before = repository_state(&target);
-    let args = [
-        "patch",
-        "apply",
-        "--onto",
-        target.to_str().unwrap(),
-        series.to_str().unwrap(),
-    ];
+    let series = [series];
+    let args = patch_args("apply", &target, &series);
     let started = Instant::now();
     bench.forge(&args).expect_code(0);
     let takes = started.elapsed();
@@ -773,12 +788,7 @@ fn sigint_while_the_patched_files_are_written_leaves_all_or_nothing() {
 #[test]
 fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
     let bench = TestContext::empty();
-    let target = bench.path().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    git(&target, &["init", "-q", "-b", "main"]);
-    std::fs::write(target.join("README"), "base\n").unwrap();
-    git(&target, &["add", "."]);
-    git(&target, &["commit", "-q", "-m", "base"]);
+    let target = repository_with_a_base(bench.path());
     const LINES: usize = 1_700_000;
     let row = format!("+{}\n", "x".repeat(58));
     let patch = bench.path().join("big.patch");
@@ -834,9 +844,7 @@ fn a_patch_through_a_symlink_is_refused_and_writes_nothing() {
     let bench = TestContext::empty();
     let outside = bench.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
-    let target = bench.path().join("target");
-    std::fs::create_dir_all(&target).unwrap();
-    git(&target, &["init", "-q", "-b", "main"]);
+    let target = new_repository(bench.path());
     std::os::unix::fs::symlink("../outside", target.join("link")).unwrap();
     std::fs::write(target.join("a.txt"), "a\n").unwrap();
     git(&target, &["add", "."]);
@@ -848,15 +856,10 @@ fn a_patch_through_a_symlink_is_refused_and_writes_nothing() {
         --- /dev/null\n+++ b/link/evil.txt\n@@ -0,0 +1 @@\n+owned\n-- \n2.47.3\n";
     bench.write("evil.patch", mail);
     let head = git(&target, &["rev-parse", "HEAD"]);
+    let series = [bench.path().join("evil.patch")];
     for command in ["check", "apply"] {
         let run = bench
-            .forge(&[
-                "patch",
-                command,
-                "--onto",
-                target.to_str().unwrap(),
-                bench.path().join("evil.patch").to_str().unwrap(),
-            ])
+            .forge(&patch_args(command, &target, &series))
             .expect_code(2);
         assert_contains(&run.stderr, "link/evil.txt");
         assert_contains(&run.stderr, "it goes through a symbolic link");
@@ -962,29 +965,17 @@ impl RegistryProxy {
     }
 }
 
-/// Copies bytes from `from` to `to` until either side closes, showing each chunk to `seen`
-/// first.
-fn forward(mut from: TcpStream, mut to: TcpStream, seen: impl Fn(&[u8])) {
-    let mut buffer = vec![0; 64 * 1024];
-    loop {
-        let count = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(count) => count,
-        };
-        seen(&buffer[..count]);
-        if to.write_all(&buffer[..count]).is_err() {
-            break;
-        }
-    }
+/// `copy_until_closed` between TCP streams, then the end of `to`'s writing.
+fn forward(from: TcpStream, to: TcpStream, seen: impl Fn(&[u8])) {
+    copy_until_closed(&from, &to, seen);
     let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
 #[test]
 fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let registry = RegistryServer::start();
     let proxy = RegistryProxy::start(registry.port());
     let name = format!("forge-test/push-cut-{}", std::process::id());
@@ -1047,13 +1038,8 @@ fn sigkill_during_the_checkout_is_finished_by_the_next_apply() {
     let bench = TestContext::empty();
     let (target, series, patched) = repository_changing_every_file(bench.path());
     let before = repository_state(&target);
-    let args = [
-        "patch",
-        "apply",
-        "--onto",
-        target.to_str().unwrap(),
-        series.to_str().unwrap(),
-    ];
+    let series = [series];
+    let args = patch_args("apply", &target, &series);
     let started = Instant::now();
     bench.forge(&args).expect_code(0);
     let takes = started.elapsed();

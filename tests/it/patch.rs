@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{Run, TestContext, assert_contains, env_refs, git_in};
+use crate::support::{
+    Run, TestContext, assert_contains, env_refs, format_patch_args, git_in, patch_args,
+};
 
 /// Environment that makes git independent of the machine's configuration.
 fn git_environment(home: &Path) -> Vec<(&'static str, String)> {
@@ -88,11 +90,68 @@ impl Workbench {
         context.forge_with(args, &env_refs(&environment))
     }
 
+    /// Runs `forge patch COMMAND --onto target SERIES...` onto the workbench's `target`, in the
+    /// fixed environment.
+    fn patch(&self, command: &str, series: &[impl AsRef<Path>]) -> Run {
+        let target = self.path("target");
+        self.forge(&patch_args(command, &target, series))
+    }
+
+    /// `patch`, with `--json`.
+    fn patch_json(&self, command: &str, series: &[impl AsRef<Path>]) -> Run {
+        let target = self.path("target");
+        let mut args = vec!["--json"];
+        args.extend(patch_args(command, &target, series));
+        self.forge(&args)
+    }
+
+    /// The state of the `target` repository, to compare with `assert_unchanged`.
+    fn target_snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        snapshot(&self.path("target"))
+    }
+
+    /// `git rev-parse HEAD` in the `target` repository.
+    fn target_head(&self) -> String {
+        self.git("target", &["rev-parse", "HEAD"], &[])
+    }
+
     fn write(&self, relative: &str, bytes: &[u8]) {
         let path = self.path(relative);
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("create parents");
         std::fs::write(path, bytes).expect("write");
     }
+}
+
+/// A workbench whose origin holds the history (`build_history`) and whose target is a clone
+/// at its base; returns the base.
+fn bench_with_target() -> (Workbench, String) {
+    let bench = Workbench::new();
+    let base = build_history(&bench);
+    target_at(&bench, &base);
+    (bench, base)
+}
+
+/// `bench_with_target`, with the history's series in `series`; returns the base and the
+/// series' files.
+fn bench_with_series() -> (Workbench, String, Vec<PathBuf>) {
+    let (bench, base) = bench_with_target();
+    let files = format_patch(&bench, &base, "series");
+    (bench, base, files)
+}
+
+/// A workbench whose target is a repository of one commit holding `a.txt`.
+fn bench_with_a_bare_target() -> Workbench {
+    let bench = Workbench::new();
+    bench.git("target", &["init", "-q", "-b", "main"], &[]);
+    bench.write("target/a.txt", b"a\n");
+    commit(
+        &bench,
+        "target",
+        ("Base", "base@example.org"),
+        "2026-01-01T00:00:00+0000",
+        "base\n",
+    );
+    bench
 }
 
 /// Commits with an explicit author and message (stdin-free: the message goes through a file).
@@ -156,15 +215,39 @@ fn commits_after(bench: &Workbench, repository: &str, base: &str) -> Vec<String>
 /// A history holding every case the mbox reader and the replay must carry, on top of `base`.
 /// Returns the base commit.
 fn build_history(bench: &Workbench) -> String {
-    let origin = "origin";
-    bench.git(origin, &["init", "-q", "-b", "main"], &[]);
+    bench.git("origin", &["init", "-q", "-b", "main"], &[]);
+    let base_files = write_base_files(bench);
+    let base = commit(
+        bench,
+        "origin",
+        ("Base Author", "base@example.org"),
+        "2025-12-31T12:00:00+0000",
+        "base\n",
+    );
+    commit_header_and_text_cases(bench);
+    commit_file_cases(bench, base_files);
+    base
+}
+
+/// The contents of the base's files that later commits change by a little.
+struct BaseFiles {
+    /// `data.bin`.
+    binary: Vec<u8>,
+    /// `old name.txt`, renamed with an edit.
+    renamed: String,
+    /// `copy-source.txt`, copied with an edit.
+    copied: String,
+}
+
+/// Writes the base's files into origin's worktree.
+fn write_base_files(bench: &Workbench) -> BaseFiles {
     bench.write(
         "origin/plain.txt",
         b"one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n",
     );
     bench.write("origin/crlf.txt", b"alpha\r\nbeta\r\ngamma\r\n");
     bench.write("origin/no-newline.txt", b"first\nlast without newline");
-    let mut binary: Vec<u8> = (0..40_000u32)
+    let binary: Vec<u8> = (0..40_000u32)
         .map(|index| (index * 7919 % 251) as u8)
         .collect();
     bench.write("origin/data.bin", &binary);
@@ -180,14 +263,16 @@ fn build_history(bench: &Workbench) -> String {
         .collect();
     bench.write("origin/copy-source.txt", copied.as_bytes());
     std::os::unix::fs::symlink("plain.txt", bench.path("origin/link")).expect("symlink");
-    let base = commit(
-        bench,
-        origin,
-        ("Base Author", "base@example.org"),
-        "2025-12-31T12:00:00+0000",
-        "base\n",
-    );
+    BaseFiles {
+        binary,
+        renamed,
+        copied,
+    }
+}
 
+/// Commits 1 to 3: what the mail headers and text content must carry.
+fn commit_header_and_text_cases(bench: &Workbench) {
+    let origin = "origin";
     // 1. RFC 2047 author, a folded subject, a body line that looks like a separator, trailers.
     bench.write(
         "origin/plain.txt",
@@ -223,8 +308,14 @@ fn build_history(bench: &Workbench) -> String {
         "2026-01-04T00:00:00+1345",
         "[docs] no trailing newline\n",
     );
+}
+
+/// Commits 4 to 6: binary changes, and files renamed, copied, re-moded, deleted and linked.
+fn commit_file_cases(bench: &Workbench, base: BaseFiles) {
+    let origin = "origin";
     // 4. Binary: a new file (literal) and a small change to a large one (delta).
     bench.write("origin/new.bin", &[0u8, 1, 2, 3, 255, 254, 0, 0, 7]);
+    let mut binary = base.binary;
     binary[20_000] ^= 0xff;
     bench.write("origin/data.bin", &binary);
     commit(
@@ -238,11 +329,11 @@ fn build_history(bench: &Workbench) -> String {
     std::fs::remove_file(bench.path("origin/old name.txt")).expect("remove");
     bench.write(
         "origin/new name.txt",
-        renamed.replace("line 20 of", "LINE 20 of").as_bytes(),
+        base.renamed.replace("line 20 of", "LINE 20 of").as_bytes(),
     );
     bench.write(
         "origin/copy target.txt",
-        copied.replace("line 5 of", "LINE 5 of").as_bytes(),
+        base.copied.replace("line 5 of", "LINE 5 of").as_bytes(),
     );
     std::fs::set_permissions(
         bench.path("origin/script.sh"),
@@ -272,7 +363,6 @@ fn build_history(bench: &Workbench) -> String {
         "2026-01-07T00:00:00-0330",
         "symlinks, an empty file, spaces\n\nWith a body.\n",
     );
-    base
 }
 
 /// A clone of origin with `main` at `base`, as the target forge applies onto.
@@ -285,16 +375,12 @@ fn format_patch(bench: &Workbench, base: &str, out: &str) -> Vec<PathBuf> {
     let out_path = bench.path(out);
     bench.git(
         "origin",
-        &[
-            "format-patch",
+        &format_patch_args(&[
             "-q",
-            "-M",
-            "-C",
-            "--binary",
             "-o",
             out_path.to_str().unwrap(),
             &format!("{base}..main"),
-        ],
+        ]),
         &[],
     );
     let mut files: Vec<PathBuf> = std::fs::read_dir(&out_path)
@@ -395,20 +481,9 @@ fn assert_unchanged(before: &BTreeMap<String, Vec<u8>>, after: &BTreeMap<String,
 
 #[test]
 fn every_case_makes_the_commit_git_am_makes() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    format_patch(&bench, &base, "series");
+    let (bench, base, _) = bench_with_series();
 
-    let run = bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            bench.path("series").to_str().unwrap(),
-        ])
-        .expect_code(0);
+    let run = bench.patch("apply", &[bench.path("series")]).expect_code(0);
     assert_contains(&run.stderr, "Applying 6 patches onto");
     assert_contains(&run.stderr, "(Jörg Müller <joerg@example.org>)");
     assert_contains(&run.stderr, "(O'Brien, Séan <sean@example.org>)");
@@ -439,10 +514,7 @@ fn every_case_makes_the_commit_git_am_makes() {
 
 #[test]
 fn git_am_cannot_apply_crlf_content_that_forge_applies() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    let files = format_patch(&bench, &base, "series");
+    let (bench, base, files) = bench_with_series();
     let crlf_patch = files[1].to_str().unwrap().to_owned();
     let output = bench.git_output("target", &["am", "-q", &crlf_patch], &[]);
     assert!(
@@ -450,18 +522,8 @@ fn git_am_cannot_apply_crlf_content_that_forge_applies() {
         "git am without --keep-cr applied the CRLF patch"
     );
     bench.git("target", &["am", "--abort"], &[]);
-    let first = files[0].to_str().unwrap();
-    bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            first,
-            &crlf_patch,
-        ])
-        .expect_code(0);
-    assert_same_as_git_am(&bench, &base, &[files[0].clone(), files[1].clone()]);
+    bench.patch("apply", &files[..2]).expect_code(0);
+    assert_same_as_git_am(&bench, &base, &files[..2]);
     assert_eq!(
         std::fs::read(bench.path("target/crlf.txt")).unwrap(),
         b"alpha\r\nBETA\r\ngamma\r\n"
@@ -470,31 +532,15 @@ fn git_am_cannot_apply_crlf_content_that_forge_applies() {
 
 #[test]
 fn one_mbox_with_the_whole_series_makes_the_commits_git_am_makes() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
+    let (bench, base) = bench_with_target();
     let mbox = bench.git(
         "origin",
-        &[
-            "format-patch",
-            "-M",
-            "-C",
-            "--binary",
-            "--stdout",
-            &format!("{base}..main"),
-        ],
+        &format_patch_args(&["--stdout", &format!("{base}..main")]),
         &[],
     );
     bench.write("all.mbox", mbox.as_bytes());
     let run = bench
-        .forge(&[
-            "--json",
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            bench.path("all.mbox").to_str().unwrap(),
-        ])
+        .patch_json("apply", &[bench.path("all.mbox")])
         .expect_code(0);
     assert_same_as_git_am(&bench, &base, &[bench.path("all.mbox")]);
     let document = run.json();
@@ -519,10 +565,7 @@ fn one_mbox_with_the_whole_series_makes_the_commits_git_am_makes() {
 /// Base64 and quoted-printable bodies and a `?b?` encoded author, as mail clients send them.
 #[test]
 fn transfer_encoded_mail_makes_the_commits_git_am_makes() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    let files = format_patch(&bench, &base, "series");
+    let (bench, base, files) = bench_with_series();
     let original = std::fs::read(&files[0]).unwrap();
     let text = String::from_utf8(original.clone()).unwrap();
     let header_end = text.find("\n\n").unwrap() + 2;
@@ -560,13 +603,7 @@ fn transfer_encoded_mail_makes_the_commits_git_am_makes() {
     );
 
     bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            bench.path("encoded").to_str().unwrap(),
-        ])
+        .patch("apply", &[bench.path("encoded")])
         .expect_code(0);
     assert_same_as_git_am(&bench, &base, &[bench.path("encoded")]);
     assert_eq!(commits_after(&bench, "target", &base).len(), 2);
@@ -574,51 +611,34 @@ fn transfer_encoded_mail_makes_the_commits_git_am_makes() {
 
 #[test]
 fn a_second_application_adds_nothing() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    format_patch(&bench, &base, "series");
-    let target = bench.path("target");
-    let series = bench.path("series");
-    let args = [
-        "patch",
-        "apply",
-        "--onto",
-        target.to_str().unwrap(),
-        series.to_str().unwrap(),
-    ];
-    bench.forge(&args).expect_code(0);
-    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
-    let before = snapshot(&target);
+    let (bench, _, _) = bench_with_series();
+    let series = [bench.path("series")];
+    bench.patch("apply", &series).expect_code(0);
+    let head = bench.target_head();
+    let before = bench.target_snapshot();
 
-    let run = bench.forge(&args).expect_code(0);
+    let run = bench.patch("apply", &series).expect_code(0);
     assert_eq!(
         run.stderr.matches(": already applied as ").count(),
         6,
         "{}",
         run.stderr
     );
-    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
-    assert_unchanged(&before, &snapshot(&target));
+    assert_eq!(bench.target_head(), head);
+    assert_unchanged(&before, &bench.target_snapshot());
 
-    let run = bench
-        .forge(&[
-            "--json",
-            "patch",
-            "check",
-            "--onto",
-            target.to_str().unwrap(),
-            series.to_str().unwrap(),
-        ])
-        .expect_code(0);
-    let document = run.json();
-    let statuses: Vec<&str> = document["targets"][0]["patches"]
+    let run = bench.patch_json("check", &series).expect_code(0);
+    assert_eq!(statuses(&run), vec!["already applied"; 6]);
+}
+
+/// The status of each patch of the one target in a `--json` report.
+fn statuses(run: &Run) -> Vec<String> {
+    run.json()["targets"][0]["patches"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|patch| patch["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, vec!["already applied"; 6]);
+        .map(|patch| patch["status"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// A change that reached the target through another commit (other author, other date) is
@@ -627,10 +647,7 @@ fn a_second_application_adds_nothing() {
 fn a_change_committed_differently_is_already_applied() {
     // Text (1), binary literal and delta (4), symlinks, an empty file and spaces (6).
     for index in [0, 3, 5] {
-        let bench = Workbench::new();
-        let base = build_history(&bench);
-        target_at(&bench, &base);
-        let files = format_patch(&bench, &base, "series");
+        let (bench, _, files) = bench_with_series();
         bench.git("target", &["apply", files[index].to_str().unwrap()], &[]);
         commit(
             &bench,
@@ -639,16 +656,9 @@ fn a_change_committed_differently_is_already_applied() {
             "2026-02-01T00:00:00+0000",
             "same change, other commit\n",
         );
-        let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
+        let head = bench.target_head();
 
-        let run = bench.forge(&[
-            "--json",
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            files[index].to_str().unwrap(),
-        ]);
+        let run = bench.patch_json("apply", &files[index..=index]);
         assert_eq!(run.code, 0, "patch {}: {}", index + 1, run.stderr);
         let patch = &run.json()["targets"][0]["patches"][0];
         assert_eq!(patch["status"], "already applied", "patch {}", index + 1);
@@ -657,7 +667,7 @@ fn a_change_committed_differently_is_already_applied() {
             serde_json::Value::Null,
             "found by reverse apply"
         );
-        assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
+        assert_eq!(bench.target_head(), head);
     }
 }
 
@@ -721,18 +731,9 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
         "target change\n",
     );
     let files = format_patch(&bench, &base, "series");
-    let target = bench.path("target");
-    let before = snapshot(&target);
+    let before = bench.target_snapshot();
 
-    let run = bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            target.to_str().unwrap(),
-            bench.path("series").to_str().unwrap(),
-        ])
-        .expect_code(1);
+    let run = bench.patch("apply", &[bench.path("series")]).expect_code(1);
     let second = files[1].file_name().unwrap().to_str().unwrap();
     assert_eq!(second, "0002-second.patch");
     assert_contains(
@@ -740,42 +741,23 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
         "0002-second.patch does not apply: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply",
     );
     assert_contains(&run.stderr, "hint: nothing was applied");
-    assert_unchanged(&before, &snapshot(&target));
+    assert_unchanged(&before, &bench.target_snapshot());
 
     let run = bench
-        .forge(&[
-            "--json",
-            "patch",
-            "check",
-            "--onto",
-            target.to_str().unwrap(),
-            bench.path("series").to_str().unwrap(),
-        ])
+        .patch_json("check", &[bench.path("series")])
         .expect_code(1);
-    let document = run.json();
-    let patches = document["targets"][0]["patches"].as_array().unwrap();
-    let statuses: Vec<&str> = patches
-        .iter()
-        .map(|patch| patch["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, ["applies", "conflicts", "applies"]);
-    assert_eq!(patches[1]["conflict"]["file"], "story.txt");
+    assert_eq!(statuses(&run), ["applies", "conflicts", "applies"]);
+    assert_eq!(
+        run.json()["targets"][0]["patches"][1]["conflict"]["file"],
+        "story.txt"
+    );
     assert_contains(&run.stderr, "1 of 3 patches conflict with their target");
-    assert_unchanged(&before, &snapshot(&target));
+    assert_unchanged(&before, &bench.target_snapshot());
 }
 
 #[test]
 fn a_file_that_is_not_a_patch_is_refused_by_name() {
-    let bench = Workbench::new();
-    bench.git("target", &["init", "-q", "-b", "main"], &[]);
-    bench.write("target/a.txt", b"a\n");
-    commit(
-        &bench,
-        "target",
-        ("Base", "base@example.org"),
-        "2026-01-01T00:00:00+0000",
-        "base\n",
-    );
+    let bench = bench_with_a_bare_target();
     bench.write("junk/notes.txt", b"Just some notes.\nNothing to see.\n");
     bench.write("junk/mail.eml", b"From: A <a@example.org>\nSubject: hello\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\nno diff here\n");
     for (file, reason) in [
@@ -783,15 +765,7 @@ fn a_file_that_is_not_a_patch_is_refused_by_name() {
         ("mail.eml", "carries no diff"),
     ] {
         let path = bench.path(&format!("junk/{file}"));
-        let run = bench
-            .forge(&[
-                "patch",
-                "apply",
-                "--onto",
-                bench.path("target").to_str().unwrap(),
-                path.to_str().unwrap(),
-            ])
-            .expect_code(2);
+        let run = bench.patch("apply", &[&path]).expect_code(2);
         assert_contains(&run.stderr, &format!("{} is not a patch", path.display()));
         assert_contains(&run.stderr, reason);
     }
@@ -799,18 +773,8 @@ fn a_file_that_is_not_a_patch_is_refused_by_name() {
 
 #[test]
 fn paths_outside_the_repository_or_into_git_are_refused() {
-    let bench = Workbench::new();
-    bench.git("target", &["init", "-q", "-b", "main"], &[]);
-    bench.write("target/a.txt", b"a\n");
-    commit(
-        &bench,
-        "target",
-        ("Base", "base@example.org"),
-        "2026-01-01T00:00:00+0000",
-        "base\n",
-    );
-    let target = bench.path("target");
-    let before = snapshot(&target);
+    let bench = bench_with_a_bare_target();
+    let before = bench.target_snapshot();
     for path in [
         "../../etc/passwd",
         ".git/config",
@@ -826,49 +790,31 @@ fn paths_outside_the_repository_or_into_git_are_refused() {
         );
         bench.write("evil.patch", mail.as_bytes());
         let run = bench
-            .forge(&[
-                "patch",
-                "apply",
-                "--onto",
-                target.to_str().unwrap(),
-                bench.path("evil.patch").to_str().unwrap(),
-            ])
+            .patch("apply", &[bench.path("evil.patch")])
             .expect_code(2);
         assert!(
             run.stderr.contains("evil.patch: refusing to write"),
             "{path}: {}",
             run.stderr
         );
-        assert_unchanged(&before, &snapshot(&target));
+        assert_unchanged(&before, &bench.target_snapshot());
     }
     assert!(!bench.path("etc/passwd").exists());
 }
 
 #[test]
 fn a_dirty_worktree_is_refused() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    format_patch(&bench, &base, "series");
+    let (bench, _, _) = bench_with_series();
     bench.write("target/plain.txt", b"local edit\n");
-    let target = bench.path("target");
-    let before = snapshot(&target);
-    let run = bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            target.to_str().unwrap(),
-            bench.path("series").to_str().unwrap(),
-        ])
-        .expect_code(2);
+    let before = bench.target_snapshot();
+    let run = bench.patch("apply", &[bench.path("series")]).expect_code(2);
     assert!(
         run.stderr.contains("has uncommitted changes: plain.txt"),
         "{}",
         run.stderr
     );
     assert_contains(&run.stderr, "hint: commit or stash those changes first");
-    assert_unchanged(&before, &snapshot(&target));
+    assert_unchanged(&before, &bench.target_snapshot());
 }
 
 /// The default recipe's series applies onto its overlay folder and gives the tree `git am`
@@ -1077,23 +1023,13 @@ fn other_format_patch_shapes_make_the_commits_git_am_makes() {
         ("attach", vec!["--attach"]),
         ("signature", vec!["--signature=forge test\nsecond line"]),
     ] {
-        let bench = Workbench::new();
-        let base = build_history(&bench);
-        target_at(&bench, &base);
+        let (bench, base) = bench_with_target();
         let out = bench.path("series");
-        let mut args = vec![
-            "format-patch",
-            "-q",
-            "-M",
-            "-C",
-            "--binary",
-            "-o",
-            out.to_str().unwrap(),
-        ];
-        args.extend(options.iter().copied());
+        let mut rest = vec!["-q", "-o", out.to_str().unwrap()];
+        rest.extend(options.iter().copied());
         let range = format!("{base}..main");
-        args.push(&range);
-        bench.git("origin", &args, &[]);
+        rest.push(&range);
+        bench.git("origin", &format_patch_args(&rest), &[]);
         let first = std::fs::read_dir(&out)
             .unwrap()
             .map(|entry| entry.unwrap().path())
@@ -1110,13 +1046,7 @@ fn other_format_patch_shapes_make_the_commits_git_am_makes() {
             "attach" => assert!(text.contains("Content-Type: multipart/mixed"), "{text}"),
             _ => assert!(text.contains("-- \nforge test\nsecond line"), "{text}"),
         }
-        let run = bench.forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            bench.path("target").to_str().unwrap(),
-            out.to_str().unwrap(),
-        ]);
+        let run = bench.patch("apply", std::slice::from_ref(&out));
         assert_eq!(run.code, 0, "{label}: {}", run.stderr);
         assert_same_as_git_am(&bench, &base, std::slice::from_ref(&out));
     }
@@ -1126,12 +1056,9 @@ fn other_format_patch_shapes_make_the_commits_git_am_makes() {
 /// nothing; a check needs no identity.
 #[test]
 fn a_missing_committer_identity_is_refused_with_a_hint() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    format_patch(&bench, &base, "series");
+    let (bench, _, _) = bench_with_series();
     let target = bench.path("target");
-    let before = snapshot(&target);
+    let before = bench.target_snapshot();
     let environment: Vec<(&str, String)> = git_environment(bench.context.path())
         .into_iter()
         .filter(|(name, _)| {
@@ -1139,58 +1066,37 @@ fn a_missing_committer_identity_is_refused_with_a_hint() {
         })
         .collect();
     let pairs = env_refs(&environment);
-    let series = bench.path("series");
-    let args = |command: &'static str| {
-        vec![
-            "patch",
-            command,
-            "--onto",
-            target.to_str().unwrap(),
-            series.to_str().unwrap(),
-        ]
-    };
+    let series = [bench.path("series")];
     let run = bench
         .context
-        .forge_with(&args("apply"), &pairs)
+        .forge_with(&patch_args("apply", &target, &series), &pairs)
         .expect_code(2);
     assert_contains(&run.stderr, "no committer identity");
     assert_contains(
         &run.stderr,
         "FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL",
     );
-    assert_unchanged(&before, &snapshot(&target));
+    assert_unchanged(&before, &bench.target_snapshot());
     bench
         .context
-        .forge_with(&args("check"), &pairs)
+        .forge_with(&patch_args("check", &target, &series), &pairs)
         .expect_code(0);
-    assert_unchanged(&before, &snapshot(&target));
+    assert_unchanged(&before, &bench.target_snapshot());
 }
 
 /// An untracked file where the series creates one: the checkout is refused before it writes
 /// anything, and HEAD, the index and the worktree stay as they were.
 #[test]
 fn an_untracked_file_in_the_way_leaves_the_worktree_as_it_was() {
-    let bench = Workbench::new();
-    let base = build_history(&bench);
-    target_at(&bench, &base);
-    format_patch(&bench, &base, "series");
+    let (bench, _, _) = bench_with_series();
     bench.write("target/new.bin", b"mine, not tracked\n");
-    let target = bench.path("target");
-    let head = bench.git("target", &["rev-parse", "HEAD"], &[]);
-    let before = snapshot(&target);
-    let run = bench
-        .forge(&[
-            "patch",
-            "apply",
-            "--onto",
-            target.to_str().unwrap(),
-            bench.path("series").to_str().unwrap(),
-        ])
-        .expect_code(2);
+    let head = bench.target_head();
+    let before = bench.target_snapshot();
+    let run = bench.patch("apply", &[bench.path("series")]).expect_code(2);
     assert_contains(&run.stderr, "are where the series adds files: new.bin");
     assert_contains(&run.stderr, "hint: move those files away");
-    assert_eq!(bench.git("target", &["rev-parse", "HEAD"], &[]), head);
-    assert_unchanged(&before, &snapshot(&target));
+    assert_eq!(bench.target_head(), head);
+    assert_unchanged(&before, &bench.target_snapshot());
 }
 
 #[test]

@@ -900,18 +900,7 @@ struct Replay {
 fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
     let home = work.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let originals: Vec<String> = String::from_utf8(
-        git(
-            origin,
-            &home,
-            &["rev-list", "--reverse", &format!("{base}..{tip}")],
-        )
-        .stdout,
-    )
-    .unwrap()
-    .lines()
-    .map(str::to_owned)
-    .collect();
+    let originals = rev_list(origin, &home, &format!("{base}..{tip}"));
     let mut replay = Replay {
         difference: None,
         compared: 0,
@@ -927,21 +916,55 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
         } else {
             originals[start - 1].clone()
         };
-        let folder = work.join(format!("round{round}"));
+        let round = Round::new(origin, &home, work.join(format!("round{round}")), from, tip);
+        match round.compare(&mut replay) {
+            Err(difference) => {
+                replay.difference = Some(difference);
+                return replay;
+            }
+            Ok(None) => break,
+            Ok(Some(applied)) => {
+                replay.refused.push(originals[start + applied].clone());
+                start += applied + 1;
+            }
+        }
+    }
+    replay
+}
+
+/// The commits of `range` in `folder`, oldest first.
+fn rev_list(folder: &Path, home: &Path, range: &str) -> Vec<String> {
+    String::from_utf8(git(folder, home, &["rev-list", "--reverse", range]).stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One round of a replay: the series `from..tip` of `origin`, as files in `folder`, applied by
+/// both tools onto clones at `from`.
+struct Round<'a> {
+    origin: &'a Path,
+    home: &'a Path,
+    folder: PathBuf,
+    from: String,
+    /// The series' patch files, in order.
+    files: Vec<PathBuf>,
+}
+
+impl<'a> Round<'a> {
+    /// Writes the series `from..tip` of `origin` into `folder`.
+    fn new(origin: &'a Path, home: &'a Path, folder: PathBuf, from: String, tip: &str) -> Self {
         let patches = folder.join("series");
         let made = git(
             origin,
-            &home,
-            &[
-                "format-patch",
+            home,
+            &crate::support::format_patch_args(&[
                 "-q",
-                "-M",
-                "-C",
-                "--binary",
                 "-o",
                 patches.to_str().unwrap(),
                 &format!("{from}..{tip}"),
-            ],
+            ]),
         );
         assert!(
             made.status.success(),
@@ -953,146 +976,146 @@ fn replay_history(origin: &Path, base: &str, tip: &str, work: &Path) -> Replay {
             .map(|entry| entry.unwrap().path())
             .collect();
         files.sort();
-        let mbox = |name: &str, files: &[PathBuf]| {
-            let path = folder.join(name);
-            let bytes: Vec<u8> = files
-                .iter()
-                .flat_map(|file| std::fs::read(file).unwrap())
-                .collect();
-            std::fs::write(&path, bytes).unwrap();
-            path
-        };
-        let clone = |name: &str| {
-            let cloned = git(
-                &folder,
-                &home,
-                &[
-                    "clone",
-                    "-q",
-                    "--no-checkout",
-                    origin.to_str().unwrap(),
-                    name,
-                ],
-            );
-            assert!(
-                cloned.status.success(),
-                "{}",
-                String::from_utf8_lossy(&cloned.stderr)
-            );
-            let checked_out = git(
-                &folder.join(name),
-                &home,
-                &["checkout", "-q", "-B", "work", &from],
-            );
-            assert!(checked_out.status.success());
-            folder.join(name)
-        };
-        let made_since = |folder: &Path| -> Vec<String> {
-            String::from_utf8(
-                git(
-                    folder,
-                    &home,
-                    &["rev-list", "--reverse", &format!("{from}..work")],
-                )
-                .stdout,
-            )
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-        };
-
-        let am = clone("am");
-        let all = mbox("all.mbox", &files);
-        let started = std::time::Instant::now();
-        let run = git(
-            &am,
-            &home,
-            &["am", "-q", "--keep-cr", all.to_str().unwrap()],
-        );
-        replay.seconds[0] += started.elapsed().as_secs_f64();
-        let expected = made_since(&am);
-        let applied = expected.len();
-
-        let forge_folder = clone("forge");
-        let series = if run.status.success() {
-            all
-        } else {
-            mbox("applied.mbox", &files[..applied])
-        };
-        if applied > 0 {
-            let started = std::time::Instant::now();
-            let run = forge(
-                &forge_folder,
-                &home,
-                &[
-                    "-q",
-                    "patch",
-                    "apply",
-                    "--onto",
-                    ".",
-                    series.to_str().unwrap(),
-                ],
-            );
-            replay.seconds[1] += started.elapsed().as_secs_f64();
-            if !run.status.success() {
-                replay.difference = Some(format!(
-                    "forge failed where git am applied: {}",
-                    String::from_utf8_lossy(&run.stderr)
-                ));
-                return replay;
-            }
+        Self {
+            origin,
+            home,
+            folder,
+            from,
+            files,
         }
-        let made = made_since(&forge_folder);
-        if let Some((reference, copy)) = expected
+    }
+
+    /// `files` concatenated into one mbox `name` in the round's folder.
+    fn mbox(&self, name: &str, files: &[PathBuf]) -> PathBuf {
+        let path = self.folder.join(name);
+        let bytes: Vec<u8> = files
             .iter()
-            .zip(&made)
-            .find(|(left, right)| left != right)
-        {
-            replay.difference = Some(format!(
-                "git am {}\nforge  {}",
-                facts(&am, Oid::from_str(reference).unwrap()),
-                facts(&forge_folder, Oid::from_str(copy).unwrap())
-            ));
-            return replay;
-        }
-        if made.len() != expected.len() {
-            replay.difference = Some(format!(
-                "git am made {applied} commits, forge {}",
-                made.len()
-            ));
-            return replay;
-        }
-        replay.compared += applied;
-        if run.status.success() {
-            break;
-        }
-        // git am stopped at the next patch: forge must refuse it as well, changing nothing.
-        let refused = mbox("refused.mbox", &files[applied..=applied]);
-        let head = head_of(&forge_folder);
-        let run = forge(
-            &forge_folder,
-            &home,
+            .flat_map(|file| std::fs::read(file).unwrap())
+            .collect();
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    /// A clone of origin, `name` in the round's folder, with `work` checked out at `from`.
+    fn clone_as(&self, name: &str) -> PathBuf {
+        let cloned = git(
+            &self.folder,
+            self.home,
+            &[
+                "clone",
+                "-q",
+                "--no-checkout",
+                self.origin.to_str().unwrap(),
+                name,
+            ],
+        );
+        assert!(
+            cloned.status.success(),
+            "{}",
+            String::from_utf8_lossy(&cloned.stderr)
+        );
+        let checked_out = git(
+            &self.folder.join(name),
+            self.home,
+            &["checkout", "-q", "-B", "work", &self.from],
+        );
+        assert!(checked_out.status.success());
+        self.folder.join(name)
+    }
+
+    /// The commits made in the clone `folder` since `from`.
+    fn made_since(&self, folder: &Path) -> Vec<String> {
+        rev_list(folder, self.home, &format!("{}..work", self.from))
+    }
+
+    /// `forge patch apply` of `series` in the clone `folder`.
+    fn forge_apply(&self, folder: &Path, series: &Path) -> Output {
+        forge(
+            folder,
+            self.home,
             &[
                 "-q",
                 "patch",
                 "apply",
                 "--onto",
                 ".",
-                refused.to_str().unwrap(),
+                series.to_str().unwrap(),
             ],
-        );
-        if run.status.success() || head_of(&forge_folder) != head {
-            replay.difference = Some(format!(
-                "git am refuses {} but forge applies it",
-                files[applied].display()
-            ));
-            return replay;
-        }
-        replay.refused.push(originals[start + applied].clone());
-        start += applied + 1;
+        )
     }
-    replay
+
+    /// Applies the series with both tools and compares what they made, adding the commits
+    /// compared and the time taken to `replay`: the first difference, or where git am stopped
+    /// (`None` where it applied the whole series), forge having refused that patch too.
+    fn compare(&self, replay: &mut Replay) -> Result<Option<usize>, String> {
+        let am = self.clone_as("am");
+        let all = self.mbox("all.mbox", &self.files);
+        let started = std::time::Instant::now();
+        let run = git(
+            &am,
+            self.home,
+            &["am", "-q", "--keep-cr", all.to_str().unwrap()],
+        );
+        replay.seconds[0] += started.elapsed().as_secs_f64();
+        let expected = self.made_since(&am);
+        let applied = expected.len();
+
+        let forge_folder = self.clone_as("forge");
+        let series = if run.status.success() {
+            all
+        } else {
+            self.mbox("applied.mbox", &self.files[..applied])
+        };
+        if applied > 0 {
+            let started = std::time::Instant::now();
+            let run = self.forge_apply(&forge_folder, &series);
+            replay.seconds[1] += started.elapsed().as_secs_f64();
+            if !run.status.success() {
+                return Err(format!(
+                    "forge failed where git am applied: {}",
+                    String::from_utf8_lossy(&run.stderr)
+                ));
+            }
+        }
+        let made = self.made_since(&forge_folder);
+        if let Some((reference, copy)) = expected
+            .iter()
+            .zip(&made)
+            .find(|(left, right)| left != right)
+        {
+            return Err(format!(
+                "git am {}\nforge  {}",
+                facts(&am, Oid::from_str(reference).unwrap()),
+                facts(&forge_folder, Oid::from_str(copy).unwrap())
+            ));
+        }
+        if made.len() != expected.len() {
+            return Err(format!(
+                "git am made {applied} commits, forge {}",
+                made.len()
+            ));
+        }
+        replay.compared += applied;
+        if run.status.success() {
+            return Ok(None);
+        }
+        self.refused_by_forge(&forge_folder, applied).map(Some)
+    }
+
+    /// git am stopped at patch `at`: forge must refuse it as well, changing nothing in its clone
+    /// `folder`.
+    fn refused_by_forge(&self, folder: &Path, at: usize) -> Result<usize, String> {
+        let refused = self.mbox("refused.mbox", &self.files[at..=at]);
+        let head = head_of(folder);
+        let run = self.forge_apply(folder, &refused);
+        if run.status.success() || head_of(folder) != head {
+            return Err(format!(
+                "git am refuses {} but forge applies it",
+                self.files[at].display()
+            ));
+        }
+        Ok(at)
+    }
 }
 
 #[test]
@@ -1405,6 +1428,15 @@ fn generated_cases_get_git_ams_verdict() {
 // ---------------------------------------------------------------------------------------------
 // Named cases: each class of disagreement with git found before, as its own test.
 
+/// The mail for Ada's change of the one file `f` from `before` to `after`, and the state
+/// before it.
+fn change_of_f(before: &[u8], after: &[u8], message: &str) -> (State, Vec<u8>) {
+    let before = state(&[("f", REGULAR, before)]);
+    let after = state(&[("f", REGULAR, after)]);
+    let mail = mail_for(&before, &after, &ada(), message);
+    (before, mail)
+}
+
 fn lines_of(count: usize, word: &str) -> Vec<u8> {
     (0..count)
         .map(|_| format!("{word}\n"))
@@ -1415,18 +1447,14 @@ fn lines_of(count: usize, word: &str) -> Vec<u8> {
 /// Emptying a file: the reverse also applies, which once made it look already applied.
 #[test]
 fn emptying_a_file_is_applied() {
-    let before = state(&[("f", REGULAR, b"a\nb\n")]);
-    let after = state(&[("f", REGULAR, b"")]);
-    let mail = mail_for(&before, &after, &ada(), "empty it");
+    let (before, mail) = change_of_f(b"a\nb\n", b"", "empty it");
     assert_both_apply(&case("emptying a file", mail, &before));
 }
 
 /// Deleting the last lines of a file whose remaining lines look like the context.
 #[test]
 fn deleting_trailing_lines_that_match_the_context_is_applied() {
-    let before = state(&[("f", REGULAR, &lines_of(3, "a"))]);
-    let after = state(&[("f", REGULAR, b"a\n")]);
-    let mail = mail_for(&before, &after, &ada(), "drop the tail");
+    let (before, mail) = change_of_f(&lines_of(3, "a"), b"a\n", "drop the tail");
     assert_both_apply(&case("trailing lines", mail, &before));
 }
 
@@ -1498,9 +1526,7 @@ fn a_rename_or_copy_onto_an_existing_file_is_refused() {
 /// A hunk with no context after its change must match at the end of the file.
 #[test]
 fn a_hunk_that_must_end_the_file_is_refused_when_lines_follow() {
-    let before = state(&[("f", REGULAR, b"a\nb\nc\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\nc\nd\n")]);
-    let mail = mail_for(&before, &after, &ada(), "append d");
+    let (_, mail) = change_of_f(b"a\nb\nc\n", b"a\nb\nc\nd\n", "append d");
     let target = state(&[("f", REGULAR, b"a\nb\nc\nx\n")]);
     assert_both_refuse(&case("end of file", mail, &target));
 }
@@ -1508,9 +1534,8 @@ fn a_hunk_that_must_end_the_file_is_refused_when_lines_follow() {
 /// A hunk header whose counts are smaller than its lines.
 #[test]
 fn a_hunk_whose_counts_are_too_small_is_refused() {
-    let before = state(&[("f", REGULAR, b"a\nb\nc\n")]);
-    let after = state(&[("f", REGULAR, b"a\nB\nc\n")]);
-    let mail = String::from_utf8(mail_for(&before, &after, &ada(), "b to B")).unwrap();
+    let (before, mail) = change_of_f(b"a\nb\nc\n", b"a\nB\nc\n", "b to B");
+    let mail = String::from_utf8(mail).unwrap();
     assert!(mail.contains("@@ -1,3 +1,3 @@"), "{mail}");
     let mail = mail.replace("@@ -1,3 +1,3 @@", "@@ -1,2 +1,2 @@");
     assert_both_refuse(&case("counts", mail.into_bytes(), &before));
@@ -1597,9 +1622,8 @@ fn a_mode_change_into_a_gitlink_is_refused() {
 }
 
 fn header_case(label: &str, edit: impl Fn(String) -> String) -> (Case, State) {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\n")]);
-    let mail = String::from_utf8(mail_for(&before, &after, &ada(), "add b\n\nA body.")).unwrap();
+    let (before, mail) = change_of_f(b"a\n", b"a\nb\n", "add b\n\nA body.");
+    let mail = String::from_utf8(mail).unwrap();
     (case(label, edit(mail).into_bytes(), &before), before)
 }
 
@@ -1622,10 +1646,8 @@ fn replace_date(mail: &str, date: &str) -> String {
 /// A body in ISO-8859-1 is converted to UTF-8.
 #[test]
 fn a_latin1_body_is_converted_to_utf8() {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"a\nb\n")]);
-    let mail =
-        String::from_utf8(mail_for(&before, &after, &ada(), "add b\n\nCafé crème.")).unwrap();
+    let (before, mail) = change_of_f(b"a\n", b"a\nb\n", "add b\n\nCafé crème.");
+    let mail = String::from_utf8(mail).unwrap();
     assert!(mail.contains("charset=UTF-8"), "{mail}");
     let latin1: Vec<u8> = mail
         .replace("charset=UTF-8", "charset=ISO-8859-1")
@@ -1657,14 +1679,7 @@ fn a_from_with_the_name_in_a_comment_keeps_the_name() {
 /// A no-break space or an ideographic space at the end of a line stays in the message.
 #[test]
 fn trailing_non_ascii_spaces_stay_in_the_message() {
-    let before = state(&[("f", REGULAR, b"a\n")]);
-    let after = state(&[("f", REGULAR, b"b\n")]);
-    let mail = mail_for(
-        &before,
-        &after,
-        &ada(),
-        "spaces\u{3000}\n\nno-break\u{a0}\n",
-    );
+    let (before, mail) = change_of_f(b"a\n", b"b\n", "spaces\u{3000}\n\nno-break\u{a0}\n");
     let facts = assert_both_apply(&case("spaces", mail, &before));
     assert!(facts.contains(r"no-break\u{a0}"), "{facts}");
 }

@@ -19,14 +19,8 @@ use crate::tls::{Certificates, TlsTerminator};
 fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let home = context.path().join(".home");
     std::fs::create_dir_all(&home).expect("a home folder");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
-    command
-        .arg("-C")
-        .arg(context.path())
-        .args(args)
-        .current_dir(context.path());
+    let mut command = context.forge_command(args);
     for name in [
-        "SOURCE_DATE_EPOCH",
         "PIP_INDEX_URL",
         "PIP_CONFIG_FILE",
         "FORGE_INDEX_URL",
@@ -38,20 +32,33 @@ fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
         command.env_remove(name);
     }
     command
-        .env("NO_COLOR", "1")
         .env("HOME", &home)
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_CONFIG_DIRS", home.join("xdg"));
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().expect("forge runs");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+        .env("XDG_CONFIG_DIRS", home.join("xdg"))
+        .envs(env.iter().copied());
+    Run::of(&mut command)
+}
+
+/// `forge`, with `index` as the package index.
+fn forge_on(context: &TestContext, index: &IndexServer, args: &[&str]) -> Run {
+    forge(context, args, &[("FORGE_INDEX_URL", &index.url())])
+}
+
+/// The default recipe, its pins.toml as it stands, and an index offering everything it pins
+/// at its current versions.
+fn recipe_and_index() -> (TestContext, String, IndexServer) {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    (context, before, default_index())
+}
+
+/// `recipe_and_index`, with the first `from` in pins.toml made `to` first.
+fn edited_recipe_and_index(from: &str, to: &str) -> (TestContext, String, IndexServer) {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", from, to);
+    let before = context.read("pins.toml");
+    (context, before, default_index())
 }
 
 /// An index offering everything the default recipe pins at its current versions.
@@ -69,6 +76,10 @@ fn default_index() -> IndexServer {
     }
     index
 }
+
+/// FlashInfer's version line in the default recipe, and after the move to 0.6.15.
+const FLASHINFER_0_6_14: &str = "version = \"0.6.14\"";
+const FLASHINFER_0_6_15: &str = "version = \"0.6.15\"";
 
 /// Offers FlashInfer 0.6.15: all three wheels, the jit-cache one with its `+cu130` label.
 fn offer_flashinfer_0_6_15(index: &IndexServer) {
@@ -88,21 +99,54 @@ fn assert_unchanged(context: &TestContext, before: &str) {
     );
 }
 
+/// Panics unless `run` says each of `messages` and pins.toml is still `before`.
+#[track_caller]
+fn assert_unchanged_saying(run: &Run, context: &TestContext, before: &str, messages: &[&str]) {
+    for message in messages {
+        assert_contains(&run.stderr, message);
+    }
+    assert_unchanged(context, before);
+}
+
+/// Panics unless pins.toml is `before` with its first `from` made `to`, and nothing else.
+#[track_caller]
+fn assert_moved(context: &TestContext, before: &str, from: &str, to: &str) {
+    assert_eq!(context.read("pins.toml"), before.replacen(from, to, 1));
+}
+
+/// `forge pin bump deepgemm --to` the remote's second commit by a short id, with `env`: the pin
+/// in `before` moves to its full id.
+#[track_caller]
+fn assert_a_short_revision_resolves(
+    context: &TestContext,
+    before: &str,
+    remote: &GitRemote,
+    env: &[(&str, &str)],
+) {
+    let to = ["pin", "bump", "deepgemm", "--to", &remote.second[..9]];
+    forge(context, &to, env).expect_code(0);
+    assert_deepgemm_at(context, before, &remote.second);
+}
+
+/// Panics unless pins.toml is `before` with DeepGEMM's revision moved to `rev`.
+#[track_caller]
+fn assert_deepgemm_at(context: &TestContext, before: &str, rev: &str) {
+    assert_moved(
+        context,
+        before,
+        "rev = \"a6b593d\"",
+        &format!("rev = \"{rev}\""),
+    );
+}
+
 #[test]
 fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     offer_flashinfer_0_6_15(&index);
     // A wheel for another CUDA build must not count as the cu130 one.
     index.wheel("flashinfer-jit-cache", "0.6.16+cu128");
 
-    let run = forge(
-        &context,
-        &["pin", "bump", "flashinfer"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
 
     // Every byte but the one value stays: comments, spacing, key order, the other pins.
     let expected = before.replacen(
@@ -139,51 +183,32 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
 
 #[test]
 fn the_value_keeps_its_quote_style_and_trailing_comment() {
-    let context = TestContext::default_recipe();
-    context.edit(
-        "pins.toml",
+    let (context, before, index) = edited_recipe_and_index(
         "version = \"0.6.14\"\n",
         "version = '0.6.14'     # follows upstream releases\n",
     );
-    let before = context.read("pins.toml");
-    let index = default_index();
     offer_flashinfer_0_6_15(&index);
-    forge(
+    forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_moved(
         &context,
-        &["pin", "bump", "flashinfer"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "version = '0.6.14'     # follows upstream releases\n",
-            "version = '0.6.15'     # follows upstream releases\n",
-            1
-        )
+        &before,
+        "version = '0.6.14'     # follows upstream releases\n",
+        "version = '0.6.15'     # follows upstream releases\n",
     );
 }
 
 #[test]
 fn a_python_pin_keeps_its_local_label() {
-    let context = TestContext::default_recipe();
-    context.edit(
-        "pins.toml",
-        "version = \"4.6.0\"",
-        "version = \"4.6.0+cu130\"",
-    );
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) =
+        edited_recipe_and_index("version = \"4.6.0\"", "version = \"4.6.0+cu130\"");
     index
         .wheel("nvidia-cutlass-dsl", "4.6.0+cu130")
         .wheel("nvidia-cutlass-dsl", "4.7.0+cu130")
         // Newer, but a build for another CUDA: not this pin's.
         .wheel("nvidia-cutlass-dsl", "4.8.0+cu128")
         .wheel("nvidia-cutlass-dsl", "4.8.0");
-    let url = index.url();
-    let env = [("FORGE_INDEX_URL", url.as_str())];
 
-    let outdated = forge(&context, &["--json", "pin", "outdated"], &env);
+    let outdated = forge_on(&context, &index, &["--json", "pin", "outdated"]);
     let document = outdated.json();
     // A lookup that fails (DeepGEMM's remote is not reachable here) says why in words the
     // machine's resolver chooses: the shape keeps only that there is a note.
@@ -206,30 +231,16 @@ fn a_python_pin_keeps_its_local_label() {
         .clone();
     assert_eq!(cutlass["newest"], "4.7.0+cu130", "{cutlass}");
 
-    let run = forge(&context, &["pin", "bump", "cutlass-dsl"], &env).expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "bump", "cutlass-dsl"]).expect_code(0);
     assert_contains(&run.stderr, "cutlass-dsl 4.6.0+cu130 -> 4.7.0+cu130");
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen("version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\"", 1)
-    );
+    let moved = ["version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\""];
+    assert_moved(&context, &before, moved[0], moved[1]);
     // --to may name the label or leave it to the pin; another label is refused.
     context.write("pins.toml", &before);
-    forge(
-        &context,
-        &["pin", "bump", "cutlass-dsl", "--to", "4.7.0+cu130"],
-        &env,
-    )
-    .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen("version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\"", 1)
-    );
-    let run = forge(
-        &context,
-        &["pin", "bump", "cutlass-dsl", "--to", "4.8.0+cu128"],
-        &env,
-    )
-    .expect_code(2);
+    let to = |version| ["pin", "bump", "cutlass-dsl", "--to", version];
+    forge_on(&context, &index, &to("4.7.0+cu130")).expect_code(0);
+    assert_moved(&context, &before, moved[0], moved[1]);
+    let run = forge_on(&context, &index, &to("4.8.0+cu128")).expect_code(2);
     assert_contains(
         &run.stderr,
         "cutlass-dsl carries the label +cu130, not +cu128",
@@ -238,9 +249,7 @@ fn a_python_pin_keeps_its_local_label() {
 
 #[test]
 fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12");
@@ -252,21 +261,22 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
         // The partner's deny list holds for tilelang too: they move together.
         &["pin", "bump", "tilelang"][..],
     ] {
-        let run = forge(&context, args, &[("FORGE_INDEX_URL", &index.url())]).expect_code(1);
-        assert_contains(
-            &run.stderr,
-            "aborts tilelang: duplicate type-attr registration",
+        let run = forge_on(&context, &index, args).expect_code(1);
+        assert_unchanged_saying(
+            &run,
+            &context,
+            &before,
+            &[
+                "aborts tilelang: duplicate type-attr registration",
+                "hint: the deny list",
+            ],
         );
-        assert_contains(&run.stderr, "hint: the deny list");
-        assert_unchanged(&context, &before);
     }
 }
 
 #[test]
 fn a_lockstep_group_moves_together() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12")
@@ -274,12 +284,7 @@ fn a_lockstep_group_moves_together() {
         .wheel("tilelang", "0.1.13")
         .wheel("tilelang", "0.1.14");
 
-    let run = forge(
-        &context,
-        &["pin", "bump", "tilelang"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
     // 0.1.14 lacks its partner and is skipped with that reason; both pins land on 0.1.13.
     assert_contains(
         &run.stderr,
@@ -302,50 +307,36 @@ fn a_lockstep_group_moves_together() {
 
 #[test]
 fn a_group_partner_missing_the_version_refuses_the_bump() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     index.wheel("tilelang", "0.1.13");
 
-    let run = forge(
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(1);
+    assert_unchanged_saying(
+        &run,
         &context,
-        &["pin", "bump", "tilelang"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(1);
-    assert_contains(
-        &run.stderr,
-        "group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
+        &before,
+        &[
+            "group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
+            "hint: a lockstep group moves together",
+        ],
     );
-    assert_contains(&run.stderr, "hint: a lockstep group moves together");
-    assert_unchanged(&context, &before);
 }
 
 #[test]
 fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     index
         .wheel("flashinfer-python", "0.6.15")
         .wheel("flashinfer-cubin", "0.6.15")
         // Published for another CUDA build only.
         .wheel("flashinfer-jit-cache", "0.6.15+cu128");
 
-    let run = forge(
-        &context,
-        &["pin", "bump", "flashinfer"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(1);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
-            index.url()
-        ),
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let missing = format!(
+        "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
+        index.url()
     );
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(&run, &context, &before, &[&missing]);
 }
 
 #[test]
@@ -357,52 +348,39 @@ fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_
         .wheel("flashinfer-python", "0.6.15")
         .wheel("flashinfer-cubin", "0.6.15");
     let url = index.url();
-    let env = [("FORGE_INDEX_URL", url.as_str())];
 
-    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        &format!("wheel flashinfer-jit-cache 0.6.15+cu130 is not on {url}"),
-    );
-    assert_unchanged(&context, &before);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let missing = format!("wheel flashinfer-jit-cache 0.6.15+cu130 is not on {url}");
+    assert_unchanged_saying(&run, &context, &before, &[&missing]);
 
     // The pin's own package missing is not a refusal but a lookup that failed.
-    let run = forge(&context, &["pin", "bump", "tilelang"], &env).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("{url}/tilelang/ has no package `tilelang` (HTTP 404)"),
-    );
-    assert_unchanged(&context, &before);
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(2);
+    let missing = format!("{url}/tilelang/ has no package `tilelang` (HTTP 404)");
+    assert_unchanged_saying(&run, &context, &before, &[&missing]);
 }
 
 #[test]
 fn an_allowed_range_holds_unless_forced() {
-    let context = TestContext::default_recipe();
-    context.edit(
-        "pins.toml",
+    let (context, before, index) = edited_recipe_and_index(
         "version = \"0.6.14\"\n",
         "version = \"0.6.14\"\nallow = \">=0.6.14,<0.6.15\"\n",
     );
-    let before = context.read("pins.toml");
-    let index = default_index();
     offer_flashinfer_0_6_15(&index);
-    let env = [("FORGE_INDEX_URL", index.url())];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 
-    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        "outside the allowed range >=0.6.14,<0.6.15 of flashinfer",
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "outside the allowed range >=0.6.14,<0.6.15 of flashinfer",
+            "pass --force",
+        ],
     );
-    assert_contains(&run.stderr, "pass --force");
-    assert_unchanged(&context, &before);
 
-    let run = forge(&context, &["pin", "bump", "flashinfer", "--force"], &env).expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer", "--force"]).expect_code(0);
     assert_contains(&run.stderr, "--force: moving flashinfer to 0.6.15");
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen("version = \"0.6.14\"", "version = \"0.6.15\"", 1)
-    );
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
     // The recipe still loads, with a warning about the range.
     let list = forge(&context, &["pin", "list"], &[]).expect_code(0);
     assert_contains(&list.stderr, "outside its allowed range");
@@ -410,9 +388,7 @@ fn an_allowed_range_holds_unless_forced() {
 
 #[test]
 fn prereleases_are_offered_only_with_pre_and_yanked_files_never() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
+    let (context, before, index) = recipe_and_index();
     for package in ["flashinfer-python", "flashinfer-cubin"] {
         index.wheel(package, "0.6.15rc1").wheel(package, "0.6.16");
     }
@@ -423,20 +399,21 @@ fn prereleases_are_offered_only_with_pre_and_yanked_files_never() {
         "flashinfer-python",
         "flashinfer_python-0.6.16-py3-none-manylinux_2_28_aarch64.whl",
     );
-    let url = index.url();
-    let env = [("FORGE_INDEX_URL", url.as_str())];
 
-    let run = forge(&context, &["pin", "bump", "flashinfer"], &env).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "flashinfer is at 0.6.14, the newest version on offer",
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["flashinfer is at 0.6.14, the newest version on offer"],
     );
-    assert_unchanged(&context, &before);
 
-    forge(&context, &["pin", "bump", "flashinfer", "--pre"], &env).expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen("version = \"0.6.14\"", "version = \"0.6.15rc1\"", 1)
+    forge_on(&context, &index, &["pin", "bump", "flashinfer", "--pre"]).expect_code(0);
+    assert_moved(
+        &context,
+        &before,
+        FLASHINFER_0_6_14,
+        "version = \"0.6.15rc1\"",
     );
 }
 
@@ -451,10 +428,10 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
     let index = default_index();
     offer_flashinfer_0_6_15(&index);
 
-    let run = forge(
+    let run = forge_on(
         &context,
+        &index,
         &["pin", "bump", "flashinfer", "--dry-run"],
-        &[("FORGE_INDEX_URL", &index.url())],
     )
     .expect_code(0);
     assert_contains(&run.stdout, "--- a/pins.toml\n+++ b/pins.toml\n");
@@ -467,9 +444,12 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         &run.stdout,
         "\n+RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfer-cubin==0.6.15 \\\n",
     );
-    assert_contains(&run.stderr, "Invalidated 5 of 14 steps");
-    assert_contains(&run.stderr, "a dry run writes nothing");
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["Invalidated 5 of 14 steps", "a dry run writes nothing"],
+    );
     let after = std::fs::metadata(context.path().join("pins.toml"))
         .unwrap()
         .modified()
@@ -482,12 +462,7 @@ fn json_reports_the_assignments_and_the_invalidated_steps() {
     let context = TestContext::default_recipe();
     let index = default_index();
     offer_flashinfer_0_6_15(&index);
-    let run = forge(
-        &context,
-        &["--json", "pin", "bump", "flashinfer"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(0);
+    let run = forge_on(&context, &index, &["--json", "pin", "bump", "flashinfer"]).expect_code(0);
     let document = run.json();
     insta::assert_snapshot!(
         "json_pin_bump",
@@ -523,14 +498,11 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &[("PIP_INDEX_URL", &main.url())],
     )
     .expect_code(1);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
-            wheels.url()
-        ),
+    let missing = format!(
+        "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
+        wheels.url()
     );
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(&run, &context, &before, &[&missing]);
     assert!(
         main.requests()
             .iter()
@@ -549,10 +521,7 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &[("PIP_CONFIG_FILE", config.to_str().unwrap())],
     )
     .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen("version = \"0.6.14\"", "version = \"0.6.15\"", 1)
-    );
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
 }
 
 #[test]
@@ -620,9 +589,15 @@ fn an_unknown_pin_suggests_the_closest_name() {
     let context = TestContext::default_recipe();
     let before = context.read("pins.toml");
     let run = forge(&context, &["pin", "bump", "flashinfr"], &[]).expect_code(2);
-    assert_contains(&run.stderr, "error: pins.toml has no pin `flashinfr`");
-    assert_contains(&run.stderr, "hint: did you mean `flashinfer`?");
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "error: pins.toml has no pin `flashinfr`",
+            "hint: did you mean `flashinfer`?",
+        ],
+    );
 }
 
 #[test]
@@ -638,32 +613,31 @@ fn an_unreachable_index_names_the_url_and_changes_nothing() {
         &[],
     )
     .expect_code(2);
-    assert_contains(&run.stderr, "pins.toml was not changed");
-    assert_contains(
-        &run.stderr,
-        &format!("cannot reach the package index at {url}/flashinfer-python/"),
+    let unreachable = format!("cannot reach the package index at {url}/flashinfer-python/");
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["pins.toml was not changed", &unreachable, "hint: "],
     );
-    assert_contains(&run.stderr, "hint: ");
-    assert_unchanged(&context, &before);
 }
 
 #[test]
 fn a_version_missing_from_the_index_is_an_error() {
-    let context = TestContext::default_recipe();
-    let before = context.read("pins.toml");
-    let index = default_index();
-    let run = forge(
+    let (context, before, index) = recipe_and_index();
+    let run = forge_on(
         &context,
+        &index,
         &["pin", "bump", "flashinfer", "--to", "0.6.99"],
-        &[("FORGE_INDEX_URL", &index.url())],
     )
     .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("error: flashinfer-python 0.6.99 is not on {}", index.url()),
+    let missing = format!("error: flashinfer-python 0.6.99 is not on {}", index.url());
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[&missing, "hint: `forge pin outdated` lists"],
     );
-    assert_contains(&run.stderr, "hint: `forge pin outdated` lists");
-    assert_unchanged(&context, &before);
 }
 
 #[test]
@@ -671,11 +645,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     let context = TestContext::default_recipe();
     let before = context.read("pins.toml");
     let remote = GitRemote::new();
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{}\"", remote.url()),
-    );
+    with_git_remote(&context, &remote);
     context.edit(
         "pins.toml",
         "rev = \"a6b593d\"",
@@ -687,10 +657,8 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12");
-    let url = index.url();
-    let env = [("FORGE_INDEX_URL", url.as_str())];
 
-    let run = forge(&context, &["pin", "outdated"], &env).expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     let row = |name: &str| {
         run.stdout
             .lines()
@@ -728,7 +696,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         "tilelang 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
     );
 
-    let json = forge(&context, &["--json", "pin", "outdated"], &env)
+    let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
         .expect_code(0)
         .json();
     let pins = json["pins"].as_array().unwrap();
@@ -900,20 +868,34 @@ pub(crate) fn with_series_onto(
     context.read("pins.toml")
 }
 
-#[test]
-fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
+/// The default recipe with DeepGEMM at a local remote's first commit and a series of
+/// `commits` (message, files) onto it in patches/deepgemm.
+pub(crate) fn with_a_deepgemm_series(
+    commits: &[(&str, &[(&str, &str)])],
+) -> (TestContext, GitRemote) {
     let context = TestContext::default_recipe();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
     remote.series(
         &remote.first,
-        &[
-            ("add extra", &[("extra.txt", "extra\n")]),
-            ("add docs", &[("docs.txt", "docs\n")]),
-        ],
+        commits,
         &context.path().join("patches/deepgemm"),
     );
-    let before = with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    (context, remote)
+}
+
+/// The one commit of the series that conflicts with the remote's later commits.
+const TUNE_THE_KERNEL: (&str, &[(&str, &str)]) =
+    ("tune the kernel", &[("kernel.txt", "first, tuned\n")]);
+
+#[test]
+fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
+    let (context, remote) = with_a_deepgemm_series(&[
+        ("add extra", &[("extra.txt", "extra\n")]),
+        ("add docs", &[("docs.txt", "docs\n")]),
+    ]);
+    let before = context.read("pins.toml");
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
     assert_contains(&run.stderr, "Applies 0001-add-extra.patch");
@@ -940,24 +922,20 @@ fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
 
 #[test]
 fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        &[("tune the kernel", &[("kernel.txt", "first, tuned\n")])],
-        &context.path().join("patches/deepgemm"),
-    );
-    let before = with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
+    let (context, remote) = with_a_deepgemm_series(&[TUNE_THE_KERNEL]);
+    let before = context.read("pins.toml");
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        "Conflicts 0001-tune-the-kernel.patch (kernel.txt",
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "Conflicts 0001-tune-the-kernel.patch (kernel.txt",
+            "error: refusing to move deepgemm to",
+            "hint: rebase the series",
+        ],
     );
-    assert_contains(&run.stderr, "error: refusing to move deepgemm to");
-    assert_contains(&run.stderr, "hint: rebase the series");
-    assert_unchanged(&context, &before);
 
     let run = forge(&context, &["pin", "bump", "deepgemm", "--force"], &[]).expect_code(0);
     assert_contains(&run.stderr, "warning: --force: moving deepgemm");
@@ -967,11 +945,17 @@ fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
     );
 }
 
+/// Points the DeepGEMM pin at `remote`; returns pins.toml as it is then.
 pub(crate) fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
+    deepgemm_from(context, &remote.url())
+}
+
+/// Points the DeepGEMM pin at `url`; returns pins.toml as it is then.
+fn deepgemm_from(context: &TestContext, url: &str) -> String {
     context.edit(
         "pins.toml",
         "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{}\"", remote.url()),
+        &format!("url = \"{url}\""),
     );
     context.read("pins.toml")
 }
@@ -983,14 +967,7 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
     let before = with_git_remote(&context, &remote);
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "rev = \"a6b593d\"",
-            &format!("rev = \"{}\"", remote.head),
-            1
-        )
-    );
+    assert_deepgemm_at(&context, &before, &remote.head);
     assert_contains(
         &run.stderr,
         &format!("deepgemm a6b593d -> {}", &remote.head[..7]),
@@ -1010,20 +987,7 @@ fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
     let remote = GitRemote::new();
     let before = with_git_remote(&context, &remote);
 
-    forge(
-        &context,
-        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
-        &[],
-    )
-    .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "rev = \"a6b593d\"",
-            &format!("rev = \"{}\"", remote.second),
-            1
-        )
-    );
+    assert_a_short_revision_resolves(&context, &before, &remote, &[]);
 
     // A commit of another branch is not on nv_dev: refused, nothing changed.
     let now = context.read("pins.toml");
@@ -1033,28 +997,26 @@ fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
         &[],
     )
     .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("revision {} is not on branch nv_dev", &remote.side[..10]),
-    );
-    assert_eq!(context.read("pins.toml"), now);
+    let not_on = format!("revision {} is not on branch nv_dev", &remote.side[..10]);
+    assert_unchanged_saying(&run, &context, &now, &[&not_on]);
 }
 
 #[test]
 fn an_unreachable_git_remote_is_an_error() {
     let context = TestContext::default_recipe();
     let missing = context.path().join("no-such-remote.git");
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"file://{}\"", missing.display()),
-    );
-    let before = context.read("pins.toml");
+    let before = deepgemm_from(&context, &format!("file://{}", missing.display()));
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
-    assert_contains(&run.stderr, "pins.toml was not changed");
-    assert_contains(&run.stderr, "cannot reach the git remote file://");
-    assert_contains(&run.stderr, "hint: check the pin's `url`");
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "pins.toml was not changed",
+            "cannot reach the git remote file://",
+            "hint: check the pin's `url`",
+        ],
+    );
 }
 
 /// The remote's repository served over HTTP by `git http-backend`, and its URL there.
@@ -1064,97 +1026,71 @@ fn over_http(remote: &GitRemote) -> (GitHttpServer, String) {
     (server, url)
 }
 
-#[test]
-fn a_git_pin_over_smart_http_moves_to_the_head_and_resolves_a_short_revision() {
-    let context = TestContext::default_recipe();
+/// The default recipe, a remote, and its repository served over HTTP with the URL there.
+fn recipe_and_remote_over_http() -> (TestContext, GitRemote, GitHttpServer, String) {
     let remote = GitRemote::new();
     let (server, url) = over_http(&remote);
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{url}\""),
-    );
-    let before = context.read("pins.toml");
+    (TestContext::default_recipe(), remote, server, url)
+}
+
+/// Panics, saying `what`, unless `server` was sent `request` (method and path) by forge's own
+/// HTTP client.
+#[track_caller]
+fn assert_forge_sent(server: &GitHttpServer, request: &str, what: &str) {
+    let sent = format!("{request} (forge/{})", env!("CARGO_PKG_VERSION"));
+    let requests = server.requests();
+    assert!(requests.contains(&sent), "{what}: {requests:?}");
+}
+
+#[test]
+fn a_git_pin_over_smart_http_moves_to_the_head_and_resolves_a_short_revision() {
+    let (context, remote, server, url) = recipe_and_remote_over_http();
+    let before = deepgemm_from(&context, &url);
 
     // A short revision is not a branch tip: resolving it fetches the branch.
-    forge(
-        &context,
-        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
-        &[],
-    )
-    .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "rev = \"a6b593d\"",
-            &format!("rev = \"{}\"", remote.second),
-            1
-        )
-    );
+    assert_a_short_revision_resolves(&context, &before, &remote, &[]);
     // Listed and fetched by forge's own HTTP client, not libgit2's.
-    let agent = format!("(forge/{})", env!("CARGO_PKG_VERSION"));
-    let requests = server.requests();
-    assert!(
-        requests.contains(&format!(
-            "GET /remote.git/info/refs?service=git-upload-pack {agent}"
-        )),
-        "the refs are listed over HTTP: {requests:?}"
+    assert_forge_sent(
+        &server,
+        "GET /remote.git/info/refs?service=git-upload-pack",
+        "the refs are listed over HTTP",
     );
-    assert!(
-        requests.contains(&format!("POST /remote.git/git-upload-pack {agent}")),
-        "the branch is fetched over HTTP: {requests:?}"
+    assert_forge_sent(
+        &server,
+        "POST /remote.git/git-upload-pack",
+        "the branch is fetched over HTTP",
     );
 
     // The branch head is read from the listing alone.
     forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "rev = \"a6b593d\"",
-            &format!("rev = \"{}\"", remote.head),
-            1
-        )
-    );
+    assert_deepgemm_at(&context, &before, &remote.head);
 }
 
 #[test]
 fn a_series_onto_a_git_remote_over_http_is_fetched_and_checked() {
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
+    let (context, remote) = with_a_deepgemm_series(&[TUNE_THE_KERNEL]);
     let (server, url) = over_http(&remote);
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        &[("tune the kernel", &[("kernel.txt", "first, tuned\n")])],
-        &context.path().join("patches/deepgemm"),
-    );
-    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
     let served = context.read("pins.toml").replace(&remote.url(), &url);
     context.write("pins.toml", &served);
 
     // The series conflicts with the new head: seen only if both revisions were fetched.
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        "Conflicts 0001-tune-the-kernel.patch (kernel.txt",
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &served,
+        &["Conflicts 0001-tune-the-kernel.patch (kernel.txt"],
     );
-    assert_unchanged(&context, &served);
-    let fetch = format!(
-        "POST /remote.git/git-upload-pack (forge/{})",
-        env!("CARGO_PKG_VERSION")
-    );
-    assert!(
-        server.requests().contains(&fetch),
-        "the patch target is fetched over HTTP by forge: {:?}",
-        server.requests()
+    assert_forge_sent(
+        &server,
+        "POST /remote.git/git-upload-pack",
+        "the patch target is fetched over HTTP by forge",
     );
 }
 
 #[test]
 fn a_git_pin_over_https_is_verified_against_the_trust_store_and_a_stranger_is_refused() {
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    let (server, url) = over_http(&remote);
+    let (context, remote, server, url) = recipe_and_remote_over_http();
     let certificates = Certificates::make();
     let address = url
         .strip_prefix("http://")
@@ -1162,12 +1098,7 @@ fn a_git_pin_over_https_is_verified_against_the_trust_store_and_a_stranger_is_re
         .expect("an http URL");
     let terminator = TlsTerminator::start(&certificates, address, false);
     let served = format!("https://127.0.0.1:{}/remote.git", terminator.port());
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{served}\""),
-    );
-    let before = context.read("pins.toml");
+    let before = deepgemm_from(&context, &served);
 
     // A CA the machine does not trust: the server is refused before any git is spoken.
     let stranger = certificates.file("other-ca.pem");
@@ -1177,61 +1108,31 @@ fn a_git_pin_over_https_is_verified_against_the_trust_store_and_a_stranger_is_re
         &[("SSL_CERT_FILE", stranger.to_str().unwrap())],
     )
     .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("cannot reach the git remote {served}"),
-    );
-    assert_contains(&run.stderr, "certificate");
-    assert_unchanged(&context, &before);
+    let unreachable = format!("cannot reach the git remote {served}");
+    assert_unchanged_saying(&run, &context, &before, &[&unreachable, "certificate"]);
     assert!(server.requests().is_empty(), "{:?}", server.requests());
 
     // Trusted: listed and fetched through TLS.
     let ca = certificates.file("ca.pem");
-    forge(
-        &context,
-        &["pin", "bump", "deepgemm", "--to", &remote.second[..9]],
-        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
-    )
-    .expect_code(0);
-    assert_eq!(
-        context.read("pins.toml"),
-        before.replacen(
-            "rev = \"a6b593d\"",
-            &format!("rev = \"{}\"", remote.second),
-            1
-        )
-    );
-    let fetch = format!(
-        "POST /remote.git/git-upload-pack (forge/{})",
-        env!("CARGO_PKG_VERSION")
-    );
-    assert!(
-        server.requests().contains(&fetch),
-        "{:?}",
-        server.requests()
+    let env = [("SSL_CERT_FILE", ca.to_str().unwrap())];
+    assert_a_short_revision_resolves(&context, &before, &remote, &env);
+    assert_forge_sent(
+        &server,
+        "POST /remote.git/git-upload-pack",
+        "fetched through TLS",
     );
 }
 
 #[test]
 fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answered() {
-    let context = TestContext::default_recipe();
-    let remote = GitRemote::new();
-    let (server, _) = over_http(&remote);
+    let (context, remote, server, _) = recipe_and_remote_over_http();
     let missing = server.url("no-such.git");
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{missing}\""),
-    );
-    let before = context.read("pins.toml");
+    let before = deepgemm_from(&context, &missing);
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "cannot reach the git remote {missing}: {missing}/info/refs?service=git-upload-pack answered HTTP 404"
-        ),
+    let answered = format!(
+        "cannot reach the git remote {missing}: {missing}/info/refs?service=git-upload-pack answered HTTP 404"
     );
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(&run, &context, &before, &[&answered]);
 
     // A plain web server holding the repository (git's "dumb" protocol, which forge does not
     // speak): its files are not taken for a smart server's ref listing.
@@ -1243,9 +1144,13 @@ fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answe
     let dumb = format!("http://{}/remote.git", web.address);
     context.write("pins.toml", &before.replace(&missing, &dumb));
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
-    assert_contains(&run.stderr, &format!("cannot reach the git remote {dumb}"));
-    assert_contains(&run.stderr, "is not a git smart HTTP server");
-    assert_unchanged(&context, &before.replace(&missing, &dumb));
+    let unreachable = format!("cannot reach the git remote {dumb}");
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before.replace(&missing, &dumb),
+        &[&unreachable, "is not a git smart HTTP server"],
+    );
 }
 
 /// Python's `http.server` serving a folder's files as they are, on a free loopback port;
@@ -1330,10 +1235,10 @@ fn pypi_answers_for_flashinfer_python() {
     }
 }
 
-/// A registry for the base-image tests, or `None` (with the reason printed) where the tools are
-/// missing outside CI; in CI a missing tool fails the test.
-fn registry() -> Option<RegistryServer> {
-    tools_or_skip().then(RegistryServer::start)
+/// A registry for the base-image tests started by `start`, or `None` (with the reason printed)
+/// where the tools are missing outside CI; in CI a missing tool fails the test.
+fn registry(start: fn() -> RegistryServer) -> Option<RegistryServer> {
+    tools_or_skip().then(start)
 }
 
 // A skipped test says why on its own output.
@@ -1351,22 +1256,58 @@ fn tools_or_skip() -> bool {
     }
 }
 
-/// Points the default recipe's base at `registry`, following dated tags.
-fn with_local_base(context: &TestContext, registry: &RegistryServer, tag: &str) -> String {
+/// The tag the base starts at in the registry tests.
+const BASE_TAG: &str = "2026-07-01-v0.24.0";
+
+/// The default recipe with its base at `BASE_TAG` on `registry`, following dated tags, and
+/// its pins.toml then.
+fn recipe_on_local_base(registry: &RegistryServer) -> (TestContext, String) {
+    let context = TestContext::default_recipe();
     context.edit(
         "pins.toml",
         "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
         &format!(
-            "image = \"{}/aeon-7/base:{tag}\"\ntags = \"????-??-??-v*\"      # dated releases only\n",
+            "image = \"{}/aeon-7/base:{BASE_TAG}\"\ntags = \"????-??-??-v*\"      # dated releases only\n",
             registry.address()
         ),
     );
-    context.read("pins.toml")
+    let before = context.read("pins.toml");
+    (context, before)
+}
+
+/// Only the base is looked at when the other pins' upstreams answer: DeepGEMM pointed at a
+/// local remote, and an index of the current versions, both to keep while forge runs.
+fn answering_upstreams(context: &TestContext) -> (GitRemote, IndexServer) {
+    let remote = GitRemote::new();
+    with_git_remote(context, &remote);
+    (remote, default_index())
+}
+
+/// Panics unless the first pin `pin outdated --json` lists is the base, whose newest tag is
+/// 2026-07-15-v0.25.0.
+#[track_caller]
+fn assert_base_outdated(json: &serde_json::Value) {
+    let base = &json["pins"][0];
+    assert_eq!(base["name"], "base");
+    assert_eq!(base["newest"], "2026-07-15-v0.25.0");
+}
+
+/// Panics unless pins.toml names the base at `tag` on `registry` and records `digest`.
+#[track_caller]
+fn assert_base_at(context: &TestContext, registry: &RegistryServer, tag: &str, digest: &str) {
+    let pins = context.read("pins.toml");
+    assert_contains(
+        &pins,
+        &format!("{}/aeon-7/base:{tag}\"\n", registry.address()),
+    );
+    assert_contains(&pins, &format!("digest = \"{digest}\"\n"));
 }
 
 #[test]
 fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
-    let Some(registry) = registry() else { return };
+    let Some(registry) = registry(RegistryServer::start) else {
+        return;
+    };
     for tag in [
         "2026-06-01-v0.23.0",
         "2026-07-01-v0.24.0",
@@ -1377,8 +1318,7 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
         registry.push("aeon-7/base", tag);
     }
     let newest = registry.push("aeon-7/base", "2026-07-15-v0.25.10");
-    let context = TestContext::default_recipe();
-    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let (context, before) = recipe_on_local_base(&registry);
 
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
     let image = format!("{}/aeon-7/base", registry.address());
@@ -1405,11 +1345,8 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
     // At the newest tag with its digest: nothing to do.
     let now = context.read("pins.toml");
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        &format!("Fresh base is at {image}:2026-07-15-v0.25.10@{newest}"),
-    );
-    assert_eq!(context.read("pins.toml"), now);
+    let fresh = format!("Fresh base is at {image}:2026-07-15-v0.25.10@{newest}");
+    assert_unchanged_saying(&run, &context, &now, &[&fresh]);
 
     // --to names a tag, older ones too; its digest replaces the recorded one in place.
     let older = registry.digest("aeon-7/base", "2026-06-01-v0.23.0");
@@ -1428,8 +1365,10 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
 
 #[test]
 fn a_base_without_a_tag_pattern_only_records_the_digest_of_its_tag() {
-    let Some(registry) = registry() else { return };
-    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    let Some(registry) = registry(RegistryServer::start) else {
+        return;
+    };
+    let digest = registry.push("aeon-7/base", BASE_TAG);
     registry.push("aeon-7/base", "2026-07-15-v0.25.0");
     let context = TestContext::default_recipe();
     context.edit(
@@ -1454,10 +1393,11 @@ fn a_base_without_a_tag_pattern_only_records_the_digest_of_its_tag() {
 
 #[test]
 fn an_unreachable_registry_or_a_missing_tag_changes_nothing() {
-    let Some(registry) = registry() else { return };
-    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
-    let context = TestContext::default_recipe();
-    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let Some(registry) = registry(RegistryServer::start) else {
+        return;
+    };
+    registry.push("aeon-7/base", BASE_TAG);
+    let (context, before) = recipe_on_local_base(&registry);
 
     let run = forge(
         &context,
@@ -1465,55 +1405,45 @@ fn an_unreachable_registry_or_a_missing_tag_changes_nothing() {
         &[],
     )
     .expect_code(2);
-    assert_contains(&run.stderr, "pins.toml was not changed");
-    assert_contains(&run.stderr, "not found on the registry");
-    assert_unchanged(&context, &before);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["pins.toml was not changed", "not found on the registry"],
+    );
 
     let address = registry.address().to_owned();
     drop(registry);
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("cannot reach the registry at http://{address}/v2/aeon-7/base/tags/list"),
-    );
-    assert_unchanged(&context, &before);
+    let unreachable =
+        format!("cannot reach the registry at http://{address}/v2/aeon-7/base/tags/list");
+    assert_unchanged_saying(&run, &context, &before, &[&unreachable]);
 }
 
 #[test]
 fn outdated_follows_the_base_tags() {
-    let Some(registry) = registry() else { return };
-    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    let Some(registry) = registry(RegistryServer::start) else {
+        return;
+    };
+    registry.push("aeon-7/base", BASE_TAG);
     registry.push("aeon-7/base", "2026-07-15-v0.25.0");
-    let context = TestContext::default_recipe();
-    with_local_base(&context, &registry, "2026-07-01-v0.24.0");
-    // Only the base is looked at when the pins' upstreams answer; give them an index.
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    let index = default_index();
-    let json = forge(
-        &context,
-        &["--json", "pin", "outdated"],
-        &[("FORGE_INDEX_URL", &index.url())],
-    )
-    .expect_code(0)
-    .json();
-    let base = &json["pins"][0];
-    assert_eq!(base["name"], "base");
-    assert_eq!(base["newest"], "2026-07-15-v0.25.0");
-    assert_eq!(base["state"], "outdated");
+    let (context, _) = recipe_on_local_base(&registry);
+    let (_remote, index) = answering_upstreams(&context);
+    let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
+        .expect_code(0)
+        .json();
+    assert_base_outdated(&json);
+    assert_eq!(json["pins"][0]["state"], "outdated");
 }
 
 #[test]
 fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_config() {
-    if !tools_or_skip() {
+    let Some(registry) = registry(RegistryServer::start_with_basic_auth) else {
         return;
-    }
-    let registry = RegistryServer::start_with_basic_auth();
+    };
     let (user, password) = registry.credentials().expect("credentials");
-    let (user, password) = (user.to_owned(), password.to_owned());
-    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
-    let context = TestContext::default_recipe();
-    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let digest = registry.push("aeon-7/base", BASE_TAG);
+    let (context, before) = recipe_on_local_base(&registry);
     let recorded = before.replacen(
         "# dated releases only\n",
         &format!("# dated releases only\ndigest = \"{digest}\"\n"),
@@ -1521,21 +1451,18 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
     );
 
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
-    assert_contains(&run.stderr, "the registry refused access to");
-    assert_contains(&run.stderr, "(HTTP 401)");
-    assert_contains(
-        &run.stderr,
-        &format!("hint: log in with `docker login {}`", registry.address()),
+    let log_in = format!("hint: log in with `docker login {}`", registry.address());
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["the registry refused access to", "(HTTP 401)", &log_in],
     );
-    assert_unchanged(&context, &before);
 
     forge(
         &context,
         &["pin", "bump", "base"],
-        &[
-            ("FORGE_REGISTRY_USER", &user),
-            ("FORGE_REGISTRY_PASSWORD", &password),
-        ],
+        &registry.credentials_env(),
     )
     .expect_code(0);
     assert_eq!(context.read("pins.toml"), recorded);
@@ -1559,9 +1486,13 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
         &[("DOCKER_CONFIG", docker.to_str().unwrap())],
     )
     .expect_code(2);
-    assert_contains(&run.stderr, "hint: the credentials were refused");
-    assert_unchanged(&context, &before);
-    std::fs::write(docker.join("config.json"), auth(&password)).unwrap();
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["hint: the credentials were refused"],
+    );
+    std::fs::write(docker.join("config.json"), auth(password)).unwrap();
     forge(
         &context,
         &["pin", "bump", "base"],
@@ -1573,17 +1504,14 @@ fn a_registry_that_wants_credentials_gets_them_from_the_environment_or_docker_co
 
 #[test]
 fn a_registry_that_wants_credentials_gets_them_from_a_credential_helper() {
-    if !tools_or_skip() {
+    let Some(registry) = registry(RegistryServer::start_with_basic_auth) else {
         return;
-    }
-    let registry = RegistryServer::start_with_basic_auth();
+    };
     let (user, password) = registry.credentials().expect("credentials");
-    let (user, password) = (user.to_owned(), password.to_owned());
     let address = registry.address();
-    registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    registry.push("aeon-7/base", BASE_TAG);
     let newest = registry.push("aeon-7/base", "2026-07-15-v0.25.0");
-    let context = TestContext::default_recipe();
-    let before = with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let (context, before) = recipe_on_local_base(&registry);
     let run_with = |helper: &CredentialHelper, config: serde_json::Value, args: &[&str]| {
         let folder = helper.docker_config(&config);
         forge(
@@ -1597,23 +1525,16 @@ fn a_registry_that_wants_credentials_gets_them_from_a_credential_helper() {
     };
 
     // `credHelpers`: the bump reads the tags and the digest with the helper's credentials.
-    let helper = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let helper = CredentialHelper::knowing(&[(address, user, password)]);
     let by_registry = serde_json::json!({ "credHelpers": { address: HELPER } });
     run_with(&helper, by_registry.clone(), &["pin", "bump", "base"]).expect_code(0);
-    let pins = context.read("pins.toml");
-    assert_contains(
-        &pins,
-        &format!("{address}/aeon-7/base:2026-07-15-v0.25.0\"\n"),
-    );
-    assert_contains(&pins, &format!("digest = \"{newest}\"\n"));
+    assert_base_at(&context, &registry, "2026-07-15-v0.25.0", &newest);
     assert_eq!(helper.asked(), [address]);
 
     // `credsStore`: `pin outdated` follows the base tags with the store's credentials.
     context.write("pins.toml", &before);
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    let index = default_index();
-    let store = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let (_remote, index) = answering_upstreams(&context);
+    let store = CredentialHelper::knowing(&[(address, user, password)]);
     let folder = store.docker_config(&serde_json::json!({ "credsStore": HELPER }));
     let json = forge(
         &context,
@@ -1626,45 +1547,31 @@ fn a_registry_that_wants_credentials_gets_them_from_a_credential_helper() {
     )
     .expect_code(0)
     .json();
-    let base = &json["pins"][0];
-    assert_eq!(base["name"], "base");
-    assert_eq!(base["newest"], "2026-07-15-v0.25.0");
+    assert_base_outdated(&json);
     assert_eq!(store.asked(), [address]);
 
     // A helper that holds nothing for the registry: exit 2 naming both, nothing written.
     let with_remote = context.read("pins.toml");
-    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", &user, &password)]);
+    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", user, password)]);
     let run = run_with(&stranger, by_registry, &["pin", "bump", "base"]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("docker-credential-{HELPER} holds none for {address}"),
-    );
-    assert_unchanged(&context, &with_remote);
+    let holds_none = format!("docker-credential-{HELPER} holds none for {address}");
+    assert_unchanged_saying(&run, &context, &with_remote, &[&holds_none]);
 }
 
 #[test]
 fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
-    if !tools_or_skip() {
+    let Some(registry) = registry(RegistryServer::start_with_token_auth) else {
         return;
-    }
-    let registry = RegistryServer::start_with_token_auth();
-    let digest = registry.push("aeon-7/base", "2026-07-01-v0.24.0");
+    };
+    let digest = registry.push("aeon-7/base", BASE_TAG);
     registry.push("aeon-7/base", "2026-07-15-v0.25.0");
     let newest = registry.digest("aeon-7/base", "2026-07-15-v0.25.0");
     assert_ne!(digest, newest);
-    let context = TestContext::default_recipe();
-    with_local_base(&context, &registry, "2026-07-01-v0.24.0");
+    let (context, _) = recipe_on_local_base(&registry);
     let before_requests = registry.token_requests().len();
 
     forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
-    assert_contains(
-        &context.read("pins.toml"),
-        "/aeon-7/base:2026-07-15-v0.25.0\"\n",
-    );
-    assert_contains(
-        &context.read("pins.toml"),
-        &format!("digest = \"{newest}\"\n"),
-    );
+    assert_base_at(&context, &registry, "2026-07-15-v0.25.0", &newest);
     // forge asked the realm for the scope and service of the challenge, once, anonymously.
     let requests = registry.token_requests();
     let asked: Vec<&String> = requests[before_requests..].iter().collect();

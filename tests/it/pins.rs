@@ -1,7 +1,7 @@
 //! pins.toml: every bad input is refused at load with exit 2, its file:line:col and a hint, and
 //! nothing reaches stdout.
 
-use crate::support::{Run, TestContext, assert_contains};
+use crate::support::{Run, TestContext, assert_contains, with_deepgemm_series};
 
 /// Runs `forge render` on the default recipe after `edit`, expecting a refusal at `location`.
 #[track_caller]
@@ -354,19 +354,6 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
         "rev = \"a6b593d0000000000000000000000000000000aa\" }",
     );
     context.forge(&["render"]).expect_code(0);
-}
-
-/// The `[[patches]]` entry onto DeepGEMM, with `onto` as given, before the overlays.
-fn with_deepgemm_series(context: &TestContext, onto: &str) {
-    crate::support::copy_tree(
-        &context.path().join("patches/pr4"),
-        &context.path().join("patches/deepgemm"),
-    );
-    context.edit(
-        "pins.toml",
-        "[[overlays]]",
-        &format!("[[patches]]\nseries = \"patches/deepgemm\"\nonto = {onto}\n\n[[overlays]]"),
-    );
 }
 
 #[test]

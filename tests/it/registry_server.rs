@@ -83,6 +83,16 @@ impl RegistryServer {
             .map(|(user, password)| (user.as_str(), password.as_str()))
     }
 
+    /// The user and password of a registry started with `start_with_basic_auth`, as the
+    /// environment forge takes them from.
+    pub fn credentials_env(&self) -> [(&'static str, &str); 2] {
+        let (user, password) = self.credentials().expect("a registry with credentials");
+        [
+            ("FORGE_REGISTRY_USER", user),
+            ("FORGE_REGISTRY_PASSWORD", password),
+        ]
+    }
+
     fn launch(access: Access) -> Self {
         let folder = tempfile::tempdir().expect("a temporary folder");
         let port = free_port();
@@ -186,6 +196,26 @@ impl RegistryServer {
             .ok()
     }
 
+    /// The `Docker-Content-Digest` and the bytes of the manifest `repository:reference`, which
+    /// the registry must hold, asked for as any of `accept` (asked for one type only, a
+    /// registry converts the others).
+    #[track_caller]
+    pub fn held(&self, repository: &str, reference: &str, accept: &[&str]) -> (String, Vec<u8>) {
+        let (code, digest, body) = self
+            .get(&manifest_path(repository, reference), &accept.join(", "))
+            .expect("the registry answers");
+        assert_eq!(code, 200, "{reference}");
+        (digest.expect("a Docker-Content-Digest"), body)
+    }
+
+    /// PUTs `body` as the manifest `repository:reference` of `media_type`; the registry must
+    /// take it.
+    #[track_caller]
+    pub fn put_manifest(&self, repository: &str, reference: &str, media_type: &str, body: &[u8]) {
+        let code = self.put(&manifest_path(repository, reference), media_type, body);
+        assert_eq!(code, Some(201), "PUT the manifest to {reference}");
+    }
+
     /// Pushes a one-file image as `repository:tag` and returns its manifest digest as skopeo
     /// reports it.
     pub fn push(&self, repository: &str, tag: &str) -> String {
@@ -236,82 +266,7 @@ impl TokenServer {
     /// Makes a key and a self-signed certificate in `folder`, signs a token for pull and push
     /// on every repository path the tests use, and serves it.
     fn start(folder: &Path) -> Self {
-        let openssl = |args: &[&str], input: Option<&[u8]>| -> Vec<u8> {
-            let mut child = Command::new("openssl")
-                .args(args)
-                .current_dir(folder)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("openssl runs");
-            if let Some(input) = input {
-                child
-                    .stdin
-                    .take()
-                    .expect("stdin")
-                    .write_all(input)
-                    .expect("write to openssl");
-            }
-            let output = child.wait_with_output().expect("openssl ends");
-            assert!(
-                output.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            output.stdout
-        };
-        openssl(
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                "key.pem",
-                "-out",
-                "cert.pem",
-                "-days",
-                "3650",
-                "-subj",
-                "/CN=forge-test-token",
-            ],
-            None,
-        );
-        let der = openssl(&["x509", "-in", "cert.pem", "-outform", "DER"], None);
-        let url = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        let header = serde_json::json!({
-            "typ": "JWT",
-            "alg": "RS256",
-            "x5c": [base64::engine::general_purpose::STANDARD.encode(&der)],
-        });
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("after 1970")
-            .as_secs();
-        let claims = serde_json::json!({
-            "iss": ISSUER,
-            "sub": "forge-test",
-            "aud": SERVICE,
-            "iat": now - 60,
-            "nbf": now - 60,
-            "exp": now + 3600,
-            "jti": "forge-test-token",
-            "access": [{ "type": "repository", "name": "aeon-7/base", "actions": ["pull", "push"] }],
-        });
-        let signing_input = format!(
-            "{}.{}",
-            url(header.to_string().as_bytes()),
-            url(claims.to_string().as_bytes())
-        );
-        let signature = openssl(
-            &["dgst", "-sha256", "-sign", "key.pem"],
-            Some(signing_input.as_bytes()),
-        );
-        let token = format!("{signing_input}.{}", url(&signature));
-
-        let body = serde_json::json!({ "token": token }).to_string();
+        let body = serde_json::json!({ "token": signed_token(folder) }).to_string();
         // Every answer closes its connection.
         let server = LoopbackServer::start(move |mut stream, log| {
             let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
@@ -344,10 +299,126 @@ impl TokenServer {
     }
 }
 
+/// Runs `openssl args...` in `folder` with `input` on stdin; panics on failure and returns
+/// stdout.
+fn openssl(folder: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+    let mut child = Command::new("openssl")
+        .args(args)
+        .current_dir(folder)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("openssl runs");
+    if let Some(input) = input {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write to openssl");
+    }
+    let output = child.wait_with_output().expect("openssl ends");
+    assert!(
+        output.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// A JWT for pull and push on every repository path the tests use, signed by a key and
+/// self-signed certificate made in `folder` (`key.pem`, `cert.pem`), the certificate in its
+/// header.
+fn signed_token(folder: &Path) -> String {
+    openssl(
+        folder,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-days",
+            "3650",
+            "-subj",
+            "/CN=forge-test-token",
+        ],
+        None,
+    );
+    let der = openssl(
+        folder,
+        &["x509", "-in", "cert.pem", "-outform", "DER"],
+        None,
+    );
+    let url = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let header = serde_json::json!({
+        "typ": "JWT",
+        "alg": "RS256",
+        "x5c": [base64::engine::general_purpose::STANDARD.encode(&der)],
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let claims = serde_json::json!({
+        "iss": ISSUER,
+        "sub": "forge-test",
+        "aud": SERVICE,
+        "iat": now - 60,
+        "nbf": now - 60,
+        "exp": now + 3600,
+        "jti": "forge-test-token",
+        "access": [{ "type": "repository", "name": "aeon-7/base", "actions": ["pull", "push"] }],
+    });
+    let signing_input = format!(
+        "{}.{}",
+        url(header.to_string().as_bytes()),
+        url(claims.to_string().as_bytes())
+    );
+    let signature = openssl(
+        folder,
+        &["dgst", "-sha256", "-sign", "key.pem"],
+        Some(signing_input.as_bytes()),
+    );
+    format!("{signing_input}.{}", url(&signature))
+}
+
 impl Drop for RegistryServer {
     fn drop(&mut self) {
         stop(&mut self.child);
     }
+}
+
+/// The API path of the manifest `repository:reference`.
+fn manifest_path(repository: &str, reference: &str) -> String {
+    format!("/v2/{repository}/manifests/{reference}")
+}
+
+/// A multi-platform index of `media_type` whose entries are the Docker manifests `(digest,
+/// size, architecture)`, each for linux.
+pub fn index_of(media_type: &str, entries: &[(&str, usize, &str)]) -> String {
+    let manifests: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(digest, size, architecture)| {
+            serde_json::json!({
+                "mediaType": MANIFEST,
+                "digest": digest,
+                "size": size,
+                "platform": { "os": "linux", "architecture": architecture },
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "manifests": manifests,
+    })
+    .to_string()
 }
 
 /// `RegistryServer::get` against `address`.

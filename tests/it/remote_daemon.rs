@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{DATED_TAG, Example, built, daemon_host, docker_available, ensure_base_image};
+use crate::build::{Example, built, daemon_host, docker_ready, reported_id};
 use crate::support::{Run, assert_contains, env_refs, free_port, run_tool, stop, wait_for_port};
 use crate::tls::{Certificates, TlsTerminator};
 
@@ -24,18 +24,22 @@ fn daemon_socket() -> PathBuf {
     PathBuf::from(socket)
 }
 
-fn image_id_of(run: &Run) -> String {
-    run.json()["image"]["id"]
-        .as_str()
-        .expect("the build reports an image id")
-        .to_owned()
-}
-
 /// `forge --json verify-digest args...` in the example.
 fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--json", "verify-digest"];
     all.extend_from_slice(args);
     example.context.forge_with(&all, env)
+}
+
+/// `verify --host HOST` with `env` passes and finds the example's image `id` under its moving
+/// tag there.
+#[track_caller]
+fn assert_node_holds(example: &Example, host: &str, env: &[(&str, &str)], id: &str) {
+    let json = verify(example, &["--host", host], env)
+        .expect_code(0)
+        .json();
+    assert_eq!(json["ok"], true, "{json:#}");
+    assert_eq!(latest_row(&json, host, &example.repository)["actual"], id);
 }
 
 /// The `tag` row of `node` for `repository:latest`.
@@ -64,6 +68,23 @@ fn tls_env(folder: &Path) -> [(&'static str, String); 2] {
     ]
 }
 
+/// `verify --host HOST` over TLS with the certificates in `folder`, refused with exit 2.
+fn refused_over_tls(example: &Example, host: &str, folder: &Path) -> Run {
+    verify(example, &["--host", host], &env_refs(&tls_env(folder))).expect_code(2)
+}
+
+/// `refused_over_tls`, the TLS handshake having failed for `reason`.
+#[track_caller]
+fn assert_handshake_fails(example: &Example, host: &str, folder: &Path, reason: &str) -> Run {
+    let run = refused_over_tls(example, host, folder);
+    assert_contains(
+        &run.stderr,
+        &format!("the TLS handshake with the Docker daemon at {host} failed"),
+    );
+    assert_contains(&run.stderr, reason);
+    run
+}
+
 #[test]
 fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it() {
     let Some((example, id)) = built("remote-tls") else {
@@ -74,18 +95,11 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
     let host = format!("tcp://127.0.0.1:{}", terminator.port());
 
     let good = certificates.client_folder("good", "ca.pem", Some("client.pem"), "client.key");
-    let json = verify(&example, &["--host", &host], &env_refs(&tls_env(&good)))
-        .expect_code(0)
-        .json();
-    assert_eq!(json["ok"], true, "{json:#}");
-    assert_eq!(
-        latest_row(&json, &host, &example.repository)["actual"],
-        id.as_str()
-    );
+    assert_node_holds(&example, &host, &env_refs(&tls_env(&good)), &id);
 
     // No client certificate: refused before any connection, naming the file.
     let without = certificates.client_folder("without", "ca.pem", None, "client.key");
-    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&without))).expect_code(2);
+    let run = refused_over_tls(&example, &host, &without);
     assert_contains(
         &run.stderr,
         &format!(
@@ -101,12 +115,7 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
     // A CA that did not sign the daemon's certificate: forge refuses the daemon.
     let wrong_ca =
         certificates.client_folder("wrong-ca", "other-ca.pem", Some("client.pem"), "client.key");
-    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&wrong_ca))).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("the TLS handshake with the Docker daemon at {host} failed"),
-    );
-    assert_contains(&run.stderr, "invalid peer certificate");
+    let run = assert_handshake_fails(&example, &host, &wrong_ca, "invalid peer certificate");
     assert_contains(
         &run.stderr,
         &format!("hint: check the files in {}", wrong_ca.display()),
@@ -115,12 +124,7 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
     // A client certificate from a CA the terminator does not trust: the daemon refuses forge.
     let stranger =
         certificates.client_folder("stranger", "ca.pem", Some("stranger.pem"), "stranger.key");
-    let run = verify(&example, &["--host", &host], &env_refs(&tls_env(&stranger))).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("the TLS handshake with the Docker daemon at {host} failed"),
-    );
-    assert_contains(&run.stderr, "alert");
+    assert_handshake_fails(&example, &host, &stranger, "alert");
 
     // The same port without TLS is no daemon at all.
     let run = verify(&example, &["--host", &host], &[]).expect_code(2);
@@ -132,10 +136,9 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
 
 #[test]
 fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let certificates = Certificates::make();
     let terminator = in_front_of_the_daemon(&certificates);
     let host = format!("tcp://127.0.0.1:{}", terminator.port());
@@ -146,9 +149,7 @@ fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
     let mut env = env_refs(&tls);
     env.push(("DOCKER_HOST", &host));
     let run = example.build_with(&[], &env).expect_code(0);
-    let id = image_id_of(&run);
-    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
-    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    example.assert_tags_on(&reported_id(&run.json()));
 
     // Without the TLS settings the same DOCKER_HOST is not a daemon forge can talk to.
     let plain = example
@@ -303,14 +304,7 @@ fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
     let path = server.path();
     let env = [("PATH", path.as_str())];
 
-    let json = verify(&example, &["--host", &host], &env)
-        .expect_code(0)
-        .json();
-    assert_eq!(json["ok"], true, "{json:#}");
-    assert_eq!(
-        latest_row(&json, &host, &example.repository)["actual"],
-        id.as_str()
-    );
+    assert_node_holds(&example, &host, &env, &id);
 
     // A port nothing listens on: ssh's own words, and the node named.
     let closed = free_port();
@@ -343,10 +337,9 @@ fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
 
 #[test]
 fn forge_build_reaches_an_ssh_daemon_named_by_docker_host() {
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let server = SshServer::start();
     let host = server.host();
     let path = server.path();
@@ -355,7 +348,5 @@ fn forge_build_reaches_an_ssh_daemon_named_by_docker_host() {
     let run = example
         .build_with(&[], &[("DOCKER_HOST", &host), ("PATH", &path)])
         .expect_code(0);
-    let id = image_id_of(&run);
-    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
-    assert_eq!(example.tag_id(DATED_TAG).as_deref(), Some(id.as_str()));
+    example.assert_tags_on(&reported_id(&run.json()));
 }

@@ -3,7 +3,10 @@
 
 use std::process::Command;
 
-use crate::support::{TestContext, assert_contains, repository_root};
+use crate::support::{
+    TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
+    with_deepgemm_series,
+};
 
 #[test]
 fn default_dockerfile_matches_the_snapshot() {
@@ -77,14 +80,9 @@ fn default_dockerfile_passes_hadolint() {
 #[test]
 fn default_dockerfile_with_a_deepgemm_series_passes_hadolint() {
     let context = TestContext::default_recipe();
-    crate::support::copy_tree(
-        &context.path().join("patches/pr4"),
-        &context.path().join("patches/deepgemm"),
-    );
-    context.edit(
-        "pins.toml",
-        "[[overlays]]",
-        "[[patches]]\nseries = \"patches/deepgemm\"\nonto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"a6b593d\" }\n\n[[overlays]]",
+    with_deepgemm_series(
+        &context,
+        "{ git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"a6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(0);
     assert_contains(&run.stdout, "COPY .forge/series/deepgemm/");
@@ -225,18 +223,7 @@ fn out_writes_only_when_the_content_changes_and_check_fails_when_stale() {
         "an unchanged render was rewritten"
     );
 
-    context
-        .forge(&["render", "--out", out, "--check"])
-        .expect_code(0);
-    context.edit(
-        "pins.toml",
-        "VLLM_DEEP_GEMM_WARMUP = \"skip\"",
-        "VLLM_DEEP_GEMM_WARMUP = \"full\"",
-    );
-    let stale = context
-        .forge(&["render", "--out", out, "--check"])
-        .expect_code(1);
-    assert_contains(&stale.stderr, "is out of date");
+    let stale = assert_check_catches_a_stale_render(&context, out);
     assert_contains(&stale.stderr, "hint: run `forge render --out");
     assert!(
         !context.read("Dockerfile").contains("=full"),

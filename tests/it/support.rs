@@ -26,6 +26,16 @@ pub struct Run {
 }
 
 impl Run {
+    /// Runs `command` (a forge command) to its end.
+    pub fn of(command: &mut Command) -> Self {
+        let output = command.output().expect("forge runs");
+        Self {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// Panics with both streams unless forge exited with `code`.
     #[track_caller]
     pub fn expect_code(self, code: i32) -> Self {
@@ -105,6 +115,14 @@ impl TestContext {
 
     /// Runs `forge -C <folder> args...` with extra environment variables.
     pub fn forge_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut command = self.forge_command(args);
+        command.envs(env.iter().copied());
+        Run::of(&mut command)
+    }
+
+    /// The command `forge -C <folder> args...`, run in the folder, without `SOURCE_DATE_EPOCH`
+    /// and without colour, for a caller to add to its environment.
+    pub fn forge_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
         command
             .arg("-C")
@@ -112,16 +130,41 @@ impl TestContext {
             .args(args)
             .current_dir(self.path());
         command.env_remove("SOURCE_DATE_EPOCH").env("NO_COLOR", "1");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let output = command.output().expect("forge runs");
-        Run {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        command
     }
+}
+
+/// Adds to the recipe in `context` a `[[patches]]` entry onto DeepGEMM, with `onto` as given,
+/// before the overlays: a copy of the series in patches/pr4 as patches/deepgemm.
+pub fn with_deepgemm_series(context: &TestContext, onto: &str) {
+    copy_tree(
+        &context.path().join("patches/pr4"),
+        &context.path().join("patches/deepgemm"),
+    );
+    context.edit(
+        "pins.toml",
+        "[[overlays]]",
+        &format!("[[patches]]\nseries = \"patches/deepgemm\"\nonto = {onto}\n\n[[overlays]]"),
+    );
+}
+
+/// `forge render --out OUT --check` in `context` passes, and fails once pins.toml changes the
+/// render; returns the failing run.
+#[track_caller]
+pub fn assert_check_catches_a_stale_render(context: &TestContext, out: &str) -> Run {
+    context
+        .forge(&["render", "--out", out, "--check"])
+        .expect_code(0);
+    context.edit(
+        "pins.toml",
+        "VLLM_DEEP_GEMM_WARMUP = \"skip\"",
+        "VLLM_DEEP_GEMM_WARMUP = \"full\"",
+    );
+    let stale = context
+        .forge(&["render", "--out", out, "--check"])
+        .expect_code(1);
+    assert_contains(&stale.stderr, "is out of date");
+    stale
 }
 
 /// Copies a file or folder tree.
@@ -378,4 +421,28 @@ fn placeholders(text: &str, root: &str) -> String {
         return "<time>".to_owned();
     }
     out
+}
+
+/// The arguments of `git format-patch` as the patch tests call it (renames and copies found,
+/// binary changes in full), followed by `rest`: where the mails go, and the range.
+pub fn format_patch_args<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["format-patch", "-M", "-C", "--binary"];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// The arguments of `forge patch COMMAND --onto TARGET SERIES...`.
+pub fn patch_args<'a>(
+    command: &'a str,
+    target: &'a Path,
+    series: &'a [impl AsRef<Path>],
+) -> Vec<&'a str> {
+    let mut args = vec!["patch", command, "--onto", utf8(target)];
+    args.extend(series.iter().map(|path| utf8(path.as_ref())));
+    args
+}
+
+/// `path` as text, which the tests' temporary paths always are.
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
 }

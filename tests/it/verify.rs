@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::build::{
     BASE_IMAGE, DATED_TAG, Example, build_in, built, daemon_host, daemon_platform,
-    docker_available, ensure_base_image, image_id,
+    docker_available, ensure_base_image, image_id, reported_id,
 };
 use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::image_guard::ImageGuard;
@@ -662,6 +662,9 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     );
 }
 
+/// Every manifest type a tag may hold here.
+const ACCEPT: &[&str] = &[MANIFEST, MANIFEST_LIST, OCI_INDEX];
+
 #[test]
 fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
     if !docker_available() || registry_tools_missing() {
@@ -671,21 +674,9 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
     let registry = RegistryServer::start();
     let name = format!("forge-test/verify-index-{}", std::process::id());
     let example = Example::with_repository(&format!("{}/{name}", registry.address()));
-    let id = example.build(&["--push"]).expect_code(0).json()["image"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let manifest_path = |reference: &str| format!("/v2/{name}/manifests/{reference}");
-    let accept = format!("{MANIFEST}, {MANIFEST_LIST}, {OCI_INDEX}");
-    let held = |reference: &str| {
-        let (code, digest, body) = registry
-            .get(&manifest_path(reference), &accept)
-            .expect("the registry answers");
-        assert_eq!(code, 200, "{reference}");
-        (digest.expect("a Docker-Content-Digest"), body)
-    };
-    let (pushed, pushed_body) = held("latest");
-    assert_eq!(held(DATED_TAG).0, pushed);
+    let id = reported_id(&example.build(&["--push"]).expect_code(0).json());
+    let (pushed, pushed_body) = registry.held(&name, "latest", ACCEPT);
+    assert_eq!(registry.held(&name, DATED_TAG, ACCEPT).0, pushed);
     // A second image in the same repository, for the index's other platform: the base image, as
     // another machine would push it.
     skopeo_copy(
@@ -693,48 +684,18 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         &format!("docker-daemon:{BASE_IMAGE}"),
         &format!("{}:s390x", example.repository),
     );
-    let (other, other_body) = held("s390x");
-    let entry = |digest: &str, size: usize, architecture: &str| {
-        serde_json::json!({
-            "mediaType": MANIFEST,
-            "digest": digest,
-            "size": size,
-            "platform": { "os": "linux", "architecture": architecture },
-        })
-    };
-    let s390x = entry(&other, other_body.len(), "s390x");
-    let amd64 = entry(&pushed, pushed_body.len(), "amd64");
-    // Both tags moved to the index, and the record holding its digest for both, as a
-    // multi-platform push would leave them; returns the index's digest.
-    let mut recorded = pushed.clone();
-    let mut point_at = |media_type: &str, entries: Vec<Value>| -> String {
-        let index = serde_json::json!({
-            "schemaVersion": 2,
-            "mediaType": media_type,
-            "manifests": entries,
-        })
-        .to_string();
-        for tag in ["latest", DATED_TAG] {
-            let code = registry.put(&manifest_path(tag), media_type, index.as_bytes());
-            assert_eq!(code, Some(201), "PUT the index to {tag}");
-        }
-        let (digest, body) = held(DATED_TAG);
-        assert_eq!(body, index.as_bytes());
-        assert_eq!(held("latest").0, digest);
-        let lock = example.context.read("forge.lock");
-        let from = format!("pushed = \"{recorded}\"");
-        assert_eq!(lock.matches(&from).count(), 2, "{lock}");
-        example.context.write(
-            "forge.lock",
-            &lock.replace(&from, &format!("pushed = \"{digest}\"")),
-        );
-        recorded = digest.clone();
-        digest
-    };
+    let (other, other_body) = registry.held(&name, "s390x", ACCEPT);
+    let s390x = (other.as_str(), other_body.len(), "s390x");
+    let amd64 = (pushed.as_str(), pushed_body.len(), "amd64");
     let references = ["latest", DATED_TAG].map(|tag| format!("{}:{tag}", example.repository));
+    let tags = IndexedTags {
+        registry: &registry,
+        name: &name,
+        example: &example,
+    };
 
     // The other platform listed first: the entry is chosen by platform, not by position.
-    let index = point_at(MANIFEST_LIST, vec![s390x.clone(), amd64]);
+    let index = tags.point_at(&pushed, MANIFEST_LIST, &[s390x, amd64]);
     let json = verify(&example, &["--remote"], &[]).expect_code(0).json();
     for reference in &references {
         assert_eq!(row(&json, "registry", reference)["actual"], index.as_str());
@@ -750,8 +711,56 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         );
     }
 
-    // A record of a build for linux/s390x (`forge build --platform linux/s390x`): that entry is
-    // the one judged, and it holds another image.
+    assert_a_record_for_another_platform_judges_its_entry(&example, &references);
+
+    // An OCI index with no entry for linux/amd64.
+    tags.point_at(&index, OCI_INDEX, &[s390x]);
+    assert_an_index_without_the_platform_fails(&example, &references, &id);
+    drop(example);
+    let _ = Command::new("docker").args(["image", "rm", &id]).output();
+}
+
+/// Both tags of a pushed example, to be moved to a multi-platform index.
+struct IndexedTags<'a> {
+    registry: &'a RegistryServer,
+    /// The repository path on the registry.
+    name: &'a str,
+    example: &'a Example,
+}
+
+impl IndexedTags<'_> {
+    /// Both tags moved to an index of `media_type` listing `entries`, and the record holding its
+    /// digest for both in place of `recorded`, as a multi-platform push would leave them;
+    /// returns the index's digest.
+    fn point_at(
+        &self,
+        recorded: &str,
+        media_type: &str,
+        entries: &[(&str, usize, &str)],
+    ) -> String {
+        let index = registry_server::index_of(media_type, entries);
+        for tag in ["latest", DATED_TAG] {
+            self.registry
+                .put_manifest(self.name, tag, media_type, index.as_bytes());
+        }
+        let (digest, body) = self.registry.held(self.name, DATED_TAG, ACCEPT);
+        assert_eq!(body, index.as_bytes());
+        assert_eq!(self.registry.held(self.name, "latest", ACCEPT).0, digest);
+        let lock = self.example.context.read("forge.lock");
+        let from = format!("pushed = \"{recorded}\"");
+        assert_eq!(lock.matches(&from).count(), 2, "{lock}");
+        self.example.context.write(
+            "forge.lock",
+            &lock.replace(&from, &format!("pushed = \"{digest}\"")),
+        );
+        digest
+    }
+}
+
+/// A record of a build for linux/s390x (`forge build --platform linux/s390x`): that entry is
+/// the one judged, and it holds another image. The record is put back after.
+#[track_caller]
+fn assert_a_record_for_another_platform_judges_its_entry(example: &Example, references: &[String]) {
     let lock = example.context.read("forge.lock");
     let built_for = "platform = \"linux/amd64\"";
     assert_eq!(lock.matches(built_for).count(), 1, "{lock}");
@@ -759,14 +768,14 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         "forge.lock",
         &lock.replace(built_for, "platform = \"linux/s390x\""),
     );
-    let json = verify(&example, &["--remote"], &[]).expect_code(1).json();
+    let json = verify(example, &["--remote"], &[]).expect_code(1).json();
     let expected: Vec<String> = references
         .iter()
         .map(|reference| format!("registry image {reference}"))
         .collect();
     assert_eq!(failing(&json), expected);
     let base_id = image_id(BASE_IMAGE).unwrap();
-    for reference in &references {
+    for reference in references {
         let image = row(&json, "registry image", reference);
         assert_eq!(image["actual"].as_str(), Some(base_id.as_str()));
         assert_eq!(
@@ -775,11 +784,13 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
         );
     }
     example.context.write("forge.lock", &lock);
+}
 
-    // An OCI index with no entry for linux/amd64: both rows fail for each tag, and the tags
-    // no longer hold one image between them; nothing else fails.
-    point_at(OCI_INDEX, vec![s390x]);
-    let json = verify(&example, &["--remote"], &[]).expect_code(1).json();
+/// With no entry for linux/amd64 in the index both rows fail for each tag, and the tags no
+/// longer hold one image between them; nothing else fails.
+#[track_caller]
+fn assert_an_index_without_the_platform_fails(example: &Example, references: &[String], id: &str) {
+    let json = verify(example, &["--remote"], &[]).expect_code(1).json();
     let mut expected: Vec<String> = references
         .iter()
         .flat_map(|reference| {
@@ -792,15 +803,13 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
     let (place, _) = references[0].rsplit_once(':').unwrap();
     expected.push(format!("registry tags agree {place}: latest, {DATED_TAG}"));
     assert_eq!(failing(&json), expected);
-    for reference in &references {
+    for reference in references {
         let image = row(&json, "registry image", reference);
         assert_eq!(
             (image["expected"].as_str(), image["actual"].as_str()),
-            (Some(id.as_str()), Some("missing"))
+            (Some(id), Some("missing"))
         );
     }
-    drop(example);
-    let _ = Command::new("docker").args(["image", "rm", &id]).output();
 }
 
 #[test]
@@ -843,13 +852,7 @@ fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
 #[test]
 fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     let registry = RegistryServer::start_with_basic_auth();
-    let (user, password) = registry.credentials().unwrap();
-    let (user, password) = (user.to_owned(), password.to_owned());
-    let credentials = [
-        ("FORGE_REGISTRY_USER", user.as_str()),
-        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
-    ];
-    let Some(example) = pushed(&registry, "verify-auth", &credentials) else {
+    let Some(example) = pushed(&registry, "verify-auth", &registry.credentials_env()) else {
         return;
     };
     let config = no_credentials();
@@ -868,7 +871,7 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     assert_eq!(json["ok"], false);
     assert_eq!(json["unreached"].as_array().unwrap().len(), 1, "{json:#}");
 
-    let mut env = credentials.to_vec();
+    let mut env = registry.credentials_env().to_vec();
     env.push(("DOCKER_CONFIG", config));
     let json = verify(&example, &["--remote"], &env).expect_code(0).json();
     assert_eq!(json["ok"], true, "{json:#}");
@@ -879,15 +882,10 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
 #[test]
 fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_registry() {
     let registry = RegistryServer::start_with_basic_auth();
-    let (user, password) = registry.credentials().unwrap();
-    let (user, password) = (user.to_owned(), password.to_owned());
-    let credentials = [
-        ("FORGE_REGISTRY_USER", user.as_str()),
-        ("FORGE_REGISTRY_PASSWORD", password.as_str()),
-    ];
-    let Some(example) = pushed(&registry, "verify-helper", &credentials) else {
+    let Some(example) = pushed(&registry, "verify-helper", &registry.credentials_env()) else {
         return;
     };
+    let (user, password) = registry.credentials().unwrap();
     let address = registry.address();
     let reference = format!("{}:latest", example.repository);
     let run_with = |helper: &CredentialHelper, config: serde_json::Value| {
@@ -904,7 +902,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     };
 
     // `credHelpers` names the helper for this registry; it is asked for it, once.
-    let helper = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let helper = CredentialHelper::knowing(&[(address, user, password)]);
     let json = run_with(
         &helper,
         serde_json::json!({ "credHelpers": { address: HELPER } }),
@@ -915,7 +913,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(helper.asked(), [address]);
 
     // `credsStore` serves every registry without a helper of its own, before `auths`.
-    let store = CredentialHelper::knowing(&[(address, &user, &password)]);
+    let store = CredentialHelper::knowing(&[(address, user, password)]);
     let json = run_with(
         &store,
         serde_json::json!({
@@ -929,7 +927,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(store.asked(), [address]);
 
     // A helper that holds nothing for this registry: exit 2, naming the helper and the registry.
-    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", &user, &password)]);
+    let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", user, password)]);
     let run = run_with(
         &stranger,
         serde_json::json!({ "credHelpers": { address: HELPER } }),
@@ -948,7 +946,7 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
     assert_eq!(stranger.asked(), [address]);
 
     // The helper's credentials, refused by the registry.
-    let wrong = CredentialHelper::knowing(&[(address, &user, "wrong")]);
+    let wrong = CredentialHelper::knowing(&[(address, user, "wrong")]);
     let run = run_with(
         &wrong,
         serde_json::json!({ "credHelpers": { address: HELPER } }),

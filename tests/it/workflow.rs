@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{Example, docker_available, ensure_base_image};
+use crate::build::{Example, docker_ready};
 use crate::registry_server::RegistryServer;
-use crate::support::{TestContext, assert_contains, repository_root};
+use crate::support::{TestContext, assert_check_catches_a_stale_render, repository_root};
 
 const WORKFLOW: &str = "ci/workflows/forge.yml";
 const RENDERED: &str = "ci/Dockerfile.rendered";
@@ -96,18 +96,7 @@ fn the_committed_render_is_current_and_a_stale_one_fails_the_check() {
         RENDERED,
         &std::fs::read_to_string(root.join(RENDERED)).unwrap(),
     );
-    context
-        .forge(&["render", "--out", RENDERED, "--check"])
-        .expect_code(0);
-    context.edit(
-        "pins.toml",
-        "VLLM_DEEP_GEMM_WARMUP = \"skip\"",
-        "VLLM_DEEP_GEMM_WARMUP = \"full\"",
-    );
-    let stale = context
-        .forge(&["render", "--out", RENDERED, "--check"])
-        .expect_code(1);
-    assert_contains(&stale.stderr, "is out of date");
+    assert_check_catches_a_stale_render(&context, RENDERED);
 }
 
 /// Each `forge` line of the workflow, run as written by `sh` in the order the jobs run them,
@@ -130,10 +119,9 @@ fn every_forge_line_of_the_workflow_runs_as_written() {
         lines, expected,
         "the workflow's forge lines changed: update this test"
     );
-    if !docker_available() {
+    if !docker_ready() {
         return;
     }
-    ensure_base_image();
     let registry = RegistryServer::start();
     let example = Example::with_repository(&format!(
         "{}/forge-test/workflow-{}",
