@@ -118,6 +118,9 @@ impl Background {
 struct DaemonProxy {
     path: PathBuf,
     build_requested: Arc<AtomicBool>,
+    /// When set, the daemon's answer to each tag request (the only `201 Created` forge gets)
+    /// waits 300 ms before it reaches forge: the tag has moved, forge does not know yet.
+    slow_tags: Arc<AtomicBool>,
     cut: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<UnixStream>>>,
     _folder: tempfile::TempDir,
@@ -129,8 +132,10 @@ impl DaemonProxy {
         let path = folder.path().join("docker.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let build_requested = Arc::new(AtomicBool::new(false));
+        let slow_tags = Arc::new(AtomicBool::new(false));
         let cut = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
+        let slow = Arc::clone(&slow_tags);
         let (requested, is_cut, open) = (
             Arc::clone(&build_requested),
             Arc::clone(&cut),
@@ -152,12 +157,14 @@ impl DaemonProxy {
                     (client.try_clone().unwrap(), daemon.try_clone().unwrap());
                 let requested = Arc::clone(&requested);
                 std::thread::spawn(move || pump(client_reader, daemon_writer, Some(&requested)));
-                std::thread::spawn(move || pump(daemon, client, None));
+                let slow = Arc::clone(&slow);
+                std::thread::spawn(move || answers(daemon, client, &slow));
             }
         });
         Self {
             path,
             build_requested,
+            slow_tags,
             cut,
             streams,
             _folder: folder,
@@ -195,6 +202,17 @@ fn pump(from: UnixStream, to: UnixStream, build: Option<&AtomicBool>) {
             && bytes.windows(7).any(|window| window == b"/build?")
         {
             build.store(true, Ordering::SeqCst);
+        }
+    });
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// The daemon's answers on their way to forge; while `slow_tags` is set, a `201 Created`
+/// (a tag made) waits 300 ms first.
+fn answers(from: UnixStream, to: UnixStream, slow_tags: &AtomicBool) {
+    copy_until_closed(&from, &to, |bytes| {
+        if slow_tags.load(Ordering::SeqCst) && bytes.starts_with(b"HTTP/1.1 201") {
+            std::thread::sleep(Duration::from_millis(300));
         }
     });
     let _ = to.shutdown(std::net::Shutdown::Write);
@@ -1091,4 +1109,82 @@ fn sigkill_during_the_checkout_is_finished_by_the_next_apply() {
         git(&target, &["reset", "-q", "--hard", before.head.trim()]);
     }
     assert!(mid_checkout > 0, "no kill landed during the checkout");
+}
+
+/// SIGKILL at points spread over the end of a build (as the first tag moves, between the tags,
+/// just after the image is built, a little later; tag requests are slowed on their way to the
+/// daemon so that the window between them is wide): whatever the point, the next forge command
+/// of the recipe (`verify-digest` here) leaves both tags and forge.lock on the old image or
+/// both on the new one, and no intent behind.
+#[test]
+fn sigkill_at_any_point_of_a_build_is_settled_to_all_old_or_all_new() {
+    let Some((example, first)) = built("sigkill-build") else {
+        return;
+    };
+    let folder = example.context.path();
+    // Each tag request takes 300 ms on its way, so that kills land between the tags.
+    let proxy = DaemonProxy::start();
+    proxy.slow_tags.store(true, Ordering::SeqCst);
+    let host = proxy.host();
+    let mut old = (first, lock_bytes(folder).unwrap());
+    let mut recovered = 0;
+    for step in 0..8u32 {
+        // Every run builds a new image (one step differs), so that every tag has to move.
+        example.context.edit(
+            "templates/Dockerfile.j2",
+            "# The smoke gate:",
+            &format!(
+                "RUN echo kill-{}-{step}\n\n# The smoke gate:",
+                std::process::id()
+            ),
+        );
+        let run = Background::start(
+            folder,
+            &["build", "--progress", "plain", "--force"],
+            &[("DOCKER_HOST", &host)],
+        );
+        match step % 4 {
+            0 => run.wait_for("Tagged"),
+            1 => {
+                run.wait_for("Tagged");
+                std::thread::sleep(Duration::from_millis(u64::from(step)));
+            }
+            2 => run.wait_for("Built"),
+            _ => {
+                run.wait_for("Built");
+                std::thread::sleep(Duration::from_millis(5 * u64::from(step)));
+            }
+        }
+        run.signal("KILL");
+        let (status, stderr) = run.finish();
+        assert!(
+            status.signal() == Some(9) || status.success(),
+            "step {step}: {status:?} {stderr}"
+        );
+
+        let next = crate::verify::verify(&example, &[], &[]);
+        assert_ne!(next.code, 2, "step {step}: {}", next.stderr);
+        recovered += usize::from(next.stderr.contains("Recovered"));
+        assert!(!folder.join("forge.lock.intent").exists(), "step {step}");
+        let lock = lock_bytes(folder).unwrap();
+        let text = String::from_utf8(lock.clone()).unwrap();
+        let latest = example.tag_id("latest").unwrap();
+        example.assert_tags_on(&latest);
+        if lock == old.1 {
+            assert_eq!(
+                latest, old.0,
+                "step {step}: the tags moved, the record did not"
+            );
+        } else {
+            assert!(
+                text.contains(&format!("id = \"{latest}\"")),
+                "step {step}: {text}"
+            );
+            old = (latest, lock);
+        }
+    }
+    assert!(
+        recovered > 0,
+        "no kill landed between the first tag and the record"
+    );
 }
