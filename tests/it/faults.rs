@@ -442,13 +442,15 @@ impl Tmpfs {
         self.folder.path()
     }
 
-    /// Writes a file until the filesystem is full.
-    fn fill(&self) -> PathBuf {
+    /// Writes a file until the filesystem is full, then gives back `pages` pages of it.
+    fn fill_leaving(&self, pages: u64) -> PathBuf {
         let path = self.path().join("filler");
         let mut file = std::fs::File::create(&path).unwrap();
         let block = vec![0u8; 4096];
         while file.write_all(&block).is_ok() {}
         let _ = file.sync_all();
+        let length = file.metadata().unwrap().len();
+        file.set_len(length - length % 4096 - pages * 4096).unwrap();
         path
     }
 }
@@ -505,7 +507,8 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
         pins.replace("GREETING = \"hello\"", "GREETING = \"hello-disk\""),
     )
     .unwrap();
-    let filler = disk.fill();
+    // One page left: room for the intent written before the tags move, none for the record.
+    let filler = disk.fill_leaving(1);
     let (status, stderr) = build(&["--force"]);
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(
