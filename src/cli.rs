@@ -11,9 +11,10 @@ use crate::progress::ProgressMode;
 #[derive(Debug, Parser)]
 #[command(name = "forge", version, about, propagate_version = true)]
 pub struct Cli {
-    /// The recipe folder (the one holding pins.toml).
-    #[arg(short = 'C', value_name = "DIR", global = true, default_value = ".")]
-    pub directory: PathBuf,
+    /// The recipe folder (the one holding pins.toml); without it, the nearest folder at or above
+    /// the working folder that holds pins.toml, up to the repository root or the home folder.
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub directory: Option<PathBuf>,
 
     /// Print one JSON document on stdout instead of text.
     #[arg(long, global = true)]

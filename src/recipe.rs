@@ -168,6 +168,32 @@ impl Recipe {
     }
 }
 
+/// The recipe folder for a command run without `-C`: the nearest folder at or above the working
+/// folder that holds pins.toml, as a relative path (`.`, `..`, `../..`). The search stops after
+/// a repository root (a folder holding `.git`) or the home folder, as cargo and git stop; when it
+/// finds nothing the answer is `.`, so that the error names `pins.toml` where the user stands.
+pub fn discover() -> PathBuf {
+    let Ok(start) = std::env::current_dir() else {
+        return PathBuf::from(".");
+    };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut relative = PathBuf::from(".");
+    for (depth, folder) in start.ancestors().enumerate() {
+        if folder.join(PINS_FILE).is_file() {
+            return relative;
+        }
+        if folder.join(".git").exists() || home.as_deref() == Some(folder) {
+            break;
+        }
+        relative = if depth == 0 {
+            PathBuf::from("..")
+        } else {
+            relative.join("..")
+        };
+    }
+    PathBuf::from(".")
+}
+
 /// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
 /// messages read as the user would type them.
 pub fn in_folder(folder: &Path, name: &str) -> PathBuf {

@@ -52,9 +52,14 @@ pub fn run(cli: Cli) -> ExitStatus {
     }
 }
 
-/// Opens the recipe named by `-C` and shows what pins.toml flags.
+/// Opens the recipe named by `-C`, else the one found from the working folder up, and shows
+/// what pins.toml flags.
 fn open_recipe(cli: &Cli, printer: &Printer) -> anyhow::Result<Recipe> {
-    let recipe = Recipe::open(&cli.directory)?;
+    let folder = match &cli.directory {
+        Some(folder) => folder.clone(),
+        None => crate::recipe::discover(),
+    };
+    let recipe = Recipe::open(&folder)?;
     for notice in &recipe.pins.notices {
         printer.warn(format_args!("{}: {}", notice.location, notice.message));
     }

@@ -313,7 +313,7 @@ impl Advise for LoadError {
     fn advice(&self) -> Advice {
         match self {
             LoadError::Read { path, .. } => Advice::Hint(format!(
-                "forge looks for pins.toml in the recipe folder; pass -C DIR to point at another one (looked at {})",
+                "forge looks for pins.toml in the working folder and the folders above it, up to the repository root; pass -C DIR to point at another one (looked at {})",
                 path.display()
             )),
             LoadError::Invalid { hint, .. } => Advice::Hint(hint.clone()),

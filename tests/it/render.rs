@@ -248,3 +248,40 @@ fn json_render_is_one_document_with_the_digest() {
     };
     assert_eq!(digest, expected);
 }
+
+/// Runs forge in `folder` without `-C`, as a user in that folder would.
+fn forge_in(folder: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_forge"))
+        .args(args)
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .env("HOME", "/nonexistent")
+        .output()
+        .expect("forge runs")
+}
+
+#[test]
+fn without_c_the_recipe_is_found_above_the_working_folder_up_to_the_repository_root() {
+    let context = TestContext::default_recipe();
+    let deep = context.path().join("src/deeper");
+    std::fs::create_dir_all(&deep).unwrap();
+    let expected = context.forge(&["render"]).expect_code(0).stdout;
+    let found = forge_in(&deep, &["render"]);
+    assert!(found.status.success(), "{found:?}");
+    assert_eq!(String::from_utf8(found.stdout).unwrap(), expected);
+
+    // A repository below the recipe is a boundary: its recipe is its own.
+    let repository = context.path().join("vendor/other");
+    std::fs::create_dir_all(repository.join(".git")).unwrap();
+    std::fs::create_dir_all(repository.join("sub")).unwrap();
+    let stopped = forge_in(&repository.join("sub"), &["render"]);
+    assert_eq!(stopped.status.code(), Some(2));
+    assert_contains(
+        &String::from_utf8(stopped.stderr).unwrap(),
+        "error: cannot read pins.toml",
+    );
+
+    // -C still wins.
+    let named = forge_in(&deep, &["-C", "../..", "render"]);
+    assert_eq!(String::from_utf8(named.stdout).unwrap(), expected);
+}

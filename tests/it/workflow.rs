@@ -28,9 +28,7 @@ fn check_jsonschema(file: &Path) -> std::process::Output {
         .arg(file)
         .output()
         .unwrap_or_else(|error| {
-            panic!(
-                "check-jsonschema cannot run ({error}); ci/test installs it in target/ci-venv"
-            )
+            panic!("check-jsonschema cannot run ({error}); ci/test installs it in target/ci-venv")
         })
 }
 
