@@ -69,7 +69,7 @@ pub struct Guarded {
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
     /// Nothing arrived for the idle time.
-    #[error("{what} sent nothing for {} s", idle.as_secs_f64())]
+    #[error("{} sent nothing for {} s", crate::redact::Redacted(what), idle.as_secs_f64())]
     Idle {
         /// The URL.
         what: String,
@@ -77,7 +77,7 @@ pub enum BodyError {
         idle: Duration,
     },
     /// More than the cap arrived.
-    #[error("{what} sent more than {cap} bytes")]
+    #[error("{} sent more than {cap} bytes", crate::redact::Redacted(what))]
     TooLarge {
         /// The URL.
         what: String,

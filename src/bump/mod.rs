@@ -617,7 +617,7 @@ pub enum BumpError {
         message: String,
     },
     /// The pin's package does not exist at the version on its index.
-    #[error("{package} {version} is not on {index}")]
+    #[error("{package} {version} is not on {}", crate::redact::Redacted(index.as_str()))]
     NotOnIndex {
         /// The pin.
         pin: PinName,

@@ -21,6 +21,7 @@ pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 
 use crate::diagnostics::{Advice, Advise};
+use crate::redact::Redacted;
 use crate::types::oci::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
@@ -261,7 +262,7 @@ impl Held {
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// No HTTP answer.
-    #[error("cannot reach the registry at {url}: {message}")]
+    #[error("cannot reach the registry at {}: {message}", Redacted(url))]
     Unreachable {
         /// The URL asked.
         url: String,
@@ -270,7 +271,8 @@ pub enum RegistryError {
     },
     /// The registry wants credentials forge does not have, or refused them.
     #[error(
-        "the registry refused access to {url} (HTTP {status}){}",
+        "the registry refused access to {} (HTTP {status}){}",
+        Redacted(url),
         refusal(lookup)
     )]
     Unauthorized {
@@ -285,7 +287,7 @@ pub enum RegistryError {
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
     /// The repository or reference does not exist.
-    #[error("{what} not found on the registry ({url}, HTTP 404)")]
+    #[error("{what} not found on the registry ({}, HTTP 404)", Redacted(url))]
     NotFound {
         /// The URL asked.
         url: String,
@@ -293,7 +295,7 @@ pub enum RegistryError {
         what: String,
     },
     /// Another error status.
-    #[error("the registry answered HTTP {status} for {url}")]
+    #[error("the registry answered HTTP {status} for {}", Redacted(url))]
     Status {
         /// The URL asked.
         url: String,
@@ -301,7 +303,10 @@ pub enum RegistryError {
         status: u16,
     },
     /// An answer forge cannot read.
-    #[error("the registry sent an answer forge cannot read for {url}: {message}")]
+    #[error(
+        "the registry sent an answer forge cannot read for {}: {message}",
+        Redacted(url)
+    )]
     Invalid {
         /// The URL asked.
         url: String,

@@ -16,7 +16,7 @@ use crate::tls::{Certificates, TlsTerminator};
 
 /// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
 /// temporary folder, no index or registry settings but those in `env`.
-fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let home = context.path().join(".home");
     std::fs::create_dir_all(&home).expect("a home folder");
     let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
@@ -32,6 +32,7 @@ fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
         "FORGE_INDEX_URL",
         "FORGE_REGISTRY_USER",
         "FORGE_REGISTRY_PASSWORD",
+        "FORGE_REGISTRY_HOST",
         "DOCKER_CONFIG",
         "XDG_CONFIG_DIRS",
     ] {
