@@ -1,6 +1,8 @@
 //! Secrets kept out of what forge prints: the user information of a URL
 //! (`https://user:token@host/x` becomes `https://***@host/x`) and the values of query parameters
 //! that carry tokens or signatures (`token=`, `access_token=`, `X-Amz-Signature=`, `sig=`, ...).
+//! An `ssh://` URL keeps its user name, a login rather than a secret (`ssh://git@host/x`, the
+//! `--host ssh://USER@HOST` of a daemon), and loses only a password.
 //!
 //! `text` finds every URL in a message and masks only those parts, so the rest (the host, the
 //! path, the punctuation around the URL) reads as before. The printer passes every line and JSON
@@ -100,7 +102,17 @@ fn url_text(url: &str, scheme: usize) -> String {
     let authority = &rest[..authority_end];
     let mut out = String::with_capacity(url.len());
     out.push_str(&url[..rest_start]);
+    let ssh = url[..scheme].to_ascii_lowercase().contains("ssh");
     match authority.rfind('@') {
+        Some(at) if ssh => match authority[..at].split_once(':') {
+            Some((user, _)) => {
+                out.push_str(user);
+                out.push(':');
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        },
         Some(at) => {
             out.push_str(MASK);
             out.push_str(&authority[at..]);
@@ -194,7 +206,9 @@ mod tests {
                 "no url here, user@example.org",
             ),
             ("://nothing", "://nothing"),
-            ("ssh://git@github.com/x", "ssh://***@github.com/x"),
+            ("ssh://git@github.com/x", "ssh://git@github.com/x"),
+            ("ssh://me:pw@127.0.0.1:22", "ssh://me:***@127.0.0.1:22"),
+            ("git+ssh://me:pw@h/x", "git+ssh://me:***@h/x"),
         ] {
             assert_eq!(text(given), shown, "{given}");
         }
@@ -234,7 +248,7 @@ mod tests {
 
     #[test]
     fn masking_twice_changes_nothing_more() {
-        let once = text("https://u:p@h/x?token=t and http://a@b/?sig=s").into_owned();
+        let once = text("https://u:p@h/x?token=t and http://a@b/?sig=s ssh://u:p@h").into_owned();
         assert_eq!(text(&once), once);
         assert!(matches!(text(&once), Cow::Borrowed(_)));
     }
