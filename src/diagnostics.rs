@@ -128,30 +128,33 @@ pub struct Rendered {
     pub exit: ExitStatus,
 }
 
-/// Reads `error`'s chain.
+/// Reads `error`'s chain, with the secrets of every URL in it masked (`redact`).
 pub fn render(error: &anyhow::Error) -> Rendered {
+    let text = |message: String| crate::redact::text(&message).into_owned();
     let mut chain = error.chain();
-    let message = chain
-        .next()
-        .expect("an error has at least itself in its chain")
-        .to_string();
+    let message = text(
+        chain
+            .next()
+            .expect("an error has at least itself in its chain")
+            .to_string(),
+    );
     let mut causes: Vec<String> = Vec::new();
     let mut last = message.clone();
     for cause in chain {
-        let text = cause.to_string();
+        let cause = text(cause.to_string());
         // `#[error(transparent)]` wrappers repeat their source's text; say it once.
-        if text != last {
-            causes.push(text.clone());
+        if cause != last {
+            causes.push(cause.clone());
         }
-        last = text;
+        last = cause;
     }
     let advised: Vec<&dyn Advise> = error.chain().filter_map(advice_of).collect();
     let mut hints: Vec<String> = Vec::new();
     for advise in &advised {
         if let Advice::Hint(hint) = advise.advice()
-            && !hints.contains(&hint)
+            && !hints.contains(&text(hint.clone()))
         {
-            hints.push(hint);
+            hints.push(text(hint));
         }
     }
     let exit = if advised

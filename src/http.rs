@@ -17,6 +17,16 @@ pub fn agent() -> ureq::Agent {
     config().timeout_global(Some(TIMEOUT)).build().into()
 }
 
+/// Like `agent`, but redirects come back as responses: for a client that decides itself where
+/// a redirect may lead and what goes with it (the registry client, see `registry::trust`).
+pub fn agent_without_redirects() -> ureq::Agent {
+    config()
+        .timeout_global(Some(TIMEOUT))
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
 /// What every forge agent shares. Redirects are followed (PyPI and registries redirect to
 /// CDNs); the proxy settings of the environment (`HTTPS_PROXY`, `NO_PROXY`) apply. Certificates
 /// are checked against the machine's trust store, as pip, git and docker do, so a site that adds
@@ -69,7 +79,7 @@ pub struct Guarded {
 #[derive(Debug, thiserror::Error)]
 pub enum BodyError {
     /// Nothing arrived for the idle time.
-    #[error("{what} sent nothing for {} s", idle.as_secs_f64())]
+    #[error("{} sent nothing for {} s", crate::redact::Redacted(what), idle.as_secs_f64())]
     Idle {
         /// The URL.
         what: String,
@@ -77,7 +87,7 @@ pub enum BodyError {
         idle: Duration,
     },
     /// More than the cap arrived.
-    #[error("{what} sent more than {cap} bytes")]
+    #[error("{} sent more than {cap} bytes", crate::redact::Redacted(what))]
     TooLarge {
         /// The URL.
         what: String,
@@ -187,29 +197,6 @@ pub fn header<'a>(response: &'a ureq::http::Response<ureq::Body>, name: &str) ->
         .and_then(|value| value.to_str().ok())
 }
 
-/// Whether `host` (with or without a port) names this machine: plain HTTP is only ever used
-/// for those without being asked.
-pub fn is_loopback(host: &str) -> bool {
-    let is_loopback_name = |name: &str| {
-        name == "localhost"
-            || name
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|address| address.is_loopback())
-    };
-    // A bare IPv6 address is all colons: try the whole host before splitting off a port.
-    if is_loopback_name(host) {
-        return true;
-    }
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => host
-            .rsplit_once(':')
-            .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
-            .map_or(host, |(name, _)| name),
-    };
-    is_loopback_name(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,26 +229,5 @@ mod tests {
         let mut text = String::new();
         whole.read_to_string(&mut text).unwrap();
         assert_eq!(text, "hello");
-    }
-
-    #[test]
-    fn loopback_hosts_with_and_without_ports() {
-        for host in [
-            "127.0.0.1",
-            "127.0.0.1:5000",
-            "localhost:5000",
-            "[::1]:5000",
-            "::1",
-        ] {
-            assert!(is_loopback(host), "{host}");
-        }
-        for host in [
-            "ghcr.io",
-            "10.0.0.1:5000",
-            "example.org:443",
-            "127.0.0.1.example.org",
-        ] {
-            assert!(!is_loopback(host), "{host}");
-        }
     }
 }

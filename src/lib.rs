@@ -24,8 +24,8 @@
 //! guarded client: timeouts, size caps from `limits`), `registry` (the OCI distribution API),
 //! `git_remote` (ref listing and fetches), `index` (the Python package index), `glob`
 //! (the one pattern matcher of tags and ignore files), `fs` (atomic writes), `location`
-//! (file:line:col). `bump` plans pin moves from upstream; `attest` builds SBOMs, provenance and
-//! signatures.
+//! (file:line:col), `redact` (credentials and tokens masked in URLs, for everything printed).
+//! `bump` plans pin moves from upstream; `attest` builds SBOMs, provenance and signatures.
 
 pub mod attest;
 pub mod bump;
@@ -50,6 +50,7 @@ pub mod printer;
 pub mod progress;
 pub mod publish;
 pub mod recipe;
+pub mod redact;
 pub mod registry;
 pub mod render;
 pub mod table;

@@ -3,6 +3,10 @@
 //! Status lines are cargo-style (`   Rendered Dockerfile sha256:…`): a right-aligned verb, bold
 //! green on a terminal and plain in logs. With `--json` the only thing on stdout is one JSON
 //! document, printed at the end by the command.
+//!
+//! Everything written passes through `redact::text`: the user information and the tokens of a
+//! URL never reach the terminal, a log or a JSON document. The one exception is `data`, the
+//! rendered Dockerfile, which is the command's product and printed byte for byte.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt::Display;
@@ -84,29 +88,35 @@ impl Printer {
     /// `warning: message`, unless quiet.
     pub fn warn(&self, message: impl Display) {
         if self.verbosity >= Verbosity::Normal {
-            eprintln!("{}: {message}", self.paint("warning", "1;33"));
+            eprintln!("{}: {}", self.paint("warning", "1;33"), redacted(message));
         }
     }
 
     /// `error: message`, always.
     pub fn error(&self, message: impl Display) {
-        eprintln!("{}: {message}", self.paint("error", "1;31"));
+        eprintln!("{}: {}", self.paint("error", "1;31"), redacted(message));
     }
 
     /// A labelled continuation of an error or warning (`caused by:`, `hint:`), always.
     pub fn note(&self, label: &str, message: impl Display) {
-        eprintln!("{}: {message}", self.paint(label, "1;34"));
+        eprintln!("{}: {}", self.paint(label, "1;34"), redacted(message));
     }
 
     /// Human text on stderr (tables and reports that are not the command's data).
     pub fn stderr(&self, text: impl Display) {
         if self.verbosity >= Verbosity::Normal {
-            eprint!("{text}");
+            eprint!("{}", redacted(text));
         }
     }
 
-    /// The command's data on stdout, as is.
+    /// The command's output on stdout (tables, reports, diffs).
     pub fn stdout(&self, text: &str) {
+        self.data(&crate::redact::text(text));
+    }
+
+    /// The command's product on stdout byte for byte, unredacted: the rendered Dockerfile, which
+    /// must be the same as the file `--out` writes.
+    pub fn data(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();
         // A closed pipe (`forge render | head`) is not an error worth a panic.
         let _ = stdout
@@ -115,15 +125,21 @@ impl Printer {
     }
 
     /// The command's one JSON document on stdout, carrying the version of forge's JSON shapes
-    /// (`"schema"`, see `JSON_SCHEMA`).
+    /// (`"schema"`, see `JSON_SCHEMA`); every string in it redacted.
     pub fn json(&self, value: &serde_json::Value) {
+        self.json_data(&crate::redact::json(value));
+    }
+
+    /// Like `json`, for a document whose strings are the command's product and printed as they
+    /// are (`forge render --json`, which carries the rendered Dockerfile).
+    pub fn json_data(&self, value: &serde_json::Value) {
         let mut document = value.clone();
         if let Some(object) = document.as_object_mut() {
             object.insert("schema".to_owned(), serde_json::json!(JSON_SCHEMA));
         }
         let text = serde_json::to_string_pretty(&document).expect("a JSON value serializes");
         self.json_written.store(true, Ordering::Relaxed);
-        self.stdout(&format!("{text}\n"));
+        self.data(&format!("{text}\n"));
     }
 
     /// Whether the command's JSON document is already on stdout (a failed verification prints
@@ -134,7 +150,7 @@ impl Printer {
 
     fn line(&self, verb: &str, color: &str, message: impl Display) {
         let padded = format!("{verb:>12}");
-        eprintln!("{} {message}", self.paint(&padded, color));
+        eprintln!("{} {}", self.paint(&padded, color), redacted(message));
     }
 
     fn paint(&self, text: &str, color: &str) -> String {
@@ -144,4 +160,9 @@ impl Printer {
             text.to_owned()
         }
     }
+}
+
+/// `message` as text, with the secrets of its URLs masked.
+fn redacted(message: impl Display) -> String {
+    crate::redact::text(&message.to_string()).into_owned()
 }

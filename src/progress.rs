@@ -8,6 +8,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::steps::{Event, StepState};
 use crate::printer::Printer;
+use crate::redact::text as redact;
 
 /// The progress display the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +98,7 @@ impl Terminal {
                     ProgressStyle::with_template("{spinner:.cyan} {prefix} {wide_msg:.dim}")
                         .expect("a valid template"),
                 );
-                bar.set_prefix(name.to_owned());
+                bar.set_prefix(redact(name).into_owned());
                 bar.enable_steady_tick(Duration::from_millis(120));
                 self.bars.insert(id.to_owned(), bar);
             }
@@ -110,11 +111,12 @@ impl Terminal {
                     StepState::Done => "\x1b[1;32m        Done\x1b[0m",
                     _ => "\x1b[1;31m      Failed\x1b[0m",
                 };
-                let _ = self.multi.println(format!("{verb} {name}"));
+                let _ = self.multi.println(format!("{verb} {}", redact(name)));
             }
             Event::Output { id, line, .. } => {
+                let line = redact(line);
                 if let Some(bar) = self.bars.get(id) {
-                    bar.set_message(line.to_owned());
+                    bar.set_message(line.clone().into_owned());
                 }
                 if self.verbose {
                     let _ = self.multi.println(format!("             | {line}"));
@@ -124,7 +126,7 @@ impl Terminal {
             Event::Push { reference, status } => {
                 let _ = self
                     .multi
-                    .println(format!("             {reference}: {status}"));
+                    .println(redact(&format!("             {reference}: {status}")));
             }
         }
     }

@@ -61,8 +61,8 @@ pub struct Sources {
 
 impl Clients {
     /// Clients for `recipe`: the index chosen from the mirror in `sources`, pip's settings and
-    /// pins.toml; the registry with the base image's credentials and plain HTTP for the
-    /// insecure hosts of `sources`.
+    /// pins.toml; the registry with the base image's credentials (the environment's only when
+    /// they are for the base's registry) and plain HTTP for the insecure hosts of `sources`.
     pub fn new(
         recipe: &crate::recipe::Recipe,
         sources: &Sources,
@@ -72,7 +72,10 @@ impl Clients {
             index: crate::index::SimpleIndex::default(),
             git: crate::git_remote::Git2Remote,
             registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
-                .with_credentials_for(recipe.pins.base.image.registry()),
+                .with_credentials_for(
+                    recipe.pins.base.image.registry(),
+                    &recipe.pins.image.repository.registry(),
+                ),
         })
     }
 
@@ -617,7 +620,7 @@ pub enum BumpError {
         message: String,
     },
     /// The pin's package does not exist at the version on its index.
-    #[error("{package} {version} is not on {index}")]
+    #[error("{package} {version} is not on {}", crate::redact::Redacted(index.as_str()))]
     NotOnIndex {
         /// The pin.
         pin: PinName,

@@ -238,7 +238,7 @@ impl Advise for EngineError {
             ),
             EngineError::NoImageId => Advice::Hint("check the daemon's log for the build".to_owned()),
             EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
-                "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD)"
+                "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD, which go to the recipe's registry or the host FORGE_REGISTRY_HOST names)"
                     .to_owned(),
             ),
             EngineError::Context { .. } => {

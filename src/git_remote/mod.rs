@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use sha2::{Digest as _, Sha256};
 
 use crate::diagnostics::{Advice, Advise};
+use crate::redact::Redacted;
 use crate::types::git::{BranchName, GitRev};
 use crate::types::url::Url;
 
@@ -35,7 +36,7 @@ pub trait GitRemote {
 #[derive(Debug, thiserror::Error)]
 pub enum GitRemoteError {
     /// Connecting or listing failed.
-    #[error("cannot reach the git remote {url}: {message}")]
+    #[error("cannot reach the git remote {}: {message}", Redacted(url))]
     Unreachable {
         /// The remote.
         url: String,
@@ -43,7 +44,7 @@ pub enum GitRemoteError {
         message: String,
     },
     /// The remote has no such branch.
-    #[error("the git remote {url} has no branch `{branch}`")]
+    #[error("the git remote {} has no branch `{branch}`", Redacted(url))]
     NoBranch {
         /// The remote.
         url: String,
@@ -51,7 +52,7 @@ pub enum GitRemoteError {
         branch: String,
     },
     /// The revision is not on the remote (or not on the branch).
-    #[error("revision {revision} is not on {place} of {url}")]
+    #[error("revision {revision} is not on {place} of {}", Redacted(url))]
     UnknownRevision {
         /// The remote.
         url: String,
@@ -61,7 +62,10 @@ pub enum GitRemoteError {
         revision: String,
     },
     /// A short revision matches several commits.
-    #[error("revision {revision} is ambiguous on {url}: it prefixes more than one commit")]
+    #[error(
+        "revision {revision} is ambiguous on {}: it prefixes more than one commit",
+        Redacted(url)
+    )]
     Ambiguous {
         /// The remote.
         url: String,

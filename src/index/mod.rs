@@ -59,7 +59,10 @@ pub trait PackageIndex {
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
     /// No HTTP answer at all.
-    #[error("cannot reach the package index at {url}: {message}")]
+    #[error(
+        "cannot reach the package index at {}: {message}",
+        crate::redact::Redacted(url)
+    )]
     Unreachable {
         /// The URL asked.
         url: String,
@@ -67,7 +70,10 @@ pub enum IndexError {
         message: String,
     },
     /// The index does not know the package.
-    #[error("{url} has no package `{package}` (HTTP 404)")]
+    #[error(
+        "{} has no package `{package}` (HTTP 404)",
+        crate::redact::Redacted(url)
+    )]
     NotFound {
         /// The URL asked.
         url: String,
@@ -75,7 +81,10 @@ pub enum IndexError {
         package: String,
     },
     /// The index answered with an error status.
-    #[error("the package index at {url} answered HTTP {status}")]
+    #[error(
+        "the package index at {} answered HTTP {status}",
+        crate::redact::Redacted(url)
+    )]
     Status {
         /// The URL asked.
         url: String,
@@ -83,7 +92,10 @@ pub enum IndexError {
         status: u16,
     },
     /// The answer was not a page or document of the simple API.
-    #[error("the package index at {url} sent an answer forge cannot read: {message}")]
+    #[error(
+        "the package index at {} sent an answer forge cannot read: {message}",
+        crate::redact::Redacted(url)
+    )]
     Invalid {
         /// The URL asked.
         url: String,

@@ -348,8 +348,9 @@ fn plan_git(
     };
     let context = || {
         format!(
-            "cannot look up {} on {url}; pins.toml was not changed",
-            pin.name
+            "cannot look up {} on {}; pins.toml was not changed",
+            pin.name,
+            crate::redact::Redacted(url.as_str())
         )
     };
     let target: GitRev = match &options.to {

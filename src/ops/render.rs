@@ -40,10 +40,11 @@ pub fn render(
     match &options.mode {
         RenderMode::Stdout => {
             if printer.is_json() {
-                printer
-                    .json(&json!({ "digest": digest.as_str(), "dockerfile": dockerfile.as_str() }));
+                printer.json_data(
+                    &json!({ "digest": digest.as_str(), "dockerfile": dockerfile.as_str() }),
+                );
             } else {
-                printer.stdout(dockerfile.as_str());
+                printer.data(dockerfile.as_str());
             }
         }
         RenderMode::Write(path) => {

@@ -313,8 +313,10 @@ fn registry_checks(
         .parse()
         .expect("a repository is a valid reference");
     let repository = RemoteRepository::of(&reference);
-    let client = RegistryClient::new(options.insecure_registries.clone())
-        .with_credentials_for(&repository.registry);
+    let client = RegistryClient::new(options.insecure_registries.clone()).with_credentials_for(
+        &repository.registry,
+        &recipe.pins.image.repository.registry(),
+    );
     // The platform the image was built for, which `--platform` may have chosen.
     let platform = record
         .image

@@ -51,7 +51,9 @@ impl RemoteTags {
             .as_str()
             .parse()
             .expect("a repository is a valid reference");
-        let lookup = registry::credentials::lookup(reference.registry())?;
+        // The repository is the recipe's own: the environment's credentials are for it (unless
+        // FORGE_REGISTRY_HOST names another registry).
+        let lookup = registry::credentials::lookup(reference.registry(), reference.registry())?;
         Ok(Self {
             client: RegistryClient::new(insecure).with_lookup(lookup.clone()),
             remote: RemoteRepository::of(&reference),

@@ -3,10 +3,11 @@
 //! `pin outdated` through forge's own client).
 //!
 //! A registry host in, a `Lookup` out: `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD`
-//! first; then `$DOCKER_CONFIG/config.json` (default `~/.docker/config.json`): the credential
-//! helper its `credHelpers` names for the registry, else its `credsStore`, else its `auths`
-//! entry. As with the docker CLI, a helper that applies has the last word: when it holds
-//! nothing for the registry, `auths` is not read.
+//! first, but only for the one registry they belong to (the host `FORGE_REGISTRY_HOST` names,
+//! else the registry the recipe publishes to); then `$DOCKER_CONFIG/config.json` (default
+//! `~/.docker/config.json`): the credential helper its `credHelpers` names for the registry,
+//! else its `credsStore`, else its `auths` entry. As with the docker CLI, a helper that applies
+//! has the last word: when it holds nothing for the registry, `auths` is not read.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -92,6 +93,9 @@ pub struct Lookup {
     pub origin: Origin,
     /// The credentials, if any.
     pub credentials: Option<Credentials>,
+    /// The registry `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` were kept for, when they
+    /// are set for another one than this.
+    pub environment_for: Option<String>,
 }
 
 impl Lookup {
@@ -101,13 +105,21 @@ impl Lookup {
             registry: registry.to_owned(),
             origin: Origin::Nowhere,
             credentials: None,
+            environment_for: None,
         }
     }
 
     /// Where the credentials came from, or where none were found.
     pub fn describe(&self) -> String {
-        self.origin
-            .describe(&self.registry, self.credentials.is_some())
+        let found = self
+            .origin
+            .describe(&self.registry, self.credentials.is_some());
+        match &self.environment_for {
+            Some(host) => format!(
+                "{found}; FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD are kept for {host}"
+            ),
+            None => found,
+        }
     }
 }
 
@@ -181,11 +193,14 @@ struct HelperAnswer {
 
 /// Looks up the credentials for `registry` (a host such as `ghcr.io`, `docker.io` or
 /// `127.0.0.1:5000`), running a credential helper if the configuration names one.
-pub fn lookup(registry: &str) -> Result<Lookup, CredentialsError> {
+/// `recipe_registry` is the registry the recipe publishes to: `FORGE_REGISTRY_USER` and
+/// `FORGE_REGISTRY_PASSWORD` are for it, unless `FORGE_REGISTRY_HOST` names another host.
+pub fn lookup(registry: &str, recipe_registry: &str) -> Result<Lookup, CredentialsError> {
     let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     let environment = Environment {
         username: variable("FORGE_REGISTRY_USER"),
         password: variable("FORGE_REGISTRY_PASSWORD"),
+        host: variable("FORGE_REGISTRY_HOST").unwrap_or_else(|| recipe_registry.to_owned()),
         config: variable("DOCKER_CONFIG")
             .map(PathBuf::from)
             .or_else(|| variable("HOME").map(|home| PathBuf::from(home).join(".docker")))
@@ -198,10 +213,15 @@ pub fn lookup(registry: &str) -> Result<Lookup, CredentialsError> {
 struct Environment {
     username: Option<String>,
     password: Option<String>,
+    /// The one registry `username` and `password` are for.
+    host: String,
     config: Option<PathBuf>,
 }
 
 fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, CredentialsError> {
+    let environment_set = environment.username.is_some() && environment.password.is_some();
+    let environment_for = (environment_set && !same_registry(registry, &environment.host))
+        .then(|| environment.host.clone());
     let found = |origin: Origin, credentials: Option<(String, String)>| Lookup {
         registry: registry.to_owned(),
         origin,
@@ -210,8 +230,13 @@ fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, Creden
             username,
             password,
         }),
+        environment_for: environment_for.clone(),
     };
-    if let (Some(username), Some(password)) = (&environment.username, &environment.password) {
+    if let (Some(username), Some(password), None) = (
+        &environment.username,
+        &environment.password,
+        &environment_for,
+    ) {
         return Ok(found(
             Origin::Environment,
             Some((username.clone(), password.clone())),
@@ -277,6 +302,29 @@ pub fn server_address(registry: &str) -> &str {
     } else {
         registry
     }
+}
+
+/// Whether two registry names are the same registry: the same host and port however they are
+/// spelled (case, a scheme or a trailing `/` written in front or behind, `:443` or none), and
+/// Docker Hub under any of its names.
+pub fn same_registry(a: &str, b: &str) -> bool {
+    let canonical = |name: &str| {
+        let bare = name
+            .trim()
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .trim_end_matches('/');
+        if is_docker_hub(&bare.to_ascii_lowercase()) {
+            return Some("docker.io".to_owned());
+        }
+        let url = url::Url::parse(&format!("https://{bare}/")).ok()?;
+        let plain = url.username().is_empty() && url.password().is_none() && url.path() == "/";
+        plain.then(|| match url.port() {
+            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_owned(),
+        })
+    };
+    canonical(a).is_some_and(|a| Some(a) == canonical(b))
 }
 
 fn is_docker_hub(host: &str) -> bool {
@@ -359,6 +407,7 @@ mod tests {
         Environment {
             username: None,
             password: None,
+            host: "ghcr.io".to_owned(),
             config: config.map(ToOwned::to_owned),
         }
     }
@@ -385,6 +434,41 @@ mod tests {
         let found = lookup_in("ghcr.io", &environment).unwrap();
         assert_eq!(pair(&found), Some(("robot", "s3cret")));
         assert_eq!(found.origin, Origin::Environment);
+    }
+
+    #[test]
+    fn forge_variables_go_only_to_their_one_registry() {
+        let folder = config(r#"{"auths": {"quay.io": {"auth": "ZG9ja2VyOmNvbmZpZw=="}}}"#);
+        let mut environment = environment(Some(&folder.path().join("config.json")));
+        environment.username = Some("robot".to_owned());
+        environment.password = Some("s3cret".to_owned());
+        for registry in ["ghcr.io", "GHCR.io", "ghcr.io:443"] {
+            let found = lookup_in(registry, &environment).unwrap();
+            assert_eq!(pair(&found), Some(("robot", "s3cret")), "{registry}");
+            assert_eq!(found.environment_for, None);
+        }
+        for registry in [
+            "127.0.0.1:5000",
+            "docker.io",
+            "ghcr.io:5000",
+            "ghcr.io.evil",
+        ] {
+            let found = lookup_in(registry, &environment).unwrap();
+            assert_eq!(pair(&found), None, "{registry}");
+            assert_eq!(found.environment_for.as_deref(), Some("ghcr.io"));
+            assert!(
+                found.describe().contains("kept for ghcr.io"),
+                "{}",
+                found.describe()
+            );
+        }
+        // Another registry still finds its own credentials in the docker configuration.
+        let quay = lookup_in("quay.io", &environment).unwrap();
+        assert_eq!(pair(&quay), Some(("docker", "config")));
+        environment.host = "index.docker.io".to_owned();
+        let hub = lookup_in("docker.io", &environment).unwrap();
+        assert_eq!(pair(&hub), Some(("robot", "s3cret")));
+        assert_eq!(pair(&lookup_in("ghcr.io", &environment).unwrap()), None);
     }
 
     #[test]

@@ -5,11 +5,17 @@
 //! `WWW-Authenticate: Bearer realm=..,service=..,scope=..` a token is fetched from the realm
 //! (with the user's credentials when there are some) and the request is sent again; on a
 //! `Basic` challenge the credentials are sent directly. Credentials are looked up (see
-//! `credentials`) only when a registry asks for them. Plain HTTP is used only for loopback hosts and for hosts named with
-//! `--insecure-registry`; every other registry is spoken to over HTTPS.
+//! `credentials`) only when a registry asks for them. Plain HTTP is used only for loopback hosts
+//! and for hosts named with `--insecure-registry`; every other registry is spoken to over HTTPS.
+//!
+//! The credentials, and the tokens fetched with them, go only to the registry's own scheme,
+//! host and port (see `trust`): a next link elsewhere is refused, a redirect elsewhere is
+//! followed without them, a token realm elsewhere is asked anonymously, and nothing moves from
+//! https to http.
 
 mod auth;
 pub mod credentials;
+pub mod trust;
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -19,8 +25,12 @@ use sha2::{Digest as _, Sha256};
 
 pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
+pub use trust::{Refusal, Trust};
+
+use url::Url;
 
 use crate::diagnostics::{Advice, Advise};
+use crate::redact::Redacted;
 use crate::types::oci::{Digest, ImageRef, Platform};
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
@@ -261,7 +271,7 @@ impl Held {
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     /// No HTTP answer.
-    #[error("cannot reach the registry at {url}: {message}")]
+    #[error("cannot reach the registry at {}: {message}", Redacted(url))]
     Unreachable {
         /// The URL asked.
         url: String,
@@ -270,8 +280,9 @@ pub enum RegistryError {
     },
     /// The registry wants credentials forge does not have, or refused them.
     #[error(
-        "the registry refused access to {url} (HTTP {status}){}",
-        refusal(lookup)
+        "the registry refused access to {} (HTTP {status}){}",
+        Redacted(url),
+        refusal(lookup, withheld.as_deref())
     )]
     Unauthorized {
         /// The URL asked.
@@ -280,12 +291,14 @@ pub enum RegistryError {
         status: u16,
         /// The credentials forge had for the registry, and where they came from.
         lookup: Box<Lookup>,
+        /// The token realm on another host that was asked without the credentials, if any.
+        withheld: Option<String>,
     },
     /// The credentials could not be looked up.
     #[error(transparent)]
     Credentials(#[from] CredentialsError),
     /// The repository or reference does not exist.
-    #[error("{what} not found on the registry ({url}, HTTP 404)")]
+    #[error("{what} not found on the registry ({}, HTTP 404)", Redacted(url))]
     NotFound {
         /// The URL asked.
         url: String,
@@ -293,7 +306,7 @@ pub enum RegistryError {
         what: String,
     },
     /// Another error status.
-    #[error("the registry answered HTTP {status} for {url}")]
+    #[error("the registry answered HTTP {status} for {}", Redacted(url))]
     Status {
         /// The URL asked.
         url: String,
@@ -301,12 +314,25 @@ pub enum RegistryError {
         status: u16,
     },
     /// An answer forge cannot read.
-    #[error("the registry sent an answer forge cannot read for {url}: {message}")]
+    #[error(
+        "the registry sent an answer forge cannot read for {}: {message}",
+        Redacted(url)
+    )]
     Invalid {
         /// The URL asked.
         url: String,
         /// What was wrong.
         message: String,
+    },
+    /// A next link, redirect or token realm forge will not follow.
+    #[error("forge does not follow the {what} {}: {refusal}", Redacted(url))]
+    Refused {
+        /// What the registry sent: `next link of the tag list`, `redirect`, `token realm`.
+        what: &'static str,
+        /// Where it leads.
+        url: String,
+        /// Why not.
+        refusal: Refusal,
     },
 }
 
@@ -314,12 +340,20 @@ impl Advise for RegistryError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
             RegistryError::Unreachable { .. } => "check the registry host and the network; a registry without TLS on another host needs --insecure-registry HOST".to_owned(),
-            RegistryError::Unauthorized { lookup, .. } => match &lookup.credentials {
-                None => format!(
-                    "log in with `docker login {}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD",
+            RegistryError::Unauthorized { lookup, withheld: Some(_), .. } => format!(
+                "the registry hands out tokens from another host, and forge sends the credentials for {} to {} alone; pull anonymously, or use a registry whose token service is on its own host",
+                lookup.registry, lookup.registry
+            ),
+            RegistryError::Unauthorized { lookup, .. } => match (&lookup.credentials, &lookup.environment_for) {
+                (None, Some(_)) => format!(
+                    "set FORGE_REGISTRY_HOST={} to send FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD to this registry instead, or log in with `docker login {}`",
+                    lookup.registry, lookup.registry
+                ),
+                (None, None) => format!(
+                    "log in with `docker login {}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD (and FORGE_REGISTRY_HOST when it is not the registry the recipe publishes to)",
                     lookup.registry
                 ),
-                Some(_) => format!(
+                (Some(_), _) => format!(
                     "the credentials were refused: check {}, or log in again with `docker login {}`",
                     lookup.describe(),
                     lookup.registry
@@ -328,6 +362,8 @@ impl Advise for RegistryError {
             RegistryError::Credentials(error) => return error.advice(),
             RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
             RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
+            RegistryError::Refused { refusal: Refusal::OtherHost { .. }, .. } => "the distribution API continues a tag list on the registry's own host (its next links are relative); check the registry, or a proxy in front of it that rewrites its URLs".to_owned(),
+            RegistryError::Refused { .. } => "a registry's redirects and token realms must be https (plain HTTP only for loopback hosts and --insecure-registry HOST) and carry no user name or password; check the registry's configuration".to_owned(),
         })
     }
 }
@@ -335,23 +371,34 @@ impl Advise for RegistryError {
 crate::advised!(RegistryError);
 
 /// How an `Unauthorized` error goes on: which credentials were sent, or why there were none.
-fn refusal(lookup: &Lookup) -> String {
-    match &lookup.credentials {
-        Some(_) => format!(" with the credentials from {}", lookup.describe()),
-        None => format!(": it wants credentials, and {}", lookup.describe()),
+fn refusal(lookup: &Lookup, withheld: Option<&str>) -> String {
+    match (&lookup.credentials, withheld) {
+        (Some(_), Some(realm)) => format!(
+            ": its token realm {} is on another host, which gets no credentials (forge has them from {})",
+            Redacted(realm),
+            lookup.describe()
+        ),
+        (Some(_), None) => format!(" with the credentials from {}", lookup.describe()),
+        (None, _) => format!(": it wants credentials, and {}", lookup.describe()),
     }
 }
+
+/// How many redirects one request may follow.
+const MAX_REDIRECTS: usize = 10;
 
 /// The real client: the distribution API over `ureq`.
 #[derive(Debug)]
 pub struct RegistryClient {
+    // Follows no redirect by itself: `fetch` decides where each one may lead.
     agent: ureq::Agent,
     insecure: Vec<String>,
-    // The registry whose credentials to send when asked; other registries get none.
-    credentials_for: Option<String>,
+    // The registry whose credentials to send when asked, and the one the recipe publishes to
+    // (which `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are for); other registries get
+    // none.
+    credentials_for: Option<(String, String)>,
     // Looked up at the first challenge, so that anonymous registries never run a helper.
     lookup: OnceCell<Lookup>,
-    // Authorization header values by host, reused for the rest of the run.
+    // Authorization header values by registry origin, reused for the rest of the run.
     authorizations: RefCell<BTreeMap<String, String>>,
 }
 
@@ -360,7 +407,7 @@ impl RegistryClient {
     /// HTTP besides loopback ones.
     pub fn new(insecure: Vec<String>) -> Self {
         Self {
-            agent: crate::http::agent(),
+            agent: crate::http::agent_without_redirects(),
             insecure,
             credentials_for: None,
             lookup: OnceCell::new(),
@@ -369,160 +416,235 @@ impl RegistryClient {
     }
 
     /// Sends the credentials the environment or the Docker configuration holds for `registry`
-    /// when it asks for them.
-    pub fn with_credentials_for(mut self, registry: &str) -> Self {
-        self.credentials_for = Some(registry.to_owned());
+    /// when it asks for them; `recipe_registry` is the registry the recipe publishes to, the
+    /// one `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are for (unless
+    /// `FORGE_REGISTRY_HOST` names another).
+    pub fn with_credentials_for(mut self, registry: &str, recipe_registry: &str) -> Self {
+        self.credentials_for = Some((registry.to_owned(), recipe_registry.to_owned()));
         self
     }
 
     /// Sends the credentials of a lookup already made, when its registry asks for them.
     pub fn with_lookup(mut self, lookup: Lookup) -> Self {
-        self.credentials_for = Some(lookup.registry.clone());
+        self.credentials_for = Some((lookup.registry.clone(), lookup.registry.clone()));
         self.lookup = OnceCell::from(lookup);
         self
     }
 
     /// The credentials for `repository`'s registry, looked up the first time they are needed.
     fn lookup(&self, repository: &RemoteRepository) -> Result<Lookup, RegistryError> {
-        if self.credentials_for.as_deref() != Some(repository.registry.as_str()) {
+        let Some((registry, recipe_registry)) = &self.credentials_for else {
+            return Ok(Lookup::anonymous(&repository.registry));
+        };
+        if registry != &repository.registry {
             return Ok(Lookup::anonymous(&repository.registry));
         }
         if let Some(lookup) = self.lookup.get() {
             return Ok(lookup.clone());
         }
-        let lookup = credentials::lookup(&repository.registry)?;
+        let lookup = credentials::lookup(&repository.registry, recipe_registry)?;
         Ok(self.lookup.get_or_init(|| lookup).clone())
     }
 
-    fn base_url(&self, repository: &RemoteRepository) -> String {
+    /// The registry's API root, `https://HOST/` (or `http://` for loopback and insecure hosts).
+    fn base_url(&self, repository: &RemoteRepository) -> Result<Url, RegistryError> {
         let host = repository.api_host();
-        let plain = crate::http::is_loopback(host) || self.insecure.iter().any(|name| name == host);
-        let scheme = if plain { "http" } else { "https" };
-        format!("{scheme}://{host}")
+        let invalid = |message: String| RegistryError::Invalid {
+            url: host.to_owned(),
+            message,
+        };
+        let mut url = Url::parse(&format!("https://{host}/"))
+            .map_err(|error| invalid(format!("not a registry host: {error}")))?;
+        if url.path() != "/" || !url.username().is_empty() || url.password().is_some() {
+            return Err(invalid("not a registry host".to_owned()));
+        }
+        let plain = Url::parse(&format!("http://{host}/"))
+            .ok()
+            .filter(|plain| Trust::new(plain, &self.insecure).may_be_plain(plain));
+        if let Some(plain) = plain {
+            url = plain;
+        }
+        Ok(url)
+    }
+
+    /// An API URL of `repository`: `path` under the registry's root.
+    fn api_url(&self, repository: &RemoteRepository, path: &str) -> Result<Url, RegistryError> {
+        let base = self.base_url(repository)?;
+        base.join(path).map_err(|error| RegistryError::Invalid {
+            url: format!("{base}{path}"),
+            message: error.to_string(),
+        })
     }
 
     /// Sends a request, answering the registry's authentication challenge once.
     fn send(
         &self,
         method: Method,
-        url: &str,
+        url: &Url,
         accept: &str,
         repository: &RemoteRepository,
     ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
-        let host = repository.api_host().to_owned();
-        let response = self.request(
-            method,
-            url,
-            accept,
-            self.authorizations.borrow().get(&host).cloned(),
-        )?;
+        let base = self.base_url(repository)?;
+        let trust = Trust::new(&base, &self.insecure);
+        let home = trust.sends_credentials_to(url);
+        let key = base.origin().ascii_serialization();
+        let cached = home
+            .then(|| self.authorizations.borrow().get(&key).cloned())
+            .flatten();
+        let response = self.fetch(method, url, accept, cached.as_deref(), &trust)?;
         if response.status().as_u16() != 401 {
             return Ok(response);
         }
         let lookup = self.lookup(repository)?;
-        let unauthorized = |url: &str, status: u16| RegistryError::Unauthorized {
-            url: url.to_owned(),
+        let unauthorized = |status: u16, withheld: Option<&Url>| RegistryError::Unauthorized {
+            url: url.to_string(),
             status,
             lookup: Box::new(lookup.clone()),
+            withheld: withheld
+                .filter(|_| lookup.credentials.is_some())
+                .map(ToString::to_string),
         };
         let challenge = crate::http::header(&response, "www-authenticate")
             .and_then(Challenge::parse)
-            .ok_or_else(|| unauthorized(url, 401))?;
-        let authorization = match challenge {
+            .filter(|_| home)
+            .ok_or_else(|| unauthorized(401, None))?;
+        let (authorization, withheld) = match challenge {
             Challenge::Basic => match &lookup.credentials {
-                Some(credentials) => credentials.basic(),
-                None => return Err(unauthorized(url, 401)),
+                Some(credentials) => (credentials.basic(), None),
+                None => return Err(unauthorized(401, None)),
             },
             Challenge::Bearer {
                 realm,
                 service,
                 scope,
             } => {
+                let (realm, credentials) =
+                    trust
+                        .realm(&realm)
+                        .map_err(|refusal| RegistryError::Refused {
+                            what: "token realm",
+                            url: realm.clone(),
+                            refusal,
+                        })?;
                 let scope = scope.unwrap_or_else(|| format!("repository:{}:pull", repository.path));
-                let token = self.token(&realm, service.as_deref(), &scope, &lookup)?;
-                format!("Bearer {token}")
+                let sent = lookup.credentials.as_ref().filter(|_| credentials);
+                let token = self.token(&realm, service.as_deref(), &scope, &lookup, sent)?;
+                (format!("Bearer {token}"), (!credentials).then_some(realm))
             }
         };
-        let response = self.request(method, url, accept, Some(authorization.clone()))?;
+        let response = self.fetch(method, url, accept, Some(&authorization), &trust)?;
         if matches!(response.status().as_u16(), 401 | 403) {
-            return Err(unauthorized(url, response.status().as_u16()));
+            return Err(unauthorized(response.status().as_u16(), withheld.as_ref()));
         }
-        self.authorizations.borrow_mut().insert(host, authorization);
+        self.authorizations.borrow_mut().insert(key, authorization);
         Ok(response)
+    }
+
+    /// Sends a request to `url` and follows its redirects where `trust` allows: the
+    /// `authorization` goes only to `url`'s own origin, never to a redirect elsewhere.
+    fn fetch(
+        &self,
+        method: Method,
+        url: &Url,
+        accept: &str,
+        authorization: Option<&str>,
+        trust: &Trust<'_>,
+    ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
+        let mut current = url.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let authorization = authorization.filter(|_| trust::same_origin(url, &current));
+            let response = self.request(method, &current, accept, authorization)?;
+            let redirect = matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308);
+            let location = crate::http::header(&response, "location").map(ToOwned::to_owned);
+            let Some(location) = location.filter(|_| redirect) else {
+                return Ok(response);
+            };
+            current =
+                trust
+                    .redirect(&current, &location)
+                    .map_err(|refusal| RegistryError::Refused {
+                        what: "redirect to",
+                        url: location.clone(),
+                        refusal,
+                    })?;
+        }
+        Err(RegistryError::Invalid {
+            url: url.to_string(),
+            message: format!("more than {MAX_REDIRECTS} redirects"),
+        })
     }
 
     fn request(
         &self,
         method: Method,
-        url: &str,
+        url: &Url,
         accept: &str,
-        authorization: Option<String>,
+        authorization: Option<&str>,
     ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
         let result = match method {
             Method::Get => {
-                let mut request = self.agent.get(url).header("Accept", accept);
-                if let Some(authorization) = &authorization {
+                let mut request = self.agent.get(url.as_str()).header("Accept", accept);
+                if let Some(authorization) = authorization {
                     request = request.header("Authorization", authorization);
                 }
                 request.call()
             }
             Method::Head => {
-                let mut request = self.agent.head(url).header("Accept", accept);
-                if let Some(authorization) = &authorization {
+                let mut request = self.agent.head(url.as_str()).header("Accept", accept);
+                if let Some(authorization) = authorization {
                     request = request.header("Authorization", authorization);
                 }
                 request.call()
             }
         };
         result.map_err(|error| RegistryError::Unreachable {
-            url: url.to_owned(),
+            url: url.to_string(),
             message: error.to_string(),
         })
     }
 
-    /// A bearer token from the realm of a challenge.
+    /// A bearer token from `realm`, asked with `credentials` when the realm may have them.
     fn token(
         &self,
-        realm: &str,
+        realm: &Url,
         service: Option<&str>,
         scope: &str,
         lookup: &Lookup,
+        credentials: Option<&Credentials>,
     ) -> Result<String, RegistryError> {
-        let plain_ok = realm.starts_with("http://") && realm_is_plain_ok(realm, &self.insecure);
-        if !realm.starts_with("https://") && !plain_ok {
-            return Err(RegistryError::Invalid {
-                url: realm.to_owned(),
-                message: "the token realm is not an https:// URL".to_owned(),
-            });
-        }
-        let mut request = self.agent.get(realm).query("scope", scope);
+        let mut url = realm.clone();
+        url.query_pairs_mut().append_pair("scope", scope);
         if let Some(service) = service {
-            request = request.query("service", service);
+            url.query_pairs_mut().append_pair("service", service);
         }
-        if let Some(credentials) = &lookup.credentials {
-            request = request.header("Authorization", credentials.basic());
-        }
-        let mut response = request.call().map_err(|error| RegistryError::Unreachable {
-            url: realm.to_owned(),
-            message: error.to_string(),
-        })?;
+        let realm_text = realm.to_string();
+        let authorization = credentials.map(Credentials::basic);
+        let trust = Trust::new(realm, &self.insecure);
+        let mut response = self.fetch(
+            Method::Get,
+            &url,
+            "application/json",
+            authorization.as_deref(),
+            &trust,
+        )?;
         let status = response.status().as_u16();
         if matches!(status, 401 | 403) {
             return Err(RegistryError::Unauthorized {
-                url: realm.to_owned(),
+                url: realm_text,
                 status,
                 lookup: Box::new(lookup.clone()),
+                withheld: None,
             });
         }
         if status != 200 {
             return Err(RegistryError::Status {
-                url: realm.to_owned(),
+                url: realm_text,
                 status,
             });
         }
         let body =
             crate::http::body_text(&mut response).map_err(|error| RegistryError::Unreachable {
-                url: realm.to_owned(),
+                url: realm_text.clone(),
                 message: error.to_string(),
             })?;
         #[derive(serde::Deserialize)]
@@ -532,44 +654,35 @@ impl RegistryClient {
         }
         let answer: TokenAnswer =
             serde_json::from_str(&body).map_err(|error| RegistryError::Invalid {
-                url: realm.to_owned(),
+                url: realm_text.clone(),
                 message: error.to_string(),
             })?;
         answer
             .token
             .or(answer.access_token)
             .ok_or_else(|| RegistryError::Invalid {
-                url: realm.to_owned(),
+                url: realm_text,
                 message: "the token answer holds neither `token` nor `access_token`".to_owned(),
             })
     }
 
     fn check_status(
         response: &ureq::http::Response<ureq::Body>,
-        url: &str,
+        url: &Url,
         what: impl FnOnce() -> String,
     ) -> Result<(), RegistryError> {
         match response.status().as_u16() {
             200 => Ok(()),
             404 => Err(RegistryError::NotFound {
-                url: url.to_owned(),
+                url: url.to_string(),
                 what: what(),
             }),
             status => Err(RegistryError::Status {
-                url: url.to_owned(),
+                url: url.to_string(),
                 status,
             }),
         }
     }
-}
-
-fn realm_is_plain_ok(realm: &str, insecure: &[String]) -> bool {
-    let host = realm
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    crate::http::is_loopback(host) || insecure.iter().any(|name| name == host)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -580,8 +693,12 @@ enum Method {
 
 impl Registry for RegistryClient {
     fn tags(&self, repository: &RemoteRepository) -> Result<Vec<String>, RegistryError> {
-        let base = self.base_url(repository);
-        let mut url = format!("{base}/v2/{}/tags/list?n=1000", repository.path);
+        let base = self.base_url(repository)?;
+        let trust = Trust::new(&base, &self.insecure);
+        let mut url = self.api_url(
+            repository,
+            &format!("v2/{}/tags/list?n=1000", repository.path),
+        )?;
         let mut tags = Vec::new();
         // Bounded: a registry that keeps sending `next` cannot hold forge forever.
         for _ in 0..1000 {
@@ -590,7 +707,7 @@ impl Registry for RegistryClient {
             let next = crate::http::header(&response, "link").and_then(next_link);
             let body = crate::http::body_text(&mut response).map_err(|error| {
                 RegistryError::Unreachable {
-                    url: url.clone(),
+                    url: url.to_string(),
                     message: error.to_string(),
                 }
             })?;
@@ -600,15 +717,20 @@ impl Registry for RegistryClient {
             }
             let list: TagList =
                 serde_json::from_str(&body).map_err(|error| RegistryError::Invalid {
-                    url: url.clone(),
+                    url: url.to_string(),
                     message: error.to_string(),
                 })?;
             tags.extend(list.tags.unwrap_or_default());
-            match next {
-                Some(next) if next.starts_with('/') => url = format!("{base}{next}"),
-                Some(next) => url = next,
-                None => return Ok(tags),
-            }
+            let Some(next) = next else {
+                return Ok(tags);
+            };
+            url = trust
+                .next_link(&url, &next)
+                .map_err(|refusal| RegistryError::Refused {
+                    what: "next link of the tag list",
+                    url: next.clone(),
+                    refusal,
+                })?;
         }
         Ok(tags)
     }
@@ -618,11 +740,10 @@ impl Registry for RegistryClient {
         repository: &RemoteRepository,
         reference: &str,
     ) -> Result<Digest, RegistryError> {
-        let url = format!(
-            "{}/v2/{}/manifests/{reference}",
-            self.base_url(repository),
-            repository.path
-        );
+        let url = self.api_url(
+            repository,
+            &format!("v2/{}/manifests/{reference}", repository.path),
+        )?;
         let what = || format!("{repository}:{reference}");
         let response = self.send(Method::Head, &url, MANIFEST_TYPES, repository)?;
         Self::check_status(&response, &url, what)?;
@@ -643,11 +764,10 @@ impl Registry for RegistryClient {
         repository: &RemoteRepository,
         reference: &str,
     ) -> Result<Manifest, RegistryError> {
-        let url = format!(
-            "{}/v2/{}/manifests/{reference}",
-            self.base_url(repository),
-            repository.path
-        );
+        let url = self.api_url(
+            repository,
+            &format!("v2/{}/manifests/{reference}", repository.path),
+        )?;
         let mut response = self.send(Method::Get, &url, MANIFEST_TYPES, repository)?;
         Self::check_status(&response, &url, || format!("{repository}:{reference}"))?;
         let header = |name: &str| crate::http::header(&response, name).map(ToOwned::to_owned);
@@ -656,7 +776,7 @@ impl Registry for RegistryClient {
                 value
                     .parse::<Digest>()
                     .map_err(|_| RegistryError::Invalid {
-                        url: url.clone(),
+                        url: url.to_string(),
                         message: format!("Docker-Content-Digest {value:?} is not a sha256 digest"),
                     })?,
             ),
@@ -722,7 +842,7 @@ pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
 /// The whole body of `response` (at most `http::BODY_LIMIT` bytes), fetched from `url`.
 fn read_body(
     response: &mut ureq::http::Response<ureq::Body>,
-    url: &str,
+    url: &Url,
 ) -> Result<Vec<u8>, RegistryError> {
     let mut body = Vec::new();
     std::io::Read::read_to_end(
@@ -734,7 +854,7 @@ fn read_body(
         &mut body,
     )
     .map_err(|error| RegistryError::Unreachable {
-        url: url.to_owned(),
+        url: url.to_string(),
         message: error.to_string(),
     })?;
     Ok(body)

@@ -297,6 +297,16 @@ impl<'de> Deserialize<'de> for ImageRef {
 pub struct Repository(String);
 string_newtype!(Repository);
 
+impl Repository {
+    /// The registry host (with its port) the repository is on, `docker.io` for bare names.
+    pub fn registry(&self) -> String {
+        ImageRef::from_str(&self.0)
+            .expect("a repository is a valid reference")
+            .registry()
+            .to_owned()
+    }
+}
+
 impl FromStr for Repository {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {

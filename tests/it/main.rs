@@ -3,6 +3,7 @@
 
 mod build;
 mod credential_helper;
+mod credentials;
 mod errors;
 mod faults;
 mod fuzz_replay;

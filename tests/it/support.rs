@@ -257,9 +257,19 @@ pub struct LoopbackServer {
 }
 
 impl LoopbackServer {
-    /// Starts accepting connections and passing them to `serve`.
+    /// Starts accepting connections on 127.0.0.1 and passing them to `serve`.
     pub fn start(serve: impl Fn(TcpStream, &Mutex<Vec<String>>) + Send + 'static) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        Self::start_on("127.0.0.1", serve)
+    }
+
+    /// Starts accepting connections on the loopback address `ip` (any of 127.0.0.0/8, so that
+    /// two servers can stand for two hosts) and passing them to `serve`.
+    pub fn start_on(
+        ip: &str,
+        serve: impl Fn(TcpStream, &Mutex<Vec<String>>) + Send + 'static,
+    ) -> Self {
+        let listener =
+            TcpListener::bind((ip, 0)).unwrap_or_else(|error| panic!("bind {ip}: {error}"));
         let address = listener.local_addr().expect("an address").to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -284,7 +294,7 @@ impl LoopbackServer {
         }
     }
 
-    /// `127.0.0.1:PORT`.
+    /// `IP:PORT`.
     pub fn address(&self) -> &str {
         &self.address
     }

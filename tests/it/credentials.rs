@@ -1,0 +1,578 @@
+//! Credentials go only where they belong. A registry's next links, redirects and token realms on
+//! another host, port or scheme never receive its credentials nor a token fetched for it; forge
+//! never moves from https to http; `FORGE_REGISTRY_USER` / `FORGE_REGISTRY_PASSWORD` go to one
+//! registry; no message prints the user information or the token of a URL.
+//!
+//! The registries here are small servers written for the purpose, each logging what it was sent.
+//! 127.0.0.1 and 127.0.0.2 (both loopback) stand for two hosts.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpStream;
+
+use base64::Engine as _;
+
+use crate::index_server::IndexServer;
+use crate::pin_bump::forge;
+use crate::support::{LoopbackServer, TestContext, assert_contains, env_refs, free_port};
+use crate::tls::{Certificates, TlsTerminator};
+
+/// The digest every fake registry serves for every manifest.
+const DIGEST: &str = "sha256:abababababababababababababababababababababababababababababababab";
+
+/// One request as a fake server read it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    target: String,
+    host: String,
+    authorization: Option<String>,
+}
+
+/// What a fake server answers.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn status(status: u16) -> Self {
+        Self {
+            status,
+            headers: Vec::new(),
+            body: String::new(),
+        }
+    }
+
+    fn json(body: impl Into<String>) -> Self {
+        Self {
+            body: body.into(),
+            ..Self::status(200)
+        }
+        .header("Content-Type", "application/json")
+    }
+
+    fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+}
+
+/// A fake HTTP server on a loopback address: each request is logged as
+/// `METHOD TARGET | AUTHORIZATION` and answered by `answer`.
+struct Fake {
+    server: LoopbackServer,
+}
+
+impl Fake {
+    fn start(ip: &str, answer: impl Fn(&Seen) -> Answer + Send + 'static) -> Self {
+        let server = LoopbackServer::start_on(ip, move |mut stream: TcpStream, log| {
+            let Some(seen) = read_request(&stream) else {
+                return;
+            };
+            log.lock().expect("the request log").push(format!(
+                "{} {} | {}",
+                seen.method,
+                seen.target,
+                seen.authorization.as_deref().unwrap_or("")
+            ));
+            let answer = answer(&seen);
+            let mut head = format!(
+                "HTTP/1.1 {} Fake\r\nContent-Length: {}\r\nConnection: close\r\n",
+                answer.status,
+                answer.body.len()
+            );
+            for (name, value) in &answer.headers {
+                head.push_str(&format!("{name}: {value}\r\n"));
+            }
+            head.push_str("\r\n");
+            if seen.method != "HEAD" {
+                head.push_str(&answer.body);
+            }
+            let _ = stream.write_all(head.as_bytes());
+        });
+        Self { server }
+    }
+
+    fn address(&self) -> &str {
+        self.server.address()
+    }
+
+    /// Every request so far, as logged.
+    fn seen(&self) -> Vec<String> {
+        self.server.requests()
+    }
+}
+
+fn read_request(stream: &TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
+    let (mut host, mut authorization) = (String::new(), None);
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            match name.trim().to_ascii_lowercase().as_str() {
+                "host" => host = value.trim().to_owned(),
+                "authorization" => authorization = Some(value.trim().to_owned()),
+                _ => {}
+            }
+        }
+    }
+    Some(Seen {
+        method,
+        target,
+        host,
+        authorization,
+    })
+}
+
+/// The `Authorization` value of HTTP Basic for `user` and `password`.
+fn basic(user: &str, password: &str) -> String {
+    let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {pair}")
+}
+
+/// The user and password the fake registries accept, as the environment hands them to forge.
+const USER: &str = "robot";
+const PASSWORD: &str = "s3cret-registry-password";
+
+fn challenge_basic() -> Answer {
+    Answer::status(401).header("WWW-Authenticate", "Basic realm=\"fake\"")
+}
+
+fn tag_list(tags: &[&str]) -> Answer {
+    Answer::json(serde_json::json!({ "name": "aeon-7/base", "tags": tags }).to_string())
+}
+
+fn manifest() -> Answer {
+    Answer {
+        body: "{}".to_owned(),
+        ..Answer::status(200)
+    }
+    .header(
+        "Content-Type",
+        "application/vnd.docker.distribution.manifest.v2+json",
+    )
+    .header("Docker-Content-Digest", DIGEST)
+}
+
+/// The default recipe with its base at `address`, following dated tags; and pins.toml's text.
+fn recipe_with_base(address: &str) -> (TestContext, String) {
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
+        &format!(
+            "image = \"{address}/aeon-7/base:2026-07-01-v0.24.0\"\ntags = \"????-??-??-v*\"\n"
+        ),
+    );
+    let before = context.read("pins.toml");
+    (context, before)
+}
+
+/// The environment that hands the registry at `host` its credentials.
+fn credentials_for(host: &str) -> [(&'static str, String); 3] {
+    [
+        ("FORGE_REGISTRY_USER", USER.to_owned()),
+        ("FORGE_REGISTRY_PASSWORD", PASSWORD.to_owned()),
+        ("FORGE_REGISTRY_HOST", host.to_owned()),
+    ]
+}
+
+/// Panics unless no logged request carries the registry's password, in Basic or as a token.
+#[track_caller]
+fn assert_no_secret(seen: &[String], secrets: &[&str]) {
+    for line in seen {
+        for secret in secrets {
+            assert!(!line.contains(secret), "{secret:?} was sent: {seen:?}");
+        }
+    }
+}
+
+/// Item 1: a tag list whose `next` link leaves the registry's host is refused (the distribution
+/// API sends relative links, so a link elsewhere is a registry or a proxy gone wrong), and the
+/// other host receives nothing, least of all the registry's credentials.
+#[test]
+fn a_next_link_to_another_host_is_refused_and_gets_no_credentials() {
+    let other = Fake::start("127.0.0.2", |_| tag_list(&["2026-09-09-v9.9.9"]));
+    let link = format!(
+        "http://{}/v2/aeon-7/base/tags/list?n=1&last=2026-07-01-v0.24.0",
+        other.address()
+    );
+    let wanted = basic(USER, PASSWORD);
+    let registry = Fake::start("127.0.0.1", move |seen| {
+        if seen.authorization.as_deref() != Some(wanted.as_str()) {
+            return challenge_basic();
+        }
+        if seen.target.contains("/tags/list") {
+            return tag_list(&["2026-07-01-v0.24.0"])
+                .header("Link", format!("<{link}>; rel=\"next\""));
+        }
+        manifest()
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let env = credentials_for(registry.address());
+    let run = forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(2);
+
+    assert_no_secret(&other.seen(), &[&basic(USER, PASSWORD)]);
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
+    assert_contains(&run.stderr, "next link");
+    assert_contains(&run.stderr, &format!("http://{}/v2/", other.address()));
+    assert_contains(&run.stderr, "another host");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// Item 1: the Bearer token fetched for the registry (from a realm on the registry's own host,
+/// which does get the credentials) is not sent to a next link on another host either.
+#[test]
+fn a_token_for_the_registry_never_leaves_its_host() {
+    let other = Fake::start("127.0.0.2", |_| tag_list(&["2026-09-09-v9.9.9"]));
+    let link = format!(
+        "http://{}/v2/aeon-7/base/tags/list?n=1&last=2026-07-01-v0.24.0",
+        other.address()
+    );
+    let wanted = basic(USER, PASSWORD);
+    let registry = Fake::start("127.0.0.1", move |seen| {
+        if seen.target.starts_with("/token") {
+            return if seen.authorization.as_deref() == Some(wanted.as_str()) {
+                Answer::json(r#"{"token": "t0ken-of-the-registry"}"#)
+            } else {
+                Answer::status(401)
+            };
+        }
+        if seen.authorization.as_deref() != Some("Bearer t0ken-of-the-registry") {
+            let realm = format!(
+                "Bearer realm=\"http://{}/token\",service=\"fake\",scope=\"repository:aeon-7/base:pull\"",
+                seen.host
+            );
+            return Answer::status(401).header("WWW-Authenticate", realm);
+        }
+        if seen.target.contains("/tags/list") {
+            return tag_list(&["2026-07-01-v0.24.0"])
+                .header("Link", format!("<{link}>; rel=\"next\""));
+        }
+        manifest()
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let env = credentials_for(registry.address());
+    let run = forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(2);
+
+    // The realm on the registry's own host got the credentials and handed out the token.
+    let asked = registry.seen();
+    assert!(
+        asked
+            .iter()
+            .any(|line| line.starts_with("GET /token?") && line.ends_with(&basic(USER, PASSWORD))),
+        "{asked:?}"
+    );
+    assert_no_secret(
+        &other.seen(),
+        &["t0ken-of-the-registry", &basic(USER, PASSWORD)],
+    );
+    assert!(other.seen().is_empty(), "{:?}", other.seen());
+    assert_contains(&run.stderr, "another host");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// Relative next links (as the distribution spec writes them) and absolute ones on the
+/// registry's own host keep working, each page asked with the credentials.
+#[test]
+fn next_links_on_the_registry_host_are_followed_with_the_credentials() {
+    let wanted = basic(USER, PASSWORD);
+    let registry = Fake::start("127.0.0.1", move |seen| {
+        if seen.authorization.as_deref() != Some(wanted.as_str()) {
+            return challenge_basic();
+        }
+        if seen.target.contains("last=2026-07-15-v0.25.0") {
+            return tag_list(&["2026-08-02-v0.25.1"]);
+        }
+        if seen.target.contains("last=2026-07-01-v0.24.0") {
+            let link = format!(
+                "http://{}/v2/aeon-7/base/tags/list?n=1&last=2026-07-15-v0.25.0",
+                seen.host
+            );
+            return tag_list(&["2026-07-15-v0.25.0"])
+                .header("Link", format!("<{link}>; rel=\"next\""));
+        }
+        if seen.target.contains("/tags/list") {
+            return tag_list(&["2026-07-01-v0.24.0"]).header(
+                "Link",
+                "</v2/aeon-7/base/tags/list?n=1&last=2026-07-01-v0.24.0>; rel=\"next\"",
+            );
+        }
+        manifest()
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let env = credentials_for(registry.address());
+    forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        before
+            .replacen("2026-07-01-v0.24.0", "2026-08-02-v0.25.1", 1)
+            .replacen(
+                "tags = \"????-??-??-v*\"\n",
+                &format!("tags = \"????-??-??-v*\"\ndigest = \"{DIGEST}\"\n"),
+                1
+            )
+    );
+    let pages: Vec<String> = registry
+        .seen()
+        .into_iter()
+        .filter(|line| line.contains("/tags/list") && line.ends_with(&basic(USER, PASSWORD)))
+        .collect();
+    assert_eq!(pages.len(), 3, "{:?}", registry.seen());
+}
+
+/// A redirect to another host is followed without the credentials (registries send manifests
+/// and blobs from CDNs); one on the registry's own host keeps them.
+#[test]
+fn a_redirect_keeps_the_credentials_only_on_the_registry_host() {
+    let other = Fake::start("127.0.0.2", |_| manifest());
+    let elsewhere = other.address().to_owned();
+    let wanted = basic(USER, PASSWORD);
+    let registry = Fake::start("127.0.0.1", move |seen| {
+        if seen.authorization.as_deref() != Some(wanted.as_str()) {
+            return challenge_basic();
+        }
+        if seen.target.contains("/tags/list") {
+            return tag_list(&["2026-07-01-v0.24.0", "2026-07-15-v0.25.0"]);
+        }
+        if seen.target.ends_with("/manifests/2026-07-15-v0.25.0") {
+            let location = format!("/v2/aeon-7/base/manifests/{DIGEST}");
+            return Answer::status(307).header("Location", location);
+        }
+        let location = format!("http://{elsewhere}/cdn/manifest");
+        Answer::status(307).header("Location", location)
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let env = credentials_for(registry.address());
+    forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("digest = \"{DIGEST}\""),
+    );
+    assert_ne!(context.read("pins.toml"), before);
+    // The redirect on the registry's host came with the credentials, the one elsewhere without.
+    assert!(
+        registry
+            .seen()
+            .iter()
+            .any(|line| line
+                .starts_with(&format!("HEAD /v2/aeon-7/base/manifests/{DIGEST} | Basic"))),
+        "{:?}",
+        registry.seen()
+    );
+    assert_eq!(
+        other.seen(),
+        ["HEAD /cdn/manifest | ".to_owned()],
+        "{:?}",
+        other.seen()
+    );
+}
+
+/// A token realm on another host or port is asked without the credentials: when the registry
+/// then refuses, the error says why none were sent.
+#[test]
+fn a_realm_on_another_host_is_asked_without_the_credentials() {
+    let realm = Fake::start("127.0.0.2", |_| Answer::json(r#"{"token": "anonymous"}"#));
+    let realm_url = format!("http://{}/token", realm.address());
+    let registry = Fake::start("127.0.0.1", move |_| {
+        let challenge = format!("Bearer realm=\"{realm_url}\",service=\"fake\"");
+        Answer::status(401).header("WWW-Authenticate", challenge)
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let env = credentials_for(registry.address());
+    let run = forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(2);
+    assert_eq!(realm.seen().len(), 1, "{:?}", realm.seen());
+    assert_no_secret(&realm.seen(), &[&basic(USER, PASSWORD), "Basic"]);
+    assert_contains(&run.stderr, "(HTTP 401)");
+    assert_contains(&run.stderr, &format!("http://{}/token", realm.address()));
+    assert_contains(&run.stderr, "another host");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// Item 1: forge never moves from https to http: a realm served over TLS that redirects to
+/// plain HTTP is not followed.
+#[test]
+fn a_redirect_from_https_to_http_is_refused() {
+    let plain = Fake::start("127.0.0.1", |_| Answer::json(r#"{"token": "t"}"#));
+    let downgrade = format!("http://{}/token", plain.address());
+    let secure = Fake::start("127.0.0.1", move |seen| {
+        let query = seen.target.split_once('?').map_or("", |(_, query)| query);
+        Answer::status(302).header("Location", format!("{downgrade}?{query}"))
+    });
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates, secure.address(), false);
+    let realm_url = format!("https://127.0.0.1:{}/token", terminator.port());
+    let registry = Fake::start("127.0.0.1", move |_| {
+        let challenge = format!("Bearer realm=\"{realm_url}\",service=\"fake\"");
+        Answer::status(401).header("WWW-Authenticate", challenge)
+    });
+    let (context, before) = recipe_with_base(registry.address());
+    let mut env = credentials_for(registry.address()).to_vec();
+    let ca = certificates.file("ca.pem");
+    env.push(("SSL_CERT_FILE", ca.display().to_string()));
+    let run = forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(2);
+    assert_eq!(secure.seen().len(), 1, "{:?}", secure.seen());
+    assert!(plain.seen().is_empty(), "{:?}", plain.seen());
+    assert_contains(&run.stderr, "from https to http");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+/// Item 2: a realm is read with a real URL parser. `http://[::1]@0.0.0.0:PORT/token` is host
+/// 0.0.0.0 with user `[::1]`, not loopback `[::1]`: a realm that carries user information is
+/// refused, and one over plain HTTP on a host the registry may not be spoken to over HTTP too.
+#[test]
+fn a_realm_with_user_information_or_plain_http_elsewhere_gets_nothing() {
+    let listener = Fake::start("127.0.0.1", |_| Answer::json(r#"{"token": "t"}"#));
+    let port = listener.address().rsplit_once(':').unwrap().1.to_owned();
+    for (realm, said) in [
+        (
+            format!("http://[::1]@0.0.0.0:{port}/token"),
+            "user information",
+        ),
+        (
+            format!("http://127.0.0.1:{port}@0.0.0.0:{port}/token"),
+            "user information",
+        ),
+        (format!("http://0.0.0.0:{port}/token"), "plain HTTP"),
+        (format!("ftp://127.0.0.1:{port}/token"), "https"),
+    ] {
+        let challenge = format!("Bearer realm=\"{realm}\",service=\"fake\"");
+        let registry = Fake::start("127.0.0.1", move |_| {
+            Answer::status(401).header("WWW-Authenticate", challenge.clone())
+        });
+        let (context, before) = recipe_with_base(registry.address());
+        let env = credentials_for(registry.address());
+        let run = forge(&context, &["pin", "bump", "base"], &env_refs(&env)).expect_code(2);
+        assert!(listener.seen().is_empty(), "{realm}: {:?}", listener.seen());
+        assert_contains(&run.stderr, "token realm");
+        assert_contains(&run.stderr, said);
+        assert!(!run.stderr.contains(PASSWORD), "{}", run.stderr);
+        assert_eq!(context.read("pins.toml"), before);
+    }
+}
+
+/// Item 3: `FORGE_REGISTRY_USER` / `FORGE_REGISTRY_PASSWORD` go to the registry the recipe
+/// publishes to, or to the one host `FORGE_REGISTRY_HOST` names, and to no other.
+#[test]
+fn environment_credentials_go_to_one_registry() {
+    let wanted = basic(USER, PASSWORD);
+    let registry = Fake::start("127.0.0.1", move |seen| {
+        if seen.authorization.as_deref() != Some(wanted.as_str()) {
+            return challenge_basic();
+        }
+        if seen.target.contains("/tags/list") {
+            return tag_list(&["2026-07-01-v0.24.0"]);
+        }
+        manifest()
+    });
+    let address = registry.address().to_owned();
+    let password = [
+        ("FORGE_REGISTRY_USER", USER),
+        ("FORGE_REGISTRY_PASSWORD", PASSWORD),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut env = password.to_vec();
+        env.extend_from_slice(extra);
+        env
+    };
+
+    // The recipe publishes to ghcr.io and names no other host: the base's registry gets nothing.
+    let (context, before) = recipe_with_base(&address);
+    let run = forge(&context, &["pin", "bump", "base"], &with(&[])).expect_code(2);
+    assert_no_secret(&registry.seen(), &[&basic(USER, PASSWORD)]);
+    assert_contains(&run.stderr, "(HTTP 401)");
+    assert_contains(&run.stderr, "FORGE_REGISTRY_HOST");
+    assert_eq!(context.read("pins.toml"), before);
+
+    // FORGE_REGISTRY_HOST names another host: still nothing.
+    let run = forge(
+        &context,
+        &["pin", "bump", "base"],
+        &with(&[("FORGE_REGISTRY_HOST", "ghcr.io")]),
+    )
+    .expect_code(2);
+    assert_no_secret(&registry.seen(), &[&basic(USER, PASSWORD)]);
+    assert_contains(&run.stderr, "FORGE_REGISTRY_HOST");
+
+    // FORGE_REGISTRY_HOST names the base's registry: it gets them.
+    let mut env = password.to_vec();
+    env.push(("FORGE_REGISTRY_HOST", address.as_str()));
+    forge(&context, &["pin", "bump", "base"], &env).expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("digest = \"{DIGEST}\""),
+    );
+
+    // The recipe publishes to the base's registry: it gets them without being named.
+    let (context, _) = recipe_with_base(&address);
+    context.edit(
+        "pins.toml",
+        "repository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"",
+        &format!("repository = \"{address}/aeon-7/vllm-ultimate-deepseek-v4-gb10\""),
+    );
+    forge(&context, &["pin", "bump", "base"], &with(&[])).expect_code(0);
+    assert_contains(
+        &context.read("pins.toml"),
+        &format!("digest = \"{DIGEST}\""),
+    );
+}
+
+/// Item 4: credentials in a git or index URL never reach the terminal or a JSON document; the
+/// URL is shown as `http://***@host/...`, the host still visible.
+#[test]
+fn credentials_in_git_and_index_urls_are_never_printed() {
+    const GIT_SECRET: &str = "s3cret-in-the-git-url";
+    const INDEX_SECRET: &str = "s3cret-in-the-index-url";
+    let port = free_port();
+    let git_url = format!("http://robot:{GIT_SECRET}@127.0.0.1:{port}/deepgemm.git");
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{git_url}\""),
+    );
+    let shown = format!("http://***@127.0.0.1:{port}/deepgemm.git");
+    for args in [
+        &["pin", "bump", "deepgemm"][..],
+        &["--json", "pin", "bump", "deepgemm"],
+        &["-v", "pin", "bump", "deepgemm"],
+    ] {
+        let run = forge(&context, args, &[]).expect_code(2);
+        let output = format!("{}{}", run.stdout, run.stderr);
+        assert!(!output.contains(GIT_SECRET), "{args:?}:\n{output}");
+        assert_contains(&output, &shown);
+    }
+
+    // An index URL with a user and password, to an index that is down and to one that is up.
+    let down = format!("http://robot:{INDEX_SECRET}@127.0.0.1:{port}/simple");
+    for args in [
+        &["pin", "bump", "flashinfer", "--index-url", &down][..],
+        &["--json", "pin", "bump", "flashinfer", "--index-url", &down],
+    ] {
+        let run = forge(&context, args, &[]).expect_code(2);
+        let output = format!("{}{}", run.stdout, run.stderr);
+        assert!(!output.contains(INDEX_SECRET), "{args:?}:\n{output}");
+        assert_contains(&output, &format!("http://***@127.0.0.1:{port}/simple"));
+    }
+    let index = IndexServer::start();
+    let up = index
+        .url()
+        .replacen("http://", &format!("http://robot:{INDEX_SECRET}@"), 1);
+    for args in [
+        &["-v", "pin", "outdated"][..],
+        &["--json", "-v", "pin", "outdated"],
+    ] {
+        let run = forge(&context, args, &[("FORGE_INDEX_URL", &up)]);
+        let output = format!("{}{}", run.stdout, run.stderr);
+        assert!(!output.contains(INDEX_SECRET), "{args:?}:\n{output}");
+        assert!(!output.contains(GIT_SECRET), "{args:?}:\n{output}");
+    }
+}
