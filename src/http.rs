@@ -42,13 +42,30 @@ pub fn config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
         .user_agent(concat!("forge/", env!("CARGO_PKG_VERSION")))
 }
 
-/// Reads a response body as text, within `BODY_LIMIT`.
-pub fn body_text(response: &mut ureq::http::Response<ureq::Body>) -> Result<String, ureq::Error> {
+/// Reads the body of `response`, fetched from `what` (a URL), within `BODY_LIMIT` and the
+/// agent's time limit.
+pub fn body_bytes(
+    response: &mut ureq::http::Response<ureq::Body>,
+    what: &str,
+) -> Result<Vec<u8>, BodyError> {
     response
         .body_mut()
         .with_config()
         .limit(BODY_LIMIT)
-        .read_to_string()
+        .read_to_vec()
+        .map_err(|error| BodyError::of(error, what))
+}
+
+/// Reads the body of `response`, fetched from `what` (a URL), as UTF-8 text, within
+/// `BODY_LIMIT` and the agent's time limit.
+pub fn body_text(
+    response: &mut ureq::http::Response<ureq::Body>,
+    what: &str,
+) -> Result<String, BodyError> {
+    String::from_utf8(body_bytes(response, what)?).map_err(|_| BodyError::Broken {
+        what: what.to_owned(),
+        message: "the answer is not UTF-8 text".to_owned(),
+    })
 }
 
 /// How long a response body may send nothing before forge gives up on it:
@@ -94,6 +111,41 @@ pub enum BodyError {
         /// The cap.
         cap: u64,
     },
+    /// The whole exchange took longer than the agent allows.
+    #[error("{} did not finish its answer within {} s", crate::redact::Redacted(what), TIMEOUT.as_secs())]
+    Slow {
+        /// The URL.
+        what: String,
+    },
+    /// The answer broke off or could not be read.
+    #[error(
+        "the answer from {} broke off: {message}",
+        crate::redact::Redacted(what)
+    )]
+    Broken {
+        /// The URL.
+        what: String,
+        /// What the connection said.
+        message: String,
+    },
+}
+
+impl BodyError {
+    /// The body error a ureq read error stands for.
+    fn of(error: ureq::Error, what: &str) -> Self {
+        let what = what.to_owned();
+        match error {
+            ureq::Error::BodyExceedsLimit(_) => BodyError::TooLarge {
+                what,
+                cap: BODY_LIMIT,
+            },
+            ureq::Error::Timeout(_) => BodyError::Slow { what },
+            other => BodyError::Broken {
+                what,
+                message: other.to_string(),
+            },
+        }
+    }
 }
 
 impl crate::diagnostics::Advise for BodyError {
@@ -101,6 +153,7 @@ impl crate::diagnostics::Advise for BodyError {
         crate::diagnostics::Advice::Hint(match self {
             BodyError::Idle { .. } => "the server stopped answering; try again, or set FORGE_IDLE_TIMEOUT (seconds) for a slow link".to_owned(),
             BodyError::TooLarge { .. } => "the server sends far more than such an answer holds; check the URL".to_owned(),
+            BodyError::Slow { .. } | BodyError::Broken { .. } => "try again; if it keeps failing, check the server and the network between".to_owned(),
         })
     }
 }

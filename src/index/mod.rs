@@ -164,11 +164,12 @@ impl PackageIndex for SimpleIndex {
         let content_type = crate::http::header(&response, "content-type")
             .unwrap_or("")
             .to_ascii_lowercase();
-        let body =
-            crate::http::body_text(&mut response).map_err(|error| IndexError::Unreachable {
+        let body = crate::http::body_text(&mut response, &url).map_err(|error| {
+            IndexError::Unreachable {
                 url: url.clone(),
                 message: error.to_string(),
-            })?;
+            }
+        })?;
         let invalid = |message: String| IndexError::Invalid {
             url: url.clone(),
             message,

@@ -313,6 +313,9 @@ pub enum RegistryError {
         /// The status code.
         status: u16,
     },
+    /// The answer's body was too large, too slow or broke off.
+    #[error(transparent)]
+    Body(#[from] crate::http::BodyError),
     /// An answer forge cannot read.
     #[error(
         "the registry sent an answer forge cannot read for {}: {message}",
@@ -360,6 +363,7 @@ impl Advise for RegistryError {
                 ),
             },
             RegistryError::Credentials(error) => return error.advice(),
+            RegistryError::Body(error) => return error.advice(),
             RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
             RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
             RegistryError::Refused { refusal: Refusal::OtherHost { .. }, .. } => "the distribution API continues a tag list on the registry's own host (its next links are relative); check the registry, or a proxy in front of it that rewrites its URLs".to_owned(),
@@ -642,11 +646,7 @@ impl RegistryClient {
                 status,
             });
         }
-        let body =
-            crate::http::body_text(&mut response).map_err(|error| RegistryError::Unreachable {
-                url: realm_text.clone(),
-                message: error.to_string(),
-            })?;
+        let body = crate::http::body_text(&mut response, &realm_text)?;
         #[derive(serde::Deserialize)]
         struct TokenAnswer {
             token: Option<String>,
@@ -705,12 +705,7 @@ impl Registry for RegistryClient {
             let mut response = self.send(Method::Get, &url, "application/json", repository)?;
             Self::check_status(&response, &url, || format!("repository {repository}"))?;
             let next = crate::http::header(&response, "link").and_then(next_link);
-            let body = crate::http::body_text(&mut response).map_err(|error| {
-                RegistryError::Unreachable {
-                    url: url.to_string(),
-                    message: error.to_string(),
-                }
-            })?;
+            let body = crate::http::body_text(&mut response, url.as_str())?;
             #[derive(serde::Deserialize)]
             struct TagList {
                 tags: Option<Vec<String>>,
@@ -844,20 +839,7 @@ fn read_body(
     response: &mut ureq::http::Response<ureq::Body>,
     url: &Url,
 ) -> Result<Vec<u8>, RegistryError> {
-    let mut body = Vec::new();
-    std::io::Read::read_to_end(
-        &mut response
-            .body_mut()
-            .with_config()
-            .limit(crate::http::BODY_LIMIT)
-            .reader(),
-        &mut body,
-    )
-    .map_err(|error| RegistryError::Unreachable {
-        url: url.to_string(),
-        message: error.to_string(),
-    })?;
-    Ok(body)
+    Ok(crate::http::body_bytes(response, url.as_str())?)
 }
 
 #[cfg(test)]

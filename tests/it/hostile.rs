@@ -131,3 +131,48 @@ fn a_malformed_pkt_line_is_named() {
     assert!(!run.stderr.contains("ProgramData"), "{}", run.stderr);
     assert_eq!(context.read("pins.toml"), before);
 }
+
+/// A registry whose answers never end: forge stops at its size cap and says so, rather than
+/// calling the registry unreachable.
+#[test]
+fn an_endless_registry_answer_is_named_as_too_large() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        let line = request_line(&stream);
+        if line.starts_with("GET /v2/ ") {
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+            );
+            return;
+        }
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        if stream.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let _ = chunk(&mut stream, b"{\"schemaVersion\":2,\"layers\":[");
+        let block = "\"t\",".repeat(16 * 1024);
+        while chunk(&mut stream, block.as_bytes()).is_ok() {}
+    });
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"",
+        &format!("image = \"{}/base:2026-07-01-v0.24.0\"", server.address()),
+    );
+    let before = context.read("pins.toml");
+    let started = Instant::now();
+    let run = crate::pin_bump::forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "caused by: http://{}/v2/base/manifests/2026-07-01-v0.24.0 sent more than 67108864 bytes",
+            server.address()
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        "hint: the server sends far more than such an answer holds",
+    );
+    assert!(!run.stderr.contains("cannot reach"), "{}", run.stderr);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(context.read("pins.toml"), before);
+}
