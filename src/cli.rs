@@ -9,7 +9,12 @@ use crate::progress::ProgressMode;
 
 /// forge: render, patch, build, tag and verify a pinned image layer.
 #[derive(Debug, Parser)]
-#[command(name = "forge", version, about, propagate_version = true)]
+#[command(
+    name = "forge",
+    version = env!("FORGE_LONG_VERSION"),
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     /// The recipe folder (the one holding pins.toml); without it, the nearest folder at or above
     /// the working folder that holds pins.toml, up to the repository root or the home folder.
@@ -56,6 +61,14 @@ pub enum Command {
         #[command(subcommand)]
         command: PinCommand,
     },
+    /// Print a shell completion script for SHELL on stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print forge's man page (roff) on stdout.
+    Man,
 }
 
 /// `forge render`.

@@ -36,6 +36,8 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Patch { command } => patch::run(&cli, command, &printer),
         Command::Report => report::run(&cli, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
+        Command::Completions { shell } => completions(*shell, &printer),
+        Command::Man => man_page(&printer),
         Command::Pin {
             command: PinCommand::List,
         } => pin_list::run(&cli, &printer),
@@ -50,6 +52,26 @@ pub fn run(cli: Cli) -> ExitStatus {
         Ok(status) => status,
         Err(error) => diagnostics::report(&printer, &error),
     }
+}
+
+/// `forge completions SHELL`: the completion script clap writes for forge's command line.
+fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "forge", &mut script);
+    printer.data(&String::from_utf8(script).expect("clap writes UTF-8"));
+    Ok(ExitStatus::Success)
+}
+
+/// `forge man`: forge's man page, as roff.
+fn man_page(printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .map_err(|error| anyhow::anyhow!("cannot render the man page: {error}"))?;
+    printer.data(&String::from_utf8(page).expect("clap_mangen writes UTF-8"));
+    Ok(ExitStatus::Success)
 }
 
 /// Opens the recipe named by `-C`, else the one found from the working folder up, and shows

@@ -285,3 +285,29 @@ fn without_c_the_recipe_is_found_above_the_working_folder_up_to_the_repository_r
     let named = forge_in(&deep, &["-C", "../..", "render"]);
     assert_eq!(String::from_utf8(named.stdout).unwrap(), expected);
 }
+
+#[test]
+fn version_names_the_commit_and_date_and_completions_and_the_man_page_are_printed() {
+    let context = TestContext::empty();
+    let version = context.forge(&["--version"]).expect_code(0).stdout;
+    let commit = crate::support::git_in(
+        &repository_root(),
+        &["rev-parse", "--short=12", "HEAD"],
+        &[],
+    );
+    assert!(
+        version.starts_with(&format!(
+            "forge {} ({}",
+            env!("CARGO_PKG_VERSION"),
+            commit.trim()
+        )),
+        "{version}"
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let script = context.forge(&["completions", shell]).expect_code(0).stdout;
+        assert_contains(&script, "verify-digest");
+    }
+    let page = context.forge(&["man"]).expect_code(0).stdout;
+    assert!(page.contains(".TH forge 1"), "{page}");
+    assert_contains(&page, "verify\\-digest");
+}
