@@ -2,7 +2,9 @@
 //! `forge` executable through `TestContext`.
 
 mod build;
+mod context;
 mod credential_helper;
+mod dockerignore;
 mod errors;
 mod faults;
 mod fuzz_replay;
