@@ -203,8 +203,6 @@ pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
 /// A folder whose paths must stay inside it: the recipe folder.
 #[derive(Debug, Clone)]
 pub struct Confined {
-    /// The folder as given.
-    shown: PathBuf,
     /// The folder, its links followed.
     root: PathBuf,
 }
@@ -213,17 +211,13 @@ impl Confined {
     /// The folder `root`.
     pub fn new(root: &Path) -> Result<Self, PathError> {
         let resolved = resolve(root).map_err(PathError::read(root))?;
-        Ok(Self {
-            shown: root.to_owned(),
-            root: resolved,
-        })
+        Ok(Self { root: resolved })
     }
 
-    /// Where `path` (inside the folder as given, or relative to it) leads, refused when that is
-    /// outside the folder. The target need not exist.
+    /// Where `path` leads, refused when that is outside the folder. `path` is as the caller
+    /// holds it (the folder as given, joined with a path inside it); the target need not exist.
     pub fn resolve(&self, path: &Path) -> Result<PathBuf, PathError> {
-        let joined = self.shown.join(path);
-        let target = resolve(&joined).map_err(PathError::read(&joined))?;
+        let target = resolve(path).map_err(PathError::read(path))?;
         if target.starts_with(&self.root) {
             return Ok(target);
         }
@@ -231,7 +225,7 @@ impl Confined {
             .ok()
             .and_then(|metadata| Special::of(metadata.file_type()));
         Err(PathError::Outside {
-            path: joined,
+            path: path.to_owned(),
             target,
             root: self.root.clone(),
             special,
@@ -241,10 +235,9 @@ impl Confined {
     /// The bytes of the regular file at `path`, which must resolve inside the folder.
     pub fn read(&self, path: &Path) -> Result<Vec<u8>, PathError> {
         let target = self.resolve(path)?;
-        let joined = self.shown.join(path);
-        let mut file = open_regular(&target).map_err(|error| error.at(&joined))?;
+        let mut file = open_regular(&target).map_err(|error| error.at(path))?;
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(PathError::read(&joined))?;
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(PathError::read(path))?;
         Ok(bytes)
     }
 
@@ -252,7 +245,7 @@ impl Confined {
     pub fn read_to_string(&self, path: &Path) -> Result<String, PathError> {
         let bytes = self.read(path)?;
         String::from_utf8(bytes).map_err(|_| PathError::Read {
-            path: self.shown.join(path),
+            path: path.to_owned(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"),
         })
     }
@@ -324,8 +317,8 @@ mod tests {
         assert!(resolve(&root.join("loop")).is_err());
 
         let confined = Confined::new(&root).unwrap();
-        assert!(confined.resolve(Path::new("link/c")).is_ok());
-        let error = confined.resolve(Path::new("dangling")).unwrap_err();
+        assert!(confined.resolve(&root.join("link/c")).is_ok());
+        let error = confined.resolve(&root.join("dangling")).unwrap_err();
         assert!(
             error
                 .to_string()
@@ -333,11 +326,25 @@ mod tests {
             "{error}"
         );
         symlink("/dev/null", root.join("null")).unwrap();
-        let error = confined.read(Path::new("null")).unwrap_err();
+        let error = confined.read(&root.join("null")).unwrap_err();
         assert!(
             error.to_string().contains("(a character device)"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_relative_folder_reads_the_paths_joined_to_it() {
+        // The crate's own folder, as `-C src` names it from the crate root.
+        let confined = Confined::new(Path::new("src")).unwrap();
+        let text = confined
+            .read_to_string(&Path::new("src").join("fs.rs"))
+            .unwrap();
+        assert!(text.starts_with("//!"));
+        let error = confined
+            .read(&Path::new("src").join("../Cargo.toml"))
+            .unwrap_err();
+        assert!(matches!(error, PathError::Outside { .. }), "{error}");
     }
 
     #[test]

@@ -54,6 +54,15 @@ pub struct PatternError {
     pub reason: String,
 }
 
+impl crate::diagnostics::Advise for PatternError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Nothing(
+            "the error that read the pattern names where it is and gives the hint",
+        )
+    }
+}
+crate::advised!(PatternError);
+
 impl PatternError {
     fn new(reason: impl Into<String>) -> Self {
         Self {

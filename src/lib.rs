@@ -23,7 +23,8 @@
 //! Shared services, each used by several stages and depending on none of them: `http` (one
 //! guarded client: timeouts, size caps from `limits`), `registry` (the OCI distribution API),
 //! `git_remote` (ref listing and fetches), `index` (the Python package index), `glob`
-//! (the one pattern matcher of tags and ignore files), `fs` (atomic writes), `location`
+//! (the one pattern matcher of tags and ignore files, Docker's), `fs` (atomic writes, and reads
+//! confined to the recipe folder that refuse special files), `location`
 //! (file:line:col). `bump` plans pin moves from upstream; `attest` builds SBOMs, provenance and
 //! signatures.
 

@@ -80,7 +80,7 @@ pub enum IgnoreFileError {
 impl Advise for IgnoreFileError {
     fn advice(&self) -> Advice {
         match self {
-            IgnoreFileError::Read(_) => Advice::Nothing("the error it wraps gives the hint"),
+            IgnoreFileError::Read(error) => error.advice(),
             IgnoreFileError::NotText { .. } => {
                 Advice::Hint("save .dockerignore as UTF-8 text, or remove it".to_owned())
             }

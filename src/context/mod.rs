@@ -107,9 +107,8 @@ pub enum ContextError {
     Path(#[from] PathError),
     /// Secret-looking files would go into the context.
     #[error(
-        "the build context would hold {} that look{} like secrets: {}",
-        if files.len() == 1 { "a file" } else { "files" },
-        if files.len() == 1 { "s" } else { "" },
+        "the build context would hold {}: {}",
+        if files.len() == 1 { "a file that looks like a secret" } else { "files that look like secrets" },
         files.join(", ")
     )]
     Secrets {
@@ -142,16 +141,19 @@ pub enum ContextError {
 impl Advise for ContextError {
     fn advice(&self) -> Advice {
         match self {
-            ContextError::Read { .. } | ContextError::IgnoreFile(_) => {
+            ContextError::Read { .. } => {
                 Advice::Hint("check that the path exists and is readable".to_owned())
             }
+            ContextError::IgnoreFile(error) => error.advice(),
             ContextError::Write(_) => Advice::Hint(
                 "the archive is written to the temporary folder; check its free space or set TMPDIR"
                     .to_owned(),
             ),
-            ContextError::Path(_) => Advice::Nothing("the error it wraps gives the hint"),
+            ContextError::Path(error) => error.advice(),
             ContextError::Secrets { files } => Advice::Hint(format!(
-                "exclude them in .dockerignore, or allow each by name in pins.toml: [context] allow_secrets = [{}]",
+                "exclude {} in .dockerignore, or allow {} by name in pins.toml: [context] allow_secrets = [{}]",
+                if files.len() == 1 { "it" } else { "them" },
+                if files.len() == 1 { "it" } else { "each" },
                 files
                     .iter()
                     .map(|file| format!("\"{file}\""))

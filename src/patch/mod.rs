@@ -272,7 +272,7 @@ impl Advise for PatchError {
             PatchError::Identity { .. } => "set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL".to_owned(),
             PatchError::NothingToApply { .. } => "name them: `forge patch apply --onto REPO SERIES...`, or add a [[patches]] entry with `series` and `onto`".to_owned(),
             PatchError::Git { .. } => return Advice::Nothing("libgit2's message says what failed"),
-            PatchError::Path(_) => return Advice::Nothing("the error it wraps gives the hint"),
+            PatchError::Path(error) => return error.advice(),
         })
     }
 

@@ -329,7 +329,7 @@ impl Advise for LoadError {
                 path.display()
             )),
             LoadError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
-            LoadError::Path(_) => Advice::Nothing("the error it wraps gives the hint"),
+            LoadError::Path(error) => error.advice(),
         }
     }
 }
@@ -530,7 +530,7 @@ impl Loader<'_> {
 
     /// Refuses `path` (at `span`) unless it resolves inside the recipe folder.
     fn inside(&self, span: Range<usize>, path: &RecipePath, what: &str) -> Result<(), LoadError> {
-        match self.folder.resolve(Path::new(path.as_str())) {
+        match self.folder.resolve(&self.root.join(path.as_str())) {
             Ok(_) => Ok(()),
             Err(crate::fs::PathError::Outside {
                 target,

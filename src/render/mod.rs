@@ -91,7 +91,7 @@ impl Advise for RenderError {
                 "a recipe keeps its template at templates/{DOCKERFILE_TEMPLATE}"
             )),
             RenderError::Template { hint, .. } => Advice::Hint(hint.clone()),
-            RenderError::Path(_) => Advice::Nothing("the error it wraps gives the hint"),
+            RenderError::Path(error) => error.advice(),
             RenderError::SeriesNotCopied { pin, .. } => Advice::Hint(format!(
                 "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
             )),

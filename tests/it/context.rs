@@ -393,7 +393,7 @@ fn nothing_is_dropped_that_docker_would_send() {
 }
 
 /// Makes a FIFO at `path`.
-fn fifo(path: &Path) {
+pub(crate) fn fifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     if path.symlink_metadata().is_ok() {
         std::fs::remove_file(path).unwrap();
