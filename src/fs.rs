@@ -1,7 +1,9 @@
-//! File writes that never leave a half-written file behind.
+//! The recipe's files: writes that never leave a half-written file behind, and reads that stay
+//! inside the recipe folder and refuse special files (FIFOs, sockets, devices) before opening
+//! them.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Whether `write_if_changed` touched the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,4 +39,340 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
     temporary.as_file().sync_all()?;
     temporary.persist(path).map_err(|error| error.error)?;
     Ok(Written::Changed)
+}
+
+/// A special file: neither a regular file, a folder nor a symbolic link. Reading one can block
+/// for ever (a FIFO) or never end (`/dev/zero`), so forge refuses it before opening it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// A block device.
+    BlockDevice,
+    /// A character device.
+    CharacterDevice,
+}
+
+impl Special {
+    /// The kind of special file `file_type` is, if it is one.
+    pub fn of(file_type: std::fs::FileType) -> Option<Self> {
+        use std::os::unix::fs::FileTypeExt as _;
+        if file_type.is_fifo() {
+            Some(Special::Fifo)
+        } else if file_type.is_socket() {
+            Some(Special::Socket)
+        } else if file_type.is_block_device() {
+            Some(Special::BlockDevice)
+        } else if file_type.is_char_device() {
+            Some(Special::CharacterDevice)
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Display for Special {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Special::Fifo => "FIFO (a named pipe)",
+            Special::Socket => "socket",
+            Special::BlockDevice => "block device",
+            Special::CharacterDevice => "character device",
+        })
+    }
+}
+
+/// Why a recipe path was refused or could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// Following its symbolic links leads out of the recipe folder.
+    #[error(
+        "{} leads to {}{}, outside the recipe folder {}",
+        path.display(),
+        target.display(),
+        special.map(|kind| format!(" (a {kind})")).unwrap_or_default(),
+        root.display()
+    )]
+    Outside {
+        /// The path as forge was asked to read it.
+        path: PathBuf,
+        /// Where its links lead.
+        target: PathBuf,
+        /// The recipe folder, its links followed.
+        root: PathBuf,
+        /// What the target is, when it is a special file.
+        special: Option<Special>,
+    },
+    /// It is a special file.
+    #[error("{} is a {kind}", path.display())]
+    Special {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: Special,
+    },
+    /// It could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl crate::diagnostics::Advise for PathError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(match self {
+            PathError::Outside { .. } => "forge reads only what lies inside the recipe folder: copy the file or folder in rather than linking to it".to_owned(),
+            PathError::Special { .. } => "a recipe holds files, folders and symbolic links only: remove it (forge refused it without reading it)".to_owned(),
+            PathError::Read { .. } => "check that the path exists and is readable".to_owned(),
+        })
+    }
+}
+crate::advised!(PathError);
+
+impl PathError {
+    fn read(path: &Path) -> impl FnOnce(std::io::Error) -> PathError + '_ {
+        move |source| PathError::Read {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
+/// Where `path` leads once every symbolic link on it is followed, as the kernel follows them
+/// (a `..` after a link leaves the link's target). The part of a path that does not exist is
+/// taken as written, so a dangling link still says where it points.
+pub fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    /// As the kernel's limit on links followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    let start = std::path::absolute(path)?;
+    let mut pending: Vec<std::ffi::OsString> = start
+        .components()
+        .rev()
+        .map(|component| component.as_os_str().to_owned())
+        .collect();
+    let mut resolved = PathBuf::from("/");
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(component) = pending.pop() {
+        match component.to_str() {
+            Some("/" | ".") => continue,
+            Some("..") => {
+                resolved.pop();
+                continue;
+            }
+            _ => {}
+        }
+        let next = resolved.join(&component);
+        if missing {
+            resolved = next;
+            continue;
+        }
+        match std::fs::symlink_metadata(&next) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+                }
+                let target = std::fs::read_link(&next)?;
+                if target.is_absolute() {
+                    resolved = PathBuf::from("/");
+                }
+                pending.extend(
+                    target
+                        .components()
+                        .rev()
+                        .map(|component| component.as_os_str().to_owned()),
+                );
+            }
+            Ok(_) => resolved = next,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                missing = true;
+                resolved = next;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(resolved)
+}
+
+/// A folder whose paths must stay inside it: the recipe folder.
+#[derive(Debug, Clone)]
+pub struct Confined {
+    /// The folder, its links followed.
+    root: PathBuf,
+}
+
+impl Confined {
+    /// The folder `root`.
+    pub fn new(root: &Path) -> Result<Self, PathError> {
+        let resolved = resolve(root).map_err(PathError::read(root))?;
+        Ok(Self { root: resolved })
+    }
+
+    /// Where `path` leads, refused when that is outside the folder. `path` is as the caller
+    /// holds it (the folder as given, joined with a path inside it); the target need not exist.
+    pub fn resolve(&self, path: &Path) -> Result<PathBuf, PathError> {
+        let target = resolve(path).map_err(PathError::read(path))?;
+        if target.starts_with(&self.root) {
+            return Ok(target);
+        }
+        let special = std::fs::metadata(&target)
+            .ok()
+            .and_then(|metadata| Special::of(metadata.file_type()));
+        Err(PathError::Outside {
+            path: path.to_owned(),
+            target,
+            root: self.root.clone(),
+            special,
+        })
+    }
+
+    /// The bytes of the regular file at `path`, which must resolve inside the folder.
+    pub fn read(&self, path: &Path) -> Result<Vec<u8>, PathError> {
+        let target = self.resolve(path)?;
+        let mut file = open_regular(&target).map_err(|error| error.at(path))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(PathError::read(path))?;
+        Ok(bytes)
+    }
+
+    /// The text of the regular file at `path`, which must resolve inside the folder.
+    pub fn read_to_string(&self, path: &Path) -> Result<String, PathError> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|_| PathError::Read {
+            path: path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"),
+        })
+    }
+}
+
+impl PathError {
+    /// The same error, naming `path` instead.
+    fn at(self, path: &Path) -> Self {
+        match self {
+            PathError::Special { kind, .. } => PathError::Special {
+                path: path.to_owned(),
+                kind,
+            },
+            PathError::Read { source, .. } => PathError::Read {
+                path: path.to_owned(),
+                source,
+            },
+            outside @ PathError::Outside { .. } => outside,
+        }
+    }
+}
+
+/// Opens `path` for reading when it is (or its links lead to) a regular file, refusing a
+/// special file without reading it: its type is looked at before it is opened, and again on
+/// the open file (opened without blocking, as a FIFO would), in case it was swapped meanwhile.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, PathError> {
+    let refuse = |file_type: std::fs::FileType| match Special::of(file_type) {
+        Some(kind) => Err(PathError::Special {
+            path: path.to_owned(),
+            kind,
+        }),
+        None => Ok(()),
+    };
+    refuse(
+        std::fs::metadata(path)
+            .map_err(PathError::read(path))?
+            .file_type(),
+    )?;
+    let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::File::options().read(true),
+        libc::O_NONBLOCK,
+    )
+    .open(path)
+    .map_err(PathError::read(path))?;
+    refuse(file.metadata().map_err(PathError::read(path))?.file_type())?;
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn links_are_followed_as_the_kernel_follows_them() {
+        let folder = tempfile::tempdir().unwrap();
+        let root = resolve(folder.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        symlink("a/b", root.join("link")).unwrap();
+        symlink("/nonexistent/x", root.join("dangling")).unwrap();
+        assert_eq!(resolve(&root.join("link")).unwrap(), root.join("a/b"));
+        // `..` leaves the link's target, not the link.
+        assert_eq!(resolve(&root.join("link/..")).unwrap(), root.join("a"));
+        assert_eq!(
+            resolve(&root.join("dangling/y")).unwrap(),
+            PathBuf::from("/nonexistent/x/y")
+        );
+        symlink("loop", root.join("loop")).unwrap();
+        assert!(resolve(&root.join("loop")).is_err());
+
+        let confined = Confined::new(&root).unwrap();
+        assert!(confined.resolve(&root.join("link/c")).is_ok());
+        let error = confined.resolve(&root.join("dangling")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("leads to /nonexistent/x, outside"),
+            "{error}"
+        );
+        symlink("/dev/null", root.join("null")).unwrap();
+        let error = confined.read(&root.join("null")).unwrap_err();
+        assert!(
+            error.to_string().contains("(a character device)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_relative_folder_reads_the_paths_joined_to_it() {
+        // The crate's own folder, as `-C src` names it from the crate root.
+        let confined = Confined::new(Path::new("src")).unwrap();
+        let text = confined
+            .read_to_string(&Path::new("src").join("fs.rs"))
+            .unwrap();
+        assert!(text.starts_with("//!"));
+        let error = confined
+            .read(&Path::new("src").join("../Cargo.toml"))
+            .unwrap_err();
+        assert!(matches!(error, PathError::Outside { .. }), "{error}");
+    }
+
+    #[test]
+    fn special_files_are_refused_without_being_read() {
+        let folder = tempfile::tempdir().unwrap();
+        let socket = folder.path().join("socket");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let error = open_regular(&socket).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                PathError::Special {
+                    kind: Special::Socket,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let error = open_regular(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                PathError::Special {
+                    kind: Special::CharacterDevice,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
 }

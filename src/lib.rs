@@ -23,9 +23,10 @@
 //! Shared services, each used by several stages and depending on none of them: `http` (one
 //! guarded client: timeouts, size caps from `limits`), `registry` (the OCI distribution API),
 //! `git_remote` (ref listing and fetches), `index` (the Python package index), `glob`
-//! (the one pattern matcher of tags and ignore files), `fs` (atomic writes), `location`
-//! (file:line:col), `redact` (credentials and tokens masked in URLs, for everything printed).
-//! `bump` plans pin moves from upstream; `attest` builds SBOMs, provenance and signatures.
+//! (the one pattern matcher of tags and ignore files, Docker's), `fs` (atomic writes, and reads
+//! confined to the recipe folder that refuse special files), `location` (file:line:col),
+//! `redact` (credentials and tokens masked in URLs, for everything printed). `bump` plans pin
+//! moves from upstream; `attest` builds SBOMs, provenance and signatures.
 
 pub mod attest;
 pub mod bump;

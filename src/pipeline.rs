@@ -151,6 +151,7 @@ pub fn plan(
             members: &members,
             generated: &trees.series,
             exclusions: &exclusions,
+            allowed_secrets: &recipe.pins.context.allow_secrets,
             mtime,
         },
         output,
@@ -199,9 +200,10 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         records: Vec::new(),
         folders: Vec::new(),
     };
+    let folder = crate::fs::Confined::new(&recipe.root)?;
     for entry in &recipe.pins.patches {
         let series_path = recipe.root.join(entry.series.as_str());
-        let series = Series::read(std::slice::from_ref(&series_path))?;
+        let series = Series::read(std::slice::from_ref(&series_path), Some(&folder))?;
         let target = Target::from_onto(&entry.onto, &recipe.root);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
         let count = patched.applied.count(patch::Status::Applied);
@@ -249,10 +251,56 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
                 at: folder.to_string(),
                 from: checkout.path().to_owned(),
             });
+            trees.members.extend(left_out_by_git(
+                &recipe.root.join(folder.as_str()),
+                checkout.path(),
+                folder.as_str(),
+            )?);
             trees.folders.push(checkout);
         }
     }
     Ok(trees)
+}
+
+/// What a git tree cannot hold but docker would send of the recipe folder `original` (at `at`
+/// in the context): the `.git` entries and the empty folders that its patched checkout
+/// `checkout` lacks, as members of their own.
+fn left_out_by_git(original: &Path, checkout: &Path, at: &str) -> anyhow::Result<Vec<Member>> {
+    let mut members = Vec::new();
+    let mut folders = vec![(original.to_owned(), String::new())];
+    while let Some((folder, relative)) = folders.pop() {
+        let entries = std::fs::read_dir(&folder)
+            .with_context(|| format!("cannot read {}", folder.display()))?;
+        let mut empty = true;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot read {}", folder.display()))?;
+            empty = false;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            let child = if relative.is_empty() {
+                name.clone()
+            } else {
+                format!("{relative}/{name}")
+            };
+            let is_folder =
+                std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir());
+            if name == ".git" {
+                members.push(Member {
+                    at: format!("{at}/{child}"),
+                    from: path,
+                });
+            } else if is_folder {
+                folders.push((path, child));
+            }
+        }
+        if empty && !relative.is_empty() && checkout.join(&relative).symlink_metadata().is_err() {
+            members.push(Member {
+                at: format!("{at}/{relative}"),
+                from: folder,
+            });
+        }
+    }
+    Ok(members)
 }
 
 /// Checks the patched tree of the recipe folder `folder` out into a temporary folder.

@@ -79,7 +79,12 @@ impl Recipe {
     /// Loads the recipe in `root`, taking the date from pins.toml, else `SOURCE_DATE_EPOCH`,
     /// else today (UTC).
     pub fn open(root: &Path) -> Result<Self, RecipeError> {
-        let pins = pins::load(&in_folder(root, PINS_FILE))?;
+        let pins_path = in_folder(root, PINS_FILE);
+        // pins.toml too must be a file of the recipe, not a link out of it.
+        crate::fs::Confined::new(root)
+            .and_then(|folder| folder.resolve(&pins_path))
+            .map_err(LoadError::from)?;
+        let pins = pins::load(&pins_path)?;
         let source_date_epoch = std::env::var("SOURCE_DATE_EPOCH")
             .ok()
             .filter(|value| !value.is_empty());

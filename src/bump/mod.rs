@@ -539,11 +539,12 @@ pub fn base_offer(
     let (newest, newer) = match (to, &base.tags) {
         (Some(tag), _) => (tag.to_string(), Vec::new()),
         (None, Some(pattern)) => {
+            let matcher = pattern.compile();
             let mut matching: Vec<String> = upstream
                 .registry
                 .tags(&repository)?
                 .into_iter()
-                .filter(|tag| pattern.matches(tag))
+                .filter(|tag| matcher.matches(tag))
                 .collect();
             matching.sort_by(|a, b| crate::registry::natural_order(b, a));
             let newer: Vec<String> = matching

@@ -11,7 +11,8 @@ use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 use sha2::{Digest as _, Sha256};
 
 use super::ContextError;
-use super::ignore::Exclusions;
+use super::ignore::{Exclusions, Matched, Verdict};
+use crate::fs::{PathError, Special};
 
 /// What an archive entry holds, and where its bytes come from.
 #[derive(Debug, Clone)]
@@ -55,22 +56,47 @@ impl Entries {
             .retain(|path, _| path != at && !path.starts_with(&prefix));
     }
 
-    /// Adds the file or folder tree at `from` under `at`, leaving out what `exclusions` names.
-    /// Folders are read in any order: the map sorts them.
-    pub(super) fn insert_tree(
+    /// Adds the member at `from` under `at` as the docker CLI would send it: its own path
+    /// followed (`COPY` follows a link it names), then walked with `exclusions` deciding, from
+    /// the folders above it down, what goes in. Links inside it go in as links. A special file
+    /// that would go in is refused before anything reads it.
+    pub(super) fn insert_member(
         &mut self,
         at: &str,
         from: &Path,
         exclusions: &Exclusions,
     ) -> Result<(), ContextError> {
-        if exclusions.excludes(at) {
+        let Some(parent) = exclusions.above(at) else {
             return Ok(());
-        }
-        let metadata = std::fs::symlink_metadata(from).map_err(|source| ContextError::Read {
+        };
+        let metadata = std::fs::metadata(from).map_err(|source| ContextError::Read {
             path: from.to_owned(),
             source,
         })?;
+        self.insert_walked(at, from, &metadata, exclusions, &parent)
+    }
+
+    /// Adds `from` at `at` if the walk sends it, and what it holds, decided one by one.
+    fn insert_walked(
+        &mut self,
+        at: &str,
+        from: &Path,
+        metadata: &std::fs::Metadata,
+        exclusions: &Exclusions,
+        parent: &Matched,
+    ) -> Result<(), ContextError> {
         let file_type = metadata.file_type();
+        let (verdict, matched) = exclusions.decide(at, file_type.is_dir(), parent);
+        if verdict == Verdict::Skipped {
+            return Ok(());
+        }
+        if let Some(kind) = Special::of(file_type) {
+            return Err(PathError::Special {
+                path: from.to_owned(),
+                kind,
+            }
+            .into());
+        }
         if file_type.is_symlink() {
             let target = std::fs::read_link(from).map_err(|source| ContextError::Read {
                 path: from.to_owned(),
@@ -87,29 +113,46 @@ impl Entries {
                     executable,
                 },
             );
-        } else if file_type.is_dir() {
-            self.insert(at, Source::Folder);
-            let children = std::fs::read_dir(from).map_err(|source| ContextError::Read {
+        } else {
+            if verdict == Verdict::Sent {
+                self.insert(at, Source::Folder);
+            }
+            let read_error = |source| ContextError::Read {
                 path: from.to_owned(),
                 source,
-            })?;
-            for child in children {
-                let child = child.map_err(|source| ContextError::Read {
-                    path: from.to_owned(),
-                    source,
-                })?;
+            };
+            for child in std::fs::read_dir(from).map_err(read_error)? {
+                let child = child.map_err(read_error)?;
                 let name = child.file_name();
                 let Some(name) = name.to_str() else {
                     return Err(ContextError::NotUtf8 { path: child.path() });
                 };
-                self.insert_tree(&format!("{at}/{name}"), &child.path(), exclusions)?;
+                let path = child.path();
+                let metadata =
+                    std::fs::symlink_metadata(&path).map_err(|source| ContextError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                self.insert_walked(
+                    &format!("{at}/{name}"),
+                    &path,
+                    &metadata,
+                    exclusions,
+                    &matched,
+                )?;
             }
-        } else {
-            return Err(ContextError::Unsupported {
-                path: from.to_owned(),
-            });
         }
         Ok(())
+    }
+
+    /// The paths of the regular files it holds.
+    pub(super) fn files(&self) -> impl Iterator<Item = &str> {
+        self.entries
+            .iter()
+            .filter_map(|(path, source)| match source {
+                Source::File { .. } => Some(path.as_str()),
+                _ => None,
+            })
     }
 
     /// How many entries there are.
@@ -262,7 +305,11 @@ fn append<W: Write>(
                 path: disk.clone(),
                 source,
             };
-            let file = std::fs::File::open(disk).map_err(read_error)?;
+            // Opened without blocking, and refused unless it is still a regular file.
+            let file = crate::fs::open_regular(disk).map_err(|error| match error {
+                PathError::Read { source, .. } => read_error(source),
+                other => other.into(),
+            })?;
             let size = file.metadata().map_err(read_error)?.len();
             header.set_entry_type(tar::EntryType::Regular);
             header.set_mode(if *executable { 0o755 } else { 0o644 });

@@ -8,13 +8,20 @@
 //! - entries sorted by path, with a folder entry for every parent;
 //! - every mtime `SOURCE_DATE_EPOCH`, else 0; uid and gid 0, no user or group names;
 //! - modes 0755 for folders and executables, 0644 for other files; no extended attributes;
-//! - `.git`, `target`, `.env` and key files never go in, and `.dockerignore` is honoured.
+//! - symbolic links go in as links (as docker sends them), whatever they point at; only a
+//!   member's own path is followed, as `COPY` follows it;
+//! - `.dockerignore` is applied as the docker CLI applies it (`ignore`), and nothing else is
+//!   left out: what docker would send of a member, forge sends;
+//! - a secret-looking file (`secrets`) that `.dockerignore` leaves in refuses the build, unless
+//!   pins.toml allows it by name;
+//! - a special file (FIFO, socket, device) refuses the build before anything reads it.
 //!
 //! The archive is written once, to a temporary file, and hashed on the way, so even a large
 //! context is neither read twice nor held in memory. `Output::Discard` only hashes (a dry run).
 
 mod archive;
 pub mod ignore;
+pub mod secrets;
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +29,10 @@ use tempfile::NamedTempFile;
 
 pub use ignore::{Exclusions, IgnoreFileError};
 
-use crate::diagnostics::{Advice, Advise};
+use crate::diagnostics::{Advice, Advise, ExitStatus};
+use crate::fs::PathError;
 use crate::types::oci::Digest;
+use crate::types::recipe::ContextPath;
 use archive::{Entries, Source};
 
 /// The name of the Dockerfile inside the context.
@@ -93,11 +102,18 @@ pub enum ContextError {
     /// The archive could not be written.
     #[error("cannot write the build context: {0}")]
     Write(std::io::Error),
-    /// A socket, fifo or device file sits in a context folder.
-    #[error("{} is neither a file, a folder nor a symbolic link", path.display())]
-    Unsupported {
-        /// The path.
-        path: PathBuf,
+    /// A special file sits in a context folder, or a path leads out of the recipe.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// Secret-looking files would go into the context.
+    #[error(
+        "the build context would hold {}: {}",
+        if files.len() == 1 { "a file that looks like a secret" } else { "files that look like secrets" },
+        files.join(", ")
+    )]
+    Secrets {
+        /// Their paths in the context.
+        files: Vec<String>,
     },
     /// A file name that is not UTF-8 cannot be named in a tar header portably.
     #[error("{} has a name that is not UTF-8", path.display())]
@@ -125,16 +141,25 @@ pub enum ContextError {
 impl Advise for ContextError {
     fn advice(&self) -> Advice {
         match self {
-            ContextError::Read { .. } | ContextError::IgnoreFile(_) => {
+            ContextError::Read { .. } => {
                 Advice::Hint("check that the path exists and is readable".to_owned())
             }
+            ContextError::IgnoreFile(error) => error.advice(),
             ContextError::Write(_) => Advice::Hint(
                 "the archive is written to the temporary folder; check its free space or set TMPDIR"
                     .to_owned(),
             ),
-            ContextError::Unsupported { .. } => Advice::Hint(
-                "remove it, or list it in .dockerignore to keep it out of the context".to_owned(),
-            ),
+            ContextError::Path(error) => error.advice(),
+            ContextError::Secrets { files } => Advice::Hint(format!(
+                "exclude {} in .dockerignore, or allow {} by name in pins.toml: [context] allow_secrets = [{}]",
+                if files.len() == 1 { "it" } else { "them" },
+                if files.len() == 1 { "it" } else { "each" },
+                files
+                    .iter()
+                    .map(|file| format!("\"{file}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             ContextError::NotUtf8 { .. } => Advice::Hint("rename it".to_owned()),
             ContextError::Changed { .. } => {
                 Advice::Hint("run the build again once nothing writes to the recipe".to_owned())
@@ -142,6 +167,13 @@ impl Advise for ContextError {
             ContextError::SourceDateEpoch { .. } => Advice::Hint(
                 "unset it, or set it to an integer such as `git log -1 --format=%ct`".to_owned(),
             ),
+        }
+    }
+
+    fn exit_status(&self) -> ExitStatus {
+        match self {
+            ContextError::Secrets { .. } => ExitStatus::Failure,
+            _ => ExitStatus::Error,
         }
     }
 }
@@ -160,6 +192,9 @@ pub struct Inputs<'a> {
     pub generated: &'a [Generated],
     /// What stays out of the members.
     pub exclusions: &'a Exclusions,
+    /// The secret-looking files of the members that may go in (pins.toml's `[context]
+    /// allow_secrets`).
+    pub allowed_secrets: &'a [ContextPath],
     /// The mtime every entry carries.
     pub mtime: u64,
 }
@@ -182,7 +217,21 @@ pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, Cont
     // for the folder it patched, files the patches deleted included.
     for member in inputs.members {
         entries.remove_tree(&member.at);
-        entries.insert_tree(&member.at, &member.from, inputs.exclusions)?;
+        entries.insert_member(&member.at, &member.from, inputs.exclusions)?;
+    }
+    let secrets: Vec<String> = entries
+        .files()
+        .filter(|path| secrets::looks_secret(path))
+        .filter(|path| {
+            !inputs
+                .allowed_secrets
+                .iter()
+                .any(|allowed| allowed.as_str() == *path)
+        })
+        .map(str::to_owned)
+        .collect();
+    if !secrets.is_empty() {
+        return Err(ContextError::Secrets { files: secrets });
     }
     for folder in inputs.generated {
         entries.remove_tree(&folder.at);
@@ -244,7 +293,7 @@ pub fn digest_of(root: &Path, paths: &[&str]) -> Result<Digest, ContextError> {
     for path in paths {
         let from = root.join(path);
         if from.symlink_metadata().is_ok() {
-            entries.insert_tree(path, &from, &exclusions)?;
+            entries.insert_member(path, &from, &exclusions)?;
         }
     }
     let (hash, _, _) = entries.write(std::io::sink(), 0)?;
@@ -299,6 +348,7 @@ mod tests {
                 members: &members,
                 generated: &[],
                 exclusions: &Exclusions::default(),
+                allowed_secrets: &[],
                 mtime,
             },
             Output::TemporaryFile,
@@ -348,7 +398,6 @@ mod tests {
         tree(root.path(), FILES, 1_234_567);
         let script = root.path().join("overlays/a/z.py");
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::write(root.path().join("overlays/a/server.pem"), "secret").unwrap();
         std::fs::create_dir_all(root.path().join("overlays/a/.git")).unwrap();
         std::fs::write(root.path().join("overlays/a/.git/HEAD"), "ref").unwrap();
 
@@ -377,6 +426,9 @@ mod tests {
                 ("Dockerfile".to_owned(), 0o644),
                 ("overlays/".to_owned(), 0o755),
                 ("overlays/a/".to_owned(), 0o755),
+                // Nothing docker would send is left out: not even version control.
+                ("overlays/a/.git/".to_owned(), 0o755),
+                ("overlays/a/.git/HEAD".to_owned(), 0o644),
                 ("overlays/a/a.py".to_owned(), 0o644),
                 ("overlays/a/deep/".to_owned(), 0o755),
                 ("overlays/a/deep/b.py".to_owned(), 0o644),
@@ -408,6 +460,7 @@ mod tests {
                 members: &members,
                 generated: &[],
                 exclusions: &Exclusions::default(),
+                allowed_secrets: &[],
                 mtime: 0,
             },
             Output::TemporaryFile,
@@ -446,10 +499,46 @@ mod tests {
             members: &members,
             generated: &[],
             exclusions: &Exclusions::default(),
+            allowed_secrets: &[],
             mtime: 0,
         };
         let discarded = assemble(inputs, Output::Discard).unwrap();
         assert!(discarded.archive().is_none());
         assert_eq!(discarded.digest, digest(root.path(), 0).digest);
+    }
+
+    #[test]
+    fn a_secret_looking_file_refuses_the_context_unless_allowed() {
+        let root = tempfile::tempdir().unwrap();
+        tree(root.path(), FILES, 0);
+        let without = digest(root.path(), 0).entries;
+        std::fs::write(root.path().join("overlays/a/server.pem"), "secret").unwrap();
+        let members = [Member {
+            at: "overlays/a".to_owned(),
+            from: root.path().join("overlays/a"),
+        }];
+        let assemble_with = |exclusions: &Exclusions, allowed: &[ContextPath]| {
+            assemble(
+                Inputs {
+                    dockerfile: DOCKERFILE_TEXT,
+                    members: &members,
+                    generated: &[],
+                    exclusions,
+                    allowed_secrets: allowed,
+                    mtime: 0,
+                },
+                Output::Discard,
+            )
+        };
+        let error = assemble_with(&Exclusions::default(), &[]).unwrap_err();
+        assert!(
+            matches!(&error, ContextError::Secrets { files } if files == &["overlays/a/server.pem"]),
+            "{error:?}"
+        );
+        let exclusions = Exclusions::parse(Path::new(".dockerignore"), "**/*.pem\n").unwrap();
+        assert_eq!(assemble_with(&exclusions, &[]).unwrap().entries, without);
+        let allowed: ContextPath = "overlays/a/server.pem".parse().unwrap();
+        let allowed_context = assemble_with(&Exclusions::default(), &[allowed]).unwrap();
+        assert_eq!(allowed_context.entries, without + 1);
     }
 }

@@ -39,6 +39,8 @@ pub struct PatchJob {
     pub target: Target,
     /// The target as the user named it.
     pub label: String,
+    /// For a series pins.toml names, the recipe folder it must resolve inside.
+    pub within: Option<crate::fs::Confined>,
 }
 
 /// What the command line and pins.toml ask for: with both `--onto` and series, that; otherwise
@@ -60,6 +62,7 @@ pub fn patch_jobs(
             series: options.series.clone(),
             target: target.clone(),
             label: label.clone(),
+            within: None,
         }]);
     }
     let recipe = recipe.context("forge patch needs pins.toml to know the series or the target")?;
@@ -77,6 +80,7 @@ pub fn patch_jobs(
         };
         (Target::from_onto(onto, &recipe.root), label)
     };
+    let within = Some(crate::fs::Confined::new(&recipe.root)?);
     let jobs = match (given_target, options.series.is_empty()) {
         (Some((target, label)), true) => vec![PatchJob {
             series: entries
@@ -85,6 +89,7 @@ pub fn patch_jobs(
                 .collect(),
             target,
             label,
+            within,
         }],
         (None, false) => {
             let (target, label) = from_pins(&entries[0].onto);
@@ -92,6 +97,7 @@ pub fn patch_jobs(
                 series: options.series.clone(),
                 target,
                 label,
+                within: None,
             }]
         }
         _ => entries
@@ -102,6 +108,7 @@ pub fn patch_jobs(
                     series: vec![recipe.root.join(entry.series.as_str())],
                     target,
                     label,
+                    within: within.clone(),
                 }
             })
             .collect(),
@@ -120,7 +127,7 @@ pub fn patch(
     let mut reports = Vec::new();
     let mut documents = Vec::new();
     for job in &jobs {
-        let series = Series::read(&job.series)?;
+        let series = Series::read(&job.series, job.within.as_ref())?;
         let count = series.patches.len();
         let verb = match options.mode {
             Mode::Write => "Applying",

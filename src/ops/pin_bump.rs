@@ -453,7 +453,8 @@ fn check_series(
     revision: &GitRev,
     printer: &Printer,
 ) -> anyhow::Result<SeriesCheck> {
-    let patches = Series::read(&[recipe.root.join(series.as_str())])?;
+    let folder = crate::fs::Confined::new(&recipe.root)?;
+    let patches = Series::read(&[recipe.root.join(series.as_str())], Some(&folder))?;
     let target = Target::Git {
         url: url.clone(),
         rev: revision.clone(),

@@ -89,10 +89,16 @@ pub(crate) fn raw_date(seconds: i64, offset_minutes: i32) -> String {
 
 /// Reads every patch in the mbox file at `path`.
 pub fn read_file(path: &Path) -> Result<Vec<Patch>, PatchError> {
-    let bytes = std::fs::read(path).map_err(|source| PatchError::Read {
+    let read_error = |source| PatchError::Read {
         path: path.to_owned(),
         source,
+    };
+    let mut file = crate::fs::open_regular(path).map_err(|error| match error {
+        crate::fs::PathError::Read { source, .. } => read_error(source),
+        other => other.into(),
     })?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read_error)?;
     parse_mbox(path, &bytes)
 }
 

@@ -52,24 +52,42 @@ pub struct Series {
 
 impl Series {
     /// Reads every path in order: a file is an mbox of one or more patches, a folder holds
-    /// such files and they are read in name order (hidden files skipped).
-    pub fn read(paths: &[PathBuf]) -> Result<Series, PatchError> {
+    /// such files and they are read in name order (hidden files skipped). With `within` (the
+    /// recipe folder, for a series pins.toml names), every path and every file in a folder must
+    /// resolve inside it. A special file is refused before it is opened.
+    pub fn read(
+        paths: &[PathBuf],
+        within: Option<&crate::fs::Confined>,
+    ) -> Result<Series, PatchError> {
+        let inside = |path: &Path| match within {
+            Some(folder) => folder.resolve(path).map(drop),
+            None => Ok(()),
+        };
         let mut patches = Vec::new();
         for path in paths {
+            inside(path)?;
             if path.is_dir() {
                 let mut files = Vec::new();
-                let entries = std::fs::read_dir(path).map_err(|source| PatchError::Read {
+                let read_error = |source| PatchError::Read {
                     path: path.clone(),
                     source,
-                })?;
-                for entry in entries {
-                    let entry = entry.map_err(|source| PatchError::Read {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    let hidden = entry.file_name().to_string_lossy().starts_with('.');
-                    if !hidden && entry.path().is_file() {
-                        files.push(entry.path());
+                };
+                for entry in std::fs::read_dir(path).map_err(read_error)? {
+                    let entry = entry.map_err(read_error)?;
+                    if entry.file_name().to_string_lossy().starts_with('.') {
+                        continue;
+                    }
+                    let file = entry.path();
+                    inside(&file)?;
+                    // A link that leads nowhere, and a folder, hold no patch.
+                    let Ok(metadata) = std::fs::metadata(&file) else {
+                        continue;
+                    };
+                    if let Some(kind) = crate::fs::Special::of(metadata.file_type()) {
+                        return Err(crate::fs::PathError::Special { path: file, kind }.into());
+                    }
+                    if metadata.is_file() {
+                        files.push(file);
                     }
                 }
                 files.sort();
@@ -105,6 +123,9 @@ pub enum PatchError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A patch file is a special file, or leads out of the recipe folder.
+    #[error(transparent)]
+    Path(#[from] crate::fs::PathError),
     /// A file is not a `git format-patch` mail.
     #[error("{} is not a patch: {reason}", path.display())]
     NotAPatch {
@@ -280,6 +301,7 @@ impl Advise for PatchError {
             PatchError::Git { .. } => return Advice::Nothing("libgit2's message says what failed"),
             PatchError::Intent { .. } => "check the repository's git folder's permissions and free space".to_owned(),
             PatchError::IntentInvalid { .. } | PatchError::IntentStale { .. } => "HEAD was moved by hand since: check `git status` and `git log`, then delete the file".to_owned(),
+            PatchError::Path(error) => return error.advice(),
         })
     }
 

@@ -264,7 +264,13 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
             }
             (Ok(tree), 0o040000)
         } else {
-            let bytes = std::fs::read(&path).map_err(read)?;
+            // A FIFO would block the read for ever, a device never end it.
+            if let Some(kind) = crate::fs::Special::of(metadata.file_type()) {
+                return Err(crate::fs::PathError::Special { path, kind }.into());
+            }
+            let mut file = crate::fs::open_regular(&path)?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read)?;
             let executable =
                 std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o111 != 0;
             (

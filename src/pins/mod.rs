@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use schema::{Onto, PinKind, Probe, TagTemplate};
-use schema::{RawPin, RawRecipe};
+use schema::{RawContext, RawPin, RawRecipe};
 use toml::Spanned;
 
 use crate::diagnostics::{Advice, Advise};
@@ -26,7 +26,7 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
 use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
-use crate::types::recipe::{Date, PinName, RecipePath};
+use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
 use crate::types::url::Url;
 
 /// The recipe: everything pins.toml says, typed and checked.
@@ -48,6 +48,8 @@ pub struct Pins {
     pub patches: Vec<PatchSeries>,
     /// Folders copied into the image.
     pub overlays: Vec<Overlay>,
+    /// What the build context may hold.
+    pub context: ContextSettings,
     /// Things that load but deserve a look (a short git revision, say).
     pub notices: Vec<Notice>,
 }
@@ -277,6 +279,13 @@ pub struct Overlay {
     pub to: ImagePath,
 }
 
+/// The `[context]` table.
+#[derive(Debug, Clone, Default)]
+pub struct ContextSettings {
+    /// Secret-looking files that may go into the build context, by their path in it.
+    pub allow_secrets: Vec<ContextPath>,
+}
+
 /// Something that loaded but deserves the user's attention.
 #[derive(Debug, Clone)]
 pub struct Notice {
@@ -297,6 +306,9 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file is a special file, or leads out of the recipe folder.
+    #[error(transparent)]
+    Path(#[from] crate::fs::PathError),
     /// The file does not say a valid recipe.
     #[error("{location}: {message}")]
     Invalid {
@@ -317,6 +329,7 @@ impl Advise for LoadError {
                 path.display()
             )),
             LoadError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
+            LoadError::Path(error) => error.advice(),
         }
     }
 }
@@ -325,20 +338,31 @@ crate::advised!(LoadError);
 
 /// Reads and checks the recipe at `path` (a pins.toml inside the recipe folder).
 pub fn load(path: &Path) -> Result<Pins, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+    let read = |source| LoadError::Read {
         path: path.to_owned(),
         source,
+    };
+    let mut file = crate::fs::open_regular(path).map_err(|error| match error {
+        crate::fs::PathError::Read { source, .. } => read(source),
+        other => LoadError::Path(other),
     })?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text).map_err(read)?;
     parse(path, &text)
 }
 
 /// Checks the recipe `text`, naming `path` in errors; folders it mentions are looked up next to
 /// `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Pins, LoadError> {
+    let root = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let loader = Loader {
         path,
         text,
-        root: path.parent().unwrap_or(Path::new(".")),
+        root,
+        folder: crate::fs::Confined::new(root)?,
     };
     let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
     loader.recipe(raw)
@@ -348,6 +372,8 @@ struct Loader<'a> {
     path: &'a Path,
     text: &'a str,
     root: &'a Path,
+    /// The recipe folder, which every path pins.toml names must resolve inside.
+    folder: crate::fs::Confined,
 }
 
 impl Loader<'_> {
@@ -423,6 +449,7 @@ impl Loader<'_> {
             let onto = entry.onto.into_inner();
             let pin = match &onto {
                 Onto::Folder(folder) => {
+                    self.inside(span.clone(), folder, "patch target folder")?;
                     if !self.root.join(folder.as_str()).is_dir() {
                         return Err(self.error(
                             span,
@@ -458,6 +485,7 @@ impl Loader<'_> {
                 to: entry.to,
             });
         }
+        let context = self.context(raw.context)?;
 
         Ok(Pins {
             image: Image {
@@ -479,8 +507,48 @@ impl Loader<'_> {
             pins,
             patches,
             overlays,
+            context,
             notices,
         })
+    }
+
+    /// The `[context]` table: each allowed secret must be one the build would refuse.
+    fn context(&self, raw: Option<RawContext>) -> Result<ContextSettings, LoadError> {
+        let mut settings = ContextSettings::default();
+        for path in raw.map(|raw| raw.allow_secrets).unwrap_or_default() {
+            if !crate::context::secrets::looks_secret(path.get_ref().as_str()) {
+                return Err(self.error(
+                    path.span(),
+                    format!("`{}` does not look like a secret", path.get_ref()),
+                    "allow_secrets names only secret-looking files the build would otherwise refuse; remove it (the README lists what looks like a secret)",
+                ));
+            }
+            settings.allow_secrets.push(path.into_inner());
+        }
+        Ok(settings)
+    }
+
+    /// Refuses `path` (at `span`) unless it resolves inside the recipe folder.
+    fn inside(&self, span: Range<usize>, path: &RecipePath, what: &str) -> Result<(), LoadError> {
+        match self.folder.resolve(&self.root.join(path.as_str())) {
+            Ok(_) => Ok(()),
+            Err(crate::fs::PathError::Outside {
+                target,
+                root,
+                special,
+                ..
+            }) => Err(self.error(
+                span,
+                format!(
+                    "{what} `{path}` leads to {}{}, outside the recipe folder {}",
+                    target.display(),
+                    special.map(|kind| format!(" (a {kind})")).unwrap_or_default(),
+                    root.display()
+                ),
+                "forge reads only what lies inside the recipe folder: copy the files in rather than linking to them",
+            )),
+            Err(other) => Err(other.into()),
+        }
     }
 
     /// The git pin a series onto `url` at `rev` patches: the image builds that remote only
@@ -533,6 +601,7 @@ impl Loader<'_> {
         path: Spanned<RecipePath>,
         what: &str,
     ) -> Result<RecipePath, LoadError> {
+        self.inside(path.span(), path.get_ref(), what)?;
         if self.root.join(path.get_ref().as_str()).is_dir() {
             Ok(path.into_inner())
         } else {
@@ -568,6 +637,7 @@ impl Loader<'_> {
                 shim: match raw.shim {
                     Some(shim) => {
                         let file = shim.file.get_ref().clone();
+                        self.inside(shim.file.span(), &file, "shim file")?;
                         if !self.root.join(file.as_str()).is_file() {
                             return Err(self.error(
                                 shim.file.span(),

@@ -13,7 +13,7 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
 use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
-use crate::types::recipe::{Date, PinName, RecipePath};
+use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
 use crate::types::url::Url;
 
 #[derive(Debug, Deserialize)]
@@ -33,6 +33,8 @@ pub(crate) struct RawRecipe {
     pub patches: Vec<RawPatches>,
     #[serde(default)]
     pub overlays: Vec<RawOverlay>,
+    #[serde(default)]
+    pub context: Option<RawContext>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -196,6 +198,13 @@ pub(crate) struct RawPatches {
 pub(crate) struct RawOverlay {
     pub from: Spanned<RecipePath>,
     pub to: ImagePath,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawContext {
+    #[serde(default)]
+    pub allow_secrets: Vec<Spanned<ContextPath>>,
 }
 
 /// What a patch series applies onto: a folder of the recipe, or a git repository at a commit.

@@ -12,12 +12,14 @@ pub mod instructions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::diagnostics::{Advice, Advise};
+use crate::fs::{Confined, PathError};
 use crate::location::Location;
 use crate::pins::{Mutability, Pin, Source};
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
@@ -64,6 +66,9 @@ pub enum RenderError {
         /// What to do about it.
         hint: String,
     },
+    /// A template is a special file, or leads out of the recipe folder.
+    #[error(transparent)]
+    Path(#[from] PathError),
     /// A git pin has a patch series the rendered Dockerfile does not copy.
     #[error(
         "{}: pin `{pin}` has a patch series, but the Dockerfile never copies {folder}/, so the image would be built without it",
@@ -86,6 +91,7 @@ impl Advise for RenderError {
                 "a recipe keeps its template at templates/{DOCKERFILE_TEMPLATE}"
             )),
             RenderError::Template { hint, .. } => Advice::Hint(hint.clone()),
+            RenderError::Path(error) => error.advice(),
             RenderError::SeriesNotCopied { pin, .. } => Advice::Hint(format!(
                 "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
             )),
@@ -99,9 +105,57 @@ crate::advised!(RenderError);
 pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
     let templates = recipe.templates_dir();
     let path = templates.join(DOCKERFILE_TEMPLATE);
-    let source =
-        std::fs::read_to_string(&path).map_err(|_| RenderError::Missing { path: path.clone() })?;
+    let source = match Confined::new(&recipe.root)?.read_to_string(&path) {
+        Ok(source) => source,
+        Err(PathError::Read { .. }) => return Err(RenderError::Missing { path }),
+        Err(error) => return Err(error.into()),
+    };
     dockerfile_from(recipe, &templates, &source)
+}
+
+/// Where the template `name` lies in `templates`, refusing names that climb out of it or
+/// name hidden files (as minijinja's own path loader does).
+fn template_path(templates: &Path, name: &str) -> Option<PathBuf> {
+    let mut path = templates.to_owned();
+    for segment in name.split('/') {
+        if segment.is_empty() || segment.starts_with('.') || segment.contains('\\') {
+            return None;
+        }
+        path.push(segment);
+    }
+    Some(path)
+}
+
+/// A loader of the templates a template includes, from `templates`, each read only when it
+/// resolves inside the recipe folder and is a regular file; a refusal is kept in `refused`.
+fn confined_loader(
+    folder: Confined,
+    templates: PathBuf,
+    refused: Arc<Mutex<Option<PathError>>>,
+) -> impl Fn(&str) -> Result<Option<String>, minijinja::Error> + Send + Sync + 'static {
+    move |name| {
+        let Some(path) = template_path(&templates, name) else {
+            return Ok(None);
+        };
+        match folder.read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(PathError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Ok(None)
+            }
+            Err(error) => {
+                let message = error.to_string();
+                *refused
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(error);
+                Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    message,
+                ))
+            }
+        }
+    }
 }
 
 /// Renders `source` as the recipe's Dockerfile template; templates it includes are read from
@@ -127,7 +181,13 @@ pub fn dockerfile_from(
     // a hang or a stack overflow.
     environment.set_recursion_limit(64);
     environment.set_fuel(Some(crate::limits::TEMPLATE_FUEL));
-    environment.set_loader(minijinja::path_loader(templates));
+    let folder = Confined::new(&recipe.root)?;
+    let refused = Arc::new(Mutex::new(None));
+    environment.set_loader(confined_loader(
+        folder.clone(),
+        templates.to_owned(),
+        refused.clone(),
+    ));
 
     let view = View::of(recipe);
     let text = environment
@@ -135,7 +195,16 @@ pub fn dockerfile_from(
         .and_then(|template| {
             template.render(minijinja::Value::from(minijinja::value::Serde(&view)))
         })
-        .map_err(|error| template_error(templates, &path, source, &error))?;
+        .map_err(|error| {
+            let refused = refused
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            match refused {
+                Some(refused) => RenderError::Path(refused),
+                None => template_error(&folder, templates, &path, source, &error),
+            }
+        })?;
     // A series the Dockerfile never copies would be reported as applied and never reach the
     // image.
     for pin in recipe.pins.pins.values().filter(|pin| patched(recipe, pin)) {
@@ -155,6 +224,7 @@ pub fn dockerfile_from(
 }
 
 fn template_error(
+    folder: &Confined,
     templates: &Path,
     main: &Path,
     main_source: &str,
@@ -164,7 +234,7 @@ fn template_error(
     let (path, source) = match error.name() {
         Some(name) if name != DOCKERFILE_TEMPLATE => {
             let path = templates.join(name);
-            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            let source = folder.read_to_string(&path).unwrap_or_default();
             (path, source)
         }
         _ => (main.to_owned(), main_source.to_owned()),

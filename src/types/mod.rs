@@ -11,7 +11,7 @@
 //! - `python`: PEP 440 versions, local labels and specifiers, package names, module paths,
 //!   identifiers.
 //! - `dockerfile`: variable names, unquoted values, label keys, quoted text, paths in the image.
-//! - `recipe`: pin names, paths in the recipe folder, the build date.
+//! - `recipe`: pin names, paths in the recipe folder and in the build context, the build date.
 //!
 //! `GrammarError` is the one error every grammar refuses a value with.
 

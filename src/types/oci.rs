@@ -43,6 +43,12 @@ impl TagPattern {
     pub fn matches(&self, tag: &str) -> bool {
         crate::glob::matches(&self.0, tag)
     }
+
+    /// The pattern compiled once, to match many tags.
+    pub fn compile(&self) -> crate::glob::Pattern {
+        crate::glob::Pattern::new(&self.0)
+            .expect("the tag pattern grammar holds only `?`, `*` and literals")
+    }
 }
 
 impl FromStr for TagPattern {

@@ -1,5 +1,5 @@
-//! The recipe's own grammars: a pin name, a path inside the recipe folder and the build date
-//! as text in, the checked value out.
+//! The recipe's own grammars: a pin name, a path inside the recipe folder, a path inside the
+//! build context and the build date as text in, the checked value out.
 
 use std::fmt;
 use std::str::FromStr;
@@ -54,6 +54,33 @@ impl FromStr for RecipePath {
                 "recipe path",
                 value,
                 "expected a relative path inside the recipe folder ('/'-separated; no '..', hidden or empty components)",
+            ))
+        }
+    }
+}
+
+/// A path inside the build context, as `.dockerignore` and docker see it: relative,
+/// `/`-separated, hidden components allowed (`overlays/app/.env`), no `.`, `..` or empty
+/// component, no control character.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContextPath(String);
+string_newtype!(ContextPath);
+
+impl FromStr for ContextPath {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = !value.is_empty()
+            && value
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != "..")
+            && !value.chars().any(char::is_control);
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "context path",
+                value,
+                "expected the path of a file in the build context, relative to the recipe folder ('/'-separated; no '.', '..' or empty components)",
             ))
         }
     }

@@ -277,12 +277,13 @@ fn context_digest_ignores_mtimes_creation_order_and_modes() {
         context_one
     );
 
-    // Secrets dropped into an overlay stay out of the context; a new file of it goes in.
+    // Secrets that .dockerignore excludes stay out of the context; a new file of it goes in.
     second.write(
         "overlays/app/id_rsa",
         "-----BEGIN OPENSSH PRIVATE KEY-----\n",
     );
     second.write("overlays/app/.env", "TOKEN=secret\n");
+    second.write(".dockerignore", "**/id_rsa\n**/.env\n");
     assert_eq!(digest(&second).0, context_one);
     second.write("overlays/app/notes.txt", "a new file\n");
     assert_ne!(digest(&second).0, context_one);

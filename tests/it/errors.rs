@@ -209,6 +209,31 @@ fn a_daemon_that_is_not_there() {
     );
 }
 
+#[test]
+fn a_recipe_path_that_leads_outside_the_recipe() {
+    let context = TestContext::default_recipe();
+    std::os::unix::fs::symlink("/dev/null", context.path().join(".dockerignore")).unwrap();
+    snapshot("error_path_outside", &context, &["build", "--dry-run"], &[]);
+}
+
+#[test]
+fn a_special_file_in_an_overlay() {
+    let context = TestContext::default_recipe();
+    crate::context::fifo(&context.path().join("overlays/vllm/pipe"));
+    snapshot("error_special_file", &context, &["build", "--dry-run"], &[]);
+}
+
+#[test]
+fn secret_looking_files_in_the_context() {
+    let context = TestContext::default_recipe();
+    context.write("overlays/vllm/.env.local", "TOKEN=x\n");
+    context.write("overlays/vllm/deploy/id_ed25519", "key\n");
+    // Not in the context: only the shim file of that folder is copied.
+    context.write("overlays/cutlass-dsl/id_rsa", "key\n");
+    let run = snapshot("error_secrets", &context, &["build", "--dry-run"], &[]);
+    assert_eq!(run.code, 1);
+}
+
 /// Every error type in the source registers what it advises, so that no error reaches the user
 /// without a hint or a reason for having none.
 #[test]

@@ -2,8 +2,10 @@
 //! `forge` executable through `TestContext`.
 
 mod build;
+mod context;
 mod credential_helper;
 mod credentials;
+mod dockerignore;
 mod errors;
 mod faults;
 mod fuzz_replay;

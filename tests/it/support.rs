@@ -167,6 +167,51 @@ pub fn assert_check_catches_a_stale_render(context: &TestContext, out: &str) -> 
     stale
 }
 
+impl TestContext {
+    /// Runs `forge -C <folder> args...` for at most `limit`, with its address space capped at
+    /// 1 GiB: a forge that hangs is killed and gives `None`, one that would read without end
+    /// fails to allocate instead of taking the machine's memory.
+    pub fn forge_bounded(&self, args: &[&str], limit: Duration) -> Option<Run> {
+        let streams = tempfile::tempdir().expect("a folder for the streams");
+        let stdout = streams.path().join("stdout");
+        let stderr = streams.path().join("stderr");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1048576 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_forge"))
+            .arg("-C")
+            .arg(self.path())
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("SOURCE_DATE_EPOCH")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&stdout).expect("the stdout file"))
+            .stderr(std::fs::File::create(&stderr).expect("the stderr file"))
+            .spawn()
+            .expect("forge starts");
+        let deadline = Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("forge can be waited for") {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                stop(&mut child);
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let read = |path: &Path| {
+            String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned()
+        };
+        status.map(|status| Run {
+            code: status.code().unwrap_or(-1),
+            stdout: read(&stdout),
+            stderr: read(&stderr),
+        })
+    }
+}
+
 /// Copies a file or folder tree.
 pub fn copy_tree(from: &Path, to: &Path) {
     if from.is_dir() {
