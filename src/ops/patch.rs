@@ -278,7 +278,7 @@ fn report(printer: &Printer, applied: &Applied) {
                 ),
             ),
             Outcome::Conflict { file, hunk } => {
-                printer.warn(format_args!("{} conflicts: {file}: {hunk}", result.name))
+                printer.error(format_args!("{} conflicts: {file}: {hunk}", result.name))
             }
         }
     }

@@ -225,7 +225,7 @@ fn conclude(
             if stale {
                 "an input changed since the build: build again to record it, or restore the input"
             } else {
-                "what was recorded no longer holds: rebuild and push, or re-point the tags at the recorded image"
+                "what was recorded no longer holds: re-point the tags at the recorded image, or build again; a dated tag that names another image in the registry is only re-pointed by `forge build --push --force` or under a new [image] date"
             },
         )
         .into());

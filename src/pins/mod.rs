@@ -325,7 +325,7 @@ impl Advise for LoadError {
     fn advice(&self) -> Advice {
         match self {
             LoadError::Read { path, .. } => Advice::Hint(format!(
-                "forge looks for pins.toml in the working folder and the folders above it, up to the repository root; pass -C DIR to point at another one (looked at {})",
+                "forge reads pins.toml in the folder -C names, else in the working folder or the nearest folder above it that has one (up to the repository root); pass -C DIR to point at the recipe (looked at {})",
                 path.display()
             )),
             LoadError::Invalid { hint, .. } => Advice::Hint(hint.clone()),

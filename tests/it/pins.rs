@@ -292,7 +292,7 @@ fn missing_recipe_is_an_environment_error() {
     assert_contains(&run.stderr, "pins.toml");
     assert_contains(
         &run.stderr,
-        "hint: forge looks for pins.toml in the recipe folder",
+        "hint: forge reads pins.toml in the folder -C names",
     );
 }
 
