@@ -612,6 +612,11 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     let other = registry.push(&path, DATED_TAG);
     assert_ne!(other, served);
     let run = verify(&example, &["--remote"], &env).expect_code(1);
+    // The hint leads somewhere forge allows: a plain rebuild would be refused on the dated tag.
+    crate::support::assert_contains(
+        &run.stderr,
+        "`forge build --push --force` or under a new [image] date",
+    );
     let json = run.json();
     let dated = format!("{}:{DATED_TAG}", example.repository);
     assert_eq!(
