@@ -147,6 +147,20 @@ impl Docker {
 /// `client error (Connect)`, and what went wrong (a refused connection, a certificate the
 /// daemon would not accept) is in the causes.
 fn describe(error: &BollardError) -> String {
+    // Where the failure is the operating system's (a refused connection, a missing socket, a
+    // timeout), its words are the whole story; the HTTP client's layers around it only name
+    // library internals.
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut system = None;
+    while let Some(error) = cause {
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            system = Some(innermost(io).to_string());
+        }
+        cause = error.source();
+    }
+    if let Some(system) = system {
+        return system;
+    }
     let mut text = error.to_string();
     let mut cause = std::error::Error::source(error);
     while let Some(error) = cause {
@@ -158,6 +172,17 @@ fn describe(error: &BollardError) -> String {
         cause = error.source();
     }
     text
+}
+
+/// The I/O error an I/O error wraps, all the way down.
+fn innermost(error: &std::io::Error) -> &std::io::Error {
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+    {
+        Some(inner) => innermost(inner),
+        None => error,
+    }
 }
 
 /// Whether the connection failed in the TLS handshake (a certificate one side would not accept)
