@@ -14,7 +14,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt as _;
 
-use super::address::{DEFAULT_HOST, DaemonAddress, TlsFiles};
+use super::address::{DaemonAddress, TlsFiles};
 use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
@@ -36,26 +36,26 @@ pub struct Docker {
 }
 
 impl Docker {
-    /// Connects as the docker CLI does, to `DOCKER_HOST` or else the default socket, and checks
-    /// that the daemon answers.
+    /// Connects as the docker CLI does (`DOCKER_HOST`, else the docker context in use, else the
+    /// default socket; see `context`), and checks that the daemon answers.
     pub async fn connect() -> Result<Self, EngineError> {
-        let host = std::env::var("DOCKER_HOST")
-            .ok()
-            .filter(|host| !host.is_empty())
-            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
-        Self::connect_to(&host).await
+        let selected = super::context::select()?;
+        Self::connect_with(&selected.host, selected.tls).await
     }
 
     /// Connects to the daemon at `host`, spelt as `DOCKER_HOST` spells it (`unix:///path`,
     /// `tcp://HOST:PORT`, over TLS when `DOCKER_TLS_VERIFY` is set, or
     /// `ssh://[USER@]HOST[:PORT]`), and checks that it answers.
     pub async fn connect_to(host: &str) -> Result<Self, EngineError> {
+        Self::connect_with(host, TlsFiles::from_environment()).await
+    }
+
+    /// Connects to the daemon at `host`, with the TLS files `tls` for a `tcp://` address.
+    async fn connect_with(host: &str, tls: Option<TlsFiles>) -> Result<Self, EngineError> {
         let address =
-            DaemonAddress::parse(host, TlsFiles::from_environment()).map_err(|error| {
-                EngineError::UnsupportedHost {
-                    host: host.to_owned(),
-                    reason: error.reason,
-                }
+            DaemonAddress::parse(host, tls).map_err(|error| EngineError::UnsupportedHost {
+                host: host.to_owned(),
+                reason: error.reason,
             })?;
         let unreachable = |error: BollardError| EngineError::Unreachable {
             host: host.to_owned(),

@@ -9,6 +9,7 @@
 //! step comes back as `EngineError::StepFailed` with its instruction and the tail of its output.
 
 pub mod address;
+pub mod context;
 mod docker;
 mod ssh;
 pub mod steps;
@@ -152,6 +153,9 @@ pub enum EngineError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The docker context in use could not be read.
+    #[error(transparent)]
+    DockerContext(#[from] context::ContextError),
     /// A daemon address forge cannot connect to.
     #[error("cannot connect to the Docker daemon at {host}: {reason}")]
     UnsupportedHost {
@@ -244,6 +248,7 @@ impl Advise for EngineError {
             EngineError::Context { .. } => {
                 Advice::Hint("the context archive lives in the temporary folder; check TMPDIR".to_owned())
             }
+            EngineError::DockerContext(error) => error.advice(),
             EngineError::UnsupportedHost { .. } => Advice::Hint(
                 "name the daemon as unix:///path/to/docker.sock, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT], as DOCKER_HOST spells it".to_owned(),
             ),

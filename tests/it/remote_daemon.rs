@@ -350,3 +350,105 @@ fn forge_build_reaches_an_ssh_daemon_named_by_docker_host() {
         .expect_code(0);
     example.assert_tags_on(&reported_id(&run.json()));
 }
+
+/// A docker configuration folder whose context `name` points at `host`, and that context in use
+/// when `current`.
+fn docker_config_with_context(name: &str, host: &str, current: bool) -> tempfile::TempDir {
+    use sha2::Digest as _;
+    let config = tempfile::tempdir().unwrap();
+    let id = hex::encode(sha2::Sha256::digest(name.as_bytes()));
+    let meta = config.path().join("contexts/meta").join(id);
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::write(
+        meta.join("meta.json"),
+        serde_json::json!({
+            "Name": name,
+            "Metadata": {},
+            "Endpoints": {"docker": {"Host": host, "SkipTLSVerify": false}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    if current {
+        std::fs::write(
+            config.path().join("config.json"),
+            serde_json::json!({"currentContext": name}).to_string(),
+        )
+        .unwrap();
+    }
+    config
+}
+
+/// The daemon is chosen as the docker CLI chooses it: DOCKER_HOST, else DOCKER_CONTEXT, else
+/// config.json's currentContext, else the default socket; `default` is the default socket.
+#[test]
+fn the_daemon_is_the_one_the_docker_context_in_use_names() {
+    if !crate::build::docker_ready() {
+        return;
+    }
+    let example = crate::build::Example::new("docker-context");
+    // A context that leads nowhere: forge must try it, not the default socket.
+    let nowhere = example.context.path().join("nowhere.sock");
+    let nowhere_host = format!("unix://{}", nowhere.display());
+    let broken = docker_config_with_context("elsewhere", &nowhere_host, true);
+    let config = broken.path().to_str().unwrap();
+    let run = example.build_with(&[], &[("DOCKER_CONFIG", config), ("DOCKER_HOST", "")]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!("cannot reach the Docker daemon at {nowhere_host}"),
+    );
+    // DOCKER_CONTEXT wins over config.json, and `default` is the default socket.
+    example
+        .build_with(
+            &[],
+            &[
+                ("DOCKER_CONFIG", config),
+                ("DOCKER_HOST", ""),
+                ("DOCKER_CONTEXT", "default"),
+            ],
+        )
+        .expect_code(0);
+    // DOCKER_HOST wins over both.
+    example
+        .build_with(
+            &[],
+            &[
+                ("DOCKER_CONFIG", config),
+                ("DOCKER_HOST", "unix:///var/run/docker.sock"),
+                ("DOCKER_CONTEXT", "elsewhere"),
+            ],
+        )
+        .expect_code(0);
+    // A context whose endpoint is the daemon (through a link to its socket) is used.
+    let link = example.context.path().join("linked.sock");
+    std::os::unix::fs::symlink("/var/run/docker.sock", &link).unwrap();
+    let working =
+        docker_config_with_context("linked", &format!("unix://{}", link.display()), false);
+    example
+        .build_with(
+            &[],
+            &[
+                ("DOCKER_CONFIG", working.path().to_str().unwrap()),
+                ("DOCKER_HOST", ""),
+                ("DOCKER_CONTEXT", "linked"),
+            ],
+        )
+        .expect_code(0);
+    // A context that is not in the store is named, with where its name came from.
+    let run = example
+        .build_with(
+            &[],
+            &[
+                ("DOCKER_CONFIG", working.path().to_str().unwrap()),
+                ("DOCKER_HOST", ""),
+                ("DOCKER_CONTEXT", "gone"),
+            ],
+        )
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "error: docker context \"gone\" (from DOCKER_CONTEXT) does not exist in",
+    );
+    assert_contains(&run.stderr, "hint: `docker context ls` lists the contexts");
+}
