@@ -102,6 +102,11 @@ pub struct BuildArgs {
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<crate::types::oci::Platform>,
 
+    /// Tag (and push) into this repository instead of pins.toml's `[image] repository`; forge.lock
+    /// records it, and verify-digest and report follow the record.
+    #[arg(long, value_name = "REPOSITORY")]
+    pub repository: Option<crate::types::oci::Repository>,
+
     /// The daemon's builder: BuildKit, or the classic builder for engines without it.
     #[arg(long, value_enum, default_value = "buildkit")]
     pub builder: BuilderChoice,

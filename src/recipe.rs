@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::pins::{self, LoadError, Mutability, Pins, Source};
-use crate::types::oci::Tag;
+use crate::types::oci::{Repository, Tag};
 use crate::types::recipe::Date;
 
 /// The file that holds a recipe, inside its folder.
@@ -76,6 +76,13 @@ impl Advise for RecipeError {
 crate::advised!(RecipeError);
 
 impl Recipe {
+    /// The recipe with its images in `repository` instead of pins.toml's: `build --repository`,
+    /// and a record of such a build.
+    pub fn with_repository(mut self, repository: Repository) -> Self {
+        self.pins.image.repository = repository;
+        self
+    }
+
     /// Loads the recipe in `root`, taking the date from pins.toml, else `SOURCE_DATE_EPOCH`,
     /// else today (UTC).
     pub fn open(root: &Path) -> Result<Self, RecipeError> {

@@ -7,7 +7,10 @@ use crate::printer::Printer;
 use crate::progress::ProgressMode;
 
 pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let recipe = super::open_recipe(cli, printer)?;
+    let mut recipe = super::open_recipe(cli, printer)?;
+    if let Some(repository) = &args.repository {
+        recipe = recipe.with_repository(repository.clone());
+    }
     let options = BuildOptions {
         mode: if args.dry_run {
             BuildMode::DryRun

@@ -51,6 +51,10 @@ pub fn verify_digest(
         }
         .into());
     };
+    // A build with `--repository` recorded where its tags went: the checks follow the record.
+    let recipe = &recipe
+        .clone()
+        .with_repository(record.image.repository.clone());
     let mut report = Report::default();
     let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
 

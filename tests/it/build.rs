@@ -895,3 +895,33 @@ fn a_series_copied_by_a_lowercase_continued_copy_is_found() {
     let run = context.forge(&["render"]).expect_code(0);
     assert_contains(&run.stdout, "copy \\\n    .forge/series/deepgemm/");
 }
+
+/// `--repository` tags the build into another repository; forge.lock records it, and
+/// verify-digest follows the record without the flag.
+#[test]
+fn repository_sends_the_tags_elsewhere_and_the_record_follows() {
+    if !docker_ready() {
+        return;
+    }
+    let example = Example::new("repository-flag");
+    let elsewhere = format!("{}-elsewhere", example.repository);
+    let report = example
+        .build_with(&["--repository", &elsewhere], &[])
+        .expect_code(0)
+        .json();
+    let id = reported_id(&report);
+    assert_eq!(
+        image_id(&format!("{elsewhere}:latest")).as_deref(),
+        Some(id.as_str())
+    );
+    assert_eq!(
+        image_id(&format!("{elsewhere}:{DATED_TAG}")).as_deref(),
+        Some(id.as_str())
+    );
+    let lock = example.context.read("forge.lock");
+    assert!(
+        lock.contains(&format!("repository = \"{elsewhere}\"")),
+        "{lock}"
+    );
+    crate::verify::verify(&example, &[], &[]).expect_code(0);
+}
