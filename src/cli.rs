@@ -188,6 +188,11 @@ pub struct VerifyDigestArgs {
     #[arg(long, value_name = "URL")]
     pub host: Vec<String>,
 
+    /// Show every digest whole, and both values of rows that hold (the default table cuts
+    /// digests to 12 hex digits to fit 120 columns).
+    #[arg(long)]
+    pub wide: bool,
+
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,

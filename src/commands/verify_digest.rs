@@ -13,6 +13,7 @@ pub(super) fn run(
     let recipe = super::open_recipe(cli, printer)?;
     let options = VerifyOptions {
         remote: args.remote,
+        wide: args.wide,
         contents: args.contents,
         hosts: args.host.clone(),
         insecure_registries: args.insecure_registry.clone(),

@@ -29,6 +29,8 @@ use crate::verify::{self, Check, Kind, Report, Served, VerifyError, probe};
 pub struct VerifyOptions {
     /// Ask the registry for each tag's manifest.
     pub remote: bool,
+    /// Print the table with whole digests.
+    pub wide: bool,
     /// Run the image and read back its pins and overlay files.
     pub contents: bool,
     /// The daemons to check (`unix://`, `tcp://`, `ssh://`, as `DOCKER_HOST` spells them); empty
@@ -98,7 +100,7 @@ pub fn verify_digest(
         }
     }
 
-    conclude(recipe, &report, unreached, printer)
+    conclude(recipe, &report, unreached, options.wide, printer)
 }
 
 /// A publication killed part way is settled before its record is judged, unless a build of
@@ -196,13 +198,14 @@ fn conclude(
     recipe: &Recipe,
     report: &Report,
     unreached: Vec<(String, anyhow::Error)>,
+    wide: bool,
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let names: Vec<String> = unreached
         .iter()
         .map(|(subject, error)| format!("{subject}: {error}"))
         .collect();
-    printer.stderr(report.table());
+    printer.stderr(report.table(wide));
     if printer.is_json() {
         printer.json(&report.to_json(&names));
     }

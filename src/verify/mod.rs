@@ -186,9 +186,17 @@ impl Report {
         })
     }
 
-    /// The table people read: one row per check, columns aligned.
-    pub fn table(&self) -> String {
-        let header = ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"];
+    /// The table people read: one row per check, columns aligned. Unless `wide`, digests are
+    /// cut to 12 hex digits and a row that holds shows its value once (`=` for the actual);
+    /// `wide` shows every value whole.
+    pub fn table(&self, wide: bool) -> String {
+        let cell = |text: &str| {
+            if wide {
+                text.to_owned()
+            } else {
+                short_digests(text)
+            }
+        };
         let rows: Vec<[String; 5]> = self
             .checks
             .iter()
@@ -198,40 +206,42 @@ impl Report {
                     (false, Kind::Input) => "STALE",
                     (false, _) => "FAIL",
                 };
+                let actual = if !wide && check.ok && check.expected == check.actual {
+                    "=".to_owned()
+                } else {
+                    cell(&check.actual)
+                };
                 [
                     check.name.to_string(),
-                    check.subject.clone(),
-                    check.expected.clone(),
-                    check.actual.clone(),
+                    cell(&check.subject),
+                    cell(&check.expected),
+                    actual,
                     verdict.to_owned(),
                 ]
             })
             .collect();
-        let mut widths = header.map(str::len);
-        for row in &rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        let mut text = String::new();
-        let mut line = |cells: [&str; 5]| {
-            let mut out = String::new();
-            for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
-                if index + 1 == cells.len() {
-                    out.push_str(cell);
-                } else {
-                    out.push_str(&format!("{cell:<width$}  "));
-                }
-            }
-            text.push_str(out.trim_end());
-            text.push('\n');
-        };
-        line(header);
-        for row in &rows {
-            line([&row[0], &row[1], &row[2], &row[3], &row[4]]);
-        }
-        text
+        crate::table::table(["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"], &rows)
     }
+}
+
+/// `text` with every `sha256:` digest cut to its first 12 hex digits.
+fn short_digests(text: &str) -> String {
+    const PREFIX: &str = "sha256:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(PREFIX) {
+        let after = &rest[start + PREFIX.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..start + PREFIX.len()]);
+        if hex == 64 {
+            out.push_str(&after[..12]);
+        } else {
+            out.push_str(&after[..hex]);
+        }
+        rest = &after[hex..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Why verification could not start.
@@ -626,12 +636,39 @@ mod tests {
                 Check::compare(Kind::Tag, "node: r:latest", "sha256:1", "sha256:1"),
             ],
         };
-        let table = report.table();
+        let table = report.table(true);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "CHECK  SUBJECT         EXPECTED  ACTUAL    OK");
         assert_eq!(lines[1], "input  pins.toml       sha256:1  sha256:2  STALE");
         assert_eq!(lines[2], "tag    node: r:latest  sha256:1  sha256:1  ok");
         assert!(!report.ok());
         assert_eq!(report.to_json(&[])["ok"], false);
+    }
+
+    #[test]
+    fn the_narrow_table_cuts_digests_and_shows_a_holding_value_once() {
+        let (one, two) = (Digest::filled('1'), Digest::filled('2'));
+        let report = Report {
+            checks: vec![
+                Check::compare(Kind::Input, "pins.toml", one.as_str(), two.as_str()),
+                Check::compare(
+                    Kind::Tag,
+                    format!("unix:///var/run/docker.sock: r@{one}"),
+                    one.as_str(),
+                    one.as_str(),
+                ),
+            ],
+        };
+        let table = report.table(false);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "input  pins.toml                                           sha256:111111111111  sha256:222222222222  STALE"
+        );
+        assert_eq!(
+            lines[2],
+            "tag    unix:///var/run/docker.sock: r@sha256:111111111111  sha256:111111111111  =                    ok"
+        );
+        assert!(lines.iter().all(|line| line.chars().count() <= 120));
     }
 }
