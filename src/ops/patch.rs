@@ -154,8 +154,19 @@ pub fn patch(
         })?;
         report(printer, &applied);
         let conflicts = applied.count(Status::Conflicts);
-        match options.mode {
-            Mode::Write => printer.status(
+        match (options.mode, &job.target) {
+            // A scratch repository was patched; the folder or remote it was made from is not.
+            (Mode::Write, Target::Folder(_) | Target::Git { .. }) => printer.status(
+                "Checked",
+                format_args!(
+                    "{}: {} apply, {} already applied, in a scratch copy (tree {}); the source is unchanged, `forge build` applies the series in its own copy",
+                    job.label,
+                    applied.count(Status::Applied),
+                    applied.count(Status::AlreadyApplied),
+                    short(applied.tree),
+                ),
+            ),
+            (Mode::Write, Target::Repository(_)) => printer.status(
                 "Patched",
                 format_args!(
                     "{}: {} applied, {} already applied; head {}, tree {}",
@@ -166,7 +177,7 @@ pub fn patch(
                     short(applied.tree),
                 ),
             ),
-            Mode::Check => printer.status(
+            (Mode::Check, _) => printer.status(
                 "Checked",
                 format_args!(
                     "{}: {} apply, {} already applied, {conflicts} conflict{}",
@@ -187,7 +198,8 @@ pub fn patch(
             "base": applied.base.to_string(),
             // A check keeps no commit: its head and tree are what an apply would give, when
             // nothing conflicts (committer times aside).
-            "head": (options.mode == Mode::Write).then(|| applied.head.to_string()),
+            "head": (options.mode == Mode::Write && matches!(job.target, Target::Repository(_)))
+                .then(|| applied.head.to_string()),
             "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
             "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
         }));

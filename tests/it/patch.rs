@@ -1121,3 +1121,24 @@ fn scratch_commits_keep_their_ids_from_run_to_run() {
     assert_eq!(first.len(), 2, "two patches applied");
     assert_eq!(first, second, "scratch commit ids changed between runs");
 }
+
+/// `patch apply` onto a folder patches a scratch copy: it says so, names no new head, and the
+/// folder keeps its bytes.
+#[test]
+fn apply_onto_a_folder_says_the_folder_is_unchanged() {
+    let context = TestContext::default_recipe();
+    let before = context.read("overlays/vllm/model_executor/layers/deepseek_v4_sm12x.py");
+    let run = context.forge(&["patch", "apply"]).expect_code(0);
+    assert_contains(&run.stderr, "in a scratch copy");
+    assert_contains(&run.stderr, "the source is unchanged");
+    assert!(!run.stderr.contains("Patched"), "{}", run.stderr);
+    let json = context
+        .forge(&["--json", "patch", "apply"])
+        .expect_code(0)
+        .json();
+    assert_eq!(json["targets"][0]["head"], serde_json::Value::Null);
+    assert_eq!(
+        context.read("overlays/vllm/model_executor/layers/deepseek_v4_sm12x.py"),
+        before
+    );
+}
