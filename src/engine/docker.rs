@@ -291,7 +291,30 @@ impl Engine for Docker {
             })?;
         let body =
             bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20));
-        let mut stream = self.client.build_image(options.build(), None, Some(body));
+        let credentials: HashMap<String, bollard::auth::DockerCredentials> = request
+            .credentials
+            .iter()
+            .map(|credentials| {
+                // The docker CLI keys Docker Hub by its v1 index address.
+                let server = match credentials.registry.as_str() {
+                    "docker.io" | "index.docker.io" | "registry-1.docker.io" => {
+                        "https://index.docker.io/v1/".to_owned()
+                    }
+                    other => other.to_owned(),
+                };
+                let answer = bollard::auth::DockerCredentials {
+                    username: Some(credentials.username.clone()),
+                    password: Some(credentials.password.clone()),
+                    serveraddress: Some(server.clone()),
+                    ..Default::default()
+                };
+                (server, answer)
+            })
+            .collect();
+        let credentials = (!credentials.is_empty()).then_some(credentials);
+        let mut stream = self
+            .client
+            .build_image(options.build(), credentials, Some(body));
         let mut steps = Steps::default();
         let mut image = None;
         let mut failure = None;

@@ -67,6 +67,9 @@ pub struct BuildRequest<'a> {
     pub args: BTreeMap<String, String>,
     /// Labels added to the image.
     pub labels: BTreeMap<String, String>,
+    /// Credentials the daemon may use to pull the base, as the docker CLI sends them with a
+    /// build (the daemon uses them only for the registry each names).
+    pub credentials: Vec<crate::registry::Credentials>,
 }
 
 /// What the engine knows about a local image.

@@ -108,6 +108,23 @@ fn checked_plan(
     Ok(plan)
 }
 
+/// The credentials for the base image's registry, as `docker build` would send them after
+/// `docker login` (forge's variables for the registry they are kept for, a credential helper,
+/// `auths`); none when there are none. A lookup that fails is a warning: the base may be public.
+fn base_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
+    let registry = recipe.pins.base.image.registry();
+    let recipe_registry = recipe.pins.image.repository.registry();
+    match crate::registry::credentials::lookup(registry, &recipe_registry) {
+        Ok(lookup) => lookup.credentials.into_iter().collect(),
+        Err(error) => {
+            printer.warn(format_args!(
+                "the base image is pulled without credentials: {error}"
+            ));
+            Vec::new()
+        }
+    }
+}
+
 /// `--dry-run`: the plan, as text or JSON.
 fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     let repository = &recipe.pins.image.repository;
@@ -169,6 +186,7 @@ async fn run<E: Engine>(
         platform: Some(platform),
         args: pipeline::build_args(recipe, revision.as_deref()),
         labels: plan.labels(),
+        credentials: base_credentials(recipe, printer),
     };
     printer.status(
         "Building",

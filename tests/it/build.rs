@@ -925,3 +925,49 @@ fn repository_sends_the_tags_elsewhere_and_the_record_follows() {
     );
     crate::verify::verify(&example, &[], &[]).expect_code(0);
 }
+
+/// A base image in a registry that wants a password is pulled with the credentials the docker
+/// CLI would send (here forge's variables, kept for that registry by FORGE_REGISTRY_HOST), with
+/// either builder; without them the build stops and names the registry.
+#[test]
+fn a_private_base_is_pulled_with_the_registry_credentials() {
+    if !docker_ready() || crate::verify::registry_tools_missing() {
+        return;
+    }
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().unwrap();
+    let base = format!(
+        "{}/forge-test/private-base-{}:1",
+        registry.address(),
+        std::process::id()
+    );
+    crate::registry_server::skopeo_copy(
+        &["--dest-creds", &format!("{user}:{password}")],
+        "docker-daemon:forge-example-base:busybox",
+        &base,
+    );
+    let example = Example::new("private-base");
+    example.context.edit(
+        "pins.toml",
+        "image = \"forge-example-base:busybox\"",
+        &format!("image = \"{base}\""),
+    );
+    let config = tempfile::tempdir().unwrap();
+    let config = config.path().to_str().unwrap();
+    let refused = example.build_with(&["--builder", "classic"], &[("DOCKER_CONFIG", config)]);
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    let _ = Command::new("docker")
+        .args(["image", "rm", "-f", &base])
+        .output();
+    let mut env = registry.credentials_env().to_vec();
+    env.push(("FORGE_REGISTRY_HOST", registry.address()));
+    env.push(("DOCKER_CONFIG", config));
+    for builder in ["classic", "buildkit"] {
+        example
+            .build_with(&["--builder", builder, "--no-cache", "--force"], &env)
+            .expect_code(0);
+        let _ = Command::new("docker")
+            .args(["image", "rm", "-f", &base])
+            .output();
+    }
+}
