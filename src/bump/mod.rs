@@ -19,7 +19,8 @@ use std::str::FromStr;
 use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
-use crate::index::{IndexError, PackageIndex, Releases};
+use crate::index::wheel::Target;
+use crate::index::{Fit, IndexError, PackageIndex, Releases};
 use crate::pins::{Pin, PinKind, Pins, Source};
 use crate::registry::{Registry, RegistryError, RemoteRepository};
 use crate::types::dockerfile::Text;
@@ -122,9 +123,38 @@ impl Package {
 
     /// Whether the index has this package at the pin version `version`.
     pub fn has(&self, version: &Version) -> bool {
-        pep440_rs::Version::from_str(&self.version_at(version))
-            .is_ok_and(|version| self.releases.has(&version))
+        self.parsed_at(version)
+            .is_some_and(|version| self.releases.has(&version))
     }
+
+    /// Why the index yanked this package at the pin version `version`, when every file of it
+    /// is yanked.
+    pub fn yanked(&self, version: &Version) -> Option<String> {
+        self.releases.yanked(&self.parsed_at(version)?)
+    }
+
+    /// Whether this package at the pin version `version` has a wheel for `target`.
+    pub fn fit(&self, version: &Version, target: &Target) -> Fit {
+        match self.parsed_at(version) {
+            Some(parsed) => self.releases.fit(&parsed, target),
+            None => Fit::None {
+                offered: Vec::new(),
+            },
+        }
+    }
+
+    fn parsed_at(&self, version: &Version) -> Option<pep440_rs::Version> {
+        pep440_rs::Version::from_str(&self.version_at(version)).ok()
+    }
+}
+
+/// Whether a move may land on yanked files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YankedFiles {
+    /// Never: versions on offer are the ones with a wheel that is not yanked.
+    Refused,
+    /// An exact version given with `--to` (PEP 592 lets an exact pin use yanked files).
+    Allowed,
 }
 
 /// Why a version may not be moved to.
@@ -153,6 +183,18 @@ pub enum Refusal {
         /// Where it was looked for.
         index: Url,
     },
+    /// No wheel of a package at the version fits the image (platform, Python, ABI,
+    /// Requires-Python).
+    NoFit {
+        /// The package.
+        package: PackageName,
+        /// The version it would carry.
+        version: String,
+        /// The image, in words.
+        target: String,
+        /// The wheels there are at the version.
+        offered: Vec<String>,
+    },
     /// A lockstep partner is not on its index at the version.
     PartnerMissing {
         /// The partner pin.
@@ -172,13 +214,36 @@ impl Refusal {
         matches!(self, Refusal::OutsideRange { .. })
     }
 
-    /// A one-word kind for `--json`: `denied`, `range`, `wheel-set`, `group`.
+    /// A one-word kind for `--json`: `denied`, `range`, `wheel-set`, `group`, `wheel-fit`.
     pub fn kind(&self) -> &'static str {
         match self {
+            Refusal::NoFit { .. } => "wheel-fit",
             Refusal::Denied { .. } => "denied",
             Refusal::OutsideRange { .. } => "range",
             Refusal::WheelMissing { .. } => "wheel-set",
             Refusal::PartnerMissing { .. } => "group",
+        }
+    }
+}
+
+impl Refusal {
+    /// What refuses, without the version it refuses: the same words for every version a
+    /// constraint holds back, so that notes can list the versions once.
+    pub fn summary(&self) -> String {
+        match self {
+            Refusal::WheelMissing { package, index, .. } => {
+                format!("wheel {package} is not on {index}")
+            }
+            Refusal::PartnerMissing {
+                pin,
+                package,
+                index,
+                ..
+            } => format!("group partner {pin} ({package}) is not on {index}"),
+            Refusal::NoFit {
+                package, target, ..
+            } => format!("no wheel of {package} fits {target}"),
+            Refusal::Denied { .. } | Refusal::OutsideRange { .. } => self.to_string(),
         }
     }
 }
@@ -203,6 +268,27 @@ impl fmt::Display for Refusal {
             } => write!(
                 f,
                 "group partner {pin} ({package} {version}) is not on {index}"
+            ),
+            Refusal::NoFit {
+                package,
+                version,
+                target,
+                offered,
+            } if offered.is_empty() => {
+                write!(
+                    f,
+                    "no wheel of {package} {version} fits {target} (no wheels)"
+                )
+            }
+            Refusal::NoFit {
+                package,
+                version,
+                target,
+                offered,
+            } => write!(
+                f,
+                "no wheel of {package} {version} fits {target} (wheels: {})",
+                offered.join(", ")
             ),
         }
     }
@@ -244,6 +330,10 @@ pub struct VersionOffer {
     pub newer: Vec<Candidate>,
     /// The kind of each member.
     pub kinds: BTreeMap<PinName, PinKind>,
+    /// What the image's wheels must fit, when the platform is Linux.
+    pub target: Option<Target>,
+    /// Why the index yanked the current version of the pin's first package, if it did.
+    pub current_yanked: Option<String>,
 }
 
 impl VersionOffer {
@@ -268,15 +358,20 @@ impl VersionOffer {
     }
 
     /// The constraints as they apply to `version`, which need not be newer or on the index.
-    pub fn judge(&self, pins: &Pins, version: &Version) -> Candidate {
-        judge(pins, &self.members, &self.packages, version)
+    pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
+        judge(pins, self, version, yanked)
     }
 
-    /// Whether the pin's own packages are on their index at `version`.
+    /// The pin's own packages that are not on their index at `version` (yanked files count
+    /// as there).
     pub fn on_index(&self, version: &Version) -> Vec<&Package> {
         self.packages
             .iter()
-            .filter(|package| package.pin == self.pin && !package.has(version))
+            .filter(|package| {
+                package.pin == self.pin
+                    && !package.has(version)
+                    && package.yanked(version).is_none()
+            })
             .collect()
     }
 }
@@ -372,22 +467,29 @@ pub fn version_offer(
         .collect();
     versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
     versions.dedup();
-    let newer = versions
-        .iter()
-        .map(|version| judge(pins, &members, &packages, version))
-        .collect();
     let kinds = members
         .iter()
         .map(|member| (member.clone(), pins.pins[member].kind()))
         .collect();
-    Ok(VersionOffer {
+    let current_yanked = primary.yanked(
+        &Version::from_str(&current_parsed.clone().without_local().to_string())
+            .unwrap_or_else(|_| current.clone()),
+    );
+    let mut offer = VersionOffer {
         pin: pin.name.clone(),
         current,
         members,
         packages,
-        newer,
+        newer: Vec::new(),
         kinds,
-    })
+        target: Target::new(&pins.image.platform, pins.base.python.as_ref()),
+        current_yanked,
+    };
+    offer.newer = versions
+        .iter()
+        .map(|version| judge(pins, &offer, version, YankedFiles::Refused))
+        .collect();
+    Ok(offer)
 }
 
 fn local_label(version: &pep440_rs::Version) -> Option<String> {
@@ -426,7 +528,8 @@ fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)
     }
 }
 
-fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Version) -> Candidate {
+fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFiles) -> Candidate {
+    let (members, packages) = (&offer.members, &offer.packages);
     let mut refusals = Vec::new();
     let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
         .unwrap_or_else(|_| version.clone());
@@ -455,7 +558,27 @@ fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Versi
     let own = &members[0];
     let primary = packages.first().map(|package| package.name.clone());
     for package in packages {
-        if package.has(&bare) {
+        let present =
+            package.has(&bare) || yanked == YankedFiles::Allowed && package.yanked(&bare).is_some();
+        if present {
+            if let Some(target) = &offer.target {
+                match package.fit(&bare, target) {
+                    Fit::Fits => {}
+                    Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
+                    Fit::OnlyYanked => refusals.push(Refusal::NoFit {
+                        package: package.name.clone(),
+                        version: package.version_at(&bare),
+                        target: target.describe(),
+                        offered: vec!["only yanked ones".to_owned()],
+                    }),
+                    Fit::None { offered } => refusals.push(Refusal::NoFit {
+                        package: package.name.clone(),
+                        version: package.version_at(&bare),
+                        target: target.describe(),
+                        offered,
+                    }),
+                }
+            }
             continue;
         }
         if &package.pin == own {
@@ -600,9 +723,9 @@ pub enum BumpError {
         /// Every name that exists.
         known: Vec<String>,
     },
-    /// The pin kind has no upstream to follow.
-    #[error("pin `{pin}` is of kind {kind}, which forge does not move")]
-    NotTracked {
+    /// The base image supplies the pin: it moves with the base, never alone.
+    #[error("pin `{pin}` ({kind}) is supplied by the base image; forge does not move it alone")]
+    InBase {
         /// The pin.
         pin: PinName,
         /// Its kind.
@@ -641,7 +764,7 @@ impl Advise for BumpError {
                 "the pins are: {}, and `base` for the base image",
                 known.join(", ")
             ),
-            BumpError::NotTracked { .. } => "an assert pin follows the base image: bump `base`, then edit the asserted version in pins.toml by hand".to_owned(),
+            BumpError::InBase { pin, .. } => format!("moving {pin} alone would only change what the build asserts about the base: `forge pin bump base` moves the base image, then set {pin}'s version in pins.toml to what the new base ships"),
             BumpError::InvalidTarget { .. } => "give --to an exact version (0.6.15), a git commit (7 to 40 hex digits) or an image tag, as the pin's kind needs".to_owned(),
             BumpError::NotOnIndex { pin, .. } => format!("`forge pin outdated` lists the versions on offer; leave --to out to move {pin} to the newest allowed one"),
         })

@@ -12,7 +12,9 @@ use toml::Spanned;
 use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
-use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
+use crate::types::python::{
+    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+};
 use crate::types::recipe::{Date, PinName, RecipePath};
 use crate::types::url::Url;
 
@@ -33,6 +35,14 @@ pub(crate) struct RawRecipe {
     pub patches: Vec<RawPatches>,
     #[serde(default)]
     pub overlays: Vec<RawOverlay>,
+    #[serde(default)]
+    pub render: Option<RawRender>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRender {
+    pub committed: Option<Spanned<RecipePath>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,6 +73,7 @@ pub(crate) struct RawBase {
     pub image: ImageRef,
     pub digest: Option<Digest>,
     pub tags: Option<TagPattern>,
+    pub python: Option<PythonVersion>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,7 +2,8 @@
 //! from a temporary folder holding one folder per package (PEP 503 normalised names) with the
 //! distribution files in it. `GET /simple/<name>/` answers PEP 691 JSON, or the PEP 503 HTML
 //! page when the request does not accept JSON; `GET /pypi/<name>/json` answers as PyPI's JSON
-//! API does. A file with a `.yanked` twin is marked yanked.
+//! API does. A file with a `.yanked` twin is marked yanked; one with a `.requires-python` twin
+//! declares that range.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -57,6 +58,18 @@ impl IndexServer {
                 "{name}-{version}-py3-none-manylinux_2_28_aarch64.whl"
             )],
         )
+    }
+
+    /// Publishes `file` of `package` with the PEP 691 `requires-python` it declares.
+    pub fn publish_requiring(&self, package: &str, file: &str, requires_python: &str) -> &Self {
+        self.publish(package, &[file]);
+        let path = self
+            .root
+            .path()
+            .join(normalize(package))
+            .join(format!("{file}.requires-python"));
+        std::fs::write(path, requires_python).expect("write the requirement");
+        self
     }
 
     /// Marks a published file yanked.
@@ -148,20 +161,26 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     let mut files: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|file| !file.ends_with(".yanked"))
+        .filter(|file| !file.ends_with(".yanked") && !file.ends_with(".requires-python"))
         .collect();
     files.sort();
     let yanked = |file: &str| folder.join(format!("{file}.yanked")).exists();
+    let requires_python =
+        |file: &str| std::fs::read_to_string(folder.join(format!("{file}.requires-python"))).ok();
     if accept.contains("application/vnd.pypi.simple.v1+json") {
         let files: Vec<serde_json::Value> = files
             .iter()
             .map(|file| {
-                serde_json::json!({
+                let mut entry = serde_json::json!({
                     "filename": file,
                     "url": format!("/files/{name}/{file}"),
                     "hashes": {},
                     "yanked": if yanked(file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
-                })
+                });
+                if let Some(range) = requires_python(file) {
+                    entry["requires-python"] = serde_json::json!(range);
+                }
+                entry
             })
             .collect();
         let document = serde_json::json!({
@@ -177,11 +196,17 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     } else {
         let mut page = String::from("<!DOCTYPE html>\n<html><body>\n");
         for file in &files {
-            let mark = if yanked(file) {
-                " data-yanked=\"\""
+            let mut mark = if yanked(file) {
+                " data-yanked=\"\"".to_owned()
             } else {
-                ""
+                String::new()
             };
+            if let Some(range) = requires_python(file) {
+                mark.push_str(&format!(
+                    " data-requires-python=\"{}\"",
+                    range.replace('<', "&lt;").replace('>', "&gt;")
+                ));
+            }
             page.push_str(&format!(
                 "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
                 file.replace('+', "%2B")
@@ -201,7 +226,7 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
         .filter_map(|entry| entry.ok())
     {
         let file = entry.file_name().to_string_lossy().into_owned();
-        if file.ends_with(".yanked") {
+        if file.ends_with(".yanked") || file.ends_with(".requires-python") {
             continue;
         }
         let version = file.split('-').nth(1).unwrap_or_default().to_owned();

@@ -134,7 +134,7 @@ fn assert_deepgemm_at(context: &TestContext, before: &str, rev: &str) {
     assert_moved(
         context,
         before,
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{rev}\""),
     );
 }
@@ -198,9 +198,254 @@ fn the_value_keeps_its_quote_style_and_trailing_comment() {
 }
 
 #[test]
+fn a_bump_rewrites_the_committed_render_with_pins_toml() {
+    let (context, before, index) = recipe_and_index();
+    offer_flashinfer_0_6_15(&index);
+    let rendered = "ci/Dockerfile.rendered";
+    let check = ["render", "--out", rendered, "--check"];
+    forge(&context, &check, &[]).expect_code(0);
+    let old_render = context.read(rendered);
+
+    // A dry run writes neither.
+    forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--dry-run"],
+    )
+    .expect_code(0);
+    assert_unchanged(&context, &before);
+    assert_eq!(context.read(rendered), old_render);
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+    assert_contains(
+        &run.stderr,
+        "ci/Dockerfile.rendered (the committed render, sha256:",
+    );
+    forge(&context, &check, &[]).expect_code(0);
+    assert_contains(&context.read(rendered), "flashinfer-python==0.6.15");
+}
+
+#[test]
+fn a_committed_render_that_cannot_be_written_leaves_pins_toml_as_it_was() {
+    let (context, before, index) = recipe_and_index();
+    offer_flashinfer_0_6_15(&index);
+    // A folder where the render should be: pins.toml is written first, then put back.
+    let rendered = context.path().join("ci/Dockerfile.rendered");
+    std::fs::remove_file(&rendered).unwrap();
+    std::fs::create_dir(&rendered).unwrap();
+    std::fs::write(rendered.join("keep"), "x\n").unwrap();
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(2);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["neither was changed", "must be a writable file"],
+    );
+}
+
+#[test]
+fn pins_the_base_supplies_are_in_base_and_never_move_alone() {
+    let (context, _, index) = recipe_and_index();
+    index.wheel("nvidia-cutlass-dsl", "4.7.0");
+    let remote = GitRemote::new();
+    let before = with_git_remote(&context, &remote);
+
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]);
+    let row = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(row("cutlass-dsl"), "in-base");
+    assert_eq!(row("nccl"), "in-base");
+    assert_contains(
+        &run.stdout,
+        "cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone",
+    );
+
+    for args in [
+        &["pin", "bump", "cutlass-dsl"][..],
+        &["pin", "bump", "cutlass-dsl", "--to", "4.7.0"][..],
+        &["pin", "bump", "nccl"][..],
+    ] {
+        let run = forge_on(&context, &index, args).expect_code(2);
+        assert_unchanged_saying(
+            &run,
+            &context,
+            &before,
+            &[
+                "is supplied by the base image; forge does not move it alone",
+                "`forge pin bump base` moves the base image",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    // 0.6.15: every wheel fits but flashinfer-cubin's, which is for x86_64 and Python 3.13.
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-jit-cache", "0.6.15+cu130")
+        .publish(
+            "flashinfer-cubin",
+            &[
+                "flashinfer_cubin-0.6.15-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "flashinfer_cubin-0.6.15-cp313-cp313-manylinux_2_28_aarch64.whl",
+                "flashinfer_cubin-0.6.15.tar.gz",
+            ],
+        )
+        // 0.6.16: a wheel for any platform, but only for Python 3.13 and later.
+        .wheel("flashinfer-python", "0.6.16")
+        .wheel("flashinfer-jit-cache", "0.6.16+cu130")
+        .publish_requiring(
+            "flashinfer-cubin",
+            "flashinfer_cubin-0.6.16-py3-none-any.whl",
+            ">=3.13",
+        );
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.16", "held"]);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.6.16, 0.6.15: no wheel of flashinfer-cubin fits linux/aarch64, Python 3.12 (wheel-fit)",
+    );
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "no wheel of flashinfer-cubin 0.6.16 fits linux/aarch64, Python 3.12 (wheels: py3-none-any (requires-python >=3.13))",
+            "flashinfer is at 0.6.14, the newest allowed version",
+        ],
+    );
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "no wheel of flashinfer-cubin 0.6.15 fits linux/aarch64, Python 3.12 (wheels: cp312-cp312-manylinux_2_28_x86_64, cp313-cp313-manylinux_2_28_aarch64)",
+        ],
+    );
+
+    // The same versions on an x86_64 image with Python 3.13: both fit.
+    context.edit(
+        "pins.toml",
+        "platform = \"linux/arm64\"",
+        "platform = \"linux/amd64\"",
+    );
+    context.edit("pins.toml", "python = \"3.12\"", "python = \"3.13\"");
+    for package in ["flashinfer-python", "flashinfer-jit-cache"] {
+        let version = if package == "flashinfer-jit-cache" {
+            "+cu130"
+        } else {
+            ""
+        };
+        for at in ["0.6.14", "0.6.15", "0.6.16"] {
+            let name = package.replace('-', "_");
+            index.publish(
+                package,
+                &[&format!(
+                    "{name}-{at}{version}-py3-none-manylinux_2_28_x86_64.whl"
+                )],
+            );
+        }
+    }
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        row,
+        ["flashinfer", "0.6.14", "0.6.16", "0.6.16", "outdated"]
+    );
+}
+
+#[test]
+fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index.yank(
+        "flashinfer-python",
+        "flashinfer_python-0.6.14-py3-none-manylinux_2_28_aarch64.whl",
+    );
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "yanked"]);
+    assert_contains(
+        &run.stdout,
+        "flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump flashinfer` once a newer version is allowed",
+    );
+
+    // 0.6.15 yanked: not offered, but an exact --to may pin it, with a warning.
+    offer_flashinfer_0_6_15(&index);
+    for file in [
+        "flashinfer_python-0.6.15-py3-none-manylinux_2_28_aarch64.whl",
+        "flashinfer_python-0.6.15.tar.gz",
+    ] {
+        index.yank("flashinfer-python", file);
+    }
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(&run, &context, &before, &["flashinfer is at 0.6.14"]);
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "warning: flashinfer-python 0.6.15 is yanked on {} (yanked for the test); pinned anyway, as PEP 592 allows for an exact version",
+            index.url()
+        ),
+    );
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+}
+
+#[test]
 fn a_python_pin_keeps_its_local_label() {
-    let (context, before, index) =
-        edited_recipe_and_index("version = \"4.6.0\"", "version = \"4.6.0+cu130\"");
+    // Installed by the layer: a pin the base supplies does not move alone.
+    let (context, before, index) = edited_recipe_and_index(
+        "version = \"4.6.0\"\ninstall = false",
+        "version = \"4.6.0+cu130\"\ninstall = true",
+    );
     index
         .wheel("nvidia-cutlass-dsl", "4.6.0+cu130")
         .wheel("nvidia-cutlass-dsl", "4.7.0+cu130")
@@ -257,9 +502,6 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
     for args in [
         &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12"][..],
         &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12", "--force"][..],
-        &["pin", "bump", "apache-tvm-ffi"][..],
-        // The partner's deny list holds for tilelang too: they move together.
-        &["pin", "bump", "tilelang"][..],
     ] {
         let run = forge_on(&context, &index, args).expect_code(1);
         assert_unchanged_saying(
@@ -269,6 +511,27 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
             &[
                 "aborts tilelang: duplicate type-attr registration",
                 "hint: the deny list",
+            ],
+        );
+    }
+    // Without --to the newest allowed version is the current one: said, with the reason.
+    for pin in [
+        "apache-tvm-ffi",
+        // The partner's deny list holds for tilelang too: they move together.
+        "tilelang",
+    ] {
+        let run = forge_on(&context, &index, &["pin", "bump", pin]).expect_code(0);
+        assert_unchanged_saying(
+            &run,
+            &context,
+            &before,
+            &[
+                &format!(
+                    "skipping {pin} 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration"
+                ),
+                &format!(
+                    "{pin} is at 0.1.11, the newest allowed version (1 newer held back; the deny list"
+                ),
             ],
         );
     }
@@ -310,15 +573,27 @@ fn a_group_partner_missing_the_version_refuses_the_bump() {
     let (context, before, index) = recipe_and_index();
     index.wheel("tilelang", "0.1.13");
 
-    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
     assert_unchanged_saying(
         &run,
         &context,
         &before,
         &[
-            "group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
-            "hint: a lockstep group moves together",
+            "skipping tilelang 0.1.13: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
+            "tilelang is at 0.1.11, the newest allowed version",
         ],
+    );
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.13"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["hint: a lockstep group moves together"],
     );
 }
 
@@ -331,12 +606,17 @@ fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
         // Published for another CUDA build only.
         .wheel("flashinfer-jit-cache", "0.6.15+cu128");
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         index.url()
     );
-    assert_unchanged_saying(&run, &context, &before, &[&missing]);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[&missing, "flashinfer is at 0.6.14"],
+    );
 }
 
 #[test]
@@ -349,7 +629,7 @@ fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_
         .wheel("flashinfer-cubin", "0.6.15");
     let url = index.url();
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     let missing = format!("wheel flashinfer-jit-cache 0.6.15+cu130 is not on {url}");
     assert_unchanged_saying(&run, &context, &before, &[&missing]);
 
@@ -367,7 +647,7 @@ fn an_allowed_range_holds_unless_forced() {
     );
     offer_flashinfer_0_6_15(&index);
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     assert_unchanged_saying(
         &run,
         &context,
@@ -497,7 +777,7 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &["pin", "bump", "flashinfer"],
         &[("PIP_INDEX_URL", &main.url())],
     )
-    .expect_code(1);
+    .expect_code(0);
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         wheels.url()
@@ -648,7 +928,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     with_git_remote(&context, &remote);
     context.edit(
         "pins.toml",
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{}\"", remote.first),
     );
     let before_outdated = context.read("pins.toml");
@@ -685,8 +965,8 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
             "outdated"
         ]
     );
-    assert_eq!(row("cutlass-dsl")[4], "up-to-date");
-    assert_eq!(row("nccl")[4], "not-followed");
+    assert_eq!(row("cutlass-dsl")[4], "in-base");
+    assert_eq!(row("nccl")[4], "in-base");
     assert_contains(
         &run.stdout,
         "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
@@ -706,6 +986,67 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     assert_eq!(tilelang["held"][0]["reasons"][0]["kind"], "denied");
     assert_eq!(context.read("pins.toml"), before_outdated);
     assert_ne!(before, before_outdated);
+}
+
+/// The default recipe with DeepGEMM at the head of a local remote, so that only the index
+/// decides what can move; the remote is returned to live as long as the recipe.
+fn recipe_at_the_git_head() -> (TestContext, GitRemote) {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    context.edit(
+        "pins.toml",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
+        &format!("rev = \"{}\"", remote.head),
+    );
+    (context, remote)
+}
+
+#[test]
+fn outdated_exit_code_is_1_only_when_a_pin_can_move() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = default_index();
+    // Held back only (denied): nothing can move.
+    index
+        .wheel("apache-tvm-ffi", "0.1.12")
+        .wheel("tilelang", "0.1.12");
+    forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(0);
+
+    offer_flashinfer_0_6_15(&index);
+    forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    assert_contains(&run.stderr, "flashinfer can move (--exit-code)");
+    forge_on(
+        &context,
+        &index,
+        &["--json", "pin", "outdated", "--exit-code"],
+    )
+    .expect_code(1);
+}
+
+#[test]
+fn outdated_notes_say_each_kind_of_reason_once_with_the_versions_it_holds_back() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = default_index();
+    // Two versions whose cubin and jit-cache wheels are missing: one wheel-set line.
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-python", "0.6.16");
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let lines: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("flashinfer "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let url = index.url();
+    assert_eq!(
+        lines[1],
+        format!(
+            "flashinfer 0.6.16, 0.6.15: wheel flashinfer-cubin is not on {url}; wheel flashinfer-jit-cache is not on {url} (wheel-set)"
+        )
+    );
 }
 
 #[test]
@@ -730,7 +1071,7 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
     assert_contains(&run.stderr, "error: forge pin outdated is incomplete");
     assert_contains(
         &run.stderr,
-        "could not look up apache-tvm-ffi, cutlass-dsl, flashinfer, tilelang",
+        "could not look up apache-tvm-ffi, flashinfer, tilelang",
     );
 }
 
@@ -854,7 +1195,7 @@ pub(crate) fn with_series_onto(
     // The series is made against the commit the pin builds.
     context.edit(
         "pins.toml",
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{rev}\""),
     );
     context.edit(
