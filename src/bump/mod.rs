@@ -4,12 +4,15 @@
 //! 1. `offer` asks upstream (the package index, a git remote, a registry) what there is.
 //! 2. Every candidate newer than the pin is checked against the constraints of the pin and of
 //!    its lockstep group: deny lists (never overridable), allowed ranges (`--force` may cross
-//!    them), wheel sets (every wheel must exist at the version on its own index) and group
-//!    partners (each must exist at the version too).
+//!    them), wheel sets (every wheel must exist at the version on its own index), group
+//!    partners (each must exist at the version too), wheels that fit the image (platform,
+//!    Python, ABI, Requires-Python; `index::wheel`) and what the wheels declare of each other
+//!    (`requires`: Requires-Dist from PEP 658 metadata files).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
 
 pub mod edit;
+pub mod requires;
 pub mod steps;
 
 use std::collections::BTreeMap;
@@ -195,6 +198,17 @@ pub enum Refusal {
         /// The wheels there are at the version.
         offered: Vec<String>,
     },
+    /// A requirement a wheel declares (`Requires-Dist`) that the pinned set would not meet.
+    Requires {
+        /// The package that declares it.
+        package: String,
+        /// Its version.
+        version: String,
+        /// The requirement (`nvidia-cutlass-dsl>=4.8.0`).
+        requirement: String,
+        /// The version the required package would be at.
+        found: String,
+    },
     /// A lockstep partner is not on its index at the version.
     PartnerMissing {
         /// The partner pin.
@@ -218,6 +232,7 @@ impl Refusal {
     pub fn kind(&self) -> &'static str {
         match self {
             Refusal::NoFit { .. } => "wheel-fit",
+            Refusal::Requires { .. } => "requires",
             Refusal::Denied { .. } => "denied",
             Refusal::OutsideRange { .. } => "range",
             Refusal::WheelMissing { .. } => "wheel-set",
@@ -243,6 +258,11 @@ impl Refusal {
             Refusal::NoFit {
                 package, target, ..
             } => format!("no wheel of {package} fits {target}"),
+            Refusal::Requires {
+                package,
+                requirement,
+                ..
+            } => format!("{package} requires {requirement}"),
             Refusal::Denied { .. } | Refusal::OutsideRange { .. } => self.to_string(),
         }
     }
@@ -269,6 +289,12 @@ impl fmt::Display for Refusal {
                 f,
                 "group partner {pin} ({package} {version}) is not on {index}"
             ),
+            Refusal::Requires {
+                package,
+                version,
+                requirement,
+                found,
+            } => write!(f, "{package} {version} requires {requirement}, not {found}"),
             Refusal::NoFit {
                 package,
                 version,
@@ -334,6 +360,11 @@ pub struct VersionOffer {
     pub target: Option<Target>,
     /// Why the index yanked the current version of the pin's first package, if it did.
     pub current_yanked: Option<String>,
+    /// Every package the recipe pins (normalized name), at its current version.
+    pub pinned: BTreeMap<String, pep440_rs::Version>,
+    /// What each package declares at a version (normalized name, version), where the index
+    /// offers its METADATA.
+    pub declared: BTreeMap<(String, String), Vec<requires::Declared>>,
 }
 
 impl VersionOffer {
@@ -355,6 +386,22 @@ impl VersionOffer {
     /// The newest version the constraints allow.
     pub fn newest_allowed(&self) -> Option<&Candidate> {
         self.newer.iter().find(|candidate| candidate.allowed())
+    }
+
+    /// Reads what the packages of the move declare at `version`, where the index offers it.
+    pub fn learn(&mut self, version: &Version, upstream: &Upstream<'_>) {
+        for package in &self.packages {
+            let version_text = package.version_at(version);
+            let key = (package.name.normalized(), version_text);
+            if self.declared.contains_key(&key) {
+                continue;
+            }
+            if let Some(parsed) = package.parsed_at(version)
+                && let Some(requirements) = declared(upstream, &package.releases, &parsed)
+            {
+                self.declared.insert(key, requirements);
+            }
+        }
     }
 
     /// The constraints as they apply to `version`, which need not be newer or on the index.
@@ -484,12 +531,75 @@ pub fn version_offer(
         kinds,
         target: Target::new(&pins.image.platform, pins.base.python.as_ref()),
         current_yanked,
+        pinned: BTreeMap::new(),
+        declared: BTreeMap::new(),
     };
+    learn_the_others(pins, &mut offer, upstream, &mut fetched);
     offer.newer = versions
         .iter()
-        .map(|version| judge(pins, &offer, version, YankedFiles::Refused))
+        .map(|version| {
+            offer.learn(version, upstream);
+            judge(pins, &offer, version, YankedFiles::Refused)
+        })
         .collect();
     Ok(offer)
+}
+
+/// Records every pinned package at its current version and, for the pins outside the move,
+/// what they declare there: a move must meet their requirements too.
+fn learn_the_others(
+    pins: &Pins,
+    offer: &mut VersionOffer,
+    upstream: &Upstream<'_>,
+    fetched: &mut BTreeMap<(String, String), Releases>,
+) {
+    for pin in pins.pins.values() {
+        let Some(version) = pin.version() else {
+            continue;
+        };
+        let bare = Version::from_str(&version.pep440().without_local().to_string())
+            .unwrap_or_else(|_| version.clone());
+        for (name, local, own_index) in packages_of(pin) {
+            let text = match &local {
+                Some(local) => format!("{bare}+{local}"),
+                None => bare.to_string(),
+            };
+            let Ok(parsed) = pep440_rs::Version::from_str(&text) else {
+                continue;
+            };
+            offer.pinned.insert(name.normalized(), parsed.clone());
+            if offer.members.contains(&pin.name) {
+                continue;
+            }
+            let index = upstream.indexes.for_package(own_index).clone();
+            let key = (index.to_string(), name.normalized());
+            if !fetched.contains_key(&key) {
+                // A pin outside the move that cannot be looked up declares nothing here.
+                let releases = upstream.index.releases(&index, &name).unwrap_or_default();
+                fetched.insert(key.clone(), releases);
+            }
+            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed) {
+                offer
+                    .declared
+                    .insert((name.normalized(), parsed.to_string()), requirements);
+            }
+        }
+    }
+}
+
+/// What a package declares at `version`: the METADATA of its first wheel whose index offers
+/// it (PEP 658); `None` when none does or it cannot be read.
+fn declared(
+    upstream: &Upstream<'_>,
+    releases: &Releases,
+    version: &pep440_rs::Version,
+) -> Option<Vec<requires::Declared>> {
+    let file = releases
+        .files
+        .iter()
+        .find(|file| &file.version == version && file.metadata && file.url.is_some())?;
+    let text = upstream.index.metadata(file.url.as_deref()?).ok()?;
+    Some(requires::requirements(&text))
 }
 
 fn local_label(version: &pep440_rs::Version) -> Option<String> {
@@ -599,10 +709,51 @@ fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFil
             });
         }
     }
+    refusals.extend(requirement_refusals(offer, &bare));
     Candidate {
         version: version.clone(),
         refusals,
     }
+}
+
+/// The requirements the move to `version` would leave unmet: those the moved packages declare
+/// at `version` on any pinned package, and those the other pins declare on the moved ones.
+fn requirement_refusals(offer: &VersionOffer, version: &Version) -> Vec<Refusal> {
+    let environment = offer.target.as_ref().and_then(requires::environment);
+    let mut after = offer.pinned.clone();
+    let mut moved = Vec::new();
+    for package in &offer.packages {
+        if let Some(parsed) = package.parsed_at(version) {
+            after.insert(package.name.normalized(), parsed);
+            moved.push((package.name.normalized(), package.version_at(version)));
+        }
+    }
+    let mut unmet = Vec::new();
+    for ((name, at), requirements) in &offer.declared {
+        let is_moved = moved.iter().any(|(moved, _)| moved == name);
+        if is_moved && !moved.contains(&(name.clone(), at.clone())) {
+            continue; // another version of a moved package
+        }
+        if !is_moved && offer.pinned.get(name).map(ToString::to_string).as_ref() != Some(at) {
+            continue;
+        }
+        for found in requires::unmet(name, at, requirements, environment.as_ref(), &after) {
+            // A pin outside the move is only held to what the move changes.
+            let on_moved = moved.iter().any(|(moved, _)| *moved == found.dependency);
+            if is_moved || on_moved {
+                unmet.push(found);
+            }
+        }
+    }
+    unmet
+        .into_iter()
+        .map(|found| Refusal::Requires {
+            package: found.package,
+            version: found.version,
+            requirement: found.requirement,
+            found: found.found,
+        })
+        .collect()
 }
 
 /// What a git remote offers a git pin.

@@ -42,6 +42,10 @@ pub struct IndexFile {
     pub yanked: Option<String>,
     /// PEP 691's `requires-python`, when the index gives it.
     pub requires_python: Option<String>,
+    /// Where the file is, as the page gives it (relative to the page or absolute).
+    pub url: Option<String>,
+    /// PEP 658/714: the index serves the file's METADATA at `<url>.metadata`.
+    pub metadata: bool,
 }
 
 /// A file as an index page lists it: its name, whether (and why) it was yanked, and its
@@ -121,6 +125,8 @@ impl Releases {
             .into_iter()
             .filter_map(|(name, yanked, requires_python)| {
                 Some(IndexFile {
+                    url: None,
+                    metadata: false,
                     version: version_of_file(package, name)?,
                     name: name.to_owned(),
                     yanked: yanked.map(ToOwned::to_owned),
@@ -144,6 +150,9 @@ impl Releases {
 pub trait PackageIndex {
     /// The releases of `package` on the index at `index`.
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError>;
+
+    /// The METADATA of the file at `url` (absolute), from its PEP 658 metadata file.
+    fn metadata(&self, url: &str) -> Result<String, IndexError>;
 }
 
 /// Why an index could not say what it offers.
@@ -213,6 +222,12 @@ impl Default for SimpleIndex {
 const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
 impl PackageIndex for SimpleIndex {
+    fn metadata(&self, url: &str) -> Result<String, IndexError> {
+        // The fragment (`#sha256=...`) is not part of where the file is.
+        let file = url.split('#').next().unwrap_or(url);
+        self.text(&format!("{file}.metadata"))
+    }
+
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError> {
         let base = index.as_str().trim_end_matches('/');
         let json_api = base.ends_with("/pypi");
@@ -255,13 +270,57 @@ impl PackageIndex for SimpleIndex {
         if json_api {
             parse_json_api(package, &body).map_err(invalid)
         } else if content_type.contains("json") {
-            parse_simple_json(package, &body).map_err(invalid)
+            parse_simple_json(package, &body, &url).map_err(invalid)
         } else if content_type.contains("html") || body.trim_start().starts_with('<') {
             Ok(parse_simple_html(package, &body))
         } else {
             Err(invalid(format!("unexpected content type {content_type:?}")))
         }
     }
+}
+
+impl SimpleIndex {
+    /// `GET url`, as text; 404 is `NotFound`.
+    fn text(&self, url: &str) -> Result<String, IndexError> {
+        let mut response = self
+            .agent
+            .get(url)
+            .call()
+            .map_err(|error| IndexError::Unreachable {
+                url: url.to_owned(),
+                message: error.to_string(),
+            })?;
+        match response.status().as_u16() {
+            200 => crate::http::body_text(&mut response).map_err(|error| IndexError::Unreachable {
+                url: url.to_owned(),
+                message: error.to_string(),
+            }),
+            404 => Err(IndexError::NotFound {
+                url: url.to_owned(),
+                package: url.rsplit('/').next().unwrap_or_default().to_owned(),
+            }),
+            status => Err(IndexError::Status {
+                url: url.to_owned(),
+                status,
+            }),
+        }
+    }
+}
+
+/// `url` made absolute against the page it was found on.
+fn absolute(page: &str, url: &str) -> String {
+    if url.contains("://") {
+        return url.to_owned();
+    }
+    let scheme_end = page.find("://").map_or(0, |at| at + 3);
+    if url.starts_with('/') {
+        let host_end = page[scheme_end..]
+            .find('/')
+            .map_or(page.len(), |at| scheme_end + at);
+        return format!("{}{url}", &page[..host_end]);
+    }
+    let folder = page.rfind('/').map_or(page, |at| &page[..=at]);
+    format!("{folder}{url}")
 }
 
 #[derive(Deserialize)]
@@ -281,6 +340,12 @@ struct SimpleFile {
     /// The JSON API's own reason field.
     #[serde(default)]
     yanked_reason: Option<String>,
+    /// Where the file is.
+    #[serde(default)]
+    url: Option<String>,
+    /// PEP 714 (`core-metadata`) or PEP 658 as first published: `false`, `true` or hashes.
+    #[serde(default, rename = "core-metadata", alias = "data-dist-info-metadata")]
+    core_metadata: serde_json::Value,
 }
 
 impl SimpleFile {
@@ -301,12 +366,24 @@ impl SimpleFile {
     }
 }
 
-fn parse_simple_json(package: &PackageName, body: &str) -> Result<Releases, String> {
+fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Releases, String> {
     let document: SimpleJson = serde_json::from_str(body).map_err(|error| error.to_string())?;
-    Ok(Releases::from_files(
-        package,
-        document.files.iter().map(SimpleFile::listed),
-    ))
+    let mut releases = Releases::from_files(package, document.files.iter().map(SimpleFile::listed));
+    for file in &mut releases.files {
+        if let Some(listed) = document
+            .files
+            .iter()
+            .find(|listed| listed.filename == file.name)
+        {
+            file.url = listed.url.as_deref().map(|url| absolute(page, url));
+            file.metadata = match &listed.core_metadata {
+                serde_json::Value::Bool(offered) => *offered,
+                serde_json::Value::Object(_) => true,
+                _ => false,
+            };
+        }
+    }
+    Ok(releases)
 }
 
 #[derive(Deserialize)]

@@ -168,7 +168,7 @@ fn plan_version(
     printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
     let pins = &recipe.pins;
-    let offer =
+    let mut offer =
         bump::version_offer(pins, pin, upstream, options.prereleases).with_context(|| {
             format!(
                 "cannot look up the versions of {}; pins.toml was not changed",
@@ -180,6 +180,7 @@ fn plan_version(
         match &options.to {
             Some(text) => {
                 let version = target_version(&offer, text)?;
+                offer.learn(&version, upstream);
                 let candidate = offer.judge(pins, &version, YankedFiles::Allowed);
                 // A denied version is refused before anything else, whether the index has it or not.
                 let denied: Vec<&Refusal> = candidate
@@ -354,6 +355,7 @@ fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFail
         Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke; neither --to nor --force moves past it".to_owned(),
         Some(Refusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
         Some(Refusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
+        Some(Refusal::Requires { requirement, .. }) => format!("the Dockerfile installs with --no-deps, so forge checks what each wheel declares: move the pin that provides {requirement} first (for a pin in the base, move the base), or pick a version whose requirements the pinned set meets"),
         Some(Refusal::NoFit { package, .. }) => format!("the image needs a wheel of {package} for its platform and Python (`[image] platform`, `[base] python` in pins.toml); wait until one is published, or pick a version that has one"),
         Some(Refusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
         None => "see `forge pin outdated`".to_owned(),

@@ -3,7 +3,11 @@
 //! distribution files in it. `GET /simple/<name>/` answers PEP 691 JSON, or the PEP 503 HTML
 //! page when the request does not accept JSON; `GET /pypi/<name>/json` answers as PyPI's JSON
 //! API does. A file with a `.yanked` twin is marked yanked; one with a `.requires-python` twin
-//! declares that range.
+//! declares that range; one with a `.metadata` twin offers it as its PEP 658 metadata file
+//! (`core-metadata` in the JSON page, served at `/files/<name>/<file>.metadata`).
+//!
+//! `load_fixture` publishes a package recorded from the real index by
+//! `tests/fixtures/index/record.py`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -69,6 +73,35 @@ impl IndexServer {
             .join(normalize(package))
             .join(format!("{file}.requires-python"));
         std::fs::write(path, requires_python).expect("write the requirement");
+        self
+    }
+
+    /// Publishes a package recorded from the real index (`tests/fixtures/index/NAME.json`):
+    /// its wheel names, their `requires-python` and yanked marks, and for every version the
+    /// METADATA headers, offered as PEP 658 metadata files.
+    pub fn load_fixture(&self, package: &str) -> &Self {
+        let path = crate::support::repository_root()
+            .join("tests/fixtures/index")
+            .join(format!("{package}.json"));
+        let text = std::fs::read_to_string(&path).expect("a recorded fixture");
+        let document: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
+        let folder = self.root.path().join(normalize(package));
+        for file in document["files"].as_array().expect("files") {
+            let name = file["filename"].as_str().expect("a file name");
+            self.publish(package, &[name]);
+            if let Some(range) = file["requires-python"].as_str() {
+                std::fs::write(folder.join(format!("{name}.requires-python")), range)
+                    .expect("write the requirement");
+            }
+            if file["yanked"] != serde_json::json!(false) {
+                self.yank(package, name);
+            }
+            let version = name.split('-').nth(1).expect("a version");
+            if let Some(metadata) = document["metadata"][version].as_str() {
+                std::fs::write(folder.join(format!("{name}.metadata")), metadata)
+                    .expect("write the metadata");
+            }
+        }
         self
     }
 
@@ -139,8 +172,30 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     let _ = stream.flush();
 }
 
+/// A file that says something about another one rather than being published itself.
+fn is_twin(file: &str) -> bool {
+    [".yanked", ".requires-python", ".metadata"]
+        .iter()
+        .any(|suffix| file.ends_with(suffix))
+}
+
 fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str, String) {
     let not_found = ("404 Not Found", "text/plain", "not found\n".to_owned());
+    if let Some(rest) = path.strip_prefix("/files/") {
+        // Only metadata files are served: nothing reads the (empty) distributions themselves.
+        return match rest.split_once('/') {
+            Some((name, file))
+                if file.ends_with(".metadata")
+                    && !name.contains("..")
+                    && !file.contains("..")
+                    && !file.contains('/') =>
+            {
+                std::fs::read_to_string(root.join(name).join(file))
+                    .map_or(not_found, |text| ("200 OK", "text/plain", text))
+            }
+            _ => not_found,
+        };
+    }
     if let Some(name) = path
         .strip_prefix("/pypi/")
         .and_then(|rest| rest.strip_suffix("/json"))
@@ -161,7 +216,7 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     let mut files: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|file| !file.ends_with(".yanked") && !file.ends_with(".requires-python"))
+        .filter(|file| !is_twin(file))
         .collect();
     files.sort();
     let yanked = |file: &str| folder.join(format!("{file}.yanked")).exists();
@@ -179,6 +234,9 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
                 });
                 if let Some(range) = requires_python(file) {
                     entry["requires-python"] = serde_json::json!(range);
+                }
+                if folder.join(format!("{file}.metadata")).exists() {
+                    entry["core-metadata"] = serde_json::json!(true);
                 }
                 entry
             })
@@ -226,7 +284,7 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
         .filter_map(|entry| entry.ok())
     {
         let file = entry.file_name().to_string_lossy().into_owned();
-        if file.ends_with(".yanked") || file.ends_with(".requires-python") {
+        if is_twin(&file) {
             continue;
         }
         let version = file.split('-').nth(1).unwrap_or_default().to_owned();

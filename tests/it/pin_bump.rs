@@ -439,6 +439,119 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
     assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
 }
 
+/// An index holding what the real one offers for the default recipe's packages (recorded by
+/// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
+/// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
+/// own index).
+fn recorded_index() -> IndexServer {
+    let index = IndexServer::start();
+    for package in [
+        "tilelang",
+        "apache-tvm-ffi",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "nvidia-cutlass-dsl",
+    ] {
+        index.load_fixture(package);
+    }
+    for version in ["0.6.14", "0.7.4"] {
+        index
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    index
+}
+
+#[test]
+fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_requirement() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+
+    let to = ["pin", "bump", "flashinfer", "--to", "0.7.4"];
+    let run = forge_on(&context, &index, &to).expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "refusing to move flashinfer to 0.7.4: flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0",
+            "hint: the Dockerfile installs with --no-deps",
+        ],
+    );
+    // What it declares came from its PEP 658 metadata file.
+    assert!(
+        index
+            .requests()
+            .iter()
+            .any(|path| path.ends_with("/flashinfer_python-0.7.4-py3-none-any.whl.metadata")),
+        "{:?}",
+        index.requests()
+    );
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.7.4: flashinfer-python requires nvidia-cutlass-dsl>=4.8.0 (requires)",
+    );
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["flashinfer is at 0.6.14, the newest allowed version"],
+    );
+
+    // With the base's CUTLASS DSL at 4.8.0 the same move holds.
+    context.edit("pins.toml", "version = \"4.6.0\"", "version = \"4.8.0\"");
+    forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(&context.read("pins.toml"), FLASHINFER_0_7_4);
+}
+
+const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
+
+#[test]
+fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
+    let (context, _remote) = recipe_at_the_git_head();
+    // Without the lockstep group each moves on its own.
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let index = recorded_index();
+
+    // tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11: 0.1.11 meets it.
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
+    assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
+    let before = context.read("pins.toml");
+    // Now apache-tvm-ffi 0.1.13 would break tilelang 0.1.15, and 0.1.12 is denied.
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13"],
+    );
+    let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["apache-tvm-ffi is at 0.1.11, the newest allowed version"],
+    );
+}
+
 #[test]
 fn a_python_pin_keeps_its_local_label() {
     // Installed by the layer: a pin the base supplies does not move alone.
