@@ -397,7 +397,8 @@ impl VersionOffer {
                 continue;
             }
             if let Some(parsed) = package.parsed_at(version)
-                && let Some(requirements) = declared(upstream, &package.releases, &parsed)
+                && let Some(requirements) =
+                    declared(upstream, &package.releases, &parsed, self.target.as_ref())
             {
                 self.declared.insert(key, requirements);
             }
@@ -578,7 +579,8 @@ fn learn_the_others(
                 let releases = upstream.index.releases(&index, &name).unwrap_or_default();
                 fetched.insert(key.clone(), releases);
             }
-            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed) {
+            let target = offer.target.as_ref();
+            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed, target) {
                 offer
                     .declared
                     .insert((name.normalized(), parsed.to_string()), requirements);
@@ -587,18 +589,34 @@ fn learn_the_others(
     }
 }
 
-/// What a package declares at `version`: the METADATA of its first wheel whose index offers
-/// it (PEP 658); `None` when none does or it cannot be read.
+/// What a package declares at `version`: the METADATA of a wheel of it, from the PEP 658
+/// metadata file where the index offers one, else read out of a wheel that fits the image by
+/// range requests; `None` when neither can be read.
 fn declared(
     upstream: &Upstream<'_>,
     releases: &Releases,
     version: &pep440_rs::Version,
+    target: Option<&Target>,
 ) -> Option<Vec<requires::Declared>> {
-    let file = releases
+    let wheels: Vec<&crate::index::IndexFile> = releases
         .files
         .iter()
-        .find(|file| &file.version == version && file.metadata && file.url.is_some())?;
-    let text = upstream.index.metadata(file.url.as_deref()?).ok()?;
+        .filter(|file| &file.version == version && file.url.is_some())
+        .filter(|file| file.name.ends_with(".whl"))
+        .collect();
+    let text = match wheels.iter().find(|file| file.metadata) {
+        Some(file) => upstream.index.metadata(file.url.as_deref()?).ok()?,
+        None => {
+            let file = wheels
+                .iter()
+                .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
+                .or_else(|| wheels.first())?;
+            upstream
+                .index
+                .metadata_in_wheel(file.url.as_deref()?)
+                .ok()?
+        }
+    };
     Some(requires::requirements(&text))
 }
 

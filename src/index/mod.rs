@@ -8,10 +8,13 @@
 //!    it does not (static wheel folders such as FlashInfer's serve only HTML), and the PyPI JSON
 //!    API for an index URL that ends in `/pypi`.
 //! 3. Versions are read from file names (wheels and sdists), ordered by PEP 440; a version whose
-//!    every file is yanked is not offered.
+//!    every file is yanked is not offered. `wheel` says which files fit the image.
+//! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
+//!    requests (`zip_range`).
 
 pub mod select;
 pub mod wheel;
+pub mod zip_range;
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
@@ -153,6 +156,9 @@ pub trait PackageIndex {
 
     /// The METADATA of the file at `url` (absolute), from its PEP 658 metadata file.
     fn metadata(&self, url: &str) -> Result<String, IndexError>;
+
+    /// The METADATA of the wheel at `url` (absolute), read out of the wheel by range requests.
+    fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError>;
 }
 
 /// Why an index could not say what it offers.
@@ -226,6 +232,10 @@ impl PackageIndex for SimpleIndex {
         // The fragment (`#sha256=...`) is not part of where the file is.
         let file = url.split('#').next().unwrap_or(url);
         self.text(&format!("{file}.metadata"))
+    }
+
+    fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError> {
+        zip_range::metadata(&self.agent, url.split('#').next().unwrap_or(url))
     }
 
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError> {

@@ -64,6 +64,28 @@ impl IndexServer {
         )
     }
 
+    /// Publishes `file` of `package` with its content, served (with range requests) at the
+    /// `url` the JSON page gives.
+    pub fn publish_bytes(&self, package: &str, file: &str, bytes: &[u8]) -> &Self {
+        let folder = self.root.path().join(normalize(package));
+        std::fs::create_dir_all(&folder).expect("package folder");
+        std::fs::write(folder.join(file), bytes).expect("write a file");
+        self
+    }
+
+    /// How many bytes of `/files/...` paths ending in `file` the server sent, and in how many
+    /// answers.
+    pub fn sent(&self, file: &str) -> (usize, usize) {
+        self.requests()
+            .iter()
+            .filter_map(|line| line.strip_prefix("sent "))
+            .filter_map(|line| line.rsplit_once(' '))
+            .filter(|(path, _)| path.ends_with(file))
+            .fold((0, 0), |(bytes, answers), (_, sent)| {
+                (bytes + sent.parse::<usize>().unwrap_or(0), answers + 1)
+            })
+    }
+
     /// Publishes `file` of `package` with the PEP 691 `requires-python` it declares.
     pub fn publish_requiring(&self, package: &str, file: &str, requires_python: &str) -> &Self {
         self.publish(package, &[file]);
@@ -144,16 +166,18 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         return;
     }
     let mut accept = String::new();
+    let mut range = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
             break;
         }
-        if let Some((_, value)) = line
-            .split_once(':')
-            .filter(|(name, _)| name.eq_ignore_ascii_case("accept"))
-        {
-            accept = value.trim().to_owned();
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("accept") {
+                accept = value.trim().to_owned();
+            } else if name.eq_ignore_ascii_case("range") {
+                range = Some(value.trim().to_owned());
+            }
         }
     }
     let path = request_line
@@ -162,6 +186,17 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         .unwrap_or("/")
         .to_owned();
     requests.lock().expect("the request log").push(path.clone());
+    if let Some(file) = distribution(root, &path) {
+        let (head, body) = file_answer(&file, range.as_deref());
+        requests
+            .lock()
+            .expect("the request log")
+            .push(format!("sent {path} {}", body.len()));
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(&body);
+        let _ = stream.flush();
+        return;
+    }
     let (status, content_type, body) = answer(root, &path, &accept);
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -170,6 +205,55 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(body.as_bytes());
     let _ = stream.flush();
+}
+
+/// The bytes of a distribution file `/files/<name>/<file>` published with `publish_bytes`.
+fn distribution(root: &Path, path: &str) -> Option<Vec<u8>> {
+    let (name, file) = path.strip_prefix("/files/")?.split_once('/')?;
+    if is_twin(file)
+        || [name, file]
+            .iter()
+            .any(|part| part.contains("..") || part.contains('/'))
+    {
+        return None;
+    }
+    let bytes = std::fs::read(root.join(name).join(file)).ok()?;
+    // `publish` writes the file's name as a stand-in; only real files are served.
+    (bytes != format!("{file}\n").as_bytes()).then_some(bytes)
+}
+
+/// The whole file, or the one range asked for (`bytes=A-B`, `bytes=A-`, `bytes=-N`) as 206.
+fn file_answer(bytes: &[u8], range: Option<&str>) -> (String, Vec<u8>) {
+    let total = bytes.len();
+    let parsed = range
+        .and_then(|range| range.strip_prefix("bytes="))
+        .and_then(|range| range.split_once('-'))
+        .and_then(
+            |(from, to)| match (from.parse::<usize>(), to.parse::<usize>()) {
+                (Ok(from), Ok(to)) => Some((from, to.min(total - 1))),
+                (Ok(from), Err(_)) if to.is_empty() => Some((from, total - 1)),
+                (Err(_), Ok(last)) if from.is_empty() => {
+                    Some((total.saturating_sub(last), total - 1))
+                }
+                _ => None,
+            },
+        )
+        .filter(|(from, to)| from <= to);
+    match parsed {
+        Some((from, to)) => (
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {from}-{to}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                to + 1 - from
+            ),
+            bytes[from..=to].to_vec(),
+        ),
+        None => (
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n"
+            ),
+            bytes.to_vec(),
+        ),
+    }
 }
 
 /// A file that says something about another one rather than being published itself.

@@ -510,6 +510,178 @@ fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_r
 
 const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
 
+/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): what the real tilelang
+/// wheels declare, read by range requests, lets tilelang move to 0.1.15 with apache-tvm-ffi
+/// kept at 0.1.11, and then holds apache-tvm-ffi below 0.1.13.
+#[test]
+fn live_index_requirements_come_from_the_real_wheels() {
+    if std::env::var_os("FORGE_LIVE_INDEX").is_none() {
+        return;
+    }
+    let (context, _remote) = recipe_at_the_git_head();
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang", "--to", "0.1.15"],
+        &pypi,
+    );
+    let run = run.expect_code(0);
+    assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
+    let run = forge(
+        &context,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+        &pypi,
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13",
+    );
+}
+
+/// A wheel (a zip archive) of `files`, each `(name, content, deflated)`.
+fn wheel_zip(files: &[(&str, &[u8], bool)]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut zip = Vec::new();
+    let mut directory = Vec::new();
+    for (name, content, deflated) in files {
+        let data = if *deflated {
+            let mut encoder =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(content).unwrap();
+            encoder.finish().unwrap()
+        } else {
+            content.to_vec()
+        };
+        let mut crc = flate2::Crc::new();
+        crc.update(content);
+        let offset = u32::try_from(zip.len()).unwrap();
+        let method: u16 = if *deflated { 8 } else { 0 };
+        let sizes = [
+            crc.sum(),
+            u32::try_from(data.len()).unwrap(),
+            u32::try_from(content.len()).unwrap(),
+        ];
+        let name_length = u16::try_from(name.len()).unwrap();
+        // Local header: signature, version, flags, method, time, date, crc, sizes, name, extra.
+        zip.extend_from_slice(b"PK\x03\x04");
+        for field in [20u16, 0, method, 0, 0x21] {
+            zip.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in sizes {
+            zip.extend_from_slice(&field.to_le_bytes());
+        }
+        zip.extend_from_slice(&name_length.to_le_bytes());
+        zip.extend_from_slice(&0u16.to_le_bytes());
+        zip.extend_from_slice(name.as_bytes());
+        zip.extend_from_slice(&data);
+        // Central directory entry.
+        directory.extend_from_slice(b"PK\x01\x02");
+        for field in [20u16, 20, 0, method, 0, 0x21] {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in sizes {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in [name_length, 0, 0, 0, 0] {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        directory.extend_from_slice(&0u32.to_le_bytes());
+        directory.extend_from_slice(&offset.to_le_bytes());
+        directory.extend_from_slice(name.as_bytes());
+    }
+    let offset = u32::try_from(zip.len()).unwrap();
+    let count = u16::try_from(files.len()).unwrap();
+    zip.extend_from_slice(&directory);
+    zip.extend_from_slice(b"PK\x05\x06");
+    for field in [0u16, 0, count, count] {
+        zip.extend_from_slice(&field.to_le_bytes());
+    }
+    zip.extend_from_slice(&u32::try_from(directory.len()).unwrap().to_le_bytes());
+    zip.extend_from_slice(&offset.to_le_bytes());
+    zip.extend_from_slice(&0u16.to_le_bytes());
+    zip
+}
+
+#[test]
+fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requests() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("flashinfer-cubin", "0.7.4")
+        .wheel("flashinfer-jit-cache", "0.7.4+cu130");
+    // flashinfer-python 0.7.4 as a real wheel, METADATA as the real index has it, and 4 MB of
+    // kernels that need not move for forge to read it.
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            crate::support::repository_root().join("tests/fixtures/index/flashinfer-python.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let metadata = recorded["metadata"]["0.7.4"].as_str().unwrap();
+    let kernels: Vec<u8> = (0..4_000_000u32)
+        .map(|at| (at.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let file = "flashinfer_python-0.7.4-py3-none-any.whl";
+    // Enough modules that the central directory does not fit in the last 64 KB.
+    let modules: Vec<String> = (0..1500)
+        .map(|at| format!("flashinfer/jit/module_{at:04}.py"))
+        .collect();
+    let mut files: Vec<(&str, &[u8], bool)> =
+        vec![("flashinfer/data/kernels.bin", &kernels, false)];
+    files.extend(
+        modules
+            .iter()
+            .map(|name| (name.as_str(), &b"pass\n"[..], false)),
+    );
+    files.extend([
+        (
+            "flashinfer_python-0.7.4.dist-info/METADATA",
+            metadata.as_bytes(),
+            true,
+        ),
+        (
+            "flashinfer_python-0.7.4.dist-info/RECORD",
+            b"flashinfer/__init__.py,,\n",
+            true,
+        ),
+    ]);
+    let wheel = wheel_zip(&files);
+    index.publish_bytes("flashinfer-python", file, &wheel);
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0"],
+    );
+    // The end record, the central directory and the METADATA entry: three ranges.
+    let (bytes, answers) = index.sent(file);
+    assert!(
+        bytes * 10 < wheel.len() && answers == 3,
+        "{bytes} bytes in {answers} answers of a {} byte wheel",
+        wheel.len()
+    );
+}
+
 #[test]
 fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
     let (context, _remote) = recipe_at_the_git_head();
