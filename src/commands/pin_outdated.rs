@@ -16,16 +16,30 @@ pub(super) fn run(
         sources: args.upstream.sources(),
     };
     let standings = crate::ops::pin_outdated(&recipe, &options, printer)?;
-    let movable: Vec<&str> = standings
-        .iter()
-        .filter(|standing| matches!(standing.state, State::Outdated | State::Yanked))
-        .map(|standing| standing.name.as_str())
-        .collect();
-    if args.exit_code && !movable.is_empty() {
-        printer.status(
-            "Outdated",
-            format_args!("{} can move (--exit-code)", movable.join(", ")),
-        );
+    let named = |state: State| -> Vec<&str> {
+        standings
+            .iter()
+            .filter(|standing| standing.state == state)
+            .map(|standing| standing.name.as_str())
+            .collect()
+    };
+    let (movable, yanked) = (named(State::Outdated), named(State::Yanked));
+    if args.exit_code && !(movable.is_empty() && yanked.is_empty()) {
+        if !movable.is_empty() {
+            printer.status(
+                "Outdated",
+                format_args!("{} can move (--exit-code)", movable.join(", ")),
+            );
+        }
+        if !yanked.is_empty() {
+            printer.status(
+                "Yanked",
+                format_args!(
+                    "the index yanked the current version of {} (--exit-code)",
+                    yanked.join(", ")
+                ),
+            );
+        }
         return Ok(ExitStatus::Failure);
     }
     Ok(ExitStatus::Success)

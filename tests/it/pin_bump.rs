@@ -400,6 +400,10 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
         "flashinfer_python-0.6.14-py3-none-manylinux_2_28_aarch64.whl",
     );
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "the index yanked the current version of flashinfer (--exit-code)",
+    );
     let row = run
         .stdout
         .lines()
