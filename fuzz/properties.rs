@@ -33,7 +33,8 @@ fn recipe_root() -> &'static Path {
             std::fs::create_dir_all(target.parent().unwrap()).unwrap();
             std::fs::copy(source.join(file), target).unwrap();
         }
-        for folder in ["patches/pr4", "overlays/vllm"] {
+        // `ci` holds the committed render pins.toml names (`[render] committed`).
+        for folder in ["patches/pr4", "overlays/vllm", "ci"] {
             std::fs::create_dir_all(root.join(folder)).unwrap();
         }
         root

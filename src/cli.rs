@@ -253,6 +253,10 @@ pub struct PinBumpArgs {
 /// `forge pin outdated`.
 #[derive(Debug, Args)]
 pub struct PinOutdatedArgs {
+    /// Exit 1 when a pin can move (0 when none can), for scripts and CI.
+    #[arg(long)]
+    pub exit_code: bool,
+
     /// Where to look.
     #[command(flatten)]
     pub upstream: UpstreamArgs,

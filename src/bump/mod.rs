@@ -4,12 +4,15 @@
 //! 1. `offer` asks upstream (the package index, a git remote, a registry) what there is.
 //! 2. Every candidate newer than the pin is checked against the constraints of the pin and of
 //!    its lockstep group: deny lists (never overridable), allowed ranges (`--force` may cross
-//!    them), wheel sets (every wheel must exist at the version on its own index) and group
-//!    partners (each must exist at the version too).
+//!    them), wheel sets (every wheel must exist at the version on its own index), group
+//!    partners (each must exist at the version too), wheels that fit the image (platform,
+//!    Python, ABI, Requires-Python; `index::wheel`) and what the wheels declare of each other
+//!    (`requires`: Requires-Dist from PEP 658 metadata files).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
 
 pub mod edit;
+pub mod requires;
 pub mod steps;
 
 use std::collections::BTreeMap;
@@ -19,7 +22,8 @@ use std::str::FromStr;
 use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
-use crate::index::{IndexError, PackageIndex, Releases};
+use crate::index::wheel::Target;
+use crate::index::{Fit, IndexError, PackageIndex, Releases};
 use crate::pins::{Pin, PinKind, Pins, Source};
 use crate::registry::{Registry, RegistryError, RemoteRepository};
 use crate::types::dockerfile::Text;
@@ -125,9 +129,38 @@ impl Package {
 
     /// Whether the index has this package at the pin version `version`.
     pub fn has(&self, version: &Version) -> bool {
-        pep440_rs::Version::from_str(&self.version_at(version))
-            .is_ok_and(|version| self.releases.has(&version))
+        self.parsed_at(version)
+            .is_some_and(|version| self.releases.has(&version))
     }
+
+    /// Why the index yanked this package at the pin version `version`, when every file of it
+    /// is yanked.
+    pub fn yanked(&self, version: &Version) -> Option<String> {
+        self.releases.yanked(&self.parsed_at(version)?)
+    }
+
+    /// Whether this package at the pin version `version` has a wheel for `target`.
+    pub fn fit(&self, version: &Version, target: &Target) -> Fit {
+        match self.parsed_at(version) {
+            Some(parsed) => self.releases.fit(&parsed, target),
+            None => Fit::None {
+                offered: Vec::new(),
+            },
+        }
+    }
+
+    fn parsed_at(&self, version: &Version) -> Option<pep440_rs::Version> {
+        pep440_rs::Version::from_str(&self.version_at(version)).ok()
+    }
+}
+
+/// Whether a move may land on yanked files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YankedFiles {
+    /// Never: versions on offer are the ones with a wheel that is not yanked.
+    Refused,
+    /// An exact version given with `--to` (PEP 592 lets an exact pin use yanked files).
+    Allowed,
 }
 
 /// Why a version may not be moved to.
@@ -156,6 +189,29 @@ pub enum Refusal {
         /// Where it was looked for.
         index: Url,
     },
+    /// No wheel of a package at the version fits the image (platform, Python, ABI,
+    /// Requires-Python).
+    NoFit {
+        /// The package.
+        package: PackageName,
+        /// The version it would carry.
+        version: String,
+        /// The image, in words.
+        target: String,
+        /// The wheels there are at the version.
+        offered: Vec<String>,
+    },
+    /// A requirement a wheel declares (`Requires-Dist`) that the pinned set would not meet.
+    Requires {
+        /// The package that declares it.
+        package: String,
+        /// Its version.
+        version: String,
+        /// The requirement (`nvidia-cutlass-dsl>=4.8.0`).
+        requirement: String,
+        /// The version the required package would be at.
+        found: String,
+    },
     /// A lockstep partner is not on its index at the version.
     PartnerMissing {
         /// The partner pin.
@@ -175,13 +231,42 @@ impl Refusal {
         matches!(self, Refusal::OutsideRange { .. })
     }
 
-    /// A one-word kind for `--json`: `denied`, `range`, `wheel-set`, `group`.
+    /// A one-word kind for `--json`: `denied`, `range`, `wheel-set`, `group`, `wheel-fit`.
     pub fn kind(&self) -> &'static str {
         match self {
+            Refusal::NoFit { .. } => "wheel-fit",
+            Refusal::Requires { .. } => "requires",
             Refusal::Denied { .. } => "denied",
             Refusal::OutsideRange { .. } => "range",
             Refusal::WheelMissing { .. } => "wheel-set",
             Refusal::PartnerMissing { .. } => "group",
+        }
+    }
+}
+
+impl Refusal {
+    /// What refuses, without the version it refuses: the same words for every version a
+    /// constraint holds back, so that notes can list the versions once.
+    pub fn summary(&self) -> String {
+        match self {
+            Refusal::WheelMissing { package, index, .. } => {
+                format!("wheel {package} is not on {index}")
+            }
+            Refusal::PartnerMissing {
+                pin,
+                package,
+                index,
+                ..
+            } => format!("group partner {pin} ({package}) is not on {index}"),
+            Refusal::NoFit {
+                package, target, ..
+            } => format!("no wheel of {package} fits {target}"),
+            Refusal::Requires {
+                package,
+                requirement,
+                ..
+            } => format!("{package} requires {requirement}"),
+            Refusal::Denied { .. } | Refusal::OutsideRange { .. } => self.to_string(),
         }
     }
 }
@@ -206,6 +291,33 @@ impl fmt::Display for Refusal {
             } => write!(
                 f,
                 "group partner {pin} ({package} {version}) is not on {index}"
+            ),
+            Refusal::Requires {
+                package,
+                version,
+                requirement,
+                found,
+            } => write!(f, "{package} {version} requires {requirement}, not {found}"),
+            Refusal::NoFit {
+                package,
+                version,
+                target,
+                offered,
+            } if offered.is_empty() => {
+                write!(
+                    f,
+                    "no wheel of {package} {version} fits {target} (no wheels)"
+                )
+            }
+            Refusal::NoFit {
+                package,
+                version,
+                target,
+                offered,
+            } => write!(
+                f,
+                "no wheel of {package} {version} fits {target} (wheels: {})",
+                offered.join(", ")
             ),
         }
     }
@@ -247,6 +359,15 @@ pub struct VersionOffer {
     pub newer: Vec<Candidate>,
     /// The kind of each member.
     pub kinds: BTreeMap<PinName, PinKind>,
+    /// What the image's wheels must fit, when the platform is Linux.
+    pub target: Option<Target>,
+    /// Why the index yanked the current version of the pin's first package, if it did.
+    pub current_yanked: Option<String>,
+    /// Every package the recipe pins (normalized name), at its current version.
+    pub pinned: BTreeMap<String, pep440_rs::Version>,
+    /// What each package declares at a version (normalized name, version), where the index
+    /// offers its METADATA.
+    pub declared: BTreeMap<(String, String), Vec<requires::Declared>>,
 }
 
 impl VersionOffer {
@@ -270,16 +391,38 @@ impl VersionOffer {
         self.newer.iter().find(|candidate| candidate.allowed())
     }
 
-    /// The constraints as they apply to `version`, which need not be newer or on the index.
-    pub fn judge(&self, pins: &Pins, version: &Version) -> Candidate {
-        judge(pins, &self.members, &self.packages, version)
+    /// Reads what the packages of the move declare at `version`, where the index offers it.
+    pub fn learn(&mut self, version: &Version, upstream: &Upstream<'_>) {
+        for package in &self.packages {
+            let version_text = package.version_at(version);
+            let key = (package.name.normalized(), version_text);
+            if self.declared.contains_key(&key) {
+                continue;
+            }
+            if let Some(parsed) = package.parsed_at(version)
+                && let Some(requirements) =
+                    declared(upstream, &package.releases, &parsed, self.target.as_ref())
+            {
+                self.declared.insert(key, requirements);
+            }
+        }
     }
 
-    /// Whether the pin's own packages are on their index at `version`.
+    /// The constraints as they apply to `version`, which need not be newer or on the index.
+    pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
+        judge(pins, self, version, yanked)
+    }
+
+    /// The pin's own packages that are not on their index at `version` (yanked files count
+    /// as there).
     pub fn on_index(&self, version: &Version) -> Vec<&Package> {
         self.packages
             .iter()
-            .filter(|package| package.pin == self.pin && !package.has(version))
+            .filter(|package| {
+                package.pin == self.pin
+                    && !package.has(version)
+                    && package.yanked(version).is_none()
+            })
             .collect()
     }
 }
@@ -375,22 +518,109 @@ pub fn version_offer(
         .collect();
     versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
     versions.dedup();
-    let newer = versions
-        .iter()
-        .map(|version| judge(pins, &members, &packages, version))
-        .collect();
     let kinds = members
         .iter()
         .map(|member| (member.clone(), pins.pins[member].kind()))
         .collect();
-    Ok(VersionOffer {
+    let current_yanked = primary.yanked(
+        &Version::from_str(&current_parsed.clone().without_local().to_string())
+            .unwrap_or_else(|_| current.clone()),
+    );
+    let mut offer = VersionOffer {
         pin: pin.name.clone(),
         current,
         members,
         packages,
-        newer,
+        newer: Vec::new(),
         kinds,
-    })
+        target: Target::new(&pins.image.platform, pins.base.python.as_ref()),
+        current_yanked,
+        pinned: BTreeMap::new(),
+        declared: BTreeMap::new(),
+    };
+    learn_the_others(pins, &mut offer, upstream, &mut fetched);
+    offer.newer = versions
+        .iter()
+        .map(|version| {
+            offer.learn(version, upstream);
+            judge(pins, &offer, version, YankedFiles::Refused)
+        })
+        .collect();
+    Ok(offer)
+}
+
+/// Records every pinned package at its current version and, for the pins outside the move,
+/// what they declare there: a move must meet their requirements too.
+fn learn_the_others(
+    pins: &Pins,
+    offer: &mut VersionOffer,
+    upstream: &Upstream<'_>,
+    fetched: &mut BTreeMap<(String, String), Releases>,
+) {
+    for pin in pins.pins.values() {
+        let Some(version) = pin.version() else {
+            continue;
+        };
+        let bare = Version::from_str(&version.pep440().without_local().to_string())
+            .unwrap_or_else(|_| version.clone());
+        for (name, local, own_index) in packages_of(pin) {
+            let text = match &local {
+                Some(local) => format!("{bare}+{local}"),
+                None => bare.to_string(),
+            };
+            let Ok(parsed) = pep440_rs::Version::from_str(&text) else {
+                continue;
+            };
+            offer.pinned.insert(name.normalized(), parsed.clone());
+            if offer.members.contains(&pin.name) {
+                continue;
+            }
+            let index = upstream.indexes.for_package(own_index).clone();
+            let key = (index.to_string(), name.normalized());
+            if !fetched.contains_key(&key) {
+                // A pin outside the move that cannot be looked up declares nothing here.
+                let releases = upstream.index.releases(&index, &name).unwrap_or_default();
+                fetched.insert(key.clone(), releases);
+            }
+            let target = offer.target.as_ref();
+            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed, target) {
+                offer
+                    .declared
+                    .insert((name.normalized(), parsed.to_string()), requirements);
+            }
+        }
+    }
+}
+
+/// What a package declares at `version`: the METADATA of a wheel of it, from the PEP 658
+/// metadata file where the index offers one, else read out of a wheel that fits the image by
+/// range requests; `None` when neither can be read.
+fn declared(
+    upstream: &Upstream<'_>,
+    releases: &Releases,
+    version: &pep440_rs::Version,
+    target: Option<&Target>,
+) -> Option<Vec<requires::Declared>> {
+    let wheels: Vec<&crate::index::IndexFile> = releases
+        .files
+        .iter()
+        .filter(|file| &file.version == version && file.url.is_some())
+        .filter(|file| file.name.ends_with(".whl"))
+        .collect();
+    let text = match wheels.iter().find(|file| file.metadata) {
+        Some(file) => upstream.index.metadata(file.url.as_deref()?).ok()?,
+        None => {
+            let file = wheels
+                .iter()
+                .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
+                .or_else(|| wheels.first())?;
+            upstream
+                .index
+                .metadata_in_wheel(file.url.as_deref()?)
+                .ok()?
+        }
+    };
+    Some(requires::requirements(&text))
 }
 
 fn local_label(version: &pep440_rs::Version) -> Option<String> {
@@ -429,7 +659,8 @@ fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)
     }
 }
 
-fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Version) -> Candidate {
+fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFiles) -> Candidate {
+    let (members, packages) = (&offer.members, &offer.packages);
     let mut refusals = Vec::new();
     let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
         .unwrap_or_else(|_| version.clone());
@@ -458,7 +689,27 @@ fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Versi
     let own = &members[0];
     let primary = packages.first().map(|package| package.name.clone());
     for package in packages {
-        if package.has(&bare) {
+        let present =
+            package.has(&bare) || yanked == YankedFiles::Allowed && package.yanked(&bare).is_some();
+        if present {
+            if let Some(target) = &offer.target {
+                match package.fit(&bare, target) {
+                    Fit::Fits => {}
+                    Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
+                    Fit::OnlyYanked => refusals.push(Refusal::NoFit {
+                        package: package.name.clone(),
+                        version: package.version_at(&bare),
+                        target: target.describe(),
+                        offered: vec!["only yanked ones".to_owned()],
+                    }),
+                    Fit::None { offered } => refusals.push(Refusal::NoFit {
+                        package: package.name.clone(),
+                        version: package.version_at(&bare),
+                        target: target.describe(),
+                        offered,
+                    }),
+                }
+            }
             continue;
         }
         if &package.pin == own {
@@ -479,10 +730,51 @@ fn judge(pins: &Pins, members: &[PinName], packages: &[Package], version: &Versi
             });
         }
     }
+    refusals.extend(requirement_refusals(offer, &bare));
     Candidate {
         version: version.clone(),
         refusals,
     }
+}
+
+/// The requirements the move to `version` would leave unmet: those the moved packages declare
+/// at `version` on any pinned package, and those the other pins declare on the moved ones.
+fn requirement_refusals(offer: &VersionOffer, version: &Version) -> Vec<Refusal> {
+    let environment = offer.target.as_ref().and_then(requires::environment);
+    let mut after = offer.pinned.clone();
+    let mut moved = Vec::new();
+    for package in &offer.packages {
+        if let Some(parsed) = package.parsed_at(version) {
+            after.insert(package.name.normalized(), parsed);
+            moved.push((package.name.normalized(), package.version_at(version)));
+        }
+    }
+    let mut unmet = Vec::new();
+    for ((name, at), requirements) in &offer.declared {
+        let is_moved = moved.iter().any(|(moved, _)| moved == name);
+        if is_moved && !moved.contains(&(name.clone(), at.clone())) {
+            continue; // another version of a moved package
+        }
+        if !is_moved && offer.pinned.get(name).map(ToString::to_string).as_ref() != Some(at) {
+            continue;
+        }
+        for found in requires::unmet(name, at, requirements, environment.as_ref(), &after) {
+            // A pin outside the move is only held to what the move changes.
+            let on_moved = moved.iter().any(|(moved, _)| *moved == found.dependency);
+            if is_moved || on_moved {
+                unmet.push(found);
+            }
+        }
+    }
+    unmet
+        .into_iter()
+        .map(|found| Refusal::Requires {
+            package: found.package,
+            version: found.version,
+            requirement: found.requirement,
+            found: found.found,
+        })
+        .collect()
 }
 
 /// What a git remote offers a git pin.
@@ -604,9 +896,9 @@ pub enum BumpError {
         /// Every name that exists.
         known: Vec<String>,
     },
-    /// The pin kind has no upstream to follow.
-    #[error("pin `{pin}` is of kind {kind}, which forge does not move")]
-    NotTracked {
+    /// The base image supplies the pin: it moves with the base, never alone.
+    #[error("pin `{pin}` ({kind}) is supplied by the base image; forge does not move it alone")]
+    InBase {
         /// The pin.
         pin: PinName,
         /// Its kind.
@@ -645,7 +937,7 @@ impl Advise for BumpError {
                 "the pins are: {}, and `base` for the base image",
                 known.join(", ")
             ),
-            BumpError::NotTracked { .. } => "an assert pin follows the base image: bump `base`, then edit the asserted version in pins.toml by hand".to_owned(),
+            BumpError::InBase { pin, .. } => format!("moving {pin} alone would only change what the build asserts about the base: `forge pin bump base` moves the base image, then set {pin}'s version in pins.toml to what the new base ships"),
             BumpError::InvalidTarget { .. } => "give --to an exact version (0.6.15), a git commit (7 to 40 hex digits) or an image tag, as the pin's kind needs".to_owned(),
             BumpError::NotOnIndex { pin, .. } => format!("`forge pin outdated` lists the versions on offer; leave --to out to move {pin} to the newest allowed one"),
         })

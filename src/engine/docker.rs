@@ -146,6 +146,33 @@ impl Docker {
 /// `error` and its causes: bollard's own text for a failed connection is only
 /// `client error (Connect)`, and what went wrong (a refused connection, a certificate the
 /// daemon would not accept) is in the causes.
+/// The credentials a build sends for pulls, keyed as the docker CLI keys them (Docker Hub by its
+/// v1 index address); `None` when there are none.
+fn pull_credentials(
+    request: &BuildRequest<'_>,
+) -> Option<HashMap<String, bollard::auth::DockerCredentials>> {
+    let credentials: HashMap<String, bollard::auth::DockerCredentials> = request
+        .credentials
+        .iter()
+        .map(|credentials| {
+            let server = match credentials.registry.as_str() {
+                "docker.io" | "index.docker.io" | "registry-1.docker.io" => {
+                    "https://index.docker.io/v1/".to_owned()
+                }
+                other => other.to_owned(),
+            };
+            let answer = bollard::auth::DockerCredentials {
+                username: Some(credentials.username.clone()),
+                password: Some(credentials.password.clone()),
+                serveraddress: Some(server.clone()),
+                ..Default::default()
+            };
+            (server, answer)
+        })
+        .collect();
+    (!credentials.is_empty()).then_some(credentials)
+}
+
 fn describe(error: &BollardError) -> String {
     // Where the failure is the operating system's (a refused connection, a missing socket, a
     // timeout), its words are the whole story; the HTTP client's layers around it only name
@@ -291,30 +318,9 @@ impl Engine for Docker {
             })?;
         let body =
             bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20));
-        let credentials: HashMap<String, bollard::auth::DockerCredentials> = request
-            .credentials
-            .iter()
-            .map(|credentials| {
-                // The docker CLI keys Docker Hub by its v1 index address.
-                let server = match credentials.registry.as_str() {
-                    "docker.io" | "index.docker.io" | "registry-1.docker.io" => {
-                        "https://index.docker.io/v1/".to_owned()
-                    }
-                    other => other.to_owned(),
-                };
-                let answer = bollard::auth::DockerCredentials {
-                    username: Some(credentials.username.clone()),
-                    password: Some(credentials.password.clone()),
-                    serveraddress: Some(server.clone()),
-                    ..Default::default()
-                };
-                (server, answer)
-            })
-            .collect();
-        let credentials = (!credentials.is_empty()).then_some(credentials);
-        let mut stream = self
-            .client
-            .build_image(options.build(), credentials, Some(body));
+        let mut stream =
+            self.client
+                .build_image(options.build(), pull_credentials(request), Some(body));
         let mut steps = Steps::default();
         let mut image = None;
         let mut failure = None;

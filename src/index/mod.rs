@@ -8,9 +8,13 @@
 //!    it does not (static wheel folders such as FlashInfer's serve only HTML), and the PyPI JSON
 //!    API for an index URL that ends in `/pypi`.
 //! 3. Versions are read from file names (wheels and sdists), ordered by PEP 440; a version whose
-//!    every file is yanked is not offered.
+//!    every file is yanked is not offered. `wheel` says which files fit the image.
+//! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
+//!    requests (`zip_range`).
 
 pub mod select;
+pub mod wheel;
+pub mod zip_range;
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
@@ -26,6 +30,43 @@ use crate::types::url::Url;
 pub struct Releases {
     /// Every version with at least one file that is not yanked, oldest first.
     pub versions: BTreeSet<pep440_rs::Version>,
+    /// Every file of the package, yanked ones too.
+    pub files: Vec<IndexFile>,
+}
+
+/// One distribution file on the index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexFile {
+    /// The file name.
+    pub name: String,
+    /// The version its name carries.
+    pub version: pep440_rs::Version,
+    /// PEP 592: the reason it was yanked (empty when none was given), `None` when it was not.
+    pub yanked: Option<String>,
+    /// PEP 691's `requires-python`, when the index gives it.
+    pub requires_python: Option<String>,
+    /// Where the file is, as the page gives it (relative to the page or absolute).
+    pub url: Option<String>,
+    /// PEP 658/714: the index serves the file's METADATA at `<url>.metadata`.
+    pub metadata: bool,
+}
+
+/// A file as an index page lists it: its name, whether (and why) it was yanked, and its
+/// `requires-python`.
+pub type Listed<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
+
+/// Whether the files of a version give the image a wheel to install.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fit {
+    /// A wheel that is not yanked fits.
+    Fits,
+    /// Only yanked wheels fit (PEP 592: an exact pin may still use them).
+    OnlyYanked,
+    /// No wheel fits; the tags of the wheels there are, and why others were left out.
+    None {
+        /// `python-abi-platform` of every wheel of the version.
+        offered: Vec<String>,
+    },
 }
 
 impl Releases {
@@ -34,18 +75,77 @@ impl Releases {
         self.versions.contains(version)
     }
 
-    /// Reads the versions from file names, skipping yanked files and names that are not a
-    /// wheel or sdist of `package`.
+    /// Why `version` is yanked, when every file of it is (an empty reason when none was given).
+    pub fn yanked(&self, version: &pep440_rs::Version) -> Option<String> {
+        let mut files = self.files.iter().filter(|file| &file.version == version);
+        let first = files.next()?;
+        let reason = first.yanked.clone()?;
+        files.all(|file| file.yanked.is_some()).then_some(reason)
+    }
+
+    /// Whether `version` has a wheel for `target`: tags that fit and a `requires-python`
+    /// that holds.
+    pub fn fit(&self, version: &pep440_rs::Version, target: &wheel::Target) -> Fit {
+        let files: Vec<&IndexFile> = self
+            .files
+            .iter()
+            .filter(|file| &file.version == version)
+            .collect();
+        let fits = |file: &&IndexFile| {
+            target.fits_wheel(&file.name)
+                && file
+                    .requires_python
+                    .as_deref()
+                    .is_none_or(|requires| target.requires_python_holds(requires))
+        };
+        if files.iter().filter(|file| file.yanked.is_none()).any(fits) {
+            Fit::Fits
+        } else if files.iter().any(fits) {
+            Fit::OnlyYanked
+        } else {
+            Fit::None {
+                offered: files
+                    .iter()
+                    .filter_map(|file| {
+                        let tags = wheel::tag_triple(&file.name)?;
+                        Some(match &file.requires_python {
+                            Some(requires) => format!("{tags} (requires-python {requires})"),
+                            None => tags,
+                        })
+                    })
+                    .collect(),
+            }
+        }
+    }
+
+    /// Reads the versions from file names, skipping names that are not a wheel or sdist of
+    /// `package`; a version is offered when one of its files is not yanked.
     pub fn from_files<'a>(
         package: &PackageName,
-        files: impl IntoIterator<Item = (&'a str, bool)>,
+        files: impl IntoIterator<Item = Listed<'a>>,
     ) -> Self {
-        let versions = files
+        let files: Vec<IndexFile> = files
             .into_iter()
-            .filter(|(_, yanked)| !yanked)
-            .filter_map(|(name, _)| version_of_file(package, name))
+            .filter_map(|(name, yanked, requires_python)| {
+                Some(IndexFile {
+                    url: None,
+                    metadata: false,
+                    version: version_of_file(package, name)?,
+                    name: name.to_owned(),
+                    yanked: yanked.map(ToOwned::to_owned),
+                    requires_python: requires_python
+                        .map(str::trim)
+                        .filter(|text| !text.is_empty())
+                        .map(ToOwned::to_owned),
+                })
+            })
             .collect();
-        Self { versions }
+        let versions = files
+            .iter()
+            .filter(|file| file.yanked.is_none())
+            .map(|file| file.version.clone())
+            .collect();
+        Self { versions, files }
     }
 }
 
@@ -53,6 +153,12 @@ impl Releases {
 pub trait PackageIndex {
     /// The releases of `package` on the index at `index`.
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError>;
+
+    /// The METADATA of the file at `url` (absolute), from its PEP 658 metadata file.
+    fn metadata(&self, url: &str) -> Result<String, IndexError>;
+
+    /// The METADATA of the wheel at `url` (absolute), read out of the wheel by range requests.
+    fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError>;
 }
 
 /// Why an index could not say what it offers.
@@ -134,6 +240,16 @@ impl Default for SimpleIndex {
 const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
 
 impl PackageIndex for SimpleIndex {
+    fn metadata(&self, url: &str) -> Result<String, IndexError> {
+        // The fragment (`#sha256=...`) is not part of where the file is.
+        let file = url.split('#').next().unwrap_or(url);
+        self.text(&format!("{file}.metadata"))
+    }
+
+    fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError> {
+        zip_range::metadata(&self.agent, url.split('#').next().unwrap_or(url))
+    }
+
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError> {
         let base = index.as_str().trim_end_matches('/');
         let json_api = base.ends_with("/pypi");
@@ -177,13 +293,59 @@ impl PackageIndex for SimpleIndex {
         if json_api {
             parse_json_api(package, &body).map_err(invalid)
         } else if content_type.contains("json") {
-            parse_simple_json(package, &body).map_err(invalid)
+            parse_simple_json(package, &body, &url).map_err(invalid)
         } else if content_type.contains("html") || body.trim_start().starts_with('<') {
             Ok(parse_simple_html(package, &body))
         } else {
             Err(invalid(format!("unexpected content type {content_type:?}")))
         }
     }
+}
+
+impl SimpleIndex {
+    /// `GET url`, as text; 404 is `NotFound`.
+    fn text(&self, url: &str) -> Result<String, IndexError> {
+        let mut response = self
+            .agent
+            .get(url)
+            .call()
+            .map_err(|error| IndexError::Unreachable {
+                url: url.to_owned(),
+                message: error.to_string(),
+            })?;
+        match response.status().as_u16() {
+            200 => crate::http::body_text(&mut response, url).map_err(|error| {
+                IndexError::Unreachable {
+                    url: url.to_owned(),
+                    message: error.to_string(),
+                }
+            }),
+            404 => Err(IndexError::NotFound {
+                url: url.to_owned(),
+                package: url.rsplit('/').next().unwrap_or_default().to_owned(),
+            }),
+            status => Err(IndexError::Status {
+                url: url.to_owned(),
+                status,
+            }),
+        }
+    }
+}
+
+/// `url` made absolute against the page it was found on.
+fn absolute(page: &str, url: &str) -> String {
+    if url.contains("://") {
+        return url.to_owned();
+    }
+    let scheme_end = page.find("://").map_or(0, |at| at + 3);
+    if url.starts_with('/') {
+        let host_end = page[scheme_end..]
+            .find('/')
+            .map_or(page.len(), |at| scheme_end + at);
+        return format!("{}{url}", &page[..host_end]);
+    }
+    let folder = page.rfind('/').map_or(page, |at| &page[..=at]);
+    format!("{folder}{url}")
 }
 
 #[derive(Deserialize)]
@@ -194,30 +356,59 @@ struct SimpleJson {
 #[derive(Deserialize)]
 struct SimpleFile {
     filename: String,
-    /// PEP 691: `false`, or a reason (`true` is seen in the wild).
+    /// PEP 691: `false`, `true`, or a reason.
     #[serde(default)]
     yanked: serde_json::Value,
+    /// PEP 691 `requires-python`; the PyPI JSON API spells it `requires_python`.
+    #[serde(default, rename = "requires-python", alias = "requires_python")]
+    requires_python: Option<String>,
+    /// The JSON API's own reason field.
+    #[serde(default)]
+    yanked_reason: Option<String>,
+    /// Where the file is.
+    #[serde(default)]
+    url: Option<String>,
+    /// PEP 714 (`core-metadata`) or PEP 658 as first published: `false`, `true` or hashes.
+    #[serde(default, rename = "core-metadata", alias = "data-dist-info-metadata")]
+    core_metadata: serde_json::Value,
 }
 
 impl SimpleFile {
-    fn is_yanked(&self) -> bool {
+    fn yanked(&self) -> Option<&str> {
         match &self.yanked {
-            serde_json::Value::Bool(yanked) => *yanked,
-            serde_json::Value::String(_) => true,
-            _ => false,
+            serde_json::Value::Bool(true) => Some(self.yanked_reason.as_deref().unwrap_or("")),
+            serde_json::Value::String(reason) => Some(reason),
+            _ => None,
         }
+    }
+
+    fn listed(&self) -> Listed<'_> {
+        (
+            &self.filename,
+            self.yanked(),
+            self.requires_python.as_deref(),
+        )
     }
 }
 
-fn parse_simple_json(package: &PackageName, body: &str) -> Result<Releases, String> {
+fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Releases, String> {
     let document: SimpleJson = serde_json::from_str(body).map_err(|error| error.to_string())?;
-    Ok(Releases::from_files(
-        package,
-        document
+    let mut releases = Releases::from_files(package, document.files.iter().map(SimpleFile::listed));
+    for file in &mut releases.files {
+        if let Some(listed) = document
             .files
             .iter()
-            .map(|file| (file.filename.as_str(), file.is_yanked())),
-    ))
+            .find(|listed| listed.filename == file.name)
+        {
+            file.url = listed.url.as_deref().map(|url| absolute(page, url));
+            file.metadata = match &listed.core_metadata {
+                serde_json::Value::Bool(offered) => *offered,
+                serde_json::Value::Object(_) => true,
+                _ => false,
+            };
+        }
+    }
+    Ok(releases)
 }
 
 #[derive(Deserialize)]
@@ -229,18 +420,14 @@ fn parse_json_api(package: &PackageName, body: &str) -> Result<Releases, String>
     let document: JsonApi = serde_json::from_str(body).map_err(|error| error.to_string())?;
     Ok(Releases::from_files(
         package,
-        document
-            .releases
-            .values()
-            .flatten()
-            .map(|file| (file.filename.as_str(), file.is_yanked())),
+        document.releases.values().flatten().map(SimpleFile::listed),
     ))
 }
 
 /// Reads the anchors of a PEP 503 page: the text of each `<a>` is the file name (else the last
 /// segment of its `href`); `data-yanked` marks a yanked file.
 fn parse_simple_html(package: &PackageName, body: &str) -> Releases {
-    let mut files: Vec<(String, bool)> = Vec::new();
+    let mut files: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     let mut rest = body;
     while let Some(start) = find_ascii_case_insensitive(rest, "<a ") {
         rest = &rest[start..];
@@ -254,13 +441,46 @@ fn parse_simple_html(package: &PackageName, body: &str) -> Releases {
         } else {
             html_unescape(text)
         };
-        files.push((name, tag.contains("data-yanked")));
+        let yanked = attribute(tag, "data-yanked").map(|reason| html_unescape(&reason));
+        let requires_python =
+            attribute(tag, "data-requires-python").map(|range| html_unescape(&range));
+        files.push((name, yanked, requires_python));
         rest = &after[text_end..];
     }
     Releases::from_files(
         package,
-        files.iter().map(|(name, yanked)| (name.as_str(), *yanked)),
+        files.iter().map(|(name, yanked, requires_python)| {
+            (name.as_str(), yanked.as_deref(), requires_python.as_deref())
+        }),
     )
+}
+
+/// The value of `name` in an HTML tag: `Some("")` for a bare attribute, `None` when absent.
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let at = tag
+        .match_indices(name)
+        .find(|(at, _)| {
+            tag[..*at].ends_with(char::is_whitespace)
+                && !tag[at + name.len()..]
+                    .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+        })?
+        .0;
+    let rest = tag[at + name.len()..].trim_start();
+    let Some(value) = rest.strip_prefix('=') else {
+        return Some(String::new());
+    };
+    let value = value.trim_start();
+    let quote = value.chars().next()?;
+    if quote == '"' || quote == '\'' {
+        Some(value[1..].split(quote).next()?.to_owned())
+    } else {
+        Some(
+            value
+                .split(|c: char| c.is_whitespace() || c == '>')
+                .next()?
+                .to_owned(),
+        )
+    }
 }
 
 fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {

@@ -11,9 +11,10 @@ use crate::bump::edit::{self, Assignment};
 use crate::bump::steps::{self, Invalidated};
 use crate::bump::{
     self, BumpError, Candidate, Clients, Prereleases, Refusal, Sources, Upstream, VersionOffer,
+    YankedFiles,
 };
 use crate::diagnostics::CheckFailed;
-use crate::fs::{Written, write_if_changed};
+use crate::fs::{Written, write_if_changed, write_together};
 use crate::patch::{self, Applied, Outcome, Series, Target};
 use crate::pins::{self, Onto, Pin, Source};
 use crate::printer::Printer;
@@ -118,18 +119,19 @@ pub fn pin_bump_with(
         plan_base(recipe, options, upstream, printer)?
     } else {
         let pin = find_pin(&recipe.pins, &options.name)?;
+        if pin.in_base() {
+            return Err(BumpError::InBase {
+                pin: pin.name.clone(),
+                kind: pin.kind(),
+            }
+            .into());
+        }
         match &pin.source {
             Source::Python { .. } | Source::Wheels { .. } => {
                 plan_version(recipe, pin, options, upstream, printer)?
             }
             Source::Git { .. } => plan_git(recipe, pin, options, upstream, printer)?,
-            Source::Assert { .. } => {
-                return Err(BumpError::NotTracked {
-                    pin: pin.name.clone(),
-                    kind: pin.kind(),
-                }
-                .into());
-            }
+            Source::Assert { .. } => unreachable!("the base supplies assert pins"),
         }
     };
     let Some(planned) = planned else {
@@ -166,7 +168,7 @@ fn plan_version(
     printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
     let pins = &recipe.pins;
-    let offer =
+    let mut offer =
         bump::version_offer(pins, pin, upstream, options.prereleases).with_context(|| {
             format!(
                 "cannot look up the versions of {}; pins.toml was not changed",
@@ -174,75 +176,86 @@ fn plan_version(
             )
         })?;
     let force = options.constraints == Constraints::Force;
-    let chosen: Candidate = match &options.to {
-        Some(text) => {
-            let version = target_version(&offer, text)?;
-            let candidate = offer.judge(pins, &version);
-            // A denied version is refused before anything else, whether the index has it or not.
-            let denied: Vec<&Refusal> = candidate
-                .refusals
-                .iter()
-                .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
-                .collect();
-            if !denied.is_empty() {
-                return Err(refused(&pin.name, &version, &denied).into());
-            }
-            if let Some(package) = offer.on_index(&version).first() {
-                return Err(BumpError::NotOnIndex {
-                    pin: pin.name.clone(),
-                    package: package.name.clone(),
-                    version: package.version_at(&version),
-                    index: package.index.clone(),
+    let chosen: Candidate =
+        match &options.to {
+            Some(text) => {
+                let version = target_version(&offer, text)?;
+                offer.learn(&version, upstream);
+                let candidate = offer.judge(pins, &version, YankedFiles::Allowed);
+                // A denied version is refused before anything else, whether the index has it or not.
+                let denied: Vec<&Refusal> = candidate
+                    .refusals
+                    .iter()
+                    .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
+                    .collect();
+                if !denied.is_empty() {
+                    return Err(refused(&pin.name, &version, &denied).into());
                 }
-                .into());
+                if let Some(package) = offer.on_index(&version).first() {
+                    return Err(BumpError::NotOnIndex {
+                        pin: pin.name.clone(),
+                        package: package.name.clone(),
+                        version: package.version_at(&version),
+                        index: package.index.clone(),
+                    }
+                    .into());
+                }
+                if !(candidate.allowed() || force && candidate.forceable()) {
+                    let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
+                    return Err(refused(&pin.name, &version, &refusals).into());
+                }
+                warn_yanked(&offer, &version, printer);
+                if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
+                    printer.status(
+                        "Fresh",
+                        format_args!("{} is already at {version}", pin.name),
+                    );
+                    return Ok(None);
+                }
+                candidate
             }
-            if !(candidate.allowed() || force && candidate.forceable()) {
-                let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
-                return Err(refused(&pin.name, &version, &refusals).into());
+            None => {
+                let Some(newest) = offer.newest() else {
+                    printer.status(
+                        "Fresh",
+                        format_args!(
+                            "{} is at {}, the newest version on offer",
+                            pin.name, offer.current
+                        ),
+                    );
+                    return Ok(None);
+                };
+                let pick = offer
+                    .newer
+                    .iter()
+                    .find(|candidate| candidate.allowed() || force && candidate.forceable());
+                for skipped in offer.newer.iter().take_while(|candidate| {
+                    pick.is_none_or(|pick| candidate.version != pick.version)
+                }) {
+                    printer.warn(format_args!(
+                        "skipping {} {}: {}",
+                        pin.name,
+                        skipped.version,
+                        join(&skipped.refusals)
+                    ));
+                }
+                let Some(pick) = pick else {
+                    // What `pin outdated` calls the newest allowed is where the pin stands.
+                    printer.status(
+                        "Fresh",
+                        format_args!(
+                            "{} is at {}, the newest allowed version ({} newer held back; {})",
+                            pin.name,
+                            offer.current,
+                            offer.newer.len(),
+                            held_hint(&newest.refusals)
+                        ),
+                    );
+                    return Ok(None);
+                };
+                pick.clone()
             }
-            if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
-                printer.status(
-                    "Fresh",
-                    format_args!("{} is already at {version}", pin.name),
-                );
-                return Ok(None);
-            }
-            candidate
-        }
-        None => {
-            let Some(newest) = offer.newest() else {
-                printer.status(
-                    "Fresh",
-                    format_args!(
-                        "{} is at {}, the newest version on offer",
-                        pin.name, offer.current
-                    ),
-                );
-                return Ok(None);
-            };
-            let pick = offer
-                .newer
-                .iter()
-                .find(|candidate| candidate.allowed() || force && candidate.forceable());
-            let Some(pick) = pick else {
-                let refusals: Vec<&Refusal> = newest.refusals.iter().collect();
-                return Err(refused(&pin.name, &newest.version, &refusals).into());
-            };
-            for skipped in offer
-                .newer
-                .iter()
-                .take_while(|candidate| candidate.version != pick.version)
-            {
-                printer.warn(format_args!(
-                    "skipping {} {}: {}",
-                    pin.name,
-                    skipped.version,
-                    join(&skipped.refusals)
-                ));
-            }
-            pick.clone()
-        }
-    };
+        };
     for refusal in &chosen.refusals {
         printer.warn(format_args!(
             "--force: moving {} to {} although it is {refusal}",
@@ -250,6 +263,26 @@ fn plan_version(
         ));
     }
     Ok(Some(version_move(&offer, &chosen.version)))
+}
+
+/// Warns about every package of the move that the index yanked at `version`: an exact `--to`
+/// may still pin it (PEP 592).
+fn warn_yanked(offer: &VersionOffer, version: &Version, printer: &Printer) {
+    for package in &offer.packages {
+        if let Some(reason) = package.yanked(version) {
+            let reason = if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({reason})")
+            };
+            printer.warn(format_args!(
+                "{} {} is yanked on {}{reason}; pinned anyway, as PEP 592 allows for an exact version",
+                package.name,
+                package.version_at(version),
+                package.index
+            ));
+        }
+    }
 }
 
 /// The version `--to` names, without the local label the pin adds itself: `4.7.0+cu130` and
@@ -322,10 +355,23 @@ fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFail
         Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke; neither --to nor --force moves past it".to_owned(),
         Some(Refusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
         Some(Refusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
+        Some(Refusal::Requires { requirement, .. }) => format!("the Dockerfile installs with --no-deps, so forge checks what each wheel declares: move the pin that provides {requirement} first (for a pin in the base, move the base), or pick a version whose requirements the pinned set meets"),
+        Some(Refusal::NoFit { package, .. }) => format!("the image needs a wheel of {package} for its platform and Python (`[image] platform`, `[base] python` in pins.toml); wait until one is published, or pick a version that has one"),
         Some(Refusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
         None => "see `forge pin outdated`".to_owned(),
     };
     CheckFailed::new(message, hint)
+}
+
+/// What to do about the refusals of the newest version, when nothing newer is allowed.
+fn held_hint(refusals: &[Refusal]) -> &'static str {
+    match refusals.first() {
+        Some(Refusal::OutsideRange { .. }) => {
+            "pass --force to cross the allowed range, or widen `allow` in pins.toml"
+        }
+        Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke",
+        _ => "`forge pin outdated` says why",
+    }
 }
 
 fn join(refusals: &[Refusal]) -> String {
@@ -617,8 +663,7 @@ fn apply(
     );
     let written = match options.mode {
         BumpMode::Write => {
-            let written = write_if_changed(path, edited.new_text.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let written = write_recipe(recipe, &edited, printer)?;
             let changed: Vec<String> = planned
                 .assignments
                 .iter()
@@ -668,6 +713,56 @@ fn apply(
         invalidated,
     })
 }
+
+/// Writes pins.toml and, where the recipe declares one, its committed render, both or neither.
+fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::Result<Written> {
+    let path = &edited.path;
+    let Some(committed) = &recipe.pins.committed_render else {
+        return write_if_changed(path, edited.new_text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()));
+    };
+    let render_path = recipe.root.join(committed.as_str());
+    let written = write_together(&[
+        (path, edited.new_text.as_bytes()),
+        (&render_path, edited.new_render.as_str().as_bytes()),
+    ])
+    .map_err(|error| CommittedRenderError {
+        pins: path.clone(),
+        render: render_path.clone(),
+        source: error,
+    })?;
+    if written[1] == Written::Changed {
+        printer.status(
+            "Updated",
+            format_args!(
+                "{} (the committed render, {})",
+                render_path.display(),
+                edited.new_render.digest()
+            ),
+        );
+    }
+    Ok(written[0])
+}
+
+/// pins.toml and the committed render could not be written together.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {} together with {}; neither was changed", pins.display(), render.display())]
+pub struct CommittedRenderError {
+    pins: std::path::PathBuf,
+    render: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+impl crate::diagnostics::Advise for CommittedRenderError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(format!(
+            "{} must be a writable file (`[render] committed` in pins.toml names it); fix it and run the bump again",
+            self.render.display()
+        ))
+    }
+}
+
+crate::advised!(CommittedRenderError);
 
 /// `pin bump --json`'s document.
 fn bump_json(

@@ -50,20 +50,27 @@ pub enum State {
     Outdated,
     /// Newer versions exist, none allowed.
     Held,
-    /// Not looked up (the base without a tag pattern, a pin the base supplies).
+    /// Not looked up: the base without a tag pattern.
     NotFollowed,
+    /// Supplied by the base image (an assert pin, `install = false`): moves with the base.
+    InBase,
+    /// The index yanked the current version (PEP 592).
+    Yanked,
     /// The lookup failed.
     Error,
 }
 
 impl State {
-    /// The word the table shows: `up-to-date`, `outdated`, `held`, `not-followed`, `error`.
+    /// The word the table shows: `up-to-date`, `outdated`, `held`, `not-followed`, `in-base`,
+    /// `yanked`, `error`.
     pub fn as_str(self) -> &'static str {
         match self {
             State::UpToDate => "up-to-date",
             State::Outdated => "outdated",
             State::Held => "held",
             State::NotFollowed => "not-followed",
+            State::InBase => "in-base",
+            State::Yanked => "yanked",
             State::Error => "error",
         }
     }
@@ -85,6 +92,9 @@ pub struct Reason {
     pub kind: &'static str,
     /// The reason in words.
     pub message: String,
+    /// The reason without the version it holds back, for the grouped notes.
+    #[serde(skip)]
+    pub summary: String,
 }
 
 /// Looks every pin up with the real clients and prints where each stands.
@@ -113,20 +123,7 @@ pub fn pin_outdated_with(
         printer.json(&json!({ "pins": standings }));
     } else {
         printer.stdout(&table(&standings));
-        let mut reasons = String::new();
-        for standing in &standings {
-            for held in &standing.held {
-                for reason in &held.reasons {
-                    reasons.push_str(&format!(
-                        "{} {}: {} ({})\n",
-                        standing.name, held.version, reason.message, reason.kind
-                    ));
-                }
-            }
-            if let Some(note) = &standing.note {
-                reasons.push_str(&format!("{}: {note}\n", standing.name));
-            }
-        }
+        let reasons = notes(&standings);
         if !reasons.is_empty() {
             printer.stdout(&format!("\n{reasons}"));
         }
@@ -144,6 +141,46 @@ pub fn pin_outdated_with(
         .context("forge pin outdated is incomplete");
     }
     Ok(standings)
+}
+
+/// The notes under the table: per pin, one line per kind of reason with the versions it holds
+/// back (newest first), then the pin's note.
+fn notes(standings: &[Standing]) -> String {
+    let mut lines = String::new();
+    for standing in standings {
+        // (kind, versions, summaries), in the order the kinds first appear.
+        let mut kinds: Vec<(&str, Vec<&str>, Vec<&str>)> = Vec::new();
+        for held in &standing.held {
+            for reason in &held.reasons {
+                let at = kinds
+                    .iter()
+                    .position(|(kind, _, _)| *kind == reason.kind)
+                    .unwrap_or_else(|| {
+                        kinds.push((reason.kind, Vec::new(), Vec::new()));
+                        kinds.len() - 1
+                    });
+                let (_, versions, summaries) = &mut kinds[at];
+                if !versions.contains(&held.version.as_str()) {
+                    versions.push(&held.version);
+                }
+                if !summaries.contains(&reason.summary.as_str()) {
+                    summaries.push(&reason.summary);
+                }
+            }
+        }
+        for (kind, versions, summaries) in kinds {
+            lines.push_str(&format!(
+                "{} {}: {} ({kind})\n",
+                standing.name,
+                versions.join(", "),
+                summaries.join("; ")
+            ));
+        }
+        if let Some(note) = &standing.note {
+            lines.push_str(&format!("{}: {note}\n", standing.name));
+        }
+    }
+    lines
 }
 
 fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
@@ -201,6 +238,16 @@ fn pin_standing(
         held: Vec::new(),
         note: None,
     };
+    if pin.in_base() {
+        standing.state = State::InBase;
+        standing.note = Some(if pin.kind() == crate::pins::PinKind::Assert {
+            "asserted in the base image: moves with `forge pin bump base`".to_owned()
+        } else {
+            "in the base image (install = false): moves with `forge pin bump base`, never alone"
+                .to_owned()
+        });
+        return standing;
+    }
     match &pin.source {
         Source::Python { .. } | Source::Wheels { .. } => {
             match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
@@ -215,6 +262,24 @@ fn pin_standing(
                         (Some(_), Some(_)) => State::Outdated,
                         (Some(_), None) => State::Held,
                     };
+                    if let Some(reason) = &offer.current_yanked {
+                        standing.state = State::Yanked;
+                        let reason = if reason.is_empty() {
+                            "no reason given".to_owned()
+                        } else {
+                            reason.clone()
+                        };
+                        standing.note = Some(format!(
+                            "{} is yanked on the index ({reason}): move with `forge pin bump {}`{}",
+                            standing.current,
+                            pin.name,
+                            if allowed.is_some() {
+                                ""
+                            } else {
+                                " once a newer version is allowed"
+                            }
+                        ));
+                    }
                     standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
                     standing.newest_allowed =
                         Some(allowed.clone().unwrap_or_else(|| standing.current.clone()));
@@ -230,6 +295,7 @@ fn pin_standing(
                                 .map(|refusal| Reason {
                                     kind: refusal.kind(),
                                     message: refusal.to_string(),
+                                    summary: refusal.summary(),
                                 })
                                 .collect(),
                         })
@@ -250,11 +316,7 @@ fn pin_standing(
             }
             Err(error) => fail(&mut standing, &error),
         },
-        Source::Assert { .. } => {
-            standing.state = State::NotFollowed;
-            standing.note =
-                Some("asserted in the base image: moves with `forge pin bump base`".to_owned());
-        }
+        Source::Assert { .. } => unreachable!("the base supplies assert pins"),
     }
     standing
 }

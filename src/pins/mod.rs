@@ -25,7 +25,9 @@ use crate::location::Location;
 use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
-use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
+use crate::types::python::{
+    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+};
 use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
 use crate::types::url::Url;
 
@@ -50,6 +52,9 @@ pub struct Pins {
     pub overlays: Vec<Overlay>,
     /// What the build context may hold.
     pub context: ContextSettings,
+    /// Where the recipe keeps its committed render (`[render] committed`), which `pin bump`
+    /// rewrites together with pins.toml.
+    pub committed_render: Option<RecipePath>,
     /// Things that load but deserve a look (a short git revision, say).
     pub notices: Vec<Notice>,
 }
@@ -99,6 +104,8 @@ pub struct Base {
     pub digest: Option<Digest>,
     /// The tags `forge pin bump base` may move the image to; the newest match wins.
     pub tags: Option<TagPattern>,
+    /// The Python the base image runs (`[base] python`): which wheels fit the image.
+    pub python: Option<PythonVersion>,
 }
 
 impl Base {
@@ -129,6 +136,14 @@ pub struct Pin {
 }
 
 impl Pin {
+    /// Whether the base image supplies it: an assert pin, or a python pin with `install = false`.
+    pub fn in_base(&self) -> bool {
+        matches!(
+            self.source,
+            Source::Assert { .. } | Source::Python { install: false, .. }
+        )
+    }
+
     /// The kind, as written in pins.toml.
     pub fn kind(&self) -> PinKind {
         match self.source {
@@ -485,8 +500,6 @@ impl Loader<'_> {
                 to: entry.to,
             });
         }
-        let context = self.context(raw.context)?;
-
         Ok(Pins {
             image: Image {
                 repository: raw.image.repository,
@@ -500,6 +513,7 @@ impl Loader<'_> {
                 image: raw.base.image,
                 digest: raw.base.digest,
                 tags: raw.base.tags,
+                python: raw.base.python,
             },
             index: raw.index.map(|index| index.url),
             env: raw.env,
@@ -507,7 +521,8 @@ impl Loader<'_> {
             pins,
             patches,
             overlays,
-            context,
+            context: self.context(raw.context)?,
+            committed_render: self.render_section(raw.render)?,
             notices,
         })
     }
@@ -549,6 +564,42 @@ impl Loader<'_> {
             )),
             Err(other) => Err(other.into()),
         }
+    }
+
+    /// `[render]`: where the committed render lives, if the recipe says.
+    fn render_section(
+        &self,
+        render: Option<schema::RawRender>,
+    ) -> Result<Option<RecipePath>, LoadError> {
+        render
+            .and_then(|render| render.committed)
+            .map(|path| self.committed_render(path))
+            .transpose()
+    }
+
+    /// `[render] committed`: a file in an existing folder of the recipe, not pins.toml.
+    fn committed_render(&self, path: Spanned<RecipePath>) -> Result<RecipePath, LoadError> {
+        let relative = path.get_ref().as_str();
+        let folder = relative.rsplit_once('/').map_or("", |(folder, _)| folder);
+        let own_name = self.path.file_name().and_then(|name| name.to_str());
+        if Some(relative) == own_name {
+            return Err(self.error(
+                path.span(),
+                format!("[render] committed names pins.toml itself (`{relative}`)"),
+                "name the file the rendered Dockerfile is committed to, such as ci/Dockerfile.rendered",
+            ));
+        }
+        if !self.root.join(folder).is_dir() {
+            return Err(self.error(
+                path.span(),
+                format!(
+                    "[render] committed `{relative}`: the folder `{folder}` does not exist in {}",
+                    self.root.display()
+                ),
+                "create the folder and `forge render --out` the file there, or fix the path (relative to the folder that holds pins.toml)",
+            ));
+        }
+        Ok(path.into_inner())
     }
 
     /// The git pin a series onto `url` at `rev` patches: the image builds that remote only

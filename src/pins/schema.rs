@@ -12,7 +12,9 @@ use toml::Spanned;
 use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
-use crate::types::python::{Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version};
+use crate::types::python::{
+    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+};
 use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
 use crate::types::url::Url;
 
@@ -35,6 +37,13 @@ pub(crate) struct RawRecipe {
     pub overlays: Vec<RawOverlay>,
     #[serde(default)]
     pub context: Option<RawContext>,
+    pub render: Option<RawRender>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRender {
+    pub committed: Option<Spanned<RecipePath>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,6 +74,7 @@ pub(crate) struct RawBase {
     pub image: ImageRef,
     pub digest: Option<Digest>,
     pub tags: Option<TagPattern>,
+    pub python: Option<PythonVersion>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -43,6 +43,51 @@ impl FromStr for Version {
     }
 }
 
+/// The image's Python as `MAJOR.MINOR` (`3.12`): which wheels fit it and which
+/// `Requires-Python` ranges hold.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PythonVersion(String);
+string_newtype!(PythonVersion);
+
+impl PythonVersion {
+    /// The major and minor numbers.
+    pub fn parts(&self) -> (u64, u64) {
+        let (major, minor) = self.0.split_once('.').expect("checked when it was made");
+        (
+            major.parse().expect("checked"),
+            minor.parse().expect("checked"),
+        )
+    }
+
+    /// As a PEP 440 version, for `Requires-Python`.
+    pub fn pep440(&self) -> pep440_rs::Version {
+        pep440_rs::Version::from_str(&self.0).expect("checked when it was made")
+    }
+}
+
+impl FromStr for PythonVersion {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = value.split_once('.').is_some_and(|(major, minor)| {
+            [major, minor].iter().all(|part| {
+                !part.is_empty()
+                    && part.len() <= 3
+                    && part.chars().all(|c| c.is_ascii_digit())
+                    && (part.len() == 1 || !part.starts_with('0'))
+            })
+        });
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "Python version",
+                value,
+                "expected MAJOR.MINOR, such as 3.12",
+            ))
+        }
+    }
+}
+
 /// A PEP 440 local version label such as `cu130` (the part after `+`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LocalLabel(String);

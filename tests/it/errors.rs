@@ -80,8 +80,8 @@ fn an_unknown_key() {
     let context = TestContext::default_recipe();
     context.edit(
         "pins.toml",
-        "rev = \"a6b593d\"",
-        "rev = \"a6b593d\"\nrevision = \"x\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"\nrevision = \"x\"",
     );
     snapshot("error_unknown_key", &context, &["render"], &[]);
 }

@@ -2,7 +2,12 @@
 //! from a temporary folder holding one folder per package (PEP 503 normalised names) with the
 //! distribution files in it. `GET /simple/<name>/` answers PEP 691 JSON, or the PEP 503 HTML
 //! page when the request does not accept JSON; `GET /pypi/<name>/json` answers as PyPI's JSON
-//! API does. A file with a `.yanked` twin is marked yanked.
+//! API does. A file with a `.yanked` twin is marked yanked; one with a `.requires-python` twin
+//! declares that range; one with a `.metadata` twin offers it as its PEP 658 metadata file
+//! (`core-metadata` in the JSON page, served at `/files/<name>/<file>.metadata`).
+//!
+//! `load_fixture` publishes a package recorded from the real index by
+//! `tests/fixtures/index/record.py`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -59,6 +64,69 @@ impl IndexServer {
         )
     }
 
+    /// Publishes `file` of `package` with its content, served (with range requests) at the
+    /// `url` the JSON page gives.
+    pub fn publish_bytes(&self, package: &str, file: &str, bytes: &[u8]) -> &Self {
+        let folder = self.root.path().join(normalize(package));
+        std::fs::create_dir_all(&folder).expect("package folder");
+        std::fs::write(folder.join(file), bytes).expect("write a file");
+        self
+    }
+
+    /// How many bytes of `/files/...` paths ending in `file` the server sent, and in how many
+    /// answers.
+    pub fn sent(&self, file: &str) -> (usize, usize) {
+        self.requests()
+            .iter()
+            .filter_map(|line| line.strip_prefix("sent "))
+            .filter_map(|line| line.rsplit_once(' '))
+            .filter(|(path, _)| path.ends_with(file))
+            .fold((0, 0), |(bytes, answers), (_, sent)| {
+                (bytes + sent.parse::<usize>().unwrap_or(0), answers + 1)
+            })
+    }
+
+    /// Publishes `file` of `package` with the PEP 691 `requires-python` it declares.
+    pub fn publish_requiring(&self, package: &str, file: &str, requires_python: &str) -> &Self {
+        self.publish(package, &[file]);
+        let path = self
+            .root
+            .path()
+            .join(normalize(package))
+            .join(format!("{file}.requires-python"));
+        std::fs::write(path, requires_python).expect("write the requirement");
+        self
+    }
+
+    /// Publishes a package recorded from the real index (`tests/fixtures/index/NAME.json`):
+    /// its wheel names, their `requires-python` and yanked marks, and for every version the
+    /// METADATA headers, offered as PEP 658 metadata files.
+    pub fn load_fixture(&self, package: &str) -> &Self {
+        let path = crate::support::repository_root()
+            .join("tests/fixtures/index")
+            .join(format!("{package}.json"));
+        let text = std::fs::read_to_string(&path).expect("a recorded fixture");
+        let document: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
+        let folder = self.root.path().join(normalize(package));
+        for file in document["files"].as_array().expect("files") {
+            let name = file["filename"].as_str().expect("a file name");
+            self.publish(package, &[name]);
+            if let Some(range) = file["requires-python"].as_str() {
+                std::fs::write(folder.join(format!("{name}.requires-python")), range)
+                    .expect("write the requirement");
+            }
+            if file["yanked"] != serde_json::json!(false) {
+                self.yank(package, name);
+            }
+            let version = name.split('-').nth(1).expect("a version");
+            if let Some(metadata) = document["metadata"][version].as_str() {
+                std::fs::write(folder.join(format!("{name}.metadata")), metadata)
+                    .expect("write the metadata");
+            }
+        }
+        self
+    }
+
     /// Marks a published file yanked.
     pub fn yank(&self, package: &str, file: &str) -> &Self {
         let path = self
@@ -98,16 +166,18 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         return;
     }
     let mut accept = String::new();
+    let mut range = None;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
             break;
         }
-        if let Some((_, value)) = line
-            .split_once(':')
-            .filter(|(name, _)| name.eq_ignore_ascii_case("accept"))
-        {
-            accept = value.trim().to_owned();
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("accept") {
+                accept = value.trim().to_owned();
+            } else if name.eq_ignore_ascii_case("range") {
+                range = Some(value.trim().to_owned());
+            }
         }
     }
     let path = request_line
@@ -116,6 +186,17 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         .unwrap_or("/")
         .to_owned();
     requests.lock().expect("the request log").push(path.clone());
+    if let Some(file) = distribution(root, &path) {
+        let (head, body) = file_answer(&file, range.as_deref());
+        requests
+            .lock()
+            .expect("the request log")
+            .push(format!("sent {path} {}", body.len()));
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(&body);
+        let _ = stream.flush();
+        return;
+    }
     let (status, content_type, body) = answer(root, &path, &accept);
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -126,8 +207,79 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     let _ = stream.flush();
 }
 
+/// The bytes of a distribution file `/files/<name>/<file>` published with `publish_bytes`.
+fn distribution(root: &Path, path: &str) -> Option<Vec<u8>> {
+    let (name, file) = path.strip_prefix("/files/")?.split_once('/')?;
+    if is_twin(file)
+        || [name, file]
+            .iter()
+            .any(|part| part.contains("..") || part.contains('/'))
+    {
+        return None;
+    }
+    let bytes = std::fs::read(root.join(name).join(file)).ok()?;
+    // `publish` writes the file's name as a stand-in; only real files are served.
+    (bytes != format!("{file}\n").as_bytes()).then_some(bytes)
+}
+
+/// The whole file, or the one range asked for (`bytes=A-B`, `bytes=A-`, `bytes=-N`) as 206.
+fn file_answer(bytes: &[u8], range: Option<&str>) -> (String, Vec<u8>) {
+    let total = bytes.len();
+    let parsed = range
+        .and_then(|range| range.strip_prefix("bytes="))
+        .and_then(|range| range.split_once('-'))
+        .and_then(
+            |(from, to)| match (from.parse::<usize>(), to.parse::<usize>()) {
+                (Ok(from), Ok(to)) => Some((from, to.min(total - 1))),
+                (Ok(from), Err(_)) if to.is_empty() => Some((from, total - 1)),
+                (Err(_), Ok(last)) if from.is_empty() => {
+                    Some((total.saturating_sub(last), total - 1))
+                }
+                _ => None,
+            },
+        )
+        .filter(|(from, to)| from <= to);
+    match parsed {
+        Some((from, to)) => (
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {from}-{to}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                to + 1 - from
+            ),
+            bytes[from..=to].to_vec(),
+        ),
+        None => (
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n"
+            ),
+            bytes.to_vec(),
+        ),
+    }
+}
+
+/// A file that says something about another one rather than being published itself.
+fn is_twin(file: &str) -> bool {
+    [".yanked", ".requires-python", ".metadata"]
+        .iter()
+        .any(|suffix| file.ends_with(suffix))
+}
+
 fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str, String) {
     let not_found = ("404 Not Found", "text/plain", "not found\n".to_owned());
+    if let Some(rest) = path.strip_prefix("/files/") {
+        // Only metadata files are served: nothing reads the (empty) distributions themselves.
+        return match rest.split_once('/') {
+            Some((name, file))
+                if file.ends_with(".metadata")
+                    && !name.contains("..")
+                    && !file.contains("..")
+                    && !file.contains('/') =>
+            {
+                std::fs::read_to_string(root.join(name).join(file))
+                    .map_or(not_found, |text| ("200 OK", "text/plain", text))
+            }
+            _ => not_found,
+        };
+    }
     if let Some(name) = path
         .strip_prefix("/pypi/")
         .and_then(|rest| rest.strip_suffix("/json"))
@@ -148,20 +300,29 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     let mut files: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|file| !file.ends_with(".yanked"))
+        .filter(|file| !is_twin(file))
         .collect();
     files.sort();
     let yanked = |file: &str| folder.join(format!("{file}.yanked")).exists();
+    let requires_python =
+        |file: &str| std::fs::read_to_string(folder.join(format!("{file}.requires-python"))).ok();
     if accept.contains("application/vnd.pypi.simple.v1+json") {
         let files: Vec<serde_json::Value> = files
             .iter()
             .map(|file| {
-                serde_json::json!({
+                let mut entry = serde_json::json!({
                     "filename": file,
                     "url": format!("/files/{name}/{file}"),
                     "hashes": {},
                     "yanked": if yanked(file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
-                })
+                });
+                if let Some(range) = requires_python(file) {
+                    entry["requires-python"] = serde_json::json!(range);
+                }
+                if folder.join(format!("{file}.metadata")).exists() {
+                    entry["core-metadata"] = serde_json::json!(true);
+                }
+                entry
             })
             .collect();
         let document = serde_json::json!({
@@ -177,11 +338,17 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     } else {
         let mut page = String::from("<!DOCTYPE html>\n<html><body>\n");
         for file in &files {
-            let mark = if yanked(file) {
-                " data-yanked=\"\""
+            let mut mark = if yanked(file) {
+                " data-yanked=\"\"".to_owned()
             } else {
-                ""
+                String::new()
             };
+            if let Some(range) = requires_python(file) {
+                mark.push_str(&format!(
+                    " data-requires-python=\"{}\"",
+                    range.replace('<', "&lt;").replace('>', "&gt;")
+                ));
+            }
             page.push_str(&format!(
                 "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
                 file.replace('+', "%2B")
@@ -201,7 +368,7 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
         .filter_map(|entry| entry.ok())
     {
         let file = entry.file_name().to_string_lossy().into_owned();
-        if file.ends_with(".yanked") {
+        if is_twin(&file) {
             continue;
         }
         let version = file.split('-').nth(1).unwrap_or_default().to_owned();

@@ -918,7 +918,7 @@ fn a_git_target_is_fetched_into_the_cache_and_patched_in_scratch() {
         )
         .edit(
             "pins.toml",
-            "rev = \"a6b593d\"",
+            "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
             &format!("rev = \"{base}\""),
         );
 

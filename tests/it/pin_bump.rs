@@ -135,7 +135,7 @@ fn assert_deepgemm_at(context: &TestContext, before: &str, rev: &str) {
     assert_moved(
         context,
         before,
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{rev}\""),
     );
 }
@@ -199,9 +199,543 @@ fn the_value_keeps_its_quote_style_and_trailing_comment() {
 }
 
 #[test]
+fn a_bump_rewrites_the_committed_render_with_pins_toml() {
+    let (context, before, index) = recipe_and_index();
+    offer_flashinfer_0_6_15(&index);
+    let rendered = "ci/Dockerfile.rendered";
+    let check = ["render", "--out", rendered, "--check"];
+    forge(&context, &check, &[]).expect_code(0);
+    let old_render = context.read(rendered);
+
+    // A dry run writes neither.
+    forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--dry-run"],
+    )
+    .expect_code(0);
+    assert_unchanged(&context, &before);
+    assert_eq!(context.read(rendered), old_render);
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+    assert_contains(
+        &run.stderr,
+        "ci/Dockerfile.rendered (the committed render, sha256:",
+    );
+    forge(&context, &check, &[]).expect_code(0);
+    assert_contains(&context.read(rendered), "flashinfer-python==0.6.15");
+}
+
+#[test]
+fn a_committed_render_that_cannot_be_written_leaves_pins_toml_as_it_was() {
+    let (context, before, index) = recipe_and_index();
+    offer_flashinfer_0_6_15(&index);
+    // A folder where the render should be: pins.toml is written first, then put back.
+    let rendered = context.path().join("ci/Dockerfile.rendered");
+    std::fs::remove_file(&rendered).unwrap();
+    std::fs::create_dir(&rendered).unwrap();
+    std::fs::write(rendered.join("keep"), "x\n").unwrap();
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(2);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["neither was changed", "must be a writable file"],
+    );
+}
+
+#[test]
+fn pins_the_base_supplies_are_in_base_and_never_move_alone() {
+    let (context, _, index) = recipe_and_index();
+    index.wheel("nvidia-cutlass-dsl", "4.7.0");
+    let remote = GitRemote::new();
+    let before = with_git_remote(&context, &remote);
+
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]);
+    let row = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(row("cutlass-dsl"), "in-base");
+    assert_eq!(row("nccl"), "in-base");
+    assert_contains(
+        &run.stdout,
+        "cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone",
+    );
+
+    for args in [
+        &["pin", "bump", "cutlass-dsl"][..],
+        &["pin", "bump", "cutlass-dsl", "--to", "4.7.0"][..],
+        &["pin", "bump", "nccl"][..],
+    ] {
+        let run = forge_on(&context, &index, args).expect_code(2);
+        assert_unchanged_saying(
+            &run,
+            &context,
+            &before,
+            &[
+                "is supplied by the base image; forge does not move it alone",
+                "`forge pin bump base` moves the base image",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    // 0.6.15: every wheel fits but flashinfer-cubin's, which is for x86_64 and Python 3.13.
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-jit-cache", "0.6.15+cu130")
+        .publish(
+            "flashinfer-cubin",
+            &[
+                "flashinfer_cubin-0.6.15-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "flashinfer_cubin-0.6.15-cp313-cp313-manylinux_2_28_aarch64.whl",
+                "flashinfer_cubin-0.6.15.tar.gz",
+            ],
+        )
+        // 0.6.16: a wheel for any platform, but only for Python 3.13 and later.
+        .wheel("flashinfer-python", "0.6.16")
+        .wheel("flashinfer-jit-cache", "0.6.16+cu130")
+        .publish_requiring(
+            "flashinfer-cubin",
+            "flashinfer_cubin-0.6.16-py3-none-any.whl",
+            ">=3.13",
+        );
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.16", "held"]);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.6.16, 0.6.15: no wheel of flashinfer-cubin fits linux/aarch64, Python 3.12 (wheel-fit)",
+    );
+
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "no wheel of flashinfer-cubin 0.6.16 fits linux/aarch64, Python 3.12 (wheels: py3-none-any (requires-python >=3.13))",
+            "flashinfer is at 0.6.14, the newest allowed version",
+        ],
+    );
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "no wheel of flashinfer-cubin 0.6.15 fits linux/aarch64, Python 3.12 (wheels: cp312-cp312-manylinux_2_28_x86_64, cp313-cp313-manylinux_2_28_aarch64)",
+        ],
+    );
+
+    // The same versions on an x86_64 image with Python 3.13: both fit.
+    context.edit(
+        "pins.toml",
+        "platform = \"linux/arm64\"",
+        "platform = \"linux/amd64\"",
+    );
+    context.edit("pins.toml", "python = \"3.12\"", "python = \"3.13\"");
+    for package in ["flashinfer-python", "flashinfer-jit-cache"] {
+        let version = if package == "flashinfer-jit-cache" {
+            "+cu130"
+        } else {
+            ""
+        };
+        for at in ["0.6.14", "0.6.15", "0.6.16"] {
+            let name = package.replace('-', "_");
+            index.publish(
+                package,
+                &[&format!(
+                    "{name}-{at}{version}-py3-none-manylinux_2_28_x86_64.whl"
+                )],
+            );
+        }
+    }
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        row,
+        ["flashinfer", "0.6.14", "0.6.16", "0.6.16", "outdated"]
+    );
+}
+
+#[test]
+fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index.yank(
+        "flashinfer-python",
+        "flashinfer_python-0.6.14-py3-none-manylinux_2_28_aarch64.whl",
+    );
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "the index yanked the current version of flashinfer (--exit-code)",
+    );
+    let row = run
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("flashinfer "))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "yanked"]);
+    assert_contains(
+        &run.stdout,
+        "flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump flashinfer` once a newer version is allowed",
+    );
+
+    // 0.6.15 yanked: not offered, but an exact --to may pin it, with a warning.
+    offer_flashinfer_0_6_15(&index);
+    for file in [
+        "flashinfer_python-0.6.15-py3-none-manylinux_2_28_aarch64.whl",
+        "flashinfer_python-0.6.15.tar.gz",
+    ] {
+        index.yank("flashinfer-python", file);
+    }
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(&run, &context, &before, &["flashinfer is at 0.6.14"]);
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "warning: flashinfer-python 0.6.15 is yanked on {} (yanked for the test); pinned anyway, as PEP 592 allows for an exact version",
+            index.url()
+        ),
+    );
+    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+}
+
+/// An index holding what the real one offers for the default recipe's packages (recorded by
+/// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
+/// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
+/// own index).
+fn recorded_index() -> IndexServer {
+    let index = IndexServer::start();
+    for package in [
+        "tilelang",
+        "apache-tvm-ffi",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "nvidia-cutlass-dsl",
+    ] {
+        index.load_fixture(package);
+    }
+    for version in ["0.6.14", "0.7.4"] {
+        index
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    index
+}
+
+#[test]
+fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_requirement() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+
+    let to = ["pin", "bump", "flashinfer", "--to", "0.7.4"];
+    let run = forge_on(&context, &index, &to).expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "refusing to move flashinfer to 0.7.4: flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0",
+            "hint: the Dockerfile installs with --no-deps",
+        ],
+    );
+    // What it declares came from its PEP 658 metadata file.
+    assert!(
+        index
+            .requests()
+            .iter()
+            .any(|path| path.ends_with("/flashinfer_python-0.7.4-py3-none-any.whl.metadata")),
+        "{:?}",
+        index.requests()
+    );
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.7.4: flashinfer-python requires nvidia-cutlass-dsl>=4.8.0 (requires)",
+    );
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["flashinfer is at 0.6.14, the newest allowed version"],
+    );
+
+    // With the base's CUTLASS DSL at 4.8.0 the same move holds.
+    context.edit("pins.toml", "version = \"4.6.0\"", "version = \"4.8.0\"");
+    forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(&context.read("pins.toml"), FLASHINFER_0_7_4);
+}
+
+const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
+
+/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): what the real tilelang
+/// wheels declare, read by range requests, lets tilelang move to 0.1.15 with apache-tvm-ffi
+/// kept at 0.1.11, and then holds apache-tvm-ffi below 0.1.13.
+#[test]
+fn live_index_requirements_come_from_the_real_wheels() {
+    if std::env::var_os("FORGE_LIVE_INDEX").is_none() {
+        return;
+    }
+    let (context, _remote) = recipe_at_the_git_head();
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang", "--to", "0.1.15"],
+        &pypi,
+    );
+    let run = run.expect_code(0);
+    assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
+    let run = forge(
+        &context,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+        &pypi,
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13",
+    );
+}
+
+/// A wheel (a zip archive) of `files`, each `(name, content, deflated)`.
+fn wheel_zip(files: &[(&str, &[u8], bool)]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut zip = Vec::new();
+    let mut directory = Vec::new();
+    for (name, content, deflated) in files {
+        let data = if *deflated {
+            let mut encoder =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(content).unwrap();
+            encoder.finish().unwrap()
+        } else {
+            content.to_vec()
+        };
+        let mut crc = flate2::Crc::new();
+        crc.update(content);
+        let offset = u32::try_from(zip.len()).unwrap();
+        let method: u16 = if *deflated { 8 } else { 0 };
+        let sizes = [
+            crc.sum(),
+            u32::try_from(data.len()).unwrap(),
+            u32::try_from(content.len()).unwrap(),
+        ];
+        let name_length = u16::try_from(name.len()).unwrap();
+        // Local header: signature, version, flags, method, time, date, crc, sizes, name, extra.
+        zip.extend_from_slice(b"PK\x03\x04");
+        for field in [20u16, 0, method, 0, 0x21] {
+            zip.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in sizes {
+            zip.extend_from_slice(&field.to_le_bytes());
+        }
+        zip.extend_from_slice(&name_length.to_le_bytes());
+        zip.extend_from_slice(&0u16.to_le_bytes());
+        zip.extend_from_slice(name.as_bytes());
+        zip.extend_from_slice(&data);
+        // Central directory entry.
+        directory.extend_from_slice(b"PK\x01\x02");
+        for field in [20u16, 20, 0, method, 0, 0x21] {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in sizes {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in [name_length, 0, 0, 0, 0] {
+            directory.extend_from_slice(&field.to_le_bytes());
+        }
+        directory.extend_from_slice(&0u32.to_le_bytes());
+        directory.extend_from_slice(&offset.to_le_bytes());
+        directory.extend_from_slice(name.as_bytes());
+    }
+    let offset = u32::try_from(zip.len()).unwrap();
+    let count = u16::try_from(files.len()).unwrap();
+    zip.extend_from_slice(&directory);
+    zip.extend_from_slice(b"PK\x05\x06");
+    for field in [0u16, 0, count, count] {
+        zip.extend_from_slice(&field.to_le_bytes());
+    }
+    zip.extend_from_slice(&u32::try_from(directory.len()).unwrap().to_le_bytes());
+    zip.extend_from_slice(&offset.to_le_bytes());
+    zip.extend_from_slice(&0u16.to_le_bytes());
+    zip
+}
+
+#[test]
+fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requests() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    index
+        .wheel("flashinfer-cubin", "0.7.4")
+        .wheel("flashinfer-jit-cache", "0.7.4+cu130");
+    // flashinfer-python 0.7.4 as a real wheel, METADATA as the real index has it, and 4 MB of
+    // kernels that need not move for forge to read it.
+    let recorded: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            crate::support::repository_root().join("tests/fixtures/index/flashinfer-python.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let metadata = recorded["metadata"]["0.7.4"].as_str().unwrap();
+    let kernels: Vec<u8> = (0..4_000_000u32)
+        .map(|at| (at.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let file = "flashinfer_python-0.7.4-py3-none-any.whl";
+    // Enough modules that the central directory does not fit in the last 64 KB.
+    let modules: Vec<String> = (0..1500)
+        .map(|at| format!("flashinfer/jit/module_{at:04}.py"))
+        .collect();
+    let mut files: Vec<(&str, &[u8], bool)> =
+        vec![("flashinfer/data/kernels.bin", &kernels, false)];
+    files.extend(
+        modules
+            .iter()
+            .map(|name| (name.as_str(), &b"pass\n"[..], false)),
+    );
+    files.extend([
+        (
+            "flashinfer_python-0.7.4.dist-info/METADATA",
+            metadata.as_bytes(),
+            true,
+        ),
+        (
+            "flashinfer_python-0.7.4.dist-info/RECORD",
+            b"flashinfer/__init__.py,,\n",
+            true,
+        ),
+    ]);
+    let wheel = wheel_zip(&files);
+    index.publish_bytes("flashinfer-python", file, &wheel);
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0"],
+    );
+    // The end record, the central directory and the METADATA entry: three ranges.
+    let (bytes, answers) = index.sent(file);
+    assert!(
+        bytes * 10 < wheel.len() && answers == 3,
+        "{bytes} bytes in {answers} answers of a {} byte wheel",
+        wheel.len()
+    );
+}
+
+#[test]
+fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
+    let (context, _remote) = recipe_at_the_git_head();
+    // Without the lockstep group each moves on its own.
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let index = recorded_index();
+
+    // tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11: 0.1.11 meets it.
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
+    assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
+    let before = context.read("pins.toml");
+    // Now apache-tvm-ffi 0.1.13 would break tilelang 0.1.15, and 0.1.12 is denied.
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13"],
+    );
+    let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["apache-tvm-ffi is at 0.1.11, the newest allowed version"],
+    );
+}
+
+#[test]
 fn a_python_pin_keeps_its_local_label() {
-    let (context, before, index) =
-        edited_recipe_and_index("version = \"4.6.0\"", "version = \"4.6.0+cu130\"");
+    // Installed by the layer: a pin the base supplies does not move alone.
+    let (context, before, index) = edited_recipe_and_index(
+        "version = \"4.6.0\"\ninstall = false",
+        "version = \"4.6.0+cu130\"\ninstall = true",
+    );
     index
         .wheel("nvidia-cutlass-dsl", "4.6.0+cu130")
         .wheel("nvidia-cutlass-dsl", "4.7.0+cu130")
@@ -258,9 +792,6 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
     for args in [
         &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12"][..],
         &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.12", "--force"][..],
-        &["pin", "bump", "apache-tvm-ffi"][..],
-        // The partner's deny list holds for tilelang too: they move together.
-        &["pin", "bump", "tilelang"][..],
     ] {
         let run = forge_on(&context, &index, args).expect_code(1);
         assert_unchanged_saying(
@@ -270,6 +801,27 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
             &[
                 "aborts tilelang: duplicate type-attr registration",
                 "hint: the deny list",
+            ],
+        );
+    }
+    // Without --to the newest allowed version is the current one: said, with the reason.
+    for pin in [
+        "apache-tvm-ffi",
+        // The partner's deny list holds for tilelang too: they move together.
+        "tilelang",
+    ] {
+        let run = forge_on(&context, &index, &["pin", "bump", pin]).expect_code(0);
+        assert_unchanged_saying(
+            &run,
+            &context,
+            &before,
+            &[
+                &format!(
+                    "skipping {pin} 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration"
+                ),
+                &format!(
+                    "{pin} is at 0.1.11, the newest allowed version (1 newer held back; the deny list"
+                ),
             ],
         );
     }
@@ -311,15 +863,27 @@ fn a_group_partner_missing_the_version_refuses_the_bump() {
     let (context, before, index) = recipe_and_index();
     index.wheel("tilelang", "0.1.13");
 
-    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
     assert_unchanged_saying(
         &run,
         &context,
         &before,
         &[
-            "group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
-            "hint: a lockstep group moves together",
+            "skipping tilelang 0.1.13: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on",
+            "tilelang is at 0.1.11, the newest allowed version",
         ],
+    );
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.13"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &["hint: a lockstep group moves together"],
     );
 }
 
@@ -332,12 +896,17 @@ fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
         // Published for another CUDA build only.
         .wheel("flashinfer-jit-cache", "0.6.15+cu128");
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         index.url()
     );
-    assert_unchanged_saying(&run, &context, &before, &[&missing]);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[&missing, "flashinfer is at 0.6.14"],
+    );
 }
 
 #[test]
@@ -350,7 +919,7 @@ fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_
         .wheel("flashinfer-cubin", "0.6.15");
     let url = index.url();
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     let missing = format!("wheel flashinfer-jit-cache 0.6.15+cu130 is not on {url}");
     assert_unchanged_saying(&run, &context, &before, &[&missing]);
 
@@ -368,7 +937,7 @@ fn an_allowed_range_holds_unless_forced() {
     );
     offer_flashinfer_0_6_15(&index);
 
-    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(1);
+    let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     assert_unchanged_saying(
         &run,
         &context,
@@ -498,7 +1067,7 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &["pin", "bump", "flashinfer"],
         &[("PIP_INDEX_URL", &main.url())],
     )
-    .expect_code(1);
+    .expect_code(0);
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         wheels.url()
@@ -649,7 +1218,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     with_git_remote(&context, &remote);
     context.edit(
         "pins.toml",
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{}\"", remote.first),
     );
     let before_outdated = context.read("pins.toml");
@@ -686,8 +1255,8 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
             "outdated"
         ]
     );
-    assert_eq!(row("cutlass-dsl")[4], "up-to-date");
-    assert_eq!(row("nccl")[4], "not-followed");
+    assert_eq!(row("cutlass-dsl")[4], "in-base");
+    assert_eq!(row("nccl")[4], "in-base");
     assert_contains(
         &run.stdout,
         "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
@@ -707,6 +1276,67 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
     assert_eq!(tilelang["held"][0]["reasons"][0]["kind"], "denied");
     assert_eq!(context.read("pins.toml"), before_outdated);
     assert_ne!(before, before_outdated);
+}
+
+/// The default recipe with DeepGEMM at the head of a local remote, so that only the index
+/// decides what can move; the remote is returned to live as long as the recipe.
+fn recipe_at_the_git_head() -> (TestContext, GitRemote) {
+    let context = TestContext::default_recipe();
+    let remote = GitRemote::new();
+    with_git_remote(&context, &remote);
+    context.edit(
+        "pins.toml",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
+        &format!("rev = \"{}\"", remote.head),
+    );
+    (context, remote)
+}
+
+#[test]
+fn outdated_exit_code_is_1_only_when_a_pin_can_move() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = default_index();
+    // Held back only (denied): nothing can move.
+    index
+        .wheel("apache-tvm-ffi", "0.1.12")
+        .wheel("tilelang", "0.1.12");
+    forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(0);
+
+    offer_flashinfer_0_6_15(&index);
+    forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    assert_contains(&run.stderr, "flashinfer can move (--exit-code)");
+    forge_on(
+        &context,
+        &index,
+        &["--json", "pin", "outdated", "--exit-code"],
+    )
+    .expect_code(1);
+}
+
+#[test]
+fn outdated_notes_say_each_kind_of_reason_once_with_the_versions_it_holds_back() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = default_index();
+    // Two versions whose cubin and jit-cache wheels are missing: one wheel-set line.
+    index
+        .wheel("flashinfer-python", "0.6.15")
+        .wheel("flashinfer-python", "0.6.16");
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    let lines: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("flashinfer "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let url = index.url();
+    assert_eq!(
+        lines[1],
+        format!(
+            "flashinfer 0.6.16, 0.6.15: wheel flashinfer-cubin is not on {url}; wheel flashinfer-jit-cache is not on {url} (wheel-set)"
+        )
+    );
 }
 
 #[test]
@@ -731,7 +1361,7 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
     assert_contains(&run.stderr, "error: forge pin outdated is incomplete");
     assert_contains(
         &run.stderr,
-        "could not look up apache-tvm-ffi, cutlass-dsl, flashinfer, tilelang",
+        "could not look up apache-tvm-ffi, flashinfer, tilelang",
     );
 }
 
@@ -855,7 +1485,7 @@ pub(crate) fn with_series_onto(
     // The series is made against the commit the pin builds.
     context.edit(
         "pins.toml",
-        "rev = \"a6b593d\"",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
         &format!("rev = \"{rev}\""),
     );
     context.edit(

@@ -140,7 +140,10 @@ fn image_reference_with_a_newline_is_refused() {
 #[test]
 fn shell_metacharacters_in_any_value_are_refused() {
     for (from, to) in [
-        ("rev = \"a6b593d\"", "rev = \"a6b593d`id`\""),
+        (
+            "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
+            "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a`id`\"",
+        ),
         ("branch = \"nv_dev\"", "branch = \"nv_dev$(id)\""),
         (
             "TORCH_CUDA_ARCH_LIST = \"12.1a\"",
@@ -226,9 +229,13 @@ fn a_missing_series_folder_is_refused() {
 
 #[test]
 fn a_short_git_revision_is_flagged() {
-    let run = TestContext::default_recipe()
-        .forge(&["pin", "list"])
-        .expect_code(0);
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
+        "rev = \"a6b593d\"",
+    );
+    let run = context.forge(&["pin", "list"]).expect_code(0);
     let line = line_of("[pins.deepgemm]");
     let warning = run
         .stderr
@@ -266,7 +273,12 @@ fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
     let expected = [
         ("apache-tvm-ffi", "python", "0.1.11", "tvm"),
         ("cutlass-dsl", "python", "4.6.0", "-"),
-        ("deepgemm", "git", "a6b593d", "-"),
+        (
+            "deepgemm",
+            "git",
+            "a6b593d2826719dcf4892609af7b84ee23aaf32a",
+            "-",
+        ),
         ("flashinfer", "wheels", "0.6.14", "-"),
         ("nccl", "assert", "2.28.9", "-"),
         ("tilelang", "python", "0.1.11", "tvm"),
@@ -341,18 +353,14 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
     assert_contains(
         &run.stderr,
         &format!(
-            "{}: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at b6b593d, but pin `deepgemm` builds a6b593d",
+            "{}: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at b6b593d, but pin `deepgemm` builds a6b593d2826719dcf4892609af7b84ee23aaf32a",
             onto_position(&context)
         ),
     );
     assert_contains(&run.stderr, "`forge pin bump deepgemm` moves both");
 
-    // A full id the pin's short revision prefixes is the same commit.
-    context.edit(
-        "pins.toml",
-        "rev = \"b6b593d\" }",
-        "rev = \"a6b593d0000000000000000000000000000000aa\" }",
-    );
+    // A short id that prefixes the pin's full one is the same commit.
+    context.edit("pins.toml", "rev = \"b6b593d\" }", "rev = \"a6b593d\" }");
     context.forge(&["render"]).expect_code(0);
 }
 
@@ -423,4 +431,41 @@ fn a_tag_template_that_loops_is_refused_quickly() {
         started.elapsed()
     );
     crate::support::assert_contains(&run.stderr, "tag template");
+}
+
+#[test]
+fn a_committed_render_must_be_a_file_in_an_existing_recipe_folder() {
+    let line = line_of("committed = ");
+    let from = "committed = \"ci/Dockerfile.rendered\"";
+    refused(
+        from,
+        "committed = \"nowhere/Dockerfile.rendered\"",
+        &format!("{line}:13:"),
+        "[render] committed `nowhere/Dockerfile.rendered`: the folder `nowhere` does not exist",
+    );
+    refused(
+        from,
+        "committed = \"pins.toml\"",
+        &format!("{line}:13:"),
+        "[render] committed names pins.toml itself",
+    );
+    refused(
+        from,
+        "committed = \"../Dockerfile\"",
+        &format!("{line}:13:"),
+        "invalid recipe path",
+    );
+}
+
+#[test]
+fn the_base_python_is_major_dot_minor() {
+    let line = line_of("python = \"3.12\"");
+    for bad in ["3", "3.12.1", "py3.12", "03.12"] {
+        refused(
+            "python = \"3.12\"",
+            &format!("python = \"{bad}\""),
+            &format!("{line}:10:"),
+            "expected MAJOR.MINOR, such as 3.12",
+        );
+    }
 }

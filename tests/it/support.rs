@@ -73,11 +73,18 @@ impl TestContext {
     }
 
     /// A copy of the default recipe at the repository root (pins.toml, templates, patches,
-    /// overlays).
+    /// overlays, and its committed render ci/Dockerfile.rendered).
     pub fn default_recipe() -> Self {
         let context = Self::empty();
         let root = repository_root();
-        for entry in ["pins.toml", "templates", "patches", "overlays"] {
+        std::fs::create_dir_all(context.path().join("ci")).expect("a ci folder");
+        for entry in [
+            "pins.toml",
+            "templates",
+            "patches",
+            "overlays",
+            "ci/Dockerfile.rendered",
+        ] {
             copy_tree(&root.join(entry), &context.path().join(entry));
         }
         context
