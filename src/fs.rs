@@ -21,6 +21,15 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
     if std::fs::read(path).is_ok_and(|current| current == bytes) {
         return Ok(Written::Unchanged);
     }
+    stage(path, bytes)?
+        .persist(path)
+        .map_err(|error| error.error)?;
+    Ok(Written::Changed)
+}
+
+/// `bytes` in a temporary file next to `path`, on disk and with the mode `path` has (else
+/// 0644), ready to be renamed over it.
+fn stage(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -37,8 +46,7 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
     };
     temporary.as_file().set_permissions(permissions)?;
     temporary.as_file().sync_all()?;
-    temporary.persist(path).map_err(|error| error.error)?;
-    Ok(Written::Changed)
+    Ok(temporary)
 }
 
 /// A special file: neither a regular file, a folder nor a symbolic link. Reading one can block
@@ -306,21 +314,7 @@ pub fn write_together(files: &[(&Path, &[u8])]) -> std::io::Result<Vec<Written>>
             staged.push((*path, old, None));
             continue;
         }
-        let folder = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        let mut temporary = tempfile::Builder::new()
-            .prefix(".forge-")
-            .suffix(".tmp")
-            .tempfile_in(folder)?;
-        temporary.write_all(bytes)?;
-        let permissions = match std::fs::metadata(path) {
-            Ok(metadata) => metadata.permissions(),
-            Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
-        };
-        temporary.as_file().set_permissions(permissions)?;
-        temporary.as_file().sync_all()?;
+        let temporary = stage(path, bytes)?;
         staged.push((*path, old, Some(temporary)));
     }
     let mut replaced: Vec<(&Path, Option<Vec<u8>>)> = Vec::new();
