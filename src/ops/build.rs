@@ -125,6 +125,41 @@ fn base_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::
     }
 }
 
+/// A build that failed because the base's registry wanted credentials it did not get is the
+/// environment's failure (exit 2, with a login hint), not the recipe's.
+fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
+    let base = &recipe.pins.base.image;
+    let said = match error.downcast_ref::<crate::engine::EngineError>() {
+        Some(crate::engine::EngineError::StepFailed { step, message, .. })
+            // The classic builder's FROM step, or BuildKit's look-up of the base.
+            if step.contains("FROM ") || step.contains("load metadata for") =>
+        {
+            message
+        }
+        Some(crate::engine::EngineError::BuildFailed { message }) => message,
+        _ => return error,
+    };
+    let lower = said.to_ascii_lowercase();
+    let refused = [
+        "no basic auth credentials",
+        "unauthorized",
+        "authentication required",
+        "access denied",
+        "401",
+    ]
+    .iter()
+    .any(|sign| lower.contains(sign));
+    if !refused {
+        return error;
+    }
+    BuildError::BasePull {
+        base: base.to_string(),
+        registry: base.registry().to_owned(),
+        said: said.clone(),
+    }
+    .into()
+}
+
 /// `--dry-run`: the plan, as text or JSON.
 fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     let repository = &recipe.pins.image.repository;
@@ -208,7 +243,7 @@ async fn run<E: Engine>(
         built = engine.build(&request, &mut events) => built.map_err(anyhow::Error::from),
     };
     display.finish();
-    let image = built?;
+    let image = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &image);
 
     let publication = Publication {

@@ -137,6 +137,18 @@ pub enum BuildError {
         /// Why the push stopped.
         source: crate::engine::EngineError,
     },
+    /// The registry of the base image refused to let the daemon pull it.
+    #[error(
+        "cannot pull the base {base}: the registry refused the credentials for {registry} ({said})"
+    )]
+    BasePull {
+        /// The base image.
+        base: String,
+        /// Its registry.
+        registry: String,
+        /// What the daemon said.
+        said: String,
+    },
     /// The recipe folder could not be locked.
     #[error("cannot lock the recipe folder {} for the build", root.display())]
     Lock {
@@ -150,6 +162,9 @@ pub enum BuildError {
 impl Advise for BuildError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
+            BuildError::BasePull { registry, .. } => format!(
+                "log in with `docker login {registry}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD with FORGE_REGISTRY_HOST={registry}; no tag moved and forge.lock is unchanged"
+            ),
             BuildError::Busy { .. } => {
                 "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()
             }

@@ -954,8 +954,22 @@ fn a_private_base_is_pulled_with_the_registry_credentials() {
     );
     let config = tempfile::tempdir().unwrap();
     let config = config.path().to_str().unwrap();
-    let refused = example.build_with(&["--builder", "classic"], &[("DOCKER_CONFIG", config)]);
-    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    for builder in ["classic", "buildkit"] {
+        let refused = example
+            .build_with(&["--builder", builder], &[("DOCKER_CONFIG", config)])
+            .expect_code(2);
+        assert_contains(
+            &refused.stderr,
+            &format!(
+                "error: cannot pull the base {base}: the registry refused the credentials for {}",
+                registry.address()
+            ),
+        );
+        assert_contains(
+            &refused.stderr,
+            &format!("hint: log in with `docker login {}`", registry.address()),
+        );
+    }
     let _ = Command::new("docker")
         .args(["image", "rm", "-f", &base])
         .output();
