@@ -14,6 +14,16 @@ pub enum Written {
     Unchanged,
 }
 
+/// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
+/// messages read as the user would type them.
+pub fn in_folder(folder: &Path, name: &str) -> PathBuf {
+    if folder == Path::new(".") {
+        PathBuf::from(name)
+    } else {
+        folder.join(name)
+    }
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
 /// reader sees the old content or the new, never a mix; a file that already holds `bytes` is
 /// left alone (its mtime too).

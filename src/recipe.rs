@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Advice, Advise};
+use crate::fs::in_folder;
 use crate::pins::{self, LoadError, Mutability, Pins, Source};
 use crate::types::oci::{Repository, Tag};
 use crate::types::recipe::Date;
@@ -204,14 +205,4 @@ pub fn discover() -> PathBuf {
         };
     }
     PathBuf::from(".")
-}
-
-/// `folder/name`, without a leading `./` when the folder is the current one, so that paths in
-/// messages read as the user would type them.
-pub fn in_folder(folder: &Path, name: &str) -> PathBuf {
-    if folder == Path::new(".") {
-        PathBuf::from(name)
-    } else {
-        folder.join(name)
-    }
 }

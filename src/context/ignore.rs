@@ -96,7 +96,7 @@ impl Exclusions {
     /// The recipe's `.dockerignore` in `root`, if there is one. It must be a file inside the
     /// recipe folder.
     pub fn load(root: &Path) -> Result<Self, IgnoreFileError> {
-        let path = crate::recipe::in_folder(root, DOCKERIGNORE_FILE);
+        let path = crate::fs::in_folder(root, DOCKERIGNORE_FILE);
         let folder = crate::fs::Confined::new(root)?;
         let bytes = match folder.read(&path) {
             Ok(bytes) => bytes,

@@ -30,11 +30,11 @@ pub enum Target {
 
 impl Target {
     /// What a `[[patches]]` entry of pins.toml applies onto: its folder, found in `recipe_root`
-    /// (written as `recipe::in_folder` writes recipe paths), or its remote at its commit.
+    /// (written as `fs::in_folder` writes recipe paths), or its remote at its commit.
     pub fn from_onto(onto: &Onto, recipe_root: &Path) -> Self {
         match onto {
             Onto::Folder(folder) => {
-                Target::Folder(crate::recipe::in_folder(recipe_root, folder.as_str()))
+                Target::Folder(crate::fs::in_folder(recipe_root, folder.as_str()))
             }
             Onto::Git { git, rev } => Target::Git {
                 url: git.clone(),
