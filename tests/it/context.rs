@@ -37,18 +37,8 @@ fn outside() -> tempfile::TempDir {
 
 /// The context `build --dry-run` assembles, entry by entry.
 fn context_entries(context: &TestContext) -> BTreeMap<String, Entry> {
-    let folder = tempfile::tempdir().unwrap();
-    let archive = folder.path().join("context.tar");
-    context
-        .forge(&[
-            "build",
-            "--dry-run",
-            "--context-out",
-            archive.to_str().unwrap(),
-        ])
-        .expect_code(0);
     let mut entries = BTreeMap::new();
-    let mut reader = tar::Archive::new(std::fs::File::open(&archive).unwrap());
+    let mut reader = crate::support::dry_run_context(context);
     for entry in reader.entries().unwrap() {
         let mut entry = entry.unwrap();
         let path = entry.path().unwrap().to_string_lossy().into_owned();

@@ -10,35 +10,10 @@ use std::process::Command;
 
 use crate::build::{BASE_IMAGE, docker_available, ensure_base_image};
 use crate::image_guard::{ImageGuard, LABEL};
-use crate::support::TestContext;
+use crate::support::{Rng, TestContext};
 
 /// The overlay folder every generated recipe copies.
 const OVERLAY: &str = "overlays/app";
-
-/// A small seeded generator (splitmix64), so that a failure replays.
-struct Generator(u64);
-
-impl Generator {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
 
 /// Names files and folders are made of: near misses of one another, so that patterns hit some
 /// and miss others. None looks like a secret.
@@ -48,8 +23,8 @@ const NAMES: &[&str] = &[
 ];
 
 /// One path component of a pattern.
-fn component(generator: &mut Generator) -> String {
-    let name = generator.pick(NAMES);
+fn component(generator: &mut Rng) -> String {
+    let name = *generator.pick(NAMES);
     match generator.below(20) {
         0..=7 => name.to_owned(),
         8 => format!("{}*", &name[..name.len().min(1)]),
@@ -62,19 +37,19 @@ fn component(generator: &mut Generator) -> String {
         }
         11 => generator
             .pick(&["x[!0-9]", "x[0-9]", "x[^0-9]", "[ab]", "[a-c]*", "x[!a]"])
-            .to_owned(),
+            .to_string(),
         12 | 13 => "**".to_owned(),
         14 | 15 => "*".to_owned(),
         16 => generator
             .pick(&["a\\.md", "x\\!", "a\\ b", "n\\-1"])
-            .to_owned(),
-        17 => format!("**{}", generator.pick(&["foo", ".md", "a"])),
+            .to_string(),
+        17 => format!("**{}", *generator.pick(&["foo", ".md", "a"])),
         _ => format!("{name}**"),
     }
 }
 
 /// One `.dockerignore` line.
-fn pattern(generator: &mut Generator) -> String {
+fn pattern(generator: &mut Rng) -> String {
     let depth = 1 + generator.below(3);
     let rest: Vec<String> = (0..depth).map(|_| component(generator)).collect();
     let rest = rest.join("/");
@@ -104,7 +79,7 @@ fn pattern(generator: &mut Generator) -> String {
 }
 
 /// A `.dockerignore` text: patterns with comments and blank lines among them.
-fn ignore_file(generator: &mut Generator) -> String {
+fn ignore_file(generator: &mut Rng) -> String {
     let mut lines = Vec::new();
     for _ in 0..4 + generator.below(6) {
         match generator.below(12) {
@@ -117,13 +92,13 @@ fn ignore_file(generator: &mut Generator) -> String {
 }
 
 /// Files (and a few empty folders) under the overlay folder; the files' context paths.
-fn tree(generator: &mut Generator, root: &Path) -> BTreeSet<String> {
+fn tree(generator: &mut Rng, root: &Path) -> BTreeSet<String> {
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut folders: BTreeSet<String> = BTreeSet::new();
     let mut made = 0;
     while made < 40 {
         let depth = 1 + generator.below(4);
-        let parts: Vec<&str> = (0..depth).map(|_| generator.pick(NAMES)).collect();
+        let parts: Vec<&str> = (0..depth).map(|_| *generator.pick(NAMES)).collect();
         let path = parts.join("/");
         let parents: Vec<String> = (1..depth).map(|end| parts[..end].join("/")).collect();
         if files.contains(&path)
@@ -151,7 +126,7 @@ fn tree(generator: &mut Generator, root: &Path) -> BTreeSet<String> {
 }
 
 /// A recipe that copies the overlay folder, with `ignore` as its `.dockerignore`.
-fn recipe(generator: &mut Generator, ignore: &str) -> (TestContext, BTreeSet<String>) {
+fn recipe(generator: &mut Rng, ignore: &str) -> (TestContext, BTreeSet<String>) {
     let context = TestContext::empty();
     context.write(
         "pins.toml",
@@ -173,17 +148,7 @@ fn recipe(generator: &mut Generator, ignore: &str) -> (TestContext, BTreeSet<Str
 
 /// The paths at or under the overlay folder in forge's context.
 fn forge_paths(context: &TestContext) -> BTreeSet<String> {
-    let folder = tempfile::tempdir().unwrap();
-    let archive = folder.path().join("context.tar");
-    context
-        .forge(&[
-            "build",
-            "--dry-run",
-            "--context-out",
-            archive.to_str().unwrap(),
-        ])
-        .expect_code(0);
-    let mut reader = tar::Archive::new(std::fs::File::open(&archive).unwrap());
+    let mut reader = crate::support::dry_run_context(context);
     reader
         .entries()
         .unwrap()
@@ -247,7 +212,7 @@ fn the_context_holds_what_docker_build_sends() {
     ensure_base_image();
     let guard = format!("dockerignore-{}", std::process::id());
     let _images = ImageGuard::new(&guard);
-    let mut generator = Generator(0x00c0_ffee_d0c4_e215);
+    let mut generator = Rng(0x00c0_ffee_d0c4_e215);
     let (mut kept, mut dropped) = (0, 0);
     for batch in 0..10 {
         let ignore = ignore_file(&mut generator);

@@ -20,6 +20,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::support::Rng;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
@@ -36,31 +38,6 @@ const GITLINK: u32 = 0o160000;
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers, states and commits.
-
-/// splitmix64: small, fast, reproducible from a seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// A file as git stores it: mode and content (a gitlink's content is its commit id in hex).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -508,3 +508,44 @@ pub fn patch_args<'a>(
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
 }
+
+/// splitmix64: small, fast, reproducible from a seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound.max(1) as u64) as usize
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// The build context `forge build --dry-run` assembles in `context`, read back as a tar archive.
+pub fn dry_run_context(context: &TestContext) -> tar::Archive<std::fs::File> {
+    let folder = tempfile::tempdir().unwrap();
+    let archive = folder.path().join("context.tar");
+    context
+        .forge(&[
+            "build",
+            "--dry-run",
+            "--context-out",
+            archive.to_str().unwrap(),
+        ])
+        .expect_code(0);
+    // An open file stays readable after its folder is removed.
+    tar::Archive::new(std::fs::File::open(&archive).unwrap())
+}
