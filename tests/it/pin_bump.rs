@@ -254,16 +254,7 @@ fn pins_the_base_supplies_are_in_base_and_never_move_alone() {
     let before = with_git_remote(&context, &remote);
 
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]);
-    let row = |name: &str| {
-        run.stdout
-            .lines()
-            .find(|line| line.starts_with(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
-            .split_whitespace()
-            .last()
-            .unwrap()
-            .to_owned()
-    };
+    let row = |name: &str| outdated_row(&run.stdout, name).last().unwrap().to_string();
     assert_eq!(row("cutlass-dsl"), "in-base");
     assert_eq!(row("nccl"), "in-base");
     assert_contains(
@@ -316,13 +307,7 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
         );
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
-    let row = run
-        .stdout
-        .lines()
-        .find(|line| line.starts_with("flashinfer "))
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>();
+    let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.16", "held"]);
     assert_contains(
         &run.stdout,
@@ -378,13 +363,7 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
         }
     }
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
-    let row = run
-        .stdout
-        .lines()
-        .find(|line| line.starts_with("flashinfer "))
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>();
+    let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(
         row,
         ["flashinfer", "0.6.14", "0.6.16", "0.6.16", "outdated"]
@@ -405,13 +384,7 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
         &run.stderr,
         "the index yanked the current version of flashinfer (--exit-code)",
     );
-    let row = run
-        .stdout
-        .lines()
-        .find(|line| line.starts_with("flashinfer "))
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>();
+    let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "yanked"]);
     assert_contains(
         &run.stdout,
@@ -1229,14 +1202,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         .wheel("tilelang", "0.1.12");
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
-    let row = |name: &str| {
-        run.stdout
-            .lines()
-            .find(|line| line.starts_with(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("no row for {name}:\n{}", run.stdout))
-            .split_whitespace()
-            .collect::<Vec<_>>()
-    };
+    let row = |name: &str| outdated_row(&run.stdout, name);
     assert_eq!(
         row("flashinfer"),
         ["flashinfer", "0.6.14", "0.6.15", "0.6.15", "outdated"]
@@ -2241,4 +2207,15 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
             .is_some_and(|request| !request.contains("Authorization")),
         "{requests:?}"
     );
+}
+
+/// The cells of `pin outdated`'s row for the pin `name`.
+#[track_caller]
+fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+    stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+        .split_whitespace()
+        .collect()
 }
