@@ -87,6 +87,22 @@ pub fn remove(repository: &Repository) -> Result<(), PatchError> {
     }
 }
 
+/// Removes the index lock a killed checkout left behind. The apply takes that lock only during
+/// its checkout, after the intent was written, so a lock no older than the intent is the killed
+/// apply's own; an older one belongs to someone else and stays (the checkout then says so).
+fn remove_stale_index_lock(repository: &Repository) -> Result<(), PatchError> {
+    let lock = repository.path().join("index.lock");
+    let modified =
+        |path: &std::path::Path| std::fs::metadata(path).and_then(|meta| meta.modified());
+    if let (Ok(locked), Ok(intended)) = (modified(&lock), modified(&path(repository)))
+        && locked >= intended
+    {
+        std::fs::remove_file(&lock)
+            .map_err(io("cannot remove the interrupted checkout's index lock"))?;
+    }
+    Ok(())
+}
+
 /// Finishes what an interrupted apply left in `repository`: when HEAD still names the old
 /// commit, the new tree is checked out over it (the worktree holds a mix of both) and the
 /// reference moves; when it names the new one, only the intent was left. Returns the commit
@@ -102,6 +118,7 @@ pub fn settle(repository: &Repository) -> Result<Option<Oid>, PatchError> {
         .map_err(PatchError::git("cannot read HEAD"))?
         .id();
     if head == intent.from {
+        remove_stale_index_lock(repository)?;
         if !repository.is_bare() {
             let tree = repository
                 .find_commit(intent.to)
