@@ -55,6 +55,8 @@ pub enum Command {
     Report,
     /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
     VerifyDigest(VerifyDigestArgs),
+    /// Pull the image forge.lock records, by digest, on every node and tag it there.
+    Pull(PullArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.
@@ -196,6 +198,23 @@ pub struct VerifyDigestArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+}
+
+/// `forge pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// Pull on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]) instead of
+    /// the default one; repeat for every node.
+    #[arg(long, value_name = "URL")]
+    pub host: Vec<String>,
+
+    /// How to show the pulls: live on a terminal (auto), timestamped lines (plain), or not at all.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub progress: ProgressChoice,
+
+    /// Show every digest whole in the table of tags.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// `forge pin ...`.

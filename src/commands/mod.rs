@@ -5,6 +5,7 @@ mod patch;
 mod pin_bump;
 mod pin_list;
 mod pin_outdated;
+mod pull;
 mod render;
 mod report;
 mod verify_digest;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Patch { command } => patch::run(&cli, command, &printer),
         Command::Report => report::run(&cli, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
+        Command::Pull(args) => pull::run(&cli, args, &printer),
         Command::Completions { shell } => completions(*shell, &printer),
         Command::Man => man_page(&printer),
         Command::Pin {

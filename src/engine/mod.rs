@@ -142,6 +142,14 @@ pub enum EngineError {
         /// The daemon's or registry's error.
         message: String,
     },
+    /// The daemon could not pull an image.
+    #[error("pulling {reference} failed: {message}")]
+    Pull {
+        /// `repository@digest`.
+        reference: String,
+        /// The daemon's or registry's error.
+        message: String,
+    },
     /// The push finished without the registry digest in its status lines.
     #[error("pushing {reference} finished without reporting the registry digest")]
     NoPushDigest {
@@ -244,7 +252,7 @@ impl Advise for EngineError {
                     .to_owned(),
             ),
             EngineError::NoImageId => Advice::Hint("check the daemon's log for the build".to_owned()),
-            EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
+            EngineError::Push { .. } | EngineError::Pull { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
                 "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD, which go to the recipe's registry or the host FORGE_REGISTRY_HOST names)"
                     .to_owned(),
             ),

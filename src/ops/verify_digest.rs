@@ -105,7 +105,7 @@ pub fn verify_digest(
 
 /// A publication killed part way is settled before its record is judged, unless a build of
 /// the recipe is still under way (then forge.lock may still change, and the report says so).
-fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
+pub(crate) fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     if publish::intent::Intent::read(&recipe.root)?.is_none() {
         return Ok(());
     }
