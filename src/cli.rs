@@ -133,6 +133,11 @@ pub struct BuildArgs {
     /// HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// Reuse the build cache of this image (repeatable): BuildKit reads the cache metadata
+    /// forge's pushes carry from its registry. Default with --push: the recipe's moving tags.
+    #[arg(long, value_name = "REF")]
+    pub cache_from: Vec<String>,
 }
 
 /// `--builder`: which of the daemon's builders runs the build.

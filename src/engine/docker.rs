@@ -340,11 +340,17 @@ impl Engine for Docker {
         request: &BuildRequest<'_>,
         events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageId, EngineError> {
-        let args: HashMap<&str, &str> = request
+        let mut args: HashMap<&str, &str> = request
             .args
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
+        // Every BuildKit image carries its cache metadata, so that a push lets another daemon
+        // reuse its steps (`cache_from`); always, so that an image built before `--push` is the
+        // image pushed.
+        if request.builder == Builder::Buildkit {
+            args.insert("BUILDKIT_INLINE_CACHE", "1");
+        }
         let labels: HashMap<&str, &str> = request
             .labels
             .iter()
@@ -359,6 +365,9 @@ impl Engine for Docker {
             .labels(&labels);
         if let Some(platform) = request.platform {
             options = options.platform(platform.as_str());
+        }
+        if !request.cache_from.is_empty() {
+            options = options.cachefrom(&request.cache_from);
         }
         options = match request.builder {
             Builder::Buildkit => options

@@ -70,6 +70,10 @@ pub struct BuildRequest<'a> {
     /// Credentials the daemon may use to pull the base, as the docker CLI sends them with a
     /// build (the daemon uses them only for the registry each names).
     pub credentials: Vec<crate::registry::Credentials>,
+    /// Images whose build cache the builder may reuse (`--cache-from`): BuildKit reads the
+    /// cache an image pushed with inline cache metadata carries, from its registry; the
+    /// classic builder reuses the layers of these images if the daemon holds them.
+    pub cache_from: Vec<String>,
 }
 
 /// What the engine knows about a local image.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 
 use crate::context::Output;
-use crate::engine::steps::Event;
+use crate::engine::steps::{Event, StepState};
 use crate::engine::{BuildRequest, Builder, Docker, Engine};
 use crate::pins::Mutability;
 use crate::pipeline::{self, Plan};
@@ -57,6 +57,9 @@ pub struct BuildOptions {
     pub context_out: Option<PathBuf>,
     /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
     pub insecure_registries: Vec<String>,
+    /// Images whose build cache to reuse (`--cache-from`); `None` for the default: with
+    /// `--push`, the recipe's moving tags in its registry, else none.
+    pub cache_from: Option<Vec<String>>,
 }
 
 /// Runs `forge build` on `recipe`.
@@ -106,6 +109,59 @@ fn checked_plan(
         printer.status("Locked", "inputs match forge.lock");
     }
     Ok(plan)
+}
+
+/// The images whose cache the build may reuse: those asked for, else with `--push` the
+/// recipe's moving tags in its registry (what the last push left there), else none: a build
+/// that does not push talks to no registry.
+fn cache_from(recipe: &Recipe, options: &BuildOptions, plan: &Plan) -> Vec<String> {
+    if let Some(asked) = &options.cache_from {
+        return asked.clone();
+    }
+    if !options.push {
+        return Vec::new();
+    }
+    plan.tags
+        .iter()
+        .filter(|tag| tag.mutability == Mutability::Moving)
+        .map(|tag| format!("{}:{}", recipe.pins.image.repository, tag.tag))
+        .collect()
+}
+
+/// How each step of the build ended, as the builder reported it, in the order they started.
+#[derive(Debug, Default)]
+struct StepOutcomes {
+    order: Vec<String>,
+    last: std::collections::HashMap<String, (String, StepState)>,
+}
+
+impl StepOutcomes {
+    fn note(&mut self, event: &Event<'_>) {
+        if let Event::Step { id, name, state } = event {
+            if !self.last.contains_key(*id) {
+                self.order.push((*id).to_owned());
+            }
+            self.last
+                .insert((*id).to_owned(), ((*name).to_owned(), *state));
+        }
+    }
+
+    /// `[{"name", "state"}]`, state `done`, `cached`, `failed` or `running`.
+    fn to_json(&self) -> serde_json::Value {
+        self.order
+            .iter()
+            .filter_map(|id| self.last.get(id))
+            .map(|(name, state)| {
+                let state = match state {
+                    StepState::Running => "running",
+                    StepState::Cached => "cached",
+                    StepState::Done => "done",
+                    StepState::Failed => "failed",
+                };
+                serde_json::json!({ "name": name, "state": state })
+            })
+            .collect()
+    }
 }
 
 /// The credentials for the base image's registry, as `docker build` would send them after
@@ -222,7 +278,11 @@ async fn run<E: Engine>(
         args: pipeline::build_args(recipe, revision.as_deref()),
         labels: plan.labels(),
         credentials: base_credentials(recipe, printer),
+        cache_from: cache_from(recipe, options, plan),
     };
+    for source in &request.cache_from {
+        printer.status("Caching", format_args!("from {source}"));
+    }
     printer.status(
         "Building",
         format_args!(
@@ -235,7 +295,11 @@ async fn run<E: Engine>(
     );
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
-    let mut events = |event: Event<'_>| display.event(event);
+    let mut steps = StepOutcomes::default();
+    let mut events = |event: Event<'_>| {
+        steps.note(&event);
+        display.event(event);
+    };
     // Dropping the build's stream closes its connection, and the daemon cancels the build.
     let built = tokio::select! {
         biased;
@@ -273,7 +337,9 @@ async fn run<E: Engine>(
     )
     .await?;
     if printer.is_json() {
-        printer.json(&published.to_json(plan));
+        let mut report = published.to_json(plan);
+        report["steps"] = steps.to_json();
+        printer.json(&report);
     } else {
         printer.stdout(&format!("{image}\n"));
     }

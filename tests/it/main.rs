@@ -2,6 +2,7 @@
 //! `forge` executable through `TestContext`.
 
 mod build;
+mod cache_from;
 mod context;
 mod credential_helper;
 mod credentials;

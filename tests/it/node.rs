@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 static STARTED: AtomicUsize = AtomicUsize::new(0);
 
 /// A second Docker daemon with its own socket, data root, exec root, pidfile and containerd
-/// namespace, holding no images. It runs in a network namespace of its own: a daemon started
-/// with `--bridge none` deletes the host's `docker0`, which the first daemon's builds need.
+/// namespace, holding no images. It runs in a network namespace of its own, where its own
+/// `docker0` bridge (for the containers of RUN steps) cannot touch the host's.
 pub struct SecondDaemon {
     child: Child,
     folder: PathBuf,
@@ -61,7 +61,7 @@ impl SecondDaemon {
             .arg(folder.join("exec"))
             .arg("--pidfile")
             .arg(folder.join("docker.pid"))
-            .args(["--bridge", "none", "--iptables=false", "--ip6tables=false"])
+            .args(["--iptables=false", "--ip6tables=false"])
             .args(["--storage-driver", "vfs"])
             .args(["--containerd-namespace", &namespace])
             .args([
