@@ -134,8 +134,9 @@ pub struct BuildArgs {
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
 
-    /// Reuse the build cache of this image (repeatable): BuildKit reads the cache metadata
-    /// forge's pushes carry from its registry. Default with --push: the recipe's moving tags.
+    /// Reuse the build cache of this image (repeatable), as a runner with an empty daemon
+    /// would: BuildKit reads the cache metadata the image carries from its registry and writes
+    /// the new image's own (which makes its id differ on every build, even from cache).
     #[arg(long, value_name = "REF")]
     pub cache_from: Vec<String>,
 }

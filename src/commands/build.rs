@@ -31,7 +31,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         verbose: cli.verbose,
         context_out: args.context_out.clone(),
         insecure_registries: args.insecure_registry.clone(),
-        cache_from: (!args.cache_from.is_empty()).then(|| args.cache_from.clone()),
+        cache_from: args.cache_from.clone(),
     };
     crate::ops::build(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -345,10 +345,10 @@ impl Engine for Docker {
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
-        // Every BuildKit image carries its cache metadata, so that a push lets another daemon
-        // reuse its steps (`cache_from`); always, so that an image built before `--push` is the
-        // image pushed.
-        if request.builder == Builder::Buildkit {
+        // A build that reads another image's cache also writes its own into the image, so that
+        // the next runner can read it in turn. Only then: BuildKit writes that metadata in no
+        // stable order, so an image carrying it gets a new id on every build, even from cache.
+        if request.builder == Builder::Buildkit && !request.cache_from.is_empty() {
             args.insert("BUILDKIT_INLINE_CACHE", "1");
         }
         let labels: HashMap<&str, &str> = request

@@ -71,8 +71,9 @@ pub struct BuildRequest<'a> {
     /// build (the daemon uses them only for the registry each names).
     pub credentials: Vec<crate::registry::Credentials>,
     /// Images whose build cache the builder may reuse (`--cache-from`): BuildKit reads the
-    /// cache an image pushed with inline cache metadata carries, from its registry; the
-    /// classic builder reuses the layers of these images if the daemon holds them.
+    /// inline cache metadata such an image carries, from its registry, and writes its own into
+    /// the image it builds; the classic builder reuses the layers of these images if the daemon
+    /// holds them.
     pub cache_from: Vec<String>,
 }
 

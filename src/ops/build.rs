@@ -57,9 +57,9 @@ pub struct BuildOptions {
     pub context_out: Option<PathBuf>,
     /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
     pub insecure_registries: Vec<String>,
-    /// Images whose build cache to reuse (`--cache-from`); `None` for the default: with
-    /// `--push`, the recipe's moving tags in its registry, else none.
-    pub cache_from: Option<Vec<String>>,
+    /// Images whose build cache to reuse (`--cache-from`); BuildKit then also writes the
+    /// image's own cache metadata into it.
+    pub cache_from: Vec<String>,
 }
 
 /// Runs `forge build` on `recipe`.
@@ -109,23 +109,6 @@ fn checked_plan(
         printer.status("Locked", "inputs match forge.lock");
     }
     Ok(plan)
-}
-
-/// The images whose cache the build may reuse: those asked for, else with `--push` the
-/// recipe's moving tags in its registry (what the last push left there), else none: a build
-/// that does not push talks to no registry.
-fn cache_from(recipe: &Recipe, options: &BuildOptions, plan: &Plan) -> Vec<String> {
-    if let Some(asked) = &options.cache_from {
-        return asked.clone();
-    }
-    if !options.push {
-        return Vec::new();
-    }
-    plan.tags
-        .iter()
-        .filter(|tag| tag.mutability == Mutability::Moving)
-        .map(|tag| format!("{}:{}", recipe.pins.image.repository, tag.tag))
-        .collect()
 }
 
 /// How each step of the build ended, as the builder reported it, in the order they started.
@@ -278,7 +261,7 @@ async fn run<E: Engine>(
         args: pipeline::build_args(recipe, revision.as_deref()),
         labels: plan.labels(),
         credentials: base_credentials(recipe, printer),
-        cache_from: cache_from(recipe, options, plan),
+        cache_from: options.cache_from.clone(),
     };
     for source in &request.cache_from {
         printer.status("Caching", format_args!("from {source}"));

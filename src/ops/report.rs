@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
-use crate::pins::{Mutability, Pin, Source};
+use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::oci::Digest;
@@ -73,6 +73,7 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     let report = Report {
         record: &record,
         pins: recipe.pins.pins.values().collect(),
+        fixes: &recipe.pins.fixes,
         pins_changed,
     };
     if printer.is_json() {
@@ -96,6 +97,8 @@ fn pins_digest(recipe: &Recipe) -> anyhow::Result<Digest> {
 struct Report<'a> {
     record: &'a Record,
     pins: Vec<&'a Pin>,
+    /// What the pins and overlays fix.
+    fixes: &'a [Fix],
     /// pins.toml no longer hashes to the recorded digest.
     pins_changed: bool,
 }
@@ -181,6 +184,7 @@ impl Report<'_> {
             }
         }
 
+        text.push_str(&self.fixes_markdown());
         text.push_str("\n## Rig (tester)\n\n");
         for (_, label) in RIG_FIELDS {
             text.push_str(&format!("- {label}:\n"));
@@ -194,6 +198,26 @@ impl Report<'_> {
         text.push('\n');
         for (_, label) in RESULT_FIELDS {
             text.push_str(&format!("- {label}:\n"));
+        }
+        text
+    }
+
+    /// The symptom → fix → check table, one row per fix pins.toml declares.
+    fn fixes_markdown(&self) -> String {
+        if self.fixes.is_empty() {
+            return String::new();
+        }
+        let cell = |text: &str| text.replace('|', "\\|");
+        let mut text =
+            String::from("\n## Fixes\n\n| symptom | fix | by | check |\n|---|---|---|---|\n");
+        for fix in self.fixes {
+            text.push_str(&format!(
+                "| {} | {} | {} | `{}` |\n",
+                cell(fix.symptom.as_str()),
+                cell(fix.fix.as_str()),
+                fix.by,
+                cell(fix.check.as_str())
+            ));
         }
         text
     }
@@ -236,6 +260,13 @@ impl Report<'_> {
                 "kind": pin.kind().to_string(),
                 "version": pin.current(),
                 "source": source(pin),
+            })).collect::<Vec<_>>(),
+            "fixes": self.fixes.iter().map(|fix| json!({
+                "name": fix.name.as_str(),
+                "by": fix.by.to_string(),
+                "symptom": fix.symptom.as_str(),
+                "fix": fix.fix.as_str(),
+                "check": fix.check.as_str(),
             })).collect::<Vec<_>>(),
             "patches": record.patches.iter().map(|patch| json!({
                 "file": patch.file,

@@ -291,7 +291,7 @@ async fn content_checks(
         "Running",
         format_args!("{} to read back its contents", image.short()),
     );
-    let command = probe::command(recipe.pins.pins.values(), files);
+    let command = probe::command(recipe.pins.pins.values(), files, &recipe.pins.fixes);
     let output = engine.run(&image, &command).await?;
     printer.detail(
         "Probe",
@@ -300,6 +300,7 @@ async fn content_checks(
     report.extend(probe::checks(
         recipe.pins.pins.values(),
         files,
+        &recipe.pins.fixes,
         &output.stdout,
     ));
     Ok(())

@@ -70,6 +70,9 @@ pub enum Kind {
     /// `file`.
     #[serde(rename = "file")]
     File,
+    /// `fix`.
+    #[serde(rename = "fix")]
+    Fix,
 }
 
 impl Kind {
@@ -89,6 +92,7 @@ impl Kind {
             Kind::Contents => "contents",
             Kind::Pin => "pin",
             Kind::File => "file",
+            Kind::Fix => "fix",
         }
     }
 }

@@ -74,8 +74,10 @@ fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated
         .replace("branch = \"main\"", "branch = \"nv_dev\"")
         .replace("3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293", &remote.first);
     example.context.write("pins.toml", &pins);
-    // The first push has no cache in the registry to read: the build goes on without it.
-    let first = build_in(&example.context, &["--push"], &[]).expect_code(0);
+    let cache = format!("--cache-from={}:latest", example.repository);
+    // The first push has no cache in the registry to read: the build goes on without it, and
+    // writes its own into the image for the next.
+    let first = build_in(&example.context, &["--push", &cache], &[]).expect_code(0);
     assert!(
         first
             .stderr
@@ -94,7 +96,6 @@ fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated
     let _bridge = node.reach(registry.port());
     load_base(&node.host);
     let on_node = [("DOCKER_HOST", node.host.as_str())];
-    let cache = format!("--cache-from={}:latest", example.repository);
 
     // The same recipe on the cold daemon: every RUN step comes from the registry's cache.
     let report = build_in(&example.context, &[&cache], &on_node)

@@ -9,6 +9,7 @@ mod credentials;
 mod dockerignore;
 mod errors;
 mod faults;
+mod fixes;
 mod fuzz_replay;
 mod git_http_server;
 mod git_image;

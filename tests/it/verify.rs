@@ -3,7 +3,7 @@
 //! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
 //! access exits 2.
 
-mod python_image;
+pub(crate) mod python_image;
 
 use std::process::Command;
 
@@ -28,7 +28,7 @@ pub(crate) fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> 
 }
 
 /// `verify` for any recipe folder.
-fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--json", "verify-digest"];
     all.extend_from_slice(args);
     let mut env = env.to_vec();
@@ -38,7 +38,7 @@ fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run 
 
 /// The one row with this name and subject.
 #[track_caller]
-fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
+pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
     let rows: Vec<&Value> = json["checks"]
         .as_array()
         .expect("checks")
@@ -50,7 +50,7 @@ fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
 }
 
 /// The subjects of the failing rows, as `name subject`.
-fn failing(json: &Value) -> Vec<String> {
+pub(crate) fn failing(json: &Value) -> Vec<String> {
     json["checks"]
         .as_array()
         .expect("checks")
