@@ -324,6 +324,8 @@ struct View {
     args: Vec<NameValue>,
     pins: BTreeMap<String, PinView>,
     overlays: Vec<OverlayView>,
+    /// The names of the recipe's fixes, in name order (each is checked by its step's gate).
+    fixes: Vec<String>,
     revision_arg: &'static str,
     revisions_dir: &'static str,
 }
@@ -478,6 +480,7 @@ impl View {
                     ),
                 })
                 .collect(),
+            fixes: pins.fixes.iter().map(|fix| fix.name.to_string()).collect(),
             revision_arg: REVISION_ARG,
             revisions_dir: gate::REVISIONS_DIR,
         }
