@@ -61,6 +61,12 @@ pub enum Command {
         #[command(subcommand)]
         command: PinCommand,
     },
+    /// Write a new signing key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub.
+    Keygen {
+        /// Where to write the pair (PREFIX.key and PREFIX.pub).
+        #[arg(long, value_name = "PREFIX", default_value = "forge")]
+        out: PathBuf,
+    },
     /// Print a shell completion script for SHELL on stdout.
     Completions {
         /// The shell.
@@ -131,6 +137,15 @@ pub struct BuildArgs {
     /// HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
+    /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
+    #[arg(long, requires = "push")]
+    pub sign: bool,
+
+    /// The signing key: a PKCS#8 PEM file (`forge keygen` writes one).
+    #[arg(long, value_name = "FILE", requires = "sign")]
+    pub sign_key: Option<PathBuf>,
 }
 
 /// `--builder`: which of the daemon's builders runs the build.
@@ -196,6 +211,11 @@ pub struct VerifyDigestArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// With --remote: check the signature, the provenance and the SBOM attached to the
+    /// manifest each tag holds, with this public key (PEM).
+    #[arg(long, value_name = "PUB.pem", requires = "remote")]
+    pub key: Option<PathBuf>,
 }
 
 /// `forge pin ...`.
@@ -223,6 +243,11 @@ pub struct UpstreamArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// With --remote: check the signature, the provenance and the SBOM attached to the
+    /// manifest each tag holds, with this public key (PEM).
+    #[arg(long, value_name = "PUB.pem", requires = "remote")]
+    pub key: Option<PathBuf>,
 }
 
 /// `forge pin bump`.

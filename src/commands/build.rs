@@ -31,6 +31,13 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         verbose: cli.verbose,
         context_out: args.context_out.clone(),
         insecure_registries: args.insecure_registry.clone(),
+        sign: if args.sign {
+            Some(crate::attest::keys::SigningKey::given(
+                args.sign_key.as_deref(),
+            )?)
+        } else {
+            None
+        },
     };
     crate::ops::build(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -38,6 +38,8 @@ pub struct VerifyOptions {
     pub hosts: Vec<String>,
     /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
     pub insecure_registries: Vec<String>,
+    /// With `remote`: check the attachments of each tag's manifest with this key.
+    pub key: Option<crate::attest::keys::VerifyingKey>,
 }
 
 /// Runs `forge verify-digest` on `recipe`.
