@@ -465,7 +465,10 @@ mod tests {
             content: Digest::filled('d'),
         }];
         let text = signed.to_text();
-        assert!(text.contains("[[attachments]]\nkind = \"signature\""), "{text}");
+        assert!(
+            text.contains("[[attachments]]\nkind = \"signature\""),
+            "{text}"
+        );
         assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), signed);
     }
 
