@@ -142,7 +142,9 @@ fn sbom_check(
         (None, _) => NOT_ATTACHED.to_owned(),
         (Some((digest, _)), named) if named.as_deref() != Some(digest.as_str()) => format!(
             "{digest}, which the signed provenance does not name ({})",
-            named.as_deref().unwrap_or("no provenance signed by this key names one")
+            named
+                .as_deref()
+                .unwrap_or("no provenance signed by this key names one")
         ),
         (Some((_, bytes)), _) => match serde_json::from_slice(bytes) {
             Ok(document) => listing(&sbom::pins_listed(&document)),

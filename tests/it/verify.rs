@@ -39,7 +39,7 @@ fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run 
 
 /// The one row with this name and subject.
 #[track_caller]
-fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
+pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
     let rows: Vec<&Value> = json["checks"]
         .as_array()
         .expect("checks")
@@ -51,7 +51,7 @@ fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
 }
 
 /// The subjects of the failing rows, as `name subject`.
-fn failing(json: &Value) -> Vec<String> {
+pub(crate) fn failing(json: &Value) -> Vec<String> {
     json["checks"]
         .as_array()
         .expect("checks")
@@ -534,7 +534,7 @@ pub(crate) fn registry_tools_missing() -> bool {
 }
 
 /// The repository path of `example` on its registry (without the registry host).
-fn path_of(example: &Example, registry: &RegistryServer) -> String {
+pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
     example
         .repository
         .strip_prefix(&format!("{}/", registry.address()))
@@ -564,7 +564,7 @@ fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> Stri
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// No credentials anywhere: an empty Docker configuration folder.
-fn no_credentials() -> tempfile::TempDir {
+pub(crate) fn no_credentials() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
