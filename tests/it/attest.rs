@@ -400,3 +400,131 @@ fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and
 
 /// The OCI image manifest media type.
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
+/// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
+// A skipped test says why on its own output.
+#[allow(clippy::print_stderr)]
+fn verifier_python() -> Option<PathBuf> {
+    match std::env::var_os("FORGE_TEST_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
+        ),
+        None => {
+            eprintln!(
+                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)"
+            );
+            None
+        }
+    }
+}
+
+/// `tests/python/attest_check.py ARGS...` run by `python`: its exit code and stdout.
+fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
+    let script = crate::support::repository_root().join("tests/python/attest_check.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("{} cannot run: {error}", python.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "{} lacks a library the check needs: {stderr}",
+        python.display()
+    );
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// The first layer of the attachment `tag` of `path` on `registry`: its bytes.
+fn attached_layer(registry: &RegistryServer, path: &str, tag: &str) -> Vec<u8> {
+    let (_, manifest) = registry.held(path, tag, &[OCI_MANIFEST]);
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    let digest = manifest["layers"][0]["digest"].as_str().unwrap();
+    let (code, _, bytes) = registry
+        .get(&format!("/v2/{path}/blobs/{digest}"), "*/*")
+        .expect("the registry answers");
+    assert_eq!(code, 200, "blob {digest}");
+    bytes
+}
+
+#[test]
+fn the_sbom_validates_and_the_provenance_envelope_verifies_with_independent_libraries() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-python", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let hex = registry.digest(&path, "latest");
+    let hex = hex.trim_start_matches("sha256:");
+    let work = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let path = work.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+
+    let sbom = attached_layer(&registry, &path, &format!("sha256-{hex}.sbom"));
+    let (code, said) = attest_check(&python, &["sbom", &file("sbom.json", &sbom)]);
+    assert_eq!((code, said.trim()), (0, "valid"));
+    // The validator is no pushover: a component of a kind CycloneDX does not have fails it.
+    let mut broken: Value = serde_json::from_slice(&sbom).unwrap();
+    broken["components"][0]["type"] = "image".into();
+    let (code, said) = attest_check(
+        &python,
+        &["sbom", &file("broken.json", broken.to_string().as_bytes())],
+    );
+    assert_eq!(code, 1, "{said}");
+
+    let envelope = attached_layer(&registry, &path, &format!("sha256-{hex}.att"));
+    let document: Value = serde_json::from_slice(&envelope).unwrap();
+    let keyid = document["signatures"][0]["keyid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The key id is the sha256 of the public key's PEM, as forge keygen wrote it.
+    let public = std::fs::read(keys.public()).unwrap();
+    assert_eq!(keyid, hex::encode(Sha256::digest(&public)));
+    let envelope_file = file("envelope.json", &envelope);
+    let (code, said) = attest_check(
+        &python,
+        &["dsse", &envelope_file, &keys.public_arg(), &keyid],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert_contains(&said, "valid application/vnd.in-toto+json");
+    let other = Keys::new();
+    let (code, said) = attest_check(
+        &python,
+        &["dsse", &envelope_file, &other.public_arg(), &keyid],
+    );
+    assert_eq!(code, 1, "{said}");
+    // A payload changed after signing no longer verifies.
+    let mut edited = document.clone();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(document["payload"].as_str().unwrap())
+        .unwrap();
+    let payload = String::from_utf8(payload)
+        .unwrap()
+        .replace(hex, &"0".repeat(64));
+    edited["payload"] = base64::engine::general_purpose::STANDARD
+        .encode(payload)
+        .into();
+    let (code, said) = attest_check(
+        &python,
+        &[
+            "dsse",
+            &file("edited.json", edited.to_string().as_bytes()),
+            &keys.public_arg(),
+            &keyid,
+        ],
+    );
+    assert_eq!(code, 1, "{said}");
+}
