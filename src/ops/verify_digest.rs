@@ -459,13 +459,11 @@ fn fetch_attached(
         }
         found.attestations = Some(envelopes);
     }
-    if let Some(layers) = layers(cosign::Kind::Sbom)? {
-        if let Some(layer) = layers.first() {
-            found.sbom = Some((
-                layer.digest.clone(),
-                client.blob(repository, &layer.digest)?,
-            ));
-        }
+    if let Some(layer) = layers(cosign::Kind::Sbom)?.and_then(|layers| layers.into_iter().next()) {
+        found.sbom = Some((
+            layer.digest.clone(),
+            client.blob(repository, &layer.digest)?,
+        ));
     }
     Ok(found)
 }
