@@ -243,11 +243,6 @@ pub struct UpstreamArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
-
-    /// With --remote: check the signature, the provenance and the SBOM attached to the
-    /// manifest each tag holds, with this public key (PEM).
-    #[arg(long, value_name = "PUB.pem", requires = "remote")]
-    pub key: Option<PathBuf>,
 }
 
 /// `forge pin bump`.
@@ -306,4 +301,15 @@ pub struct PatchArgs {
     /// Patch files or folders of them, in order (default: each `series` of [[patches]]).
     #[arg(value_name = "SERIES")]
     pub series: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_command_line_definition_holds_together() {
+        use clap::CommandFactory as _;
+        // clap checks each subcommand's flags (names, `requires`, conflicts) here rather than
+        // when that subcommand is first parsed.
+        super::Cli::command().debug_assert();
+    }
 }

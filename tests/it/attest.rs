@@ -528,3 +528,33 @@ fn the_sbom_validates_and_the_provenance_envelope_verifies_with_independent_libr
     );
     assert_eq!(code, 1, "{said}");
 }
+
+#[test]
+fn a_signed_push_to_a_token_registry_asks_for_a_token_that_may_push() {
+    let registry = RegistryServer::start_with_token_auth();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let keys = Keys::new();
+    // The token server signs for this one repository path.
+    let example = Example::with_repository(&format!("{}/aeon-7/base", registry.address()));
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let before = registry.token_requests().len();
+    let key = keys.private();
+    example
+        .build_with(
+            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
+            &env,
+        )
+        .expect_code(0);
+    let asked = registry.token_requests()[before..].to_vec();
+    assert!(
+        asked
+            .iter()
+            .any(|request| request.contains("scope=repository%3Aaeon-7%2Fbase%3Apull%2Cpush")),
+        "{asked:?}"
+    );
+    verify(&example, &["--remote", "--key", &keys.public_arg()], &env).expect_code(0);
+}
