@@ -155,3 +155,138 @@ impl RegistryClient {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    use std::net::TcpListener;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::registry::{Credentials, Lookup};
+
+    /// A server on `host` that answers each request with `answer(method, target, authorization)`
+    /// (status and extra header lines) and logs `METHOD TARGET | AUTHORIZATION`.
+    fn serve(
+        host: &str,
+        answer: impl Fn(&str, &str, &str) -> (u16, String) + Send + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind((host, 0)).unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let mut parts = line.split_whitespace();
+                let (method, target) = (
+                    parts.next().unwrap_or("").to_owned(),
+                    parts.next().unwrap_or("").to_owned(),
+                );
+                let (mut authorization, mut length) = (String::new(), 0usize);
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                        break;
+                    }
+                    let lower = header.to_ascii_lowercase();
+                    if lower.starts_with("authorization:") {
+                        authorization = header["authorization:".len()..].trim().to_owned();
+                    }
+                    if let Some(value) = lower.strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{method} {target} | {authorization}"));
+                let (status, headers) = answer(&method, &target, &authorization);
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\n{headers}Content-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(reply.as_bytes());
+            }
+        });
+        (address, log)
+    }
+
+    fn client_for(registry: &str) -> RegistryClient {
+        RegistryClient::new(Vec::new()).with_lookup(Lookup {
+            registry: registry.to_owned(),
+            origin: crate::registry::Origin::Environment,
+            credentials: Some(Credentials {
+                registry: registry.to_owned(),
+                username: "user".to_owned(),
+                password: "secret".to_owned(),
+            }),
+            environment_for: None,
+        })
+    }
+
+    /// A registry that wants Basic credentials for every request and sends uploads to
+    /// `location`.
+    fn registry(location: String) -> (String, Arc<Mutex<Vec<String>>>) {
+        serve("127.0.0.1", move |method, _, authorization| {
+            if authorization.is_empty() {
+                return (401, "WWW-Authenticate: Basic realm=\"x\"\r\n".to_owned());
+            }
+            match method {
+                "HEAD" => (404, String::new()),
+                "POST" => (202, format!("Location: {location}\r\n")),
+                _ => (201, String::new()),
+            }
+        })
+    }
+
+    #[test]
+    fn an_upload_location_on_another_host_gets_the_blob_without_the_credentials() {
+        let (elsewhere, other) = serve("127.0.0.2", |_, _, _| (201, String::new()));
+        let (address, seen) = registry(format!("http://{elsewhere}/upload/1?state=x"));
+        let repository = RemoteRepository {
+            registry: address.clone(),
+            path: "forge/signed".to_owned(),
+        };
+        let digest = client_for(&address)
+            .push_blob(&repository, b"blob")
+            .unwrap();
+        let put = other.lock().unwrap().clone();
+        assert_eq!(
+            put,
+            [format!(
+                "PUT /upload/1?state=x&digest=sha256%3A{} | ",
+                digest.hex()
+            )]
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.contains(
+                &"POST /v2/forge/signed/blobs/uploads/ | Basic dXNlcjpzZWNyZXQ=".to_owned()
+            ),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn an_upload_location_on_the_registry_gets_the_blob_with_the_credentials() {
+        let (address, seen) = registry("/v2/forge/signed/blobs/uploads/1?state=x".to_owned());
+        let repository = RemoteRepository {
+            registry: address.clone(),
+            path: "forge/signed".to_owned(),
+        };
+        client_for(&address)
+            .push_blob(&repository, b"blob")
+            .unwrap();
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.iter().any(|line| line
+                .starts_with("PUT /v2/forge/signed/blobs/uploads/1?state=x&digest=")
+                && line.ends_with("| Basic dXNlcjpzZWNyZXQ=")),
+            "{seen:?}"
+        );
+    }
+}
