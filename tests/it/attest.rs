@@ -352,9 +352,15 @@ fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and
     assert_eq!(row(&json, "provenance subject", &latest)["ok"], false);
     assert_contains(&run.stderr, "FAIL");
 
-    // A second signed image, then the first image's provenance put in its place.
-    let attestation = format!("sha256-{}.att", first.trim_start_matches("sha256:"));
-    let (_, first_att) = registry.held(&path, &attestation, &[OCI_MANIFEST]);
+    // A second signed image, then each of the first image's attachments put in the place of
+    // the second's, one at a time.
+    let attachment = |digest: &str, suffix: &str| {
+        format!("sha256-{}.{suffix}", digest.trim_start_matches("sha256:"))
+    };
+    let held = |tag: &str| registry.held(&path, tag, &[OCI_MANIFEST]).1;
+    let first_att = held(&attachment(&first, "att"));
+    let first_sig = held(&attachment(&first, "sig"));
+    let first_sbom = held(&attachment(&first, "sbom"));
     example
         .context
         .write("overlays/app/VERSION", "second signed build\n");
@@ -373,12 +379,8 @@ fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and
     let second = registry.digest(&path, "latest");
     assert_ne!(second, first);
     verify(&example, &["--remote", "--key", &key], &env).expect_code(0);
-    registry.put_manifest(
-        &path,
-        &format!("sha256-{}.att", second.trim_start_matches("sha256:")),
-        OCI_MANIFEST,
-        &first_att,
-    );
+    let second_att = held(&attachment(&second, "att"));
+    registry.put_manifest(&path, &attachment(&second, "att"), OCI_MANIFEST, &first_att);
     let run = verify(&example, &["--remote", "--key", &key], &env).expect_code(1);
     let json = run.json();
     let subject = row(&json, "provenance subject", &latest);
@@ -396,6 +398,39 @@ fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and
         "{failed:?}"
     );
     assert!(failed.contains(&format!("sbom {latest}")), "{failed:?}");
+
+    // The second image's provenance back, and the first image's signature in place of its own:
+    // a valid signature, of another manifest.
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "att"),
+        OCI_MANIFEST,
+        &second_att,
+    );
+    registry.put_manifest(&path, &attachment(&second, "sig"), OCI_MANIFEST, &first_sig);
+    let json = verify(&example, &["--remote", "--key", &key], &env)
+        .expect_code(1)
+        .json();
+    let signature = row(&json, "signature", &latest);
+    assert_eq!(signature["expected"], second.as_str());
+    assert_eq!(signature["actual"], first.as_str());
+
+    // The first image's SBOM in place of the second's: not the SBOM the provenance names.
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "sbom"),
+        OCI_MANIFEST,
+        &first_sbom,
+    );
+    let json = verify(&example, &["--remote", "--key", &key], &env)
+        .expect_code(1)
+        .json();
+    let sbom = row(&json, "sbom", &latest);
+    assert_eq!(sbom["ok"], false);
+    assert_contains(
+        sbom["actual"].as_str().unwrap(),
+        "which the signed provenance does not name",
+    );
 }
 
 /// The OCI image manifest media type.
