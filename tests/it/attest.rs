@@ -305,7 +305,7 @@ fn skopeo_finds_the_signature_forge_attached_and_none_on_a_re_pointed_tag() {
 }
 
 #[test]
-fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and_a_wrong_key() {
+fn verify_with_the_key_holds_for_a_signed_push_and_fails_with_a_key_that_did_not_sign() {
     let registry = RegistryServer::start();
     let keys = Keys::new();
     let Some(example) = signed(&registry, "attest-verify", &keys) else {
@@ -351,7 +351,21 @@ fn verify_with_the_key_checks_signature_provenance_and_sbom_and_names_a_swap_and
     assert_eq!(signature["ok"], false);
     assert_eq!(row(&json, "provenance subject", &latest)["ok"], false);
     assert_contains(&run.stderr, "FAIL");
+}
 
+#[test]
+fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-swap", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let first = registry.digest(&path, "latest");
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let key = keys.public_arg();
+    let latest = format!("{}:latest", example.repository);
     // A second signed image, then each of the first image's attachments put in the place of
     // the second's, one at a time.
     let attachment = |digest: &str, suffix: &str| {
