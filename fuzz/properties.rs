@@ -44,7 +44,14 @@ fn recipe_root() -> &'static Path {
 /// The Dockerfile instructions the default template writes; anything else starting a line means
 /// a value broke out of its place.
 const INSTRUCTIONS: [&str; 8] = [
-    "FROM ", "SHELL ", "ENV ", "RUN ", "COPY ", "ARG ", "LABEL ", "ENTRYPOINT ",
+    "FROM ",
+    "SHELL ",
+    "ENV ",
+    "RUN ",
+    "COPY ",
+    "ARG ",
+    "LABEL ",
+    "ENTRYPOINT ",
 ];
 
 /// pins.toml text: loading never panics, and whatever loads renders into a Dockerfile whose

@@ -63,6 +63,12 @@ pub enum Command {
         #[command(subcommand)]
         command: PinCommand,
     },
+    /// Write a new signing key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub.
+    Keygen {
+        /// Where to write the pair (PREFIX.key and PREFIX.pub).
+        #[arg(long, value_name = "PREFIX", default_value = "forge")]
+        out: PathBuf,
+    },
     /// Print a shell completion script for SHELL on stdout.
     Completions {
         /// The shell.
@@ -139,6 +145,15 @@ pub struct BuildArgs {
     /// the new image's own (which makes its id differ on every build, even from cache).
     #[arg(long, value_name = "REF")]
     pub cache_from: Vec<String>,
+
+    /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
+    /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
+    #[arg(long, requires = "push")]
+    pub sign: bool,
+
+    /// The signing key: a PKCS#8 PEM file (`forge keygen` writes one).
+    #[arg(long, value_name = "FILE", requires = "sign")]
+    pub sign_key: Option<PathBuf>,
 }
 
 /// `--builder`: which of the daemon's builders runs the build.
@@ -204,6 +219,11 @@ pub struct VerifyDigestArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// With --remote: check the signature, the provenance and the SBOM attached to the
+    /// manifest each tag holds, with this public key (PEM).
+    #[arg(long, value_name = "PUB.pem", requires = "remote")]
+    pub key: Option<PathBuf>,
 }
 
 /// `forge pull`.
@@ -306,4 +326,15 @@ pub struct PatchArgs {
     /// Patch files or folders of them, in order (default: each `series` of [[patches]]).
     #[arg(value_name = "SERIES")]
     pub series: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_command_line_definition_holds_together() {
+        use clap::CommandFactory as _;
+        // clap checks each subcommand's flags (names, `requires`, conflicts) here rather than
+        // when that subcommand is first parsed.
+        super::Cli::command().debug_assert();
+    }
 }

@@ -335,6 +335,10 @@ fn reference(repository: &Repository, tag: &Tag) -> String {
 }
 
 impl Engine for Docker {
+    async fn version(&self) -> Option<String> {
+        self.client.version().await.ok()?.version
+    }
+
     async fn build(
         &self,
         request: &BuildRequest<'_>,

@@ -332,4 +332,9 @@ pub trait Engine {
     /// Runs `command` in a new container of `image` with its entrypoint replaced and no
     /// network, waits for it to end, removes it, and returns its exit code and output.
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
+
+    /// The daemon's version, when it says.
+    async fn version(&self) -> Option<String> {
+        None
+    }
 }

@@ -150,6 +150,8 @@ impl Report<'_> {
             ));
         }
 
+        text.push_str(&attachments_markdown(record));
+
         text.push_str("\n## Pins\n\n");
         if self.pins_changed {
             text.push_str("> pins.toml has changed since this build; these are its pins now.\n\n");
@@ -253,6 +255,13 @@ impl Report<'_> {
                 "mutability": mutability(tag.mutability),
                 "digest": tag.pushed.as_ref().map(Digest::as_str),
             })).collect::<Vec<_>>(),
+            "attachments": record.attachments.iter().map(|attachment| json!({
+                "kind": attachment.kind,
+                "subject": attachment.subject.as_str(),
+                "reference": format!("{repository}:{}", attachment.tag),
+                "manifest": attachment.manifest.as_str(),
+                "content": attachment.content.as_str(),
+            })).collect::<Vec<_>>(),
             "inputs": serde_json::to_value(&record.inputs).expect("inputs serialize"),
             "pins_changed": self.pins_changed,
             "pins": self.pins.iter().map(|pin| json!({
@@ -278,6 +287,36 @@ impl Report<'_> {
             "results": results,
         })
     }
+}
+
+/// The signature, provenance and SBOM attached to the pushed image, when the build was signed.
+fn attachments_markdown(record: &Record) -> String {
+    let repository = record.image.repository.as_str();
+    let mut text = String::from("\n## Signature and attestations\n\n");
+    let Some(subject) = record
+        .attachments
+        .first()
+        .map(|attachment| &attachment.subject)
+    else {
+        text.push_str("None: the build was not signed (`forge build --push --sign`).\n");
+        return text;
+    };
+    text.push_str(&format!(
+        "Attached to `{repository}@{subject}`:\n\n| what | tag | manifest | content |\n|---|---|---|---|\n"
+    ));
+    for attachment in &record.attachments {
+        text.push_str(&format!(
+            "| {} | `{}` | `{}` | `{}` |\n",
+            attachment.kind.noun(),
+            attachment.tag,
+            attachment.manifest,
+            attachment.content
+        ));
+    }
+    text.push_str(
+        "\nCheck them with the public key: `forge verify-digest --remote --key PUB.pem`\n",
+    );
+    text
 }
 
 fn mutability(mutability: Mutability) -> &'static str {

@@ -1,6 +1,7 @@
 //! forge's integration tests: one binary, each module a command or a stage, all driving the real
 //! `forge` executable through `TestContext`.
 
+mod attest;
 mod build;
 mod cache_from;
 mod context;

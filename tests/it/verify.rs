@@ -533,7 +533,7 @@ pub(crate) fn registry_tools_missing() -> bool {
 }
 
 /// The repository path of `example` on its registry (without the registry host).
-fn path_of(example: &Example, registry: &RegistryServer) -> String {
+pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
     example
         .repository
         .strip_prefix(&format!("{}/", registry.address()))
@@ -563,7 +563,7 @@ fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> Stri
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// No credentials anywhere: an empty Docker configuration folder.
-fn no_credentials() -> tempfile::TempDir {
+pub(crate) fn no_credentials() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
