@@ -146,6 +146,12 @@ pub struct BuildArgs {
     #[arg(long, value_name = "REF")]
     pub cache_from: Vec<String>,
 
+    /// For a recipe of several platforms ([image] platforms): the daemon that builds PLATFORM
+    /// natively (repeatable); a platform with none is built on the default daemon only if that
+    /// is the platform it runs on.
+    #[arg(long, value_name = "PLATFORM=URL")]
+    pub node: Vec<String>,
+
     /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
     /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
     #[arg(long, requires = "push")]

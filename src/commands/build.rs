@@ -40,6 +40,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         context_out: args.context_out.clone(),
         insecure_registries: args.insecure_registry.clone(),
         cache_from: args.cache_from.clone(),
+        nodes: args.node.clone(),
         sign,
     };
     crate::ops::build(&recipe, &options, printer)?;

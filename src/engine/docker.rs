@@ -129,6 +129,21 @@ impl Docker {
         &self.host
     }
 
+    /// The platform the daemon runs on (`os/arch`, as `docker version` reports it): the one it
+    /// builds for natively.
+    pub async fn platform(&self) -> Result<String, EngineError> {
+        let version = self
+            .client
+            .version()
+            .await
+            .map_err(self.api("ask the daemon's version"))?;
+        Ok(format!(
+            "{}/{}",
+            version.os.unwrap_or_default(),
+            version.arch.unwrap_or_default()
+        ))
+    }
+
     /// Pulls `repository@digest` (for an image index, its entry for `platform`) with
     /// `credentials`, handing each layer state to `events` once, and returns the local image
     /// the digest now names.

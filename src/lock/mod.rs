@@ -50,6 +50,23 @@ pub struct Record {
     /// written before forge signed leave it out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRecord>,
+    /// For a recipe of several platforms: each platform's image, whose manifests the tags'
+    /// OCI image index lists; empty for one platform.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<PlatformRecord>,
+}
+
+/// One platform's image of a multi-platform build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformRecord {
+    /// `os/arch[/variant]`.
+    pub platform: Platform,
+    /// The image id the node that built it reported.
+    pub id: Digest,
+    /// The manifest digest the registry stored for it (an entry of the index).
+    pub manifest: Digest,
+    /// The daemon that built it, as `--node` named it.
+    pub node: String,
 }
 
 /// One attachment of the pushed image, under its cosign tag.
@@ -425,6 +442,7 @@ impl Record {
             tags,
             patches,
             attachments: Vec::new(),
+            platforms: Vec::new(),
         }
     }
 

@@ -65,6 +65,8 @@ pub struct BuildOptions {
     /// With `--push`: sign the pushed manifest with this key and attach the signature, the
     /// SBOM and the provenance to it.
     pub sign: Option<SigningKey>,
+    /// For a recipe of several platforms: the daemon that builds each (`PLATFORM=URL`).
+    pub nodes: Vec<String>,
 }
 
 /// Runs `forge build` on `recipe`.
@@ -90,6 +92,9 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         let engine = Docker::connect().await?;
         publish::intent::settle(&recipe.root, &engine, printer).await?;
         let plan = checked_plan(recipe, options, output, printer)?;
+        if recipe.pins.image.platforms.len() > 1 && options.platform.is_none() {
+            return super::platforms::run(recipe, options, &plan, printer).await;
+        }
         run(recipe, options, &plan, &engine, printer).await
     });
     // An interrupted registry check may still be waiting on the network: leave it behind.
@@ -241,6 +246,30 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     printer.stdout(&text);
 }
 
+/// What the daemon is asked to build for `platform`.
+pub(super) fn build_request<'a>(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    plan: &'a Plan,
+    platform: &'a Platform,
+    printer: &Printer,
+) -> BuildRequest<'a> {
+    let revision = pipeline::revision(&recipe.root);
+    BuildRequest {
+        context: plan
+            .context
+            .archive()
+            .expect("a build assembles its context into a file"),
+        builder: options.builder,
+        no_cache: options.no_cache,
+        platform: Some(platform),
+        args: pipeline::build_args(recipe, revision.as_deref()),
+        labels: plan.labels(),
+        credentials: base_credentials(recipe, printer),
+        cache_from: options.cache_from.clone(),
+    }
+}
+
 /// The daemon part: build, racing the stop signals, then publish.
 async fn run<E: Engine>(
     recipe: &Recipe,
@@ -256,19 +285,7 @@ async fn run<E: Engine>(
         .as_ref()
         .unwrap_or(&recipe.pins.image.platform);
     let revision = pipeline::revision(&recipe.root);
-    let request = BuildRequest {
-        context: plan
-            .context
-            .archive()
-            .expect("a build assembles its context into a file"),
-        builder: options.builder,
-        no_cache: options.no_cache,
-        platform: Some(platform),
-        args: pipeline::build_args(recipe, revision.as_deref()),
-        labels: plan.labels(),
-        credentials: base_credentials(recipe, printer),
-        cache_from: options.cache_from.clone(),
-    };
+    let request = build_request(recipe, options, plan, platform, printer);
     for source in &request.cache_from {
         printer.status("Caching", format_args!("from {source}"));
     }

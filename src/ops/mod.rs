@@ -5,6 +5,7 @@ pub mod patch;
 pub mod pin_bump;
 pub mod pin_list;
 pub mod pin_outdated;
+mod platforms;
 pub mod pull;
 pub mod render;
 pub mod report;

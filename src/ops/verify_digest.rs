@@ -22,7 +22,7 @@ use crate::printer::Printer;
 use crate::publish::{self, BuildError};
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
-use crate::types::oci::ImageRef;
+use crate::types::oci::{Digest, ImageRef};
 use crate::verify::{self, Check, Kind, Report, Served, VerifyError, attached, probe};
 
 /// Options of `forge verify-digest`.
@@ -373,6 +373,7 @@ fn registry_checks(
     }
     let mut checks = verify::registry(&served, platform.as_str(), &record.image.id);
     checks.extend(absent);
+    checks.extend(platform_checks(&client, &repository, record, &served));
     if let Some(key) = &options.key {
         let pins = crate::attest::attach::pins_expected(recipe);
         let expected = attached::Expected {
@@ -467,4 +468,32 @@ fn fetch_attached(
         ));
     }
     Ok(found)
+}
+
+/// For a multi-platform record: in each tag's index, every other platform's entry names the
+/// manifest and the image forge.lock records for it (the first platform's is checked above).
+fn platform_checks(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    record: &Record,
+    served: &[Served],
+) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for served in served {
+        for entry in record.platforms.iter().skip(1) {
+            let subject = format!("{} ({})", served.reference, entry.platform);
+            let manifest = served.manifest.platform_entry(entry.platform.as_str());
+            checks.push(Check::compare(
+                Kind::Platform,
+                subject.clone(),
+                entry.manifest.as_str(),
+                manifest.as_ref().map_or(verify::MISSING, Digest::as_str),
+            ));
+            let image = registry::image_of(client, repository, &served.manifest, &entry.platform)
+                .ok()
+                .flatten();
+            checks.push(verify::registry_image(&subject, &entry.id, image.as_ref()));
+        }
+    }
+    checks
 }

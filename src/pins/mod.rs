@@ -72,8 +72,12 @@ pub struct Image {
     pub tags: Vec<TagSpec>,
     /// The date fixed in the file, if any.
     pub date: Option<Date>,
-    /// The platform built for.
+    /// The platform built for; with `platforms`, the first of them, whose image forge.lock
+    /// names as the image.
     pub platform: Platform,
+    /// Every platform the tags name an image for (one OCI image index when there are several),
+    /// `platform` first.
+    pub platforms: Vec<Platform>,
     /// `org.opencontainers.image.source`.
     pub source: Option<Url>,
     /// The recipe's own labels.
@@ -435,6 +439,7 @@ impl Loader<'_> {
         self.check_groups(&pins)?;
 
         let tags = self.tags(raw.image.tags)?;
+        let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
 
         let mut patches = Vec::new();
         for entry in raw.patches {
@@ -485,7 +490,8 @@ impl Loader<'_> {
                 repository: raw.image.repository,
                 tags,
                 date: raw.image.date,
-                platform: raw.image.platform,
+                platform: platforms[0].clone(),
+                platforms,
                 source: raw.image.source,
                 labels: raw.image.labels,
             },
@@ -537,6 +543,40 @@ impl Loader<'_> {
             ));
         }
         Ok(tags)
+    }
+
+    /// `[image] platform` (one) or `platforms` (several, each once): exactly one of the two.
+    fn platforms(
+        &self,
+        platform: Option<Platform>,
+        platforms: Option<Spanned<Vec<Platform>>>,
+    ) -> Result<Vec<Platform>, LoadError> {
+        match (platform, platforms) {
+            (Some(platform), None) => Ok(vec![platform]),
+            (None, Some(list)) => {
+                let span = list.span();
+                let list = list.into_inner();
+                let mut seen = std::collections::BTreeSet::new();
+                if list.is_empty() || !list.iter().all(|platform| seen.insert(platform.as_str())) {
+                    return Err(self.error(
+                        span,
+                        "[image] platforms must name at least one platform, each once",
+                        "list each platform the tags serve once, e.g. platforms = [\"linux/arm64\", \"linux/amd64\"]",
+                    ));
+                }
+                Ok(list)
+            }
+            (Some(_), Some(list)) => Err(self.error(
+                list.span(),
+                "[image] names both platform and platforms",
+                "keep `platform` for one platform, or list them all in `platforms`",
+            )),
+            (None, None) => Err(self.error(
+                0..0,
+                "[image] names no platform",
+                "add `platform = \"linux/arm64\"` (or `platforms = [...]`) under [image]",
+            )),
+        }
     }
 
     /// The `[context]` table: each allowed secret must be one the build would refuse.

@@ -65,7 +65,8 @@ pub(crate) struct RawImage {
     pub repository: Repository,
     pub tags: RawTags,
     pub date: Option<Date>,
-    pub platform: Platform,
+    pub platform: Option<Platform>,
+    pub platforms: Option<Spanned<Vec<Platform>>>,
     pub source: Option<Url>,
     #[serde(default)]
     pub labels: BTreeMap<LabelKey, Text>,

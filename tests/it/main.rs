@@ -25,6 +25,7 @@ mod patch;
 mod patch_differential;
 mod pin_bump;
 mod pins;
+mod platforms;
 mod pull;
 mod registry_server;
 mod remote_daemon;

@@ -1,0 +1,264 @@
+//! `forge build --push` of a recipe with `[image] platforms`: each platform built natively on
+//! its own node, one index under the recipe's tags.
+//!
+//! 1. Every platform has a node before anything is built: `--node PLATFORM=URL`, else the
+//!    default daemon for the one platform it runs on natively.
+//! 2. Build the same context on each node for its platform, and push each image under its
+//!    platform tag (`TAG-os-arch`).
+//! 3. Compose the OCI image index of those manifests; refuse a dated tag the registry holds
+//!    for another index (without `--force`).
+//! 4. Publish the first platform's image on its node as a one-platform build would (tags on
+//!    that daemon, forge.lock), then point every recipe tag at the index in the registry and
+//!    record the index digest and each platform's image in forge.lock.
+
+use anyhow::Context as _;
+
+use super::build::{BuildOptions, build_request};
+use crate::engine::steps::Event;
+use crate::engine::{Docker, Engine, ImageId};
+use crate::lock::PlatformRecord;
+use crate::pipeline::{self, Plan};
+use crate::printer::Printer;
+use crate::progress::Display;
+use crate::publish::{self, Publication, RemoteTags, Signals, index};
+use crate::recipe::Recipe;
+use crate::registry::{self, RegistryClient, RemoteRepository};
+use crate::types::oci::{Digest, ImageRef, Platform};
+
+/// Why a multi-platform build cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformsError {
+    /// The tags of several platforms name an index, which lives in a registry only.
+    #[error(
+        "{platforms} are built together only with --push: their tags name one index in the registry"
+    )]
+    NotPushed {
+        /// The platforms, comma-separated.
+        platforms: String,
+    },
+    /// A platform no node builds.
+    #[error("no node builds {platform}: the default daemon runs on {native}")]
+    NoNode {
+        /// The platform.
+        platform: String,
+        /// The default daemon's own platform.
+        native: String,
+    },
+    /// `--node` in another shape than `PLATFORM=URL`, or for a platform the recipe lacks.
+    #[error("--node {given}: {problem}")]
+    BadNode {
+        /// What was given.
+        given: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl crate::diagnostics::Advise for PlatformsError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        use crate::diagnostics::Advice;
+        match self {
+            PlatformsError::NotPushed { .. } => Advice::Hint(
+                "add --push (or build one platform with --platform OS/ARCH, which builds locally)"
+                    .to_owned(),
+            ),
+            PlatformsError::NoNode { platform, .. } => Advice::Hint(format!(
+                "name a daemon that runs on {platform}: --node {platform}=ssh://USER@HOST (or unix://, tcp://); nothing was built"
+            )),
+            PlatformsError::BadNode { .. } => Advice::Hint(
+                "write --node OS/ARCH=URL, for a platform that pins.toml's [image] platforms lists"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+crate::advised!(PlatformsError);
+
+/// Each platform of the recipe with the daemon that builds it, or the first platform no node
+/// builds. Nothing is built before every platform has its node.
+async fn nodes(recipe: &Recipe, options: &BuildOptions) -> anyhow::Result<Vec<(Platform, Docker)>> {
+    let platforms = &recipe.pins.image.platforms;
+    let mut named = Vec::new();
+    for given in &options.nodes {
+        let (platform, url) = given
+            .split_once('=')
+            .ok_or_else(|| PlatformsError::BadNode {
+                given: given.clone(),
+                problem: "expected PLATFORM=URL".to_owned(),
+            })?;
+        let Some(platform) = platforms.iter().find(|known| known.as_str() == platform) else {
+            return Err(PlatformsError::BadNode {
+                given: given.clone(),
+                problem: format!("pins.toml's [image] platforms does not list {platform}"),
+            }
+            .into());
+        };
+        named.push((platform.clone(), url.to_owned()));
+    }
+    let mut default: Option<(Docker, String)> = None;
+    let mut nodes = Vec::new();
+    for platform in platforms {
+        if let Some((_, url)) = named.iter().find(|(known, _)| known == platform) {
+            nodes.push((platform.clone(), Docker::connect_to(url).await?));
+            continue;
+        }
+        if default.is_none() {
+            let engine = Docker::connect().await?;
+            let native = engine.platform().await?;
+            default = Some((engine, native));
+        }
+        let (engine, native) = default.as_ref().expect("connected above");
+        if native != platform.as_str() {
+            return Err(PlatformsError::NoNode {
+                platform: platform.to_string(),
+                native: native.clone(),
+            }
+            .into());
+        }
+        nodes.push((platform.clone(), engine.clone()));
+    }
+    Ok(nodes)
+}
+
+/// Builds every platform on its node and publishes them under one index.
+pub(super) async fn run(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    plan: &Plan,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    if !options.push {
+        let platforms: Vec<&str> = recipe
+            .pins
+            .image
+            .platforms
+            .iter()
+            .map(Platform::as_str)
+            .collect();
+        return Err(PlatformsError::NotPushed {
+            platforms: platforms.join(", "),
+        }
+        .into());
+    }
+    let nodes = nodes(recipe, options).await?;
+    let repository = &recipe.pins.image.repository;
+    let reference: ImageRef = repository
+        .as_str()
+        .parse()
+        .expect("a repository is a reference");
+    let remote = RemoteRepository::of(&reference);
+    let lookup = registry::credentials::lookup(reference.registry(), reference.registry())?;
+    let client =
+        RegistryClient::new(options.insecure_registries.clone()).with_lookup(lookup.clone());
+    let first = &plan.tags.first().expect("a recipe has a tag").tag;
+    let mut display = Display::new(options.progress, printer, options.verbose);
+    let mut events = |event: Event<'_>| display.event(event);
+    let mut built: Vec<(Platform, ImageId, Digest, String)> = Vec::new();
+    for (platform, engine) in &nodes {
+        let request = build_request(recipe, options, plan, platform, printer);
+        printer.status(
+            "Building",
+            format_args!("{repository} for {platform} on {}", engine.host()),
+        );
+        let image = engine.build(&request, &mut events).await?;
+        let tag = index::platform_tag(first, platform);
+        engine.tag(&image, repository, &tag).await?;
+        let manifest = engine
+            .push(repository, &tag, lookup.credentials.as_ref(), &mut events)
+            .await?;
+        printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
+        built.push((platform.clone(), image, manifest, engine.host().to_owned()));
+    }
+    display.finish();
+    let entries: Vec<(Platform, Digest)> = built
+        .iter()
+        .map(|(platform, _, manifest, _)| (platform.clone(), manifest.clone()))
+        .collect();
+    let index = index::compose(&client, &remote, &entries)?;
+    index::refuse_moved(&client, &remote, &plan.tags, &index, options.force)?;
+    publish_index(
+        recipe, options, plan, &nodes, &built, &client, &remote, &index, printer,
+    )
+    .await
+}
+
+/// Publishes the first platform's image on its node (tags, forge.lock), then points the
+/// recipe's tags at `index` and records it with every platform's image.
+#[allow(clippy::too_many_arguments)]
+async fn publish_index(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    plan: &Plan,
+    nodes: &[(Platform, Docker)],
+    built: &[(Platform, ImageId, Digest, String)],
+    client: &RegistryClient,
+    remote: &RemoteRepository,
+    index: &index::Index,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let (platform, image, _, _) = &built[0];
+    let revision = pipeline::revision(&recipe.root);
+    let publication = Publication {
+        recipe,
+        image,
+        platform,
+        tags: &plan.tags,
+        inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
+        patches: &plan.patches,
+        revision: revision.as_deref(),
+        push: false,
+        force: options.force,
+    };
+    let registry = {
+        let (repository, platform) = (recipe.pins.image.repository.clone(), platform.clone());
+        let insecure = options.insecure_registries.clone();
+        move || RemoteTags::connect(&repository, platform, insecure)
+    };
+    let mut stop = Signals::listen()?;
+    let mut events = |_: Event<'_>| {};
+    let mut published = publish::publish(
+        &publication,
+        &nodes[0].1,
+        registry,
+        &mut stop,
+        &mut events,
+        printer,
+    )
+    .await?;
+    let stored = index::put(client, remote, &plan.tags, index).with_context(|| {
+        format!(
+            "cannot put the index {} under the tags of {remote}",
+            index.digest
+        )
+    })?;
+    for tag in &plan.tags {
+        printer.status(
+            "Pushed",
+            format_args!(
+                "{}:{} {stored} (index)",
+                recipe.pins.image.repository, tag.tag
+            ),
+        );
+    }
+    let record = &mut published.record;
+    for tag in &mut record.tags {
+        tag.pushed = Some(stored.clone());
+    }
+    record.platforms = built
+        .iter()
+        .map(|(platform, image, manifest, node)| PlatformRecord {
+            platform: platform.clone(),
+            id: image.0.clone(),
+            manifest: manifest.clone(),
+            node: node.clone(),
+        })
+        .collect();
+    record.write(&recipe.root)?;
+    if printer.is_json() {
+        printer.json(&published.to_json(plan));
+    } else {
+        printer.stdout(&format!("{stored}\n"));
+    }
+    Ok(())
+}

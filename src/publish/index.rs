@@ -1,0 +1,134 @@
+//! One tag for several platforms: each platform's image is pushed under a tag of its own
+//! (`TAG-os-arch`), then one OCI image index lists their manifests, and the recipe's tags are
+//! pointed at that index in the registry, dated (immutable) tags first and never re-pointed
+//! at another index without `--force`.
+
+use serde_json::json;
+use sha2::Digest as _;
+
+use crate::diagnostics::CheckFailed;
+use crate::pins::Mutability;
+use crate::recipe::ResolvedTag;
+use crate::registry::{Registry as _, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::{Digest, Platform, Tag};
+
+/// The media type of an OCI image index.
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+
+/// The tag a platform's own image is pushed under: the recipe's first tag, then the platform
+/// (`experimental-pr4-linux-arm64`).
+pub fn platform_tag(first: &Tag, platform: &Platform) -> Tag {
+    format!("{first}-{}", platform.as_str().replace('/', "-"))
+        .parse()
+        .expect("a tag and a platform make a tag")
+}
+
+/// An index, as bytes, and its digest.
+#[derive(Debug, Clone)]
+pub struct Index {
+    /// The JSON document.
+    pub body: Vec<u8>,
+    /// Its sha256.
+    pub digest: Digest,
+}
+
+/// The index listing `entries` (each platform with the manifest digest the registry stored),
+/// each entry's size and media type read back from `repository`.
+pub fn compose(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    entries: &[(Platform, Digest)],
+) -> Result<Index, RegistryError> {
+    let mut manifests = Vec::new();
+    for (platform, digest) in entries {
+        let manifest = client.manifest(repository, digest.as_str())?;
+        let mut parts = platform.as_str().split('/');
+        let (os, architecture, variant) = (parts.next(), parts.next(), parts.next());
+        let mut platform = json!({ "architecture": architecture, "os": os });
+        if let Some(variant) = variant {
+            platform["variant"] = json!(variant);
+        }
+        manifests.push(json!({
+            "mediaType": manifest.media_type.as_str(),
+            "digest": digest.as_str(),
+            "size": manifest.body.len(),
+            "platform": platform,
+        }));
+    }
+    let body = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_INDEX,
+        "manifests": manifests,
+    }))
+    .expect("an index serializes");
+    let digest = Digest::from_sha256(&sha2::Sha256::digest(&body));
+    Ok(Index { body, digest })
+}
+
+/// Refuses, before any recipe tag moves, a dated tag the registry holds for another manifest
+/// than `index`.
+pub fn refuse_moved(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    tags: &[ResolvedTag],
+    index: &Index,
+    force: bool,
+) -> anyhow::Result<()> {
+    for tag in tags
+        .iter()
+        .filter(|tag| tag.mutability == Mutability::Immutable)
+    {
+        let held = match client.manifest_digest(repository, tag.tag.as_str()) {
+            Ok(held) => held,
+            Err(RegistryError::NotFound { .. }) => continue,
+            Err(error) => return Err(error.into()),
+        };
+        if held != index.digest && !force {
+            return Err(CheckFailed::new(
+                format!(
+                    "tag {} in {repository} already names {held}, not the index of this build ({})",
+                    tag.tag, index.digest
+                ),
+                "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Puts `index` under every tag, dated tags first; returns the digest the registry stored.
+pub fn put(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    tags: &[ResolvedTag],
+    index: &Index,
+) -> Result<Digest, RegistryError> {
+    let mut order: Vec<&ResolvedTag> = tags.iter().collect();
+    order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
+    let mut stored = index.digest.clone();
+    for tag in order {
+        stored = client.push_manifest(repository, tag.tag.as_str(), OCI_INDEX, &index.body)?;
+    }
+    Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_platform_tag_follows_the_first_tag() {
+        let tag: Tag = "experimental-pr4".parse().unwrap();
+        let platform: Platform = "linux/arm64".parse().unwrap();
+        assert_eq!(
+            platform_tag(&tag, &platform).as_str(),
+            "experimental-pr4-linux-arm64"
+        );
+        let platform: Platform = "linux/arm/v7".parse().unwrap();
+        assert_eq!(
+            platform_tag(&tag, &platform).as_str(),
+            "experimental-pr4-linux-arm-v7"
+        );
+    }
+}
