@@ -21,6 +21,7 @@ mod patch;
 mod patch_differential;
 mod pin_bump;
 mod pins;
+mod readme;
 mod registry_server;
 mod remote_daemon;
 mod render;
