@@ -22,13 +22,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build::{BASE_IMAGE, docker_ready};
+use crate::index_server::IndexServer;
 use crate::registry_server::RegistryServer;
 use crate::support::{copy_tree, git_in, repository_root};
 
 /// How many console blocks the documents hold, and how many of them cannot run here: a new
 /// block, run or not, changes one of these on purpose.
 const BLOCKS: usize = 20;
-const NOT_RUN: usize = 7;
+const NOT_RUN: usize = 3;
 
 /// Where the documents put the checkout.
 const HOME_CHECKOUT: &str = "/home/me/forge";
@@ -296,6 +297,48 @@ const SETUPS: &[Setup] = &[
         },
     },
     Setup {
+        name: "pin-bump-requires",
+        folder: "",
+        needs: Needs::Nothing,
+        before: |sandbox, _| {
+            if sandbox.keep.is_empty() {
+                sandbox.index(crate::pin_bump::recorded_index());
+            }
+        },
+        varying: nothing_varies,
+    },
+    Setup {
+        name: "pin-bump-flashinfer",
+        folder: "",
+        needs: Needs::Nothing,
+        before: flashinfer_0_6_15,
+        varying: nothing_varies,
+    },
+    Setup {
+        name: "pin-bump-dry-run",
+        folder: "",
+        needs: Needs::Nothing,
+        before: flashinfer_0_6_15,
+        varying: nothing_varies,
+    },
+    Setup {
+        name: "pin-bump-denied",
+        folder: "",
+        needs: Needs::Nothing,
+        before: |sandbox, _| {
+            if sandbox.keep.is_empty() {
+                let index = IndexServer::start();
+                for version in ["0.1.11", "0.1.12"] {
+                    index
+                        .wheel("apache-tvm-ffi", version)
+                        .wheel("tilelang", version);
+                }
+                sandbox.index(index);
+            }
+        },
+        varying: nothing_varies,
+    },
+    Setup {
         name: "pin-bump-unknown",
         folder: "",
         needs: Needs::Nothing,
@@ -303,6 +346,21 @@ const SETUPS: &[Setup] = &[
         varying: nothing_varies,
     },
 ];
+
+/// A package index on loopback offering FlashInfer's three wheels at 0.6.14 and 0.6.15.
+fn flashinfer_0_6_15(sandbox: &mut Sandbox, step: usize) {
+    if step > 0 {
+        return;
+    }
+    let index = IndexServer::start();
+    for version in ["0.6.14", "0.6.15"] {
+        index
+            .wheel("flashinfer-python", version)
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    sandbox.index(index);
+}
 
 /// The first command with `overlays/` a link out of the recipe; the second with it back and a
 /// FIFO in the overlay.
@@ -410,6 +468,8 @@ struct Sandbox {
     keep: Vec<Box<dyn std::any::Any>>,
     /// Image references to remove when the block ends.
     removals: Vec<String>,
+    /// Environment the block's commands run with, such as the package index they ask.
+    env: Vec<(&'static str, String)>,
 }
 
 impl Sandbox {
@@ -448,6 +508,7 @@ impl Sandbox {
             folder,
             keep: Vec::new(),
             removals: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -499,6 +560,10 @@ impl Sandbox {
             .env_remove("FORGE_REGISTRY_PASSWORD")
             .env_remove("FORGE_REGISTRY_HOST")
             .env_remove("FORGE_INDEX_URL")
+            .env_remove("PIP_INDEX_URL")
+            .env_remove("PIP_CONFIG_FILE")
+            .env("XDG_CACHE_HOME", self.root().join("cache"))
+            .envs(self.env.iter().map(|(name, value)| (*name, value)))
             .stdin(std::process::Stdio::null())
             .output()
             .expect("sh runs");
@@ -518,6 +583,13 @@ impl Sandbox {
         for tag in ["latest", "2026-07-08-offline"] {
             self.removals.push(format!("forge-example/offline:{tag}"));
         }
+    }
+
+    /// Makes `index` the package index every command asks (`FORGE_INDEX_URL`, the mirror that
+    /// stands in for every index the recipe names), for as long as the block runs.
+    fn index(&mut self, index: IndexServer) {
+        self.env.push(("FORGE_INDEX_URL", index.url()));
+        self.keep.push(Box::new(index));
     }
 
     /// `text` with the copy's paths as the documents write them.
