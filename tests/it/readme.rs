@@ -29,7 +29,7 @@ use crate::support::{copy_tree, git_in, repository_root};
 /// How many console blocks the documents hold, and how many of them cannot run here: a new
 /// block, run or not, changes one of these on purpose.
 const BLOCKS: usize = 20;
-const NOT_RUN: usize = 2;
+const NOT_RUN: usize = 1;
 
 /// Where the documents put the checkout.
 const HOME_CHECKOUT: &str = "/home/me/forge";
@@ -300,6 +300,13 @@ const SETUPS: &[Setup] = &[
         },
     },
     Setup {
+        name: "pin-outdated",
+        folder: "",
+        needs: Needs::Nothing,
+        before: upstream_on_loopback,
+        varying: nothing_varies,
+    },
+    Setup {
         name: "pin-bump-requires",
         folder: "",
         needs: Needs::Nothing,
@@ -382,6 +389,40 @@ fn base_tags_in_a_loopback_registry(sandbox: &mut Sandbox, step: usize) {
         ),
     );
     sandbox.keep.push(Box::new(registry));
+}
+
+/// Upstream on loopback: DeepGEMM's pin following a git remote made here (its `nv_dev` head a
+/// commit ahead), and a package index where FlashInfer has 0.6.15 and the tvm group 0.1.12.
+fn upstream_on_loopback(sandbox: &mut Sandbox, step: usize) {
+    if step > 0 {
+        return;
+    }
+    let remote = crate::pin_bump::GitRemote::new();
+    sandbox.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        &format!("url = \"{}\"", remote.url()),
+    );
+    sandbox.ids.extend([
+        remote.first.clone(),
+        remote.second.clone(),
+        remote.head.clone(),
+        remote.side.clone(),
+    ]);
+    sandbox.keep.push(Box::new(remote));
+    let index = IndexServer::start();
+    for version in ["0.6.14", "0.6.15"] {
+        index
+            .wheel("flashinfer-python", version)
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    for version in ["0.1.11", "0.1.12"] {
+        index
+            .wheel("apache-tvm-ffi", version)
+            .wheel("tilelang", version);
+    }
+    sandbox.index(index);
 }
 
 /// A package index on loopback offering FlashInfer's three wheels at 0.6.14 and 0.6.15.
@@ -507,6 +548,8 @@ struct Sandbox {
     removals: Vec<String>,
     /// Environment the block's commands run with, such as the package index they ask.
     env: Vec<(&'static str, String)>,
+    /// Ids the set-up made that vary from run to run (commits of a git remote it made).
+    ids: Vec<String>,
 }
 
 impl Sandbox {
@@ -546,6 +589,7 @@ impl Sandbox {
             keep: Vec::new(),
             removals: Vec::new(),
             env: Vec::new(),
+            ids: Vec::new(),
         }
     }
 
@@ -811,7 +855,8 @@ fn check(block: &Block, setup: &Setup) -> Result<(), String> {
         last = code;
         printed.push(normalise(&sandbox.as_documented(&output)));
     }
-    let varying = (setup.varying)(&sandbox);
+    let mut varying = (setup.varying)(&sandbox);
+    varying.extend(sandbox.ids.iter().cloned());
     for (step, output) in block.steps.iter().zip(&printed) {
         let expected: Vec<(usize, String)> = step
             .expected
