@@ -13,9 +13,10 @@
 //! `examples/`), at `/home/me/forge` as the documents spell it. What truly varies from machine to
 //! machine or run to run is normalised and nothing else: progress times, registry ports, the
 //! copy's temporary path, and the ids the daemon, the registry and git assign (image ids,
-//! pushed digests, the checkout's commit), which may differ from the document's only
-//! consistently (one document id stands for one id of the run). Dockerfile, context, input and
-//! file digests, patch commits and everything else must match byte for byte.
+//! pushed digests, the checkout's commit, the commits of a git remote a set-up made), which may
+//! differ from the document's only consistently (one document id stands for one id of the run).
+//! Dockerfile, context, input and file digests, patch commits (`Me <me@example.org>` commits
+//! them) and everything else must match byte for byte.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
