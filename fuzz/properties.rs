@@ -43,7 +43,16 @@ fn recipe_root() -> &'static Path {
 
 /// The Dockerfile instructions the default template writes; anything else starting a line means
 /// a value broke out of its place.
-const INSTRUCTIONS: [&str; 7] = ["FROM ", "SHELL ", "ENV ", "RUN ", "COPY ", "ARG ", "LABEL "];
+const INSTRUCTIONS: [&str; 8] = [
+    "FROM ",
+    "SHELL ",
+    "ENV ",
+    "RUN ",
+    "COPY ",
+    "ARG ",
+    "LABEL ",
+    "ENTRYPOINT ",
+];
 
 /// pins.toml text: loading never panics, and whatever loads renders into a Dockerfile whose
 /// every line is a comment, a continuation, or one of the template's own instructions, with

@@ -55,11 +55,19 @@ pub enum Command {
     Report,
     /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
     VerifyDigest(VerifyDigestArgs),
+    /// Pull the image forge.lock records, by digest, on every node and tag it there.
+    Pull(PullArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.
         #[command(subcommand)]
         command: PinCommand,
+    },
+    /// Write a new signing key pair: PREFIX.key (PKCS#8 PEM, mode 0600) and PREFIX.pub.
+    Keygen {
+        /// Where to write the pair (PREFIX.key and PREFIX.pub).
+        #[arg(long, value_name = "PREFIX", default_value = "forge")]
+        out: PathBuf,
     },
     /// Print a shell completion script for SHELL on stdout.
     Completions {
@@ -131,6 +139,21 @@ pub struct BuildArgs {
     /// HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// Reuse the build cache of this image (repeatable), as a runner with an empty daemon
+    /// would: BuildKit reads the cache metadata the image carries from its registry and writes
+    /// the new image's own (which makes its id differ on every build, even from cache).
+    #[arg(long, value_name = "REF")]
+    pub cache_from: Vec<String>,
+
+    /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
+    /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
+    #[arg(long, requires = "push")]
+    pub sign: bool,
+
+    /// The signing key: a PKCS#8 PEM file (`forge keygen` writes one).
+    #[arg(long, value_name = "FILE", requires = "sign")]
+    pub sign_key: Option<PathBuf>,
 }
 
 /// `--builder`: which of the daemon's builders runs the build.
@@ -196,6 +219,28 @@ pub struct VerifyDigestArgs {
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<String>,
+
+    /// With --remote: check the signature, the provenance and the SBOM attached to the
+    /// manifest each tag holds, with this public key (PEM).
+    #[arg(long, value_name = "PUB.pem", requires = "remote")]
+    pub key: Option<PathBuf>,
+}
+
+/// `forge pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// Pull on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]) instead of
+    /// the default one; repeat for every node.
+    #[arg(long, value_name = "URL")]
+    pub host: Vec<String>,
+
+    /// How to show the pulls: live on a terminal (auto), timestamped lines (plain), or not at all.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub progress: ProgressChoice,
+
+    /// Show every digest whole in the table of tags.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// `forge pin ...`.
@@ -281,4 +326,15 @@ pub struct PatchArgs {
     /// Patch files or folders of them, in order (default: each `series` of [[patches]]).
     #[arg(value_name = "SERIES")]
     pub series: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_command_line_definition_holds_together() {
+        use clap::CommandFactory as _;
+        // clap checks each subcommand's flags (names, `requires`, conflicts) here rather than
+        // when that subcommand is first parsed.
+        super::Cli::command().debug_assert();
+    }
 }

@@ -123,7 +123,7 @@ impl Terminal {
                 }
             }
             // A free-standing line under the status verbs' column.
-            Event::Push { reference, status } => {
+            Event::Push { reference, status } | Event::Pull { reference, status } => {
                 let _ = self
                     .multi
                     .println(redact(&format!("             {reference}: {status}")));
@@ -148,7 +148,9 @@ impl Plain {
                 self.print(&format!("  | {line}"));
             }
             Event::Output { .. } => {}
-            Event::Push { reference, status } => self.print(&format!("{reference}: {status}")),
+            Event::Push { reference, status } | Event::Pull { reference, status } => {
+                self.print(&format!("{reference}: {status}"))
+            }
         }
     }
 

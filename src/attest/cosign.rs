@@ -53,6 +53,15 @@ impl Kind {
         }
     }
 
+    /// What it is, for people.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Signature => "signature",
+            Kind::Attestation => "provenance",
+            Kind::Sbom => "SBOM",
+        }
+    }
+
     /// The tag the attachment of this kind for the manifest `digest` lives under.
     pub fn tag(self, digest: &Digest) -> String {
         format!("sha256-{}.{}", digest.hex(), self.suffix())

@@ -58,6 +58,9 @@ pub enum KeyError {
         /// What it should be.
         expected: &'static str,
     },
+    /// `--sign` without a key.
+    #[error("--sign needs a signing key, and neither --sign-key nor FORGE_SIGNING_KEY gives one")]
+    Missing,
     /// A file that would be overwritten exists.
     #[error("{} already exists", path.display())]
     Exists {
@@ -72,6 +75,7 @@ impl crate::diagnostics::Advise for KeyError {
             KeyError::Io { .. } => "check the path and its permissions".to_owned(),
             KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve".to_owned(),
             KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
+            KeyError::Missing => "name the private key with --sign-key FILE, or put its PEM text in FORGE_SIGNING_KEY; `forge keygen` writes a pair".to_owned(),
         })
     }
 }
@@ -93,6 +97,17 @@ impl SigningKey {
     /// The key in the file at `path`.
     pub fn read(path: &Path) -> Result<Self, KeyError> {
         Self::from_pem(&read_pem(path)?, path.display().to_string())
+    }
+
+    /// The key `--sign-key` names, else the PEM text `FORGE_SIGNING_KEY` holds.
+    pub fn given(path: Option<&Path>) -> Result<Self, KeyError> {
+        if let Some(path) = path {
+            return Self::read(path);
+        }
+        match std::env::var("FORGE_SIGNING_KEY") {
+            Ok(pem) if !pem.trim().is_empty() => Self::from_pem(&pem, "FORGE_SIGNING_KEY"),
+            _ => Err(KeyError::Missing),
+        }
     }
 
     /// A new random key.

@@ -3,6 +3,7 @@
 //! its manifest (`cosign`), made with an ECDSA P-256 key (`keys`). `Facts` is what forge knows
 //! of the build; the documents are made from it alone.
 
+pub mod attach;
 pub mod cosign;
 pub mod dsse;
 pub mod keys;

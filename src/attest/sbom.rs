@@ -79,10 +79,14 @@ fn base_component(facts: &Facts) -> Value {
         "type": "container",
         "bom-ref": "base",
         "name": name,
-        "version": facts.base.digest.as_deref().unwrap_or(&facts.base.image),
+        // A base that only the daemon holds has no registry digest: its image id stands in.
+        "version": facts.base.digest.as_deref().or(facts.base.id.as_deref()).unwrap_or(&facts.base.image),
         "description": format!("the base image {}", facts.base.image),
         "components": facts.pins.iter().filter(|pin| pin.in_base).map(pin_component).collect::<Vec<_>>(),
     });
+    if let Some(id) = &facts.base.id {
+        component["properties"] = json!([{ "name": "forge:image-id", "value": id }]);
+    }
     if let Some(digest) = &facts.base.digest {
         component["purl"] = json!(oci_purl(name, digest));
         component["hashes"] =

@@ -7,6 +7,14 @@ use crate::printer::Printer;
 use crate::progress::ProgressMode;
 
 pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    // A missing or unreadable key is refused before anything else is looked at.
+    let sign = if args.sign {
+        Some(crate::attest::keys::SigningKey::given(
+            args.sign_key.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let mut recipe = super::open_recipe(cli, printer)?;
     if let Some(repository) = &args.repository {
         recipe = recipe.with_repository(repository.clone());
@@ -31,6 +39,8 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         verbose: cli.verbose,
         context_out: args.context_out.clone(),
         insecure_registries: args.insecure_registry.clone(),
+        cache_from: args.cache_from.clone(),
+        sign,
     };
     crate::ops::build(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -5,6 +5,7 @@ mod patch;
 mod pin_bump;
 mod pin_list;
 mod pin_outdated;
+mod pull;
 mod render;
 mod report;
 mod verify_digest;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Patch { command } => patch::run(&cli, command, &printer),
         Command::Report => report::run(&cli, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
+        Command::Pull(args) => pull::run(&cli, args, &printer),
+        Command::Keygen { out } => keygen(out, &printer),
         Command::Completions { shell } => completions(*shell, &printer),
         Command::Man => man_page(&printer),
         Command::Pin {
@@ -55,6 +58,29 @@ pub fn run(cli: Cli) -> ExitStatus {
 }
 
 /// `forge completions SHELL`: the completion script clap writes for forge's command line.
+/// `forge keygen [--out PREFIX]`: a new key pair, never over existing files.
+fn keygen(prefix: &std::path::Path, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let with = |extension: &str| {
+        let mut name = prefix.as_os_str().to_owned();
+        name.push(extension);
+        std::path::PathBuf::from(name)
+    };
+    let (private, public) = (with(".key"), with(".pub"));
+    crate::attest::keys::write_pair(&private, &public)?;
+    printer.status(
+        "Wrote",
+        format_args!("{} (private, mode 0600)", private.display()),
+    );
+    printer.status("Wrote", format_args!("{} (public)", public.display()));
+    if printer.is_json() {
+        printer.json(&serde_json::json!({
+            "private": private.display().to_string(),
+            "public": public.display().to_string(),
+        }));
+    }
+    Ok(ExitStatus::Success)
+}
+
 fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let mut command = <Cli as clap::CommandFactory>::command();
     let mut script = Vec::new();

@@ -17,6 +17,11 @@ pub(super) fn run(
         contents: args.contents,
         hosts: args.host.clone(),
         insecure_registries: args.insecure_registry.clone(),
+        key: args
+            .key
+            .as_deref()
+            .map(crate::attest::keys::VerifyingKey::read)
+            .transpose()?,
     };
     crate::ops::verify_digest(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)

@@ -9,8 +9,9 @@ use bollard::errors::Error as BollardError;
 use bollard::models::BuildInfoAux;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, BuilderVersion, LogsOptionsBuilder, PushImageOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, TagImageOptionsBuilder,
+    BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder, LogsOptionsBuilder,
+    PushImageOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    TagImageOptionsBuilder,
 };
 use futures_util::StreamExt as _;
 
@@ -19,7 +20,7 @@ use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
 use crate::registry::Credentials;
-use crate::types::oci::{Digest, Repository, Tag};
+use crate::types::oci::{Digest, Platform, Repository, Tag};
 
 /// How long a daemon may take to answer its first request.
 const PING_TIMEOUT: Duration = Duration::from_secs(20);
@@ -126,6 +127,62 @@ impl Docker {
     /// Where the daemon was reached.
     pub fn host(&self) -> &str {
         &self.host
+    }
+
+    /// Pulls `repository@digest` (for an image index, its entry for `platform`) with
+    /// `credentials`, handing each layer state to `events` once, and returns the local image
+    /// the digest now names.
+    pub async fn pull(
+        &self,
+        repository: &Repository,
+        digest: &Digest,
+        platform: &Platform,
+        credentials: Option<&Credentials>,
+        events: &mut dyn FnMut(Event<'_>),
+    ) -> Result<ImageInfo, EngineError> {
+        let reference = format!("{repository}@{digest}");
+        // As the docker CLI asks: the repository, and the digest in the tag's place.
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(repository.as_str())
+            .tag(digest.as_str())
+            .platform(platform.as_str())
+            .build();
+        let mut stream =
+            self.client
+                .create_image(Some(options), None, credentials.map(docker_credentials));
+        let mut seen = std::collections::HashSet::new();
+        while let Some(item) = stream.next().await {
+            let info = match item {
+                Ok(info) => info,
+                Err(
+                    BollardError::DockerStreamError { error: message }
+                    | BollardError::DockerResponseServerError { message, .. },
+                ) => return Err(EngineError::Pull { reference, message }),
+                Err(other) => {
+                    return Err(EngineError::Unreachable {
+                        host: self.host.clone(),
+                        message: describe(&other),
+                    });
+                }
+            };
+            let Some(status) = info.status else { continue };
+            // Each state once: byte counts and per-layer repeats would flood a log.
+            if !matches!(status.as_str(), "Downloading" | "Extracting" | "Waiting")
+                && seen.insert(status.clone())
+            {
+                events(Event::Pull {
+                    reference: &reference,
+                    status: &status,
+                });
+            }
+        }
+        self.image(&reference)
+            .await?
+            .ok_or_else(|| EngineError::Pull {
+                reference,
+                message: "the daemon reported success but holds no image under that digest"
+                    .to_owned(),
+            })
     }
 
     fn api(&self, action: impl Into<String>) -> impl FnOnce(BollardError) -> EngineError + '_ {
@@ -278,16 +335,26 @@ fn reference(repository: &Repository, tag: &Tag) -> String {
 }
 
 impl Engine for Docker {
+    async fn version(&self) -> Option<String> {
+        self.client.version().await.ok()?.version
+    }
+
     async fn build(
         &self,
         request: &BuildRequest<'_>,
         events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageId, EngineError> {
-        let args: HashMap<&str, &str> = request
+        let mut args: HashMap<&str, &str> = request
             .args
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
+        // A build that reads another image's cache also writes its own into the image, so that
+        // the next runner can read it in turn. Only then: BuildKit writes that metadata in no
+        // stable order, so an image carrying it gets a new id on every build, even from cache.
+        if request.builder == Builder::Buildkit && !request.cache_from.is_empty() {
+            args.insert("BUILDKIT_INLINE_CACHE", "1");
+        }
         let labels: HashMap<&str, &str> = request
             .labels
             .iter()
@@ -302,6 +369,9 @@ impl Engine for Docker {
             .labels(&labels);
         if let Some(platform) = request.platform {
             options = options.platform(platform.as_str());
+        }
+        if !request.cache_from.is_empty() {
+            options = options.cachefrom(&request.cache_from);
         }
         options = match request.builder {
             Builder::Buildkit => options

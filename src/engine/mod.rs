@@ -71,6 +71,11 @@ pub struct BuildRequest<'a> {
     /// stage's `FROM`, a `COPY --from` image), as the docker CLI sends them with a build: every
     /// configured registry's; the daemon uses each only for the registry it names.
     pub credentials: Vec<crate::registry::Credentials>,
+    /// Images whose build cache the builder may reuse (`--cache-from`): BuildKit reads the
+    /// inline cache metadata such an image carries, from its registry, and writes its own into
+    /// the image it builds; the classic builder reuses the layers of these images if the daemon
+    /// holds them.
+    pub cache_from: Vec<String>,
 }
 
 /// What the engine knows about a local image.
@@ -139,6 +144,14 @@ pub enum EngineError {
     #[error("pushing {reference} failed: {message}")]
     Push {
         /// `repository:tag`.
+        reference: String,
+        /// The daemon's or registry's error.
+        message: String,
+    },
+    /// The daemon could not pull an image.
+    #[error("pulling {reference} failed: {message}")]
+    Pull {
+        /// `repository@digest`.
         reference: String,
         /// The daemon's or registry's error.
         message: String,
@@ -245,7 +258,7 @@ impl Advise for EngineError {
                     .to_owned(),
             ),
             EngineError::NoImageId => Advice::Hint("check the daemon's log for the build".to_owned()),
-            EngineError::Push { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
+            EngineError::Push { .. } | EngineError::Pull { .. } | EngineError::NoPushDigest { .. } => Advice::Hint(
                 "check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD, which go to the recipe's registry or the host FORGE_REGISTRY_HOST names)"
                     .to_owned(),
             ),
@@ -320,4 +333,9 @@ pub trait Engine {
     /// Runs `command` in a new container of `image` with its entrypoint replaced and no
     /// network, waits for it to end, removes it, and returns its exit code and output.
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
+
+    /// The daemon's version, when it says.
+    async fn version(&self) -> Option<String> {
+        None
+    }
 }

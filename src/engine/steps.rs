@@ -51,6 +51,13 @@ pub enum Event<'a> {
         /// What the daemon said (`Pushed`, `Layer already exists`, `pushed sha256:…`).
         status: &'a str,
     },
+    /// A pull's progress: a layer state, or the daemon's summary.
+    Pull {
+        /// `repository@digest`.
+        reference: &'a str,
+        /// What the daemon said (`Pull complete`, `Status: Downloaded newer image ...`).
+        status: &'a str,
+    },
 }
 
 #[derive(Debug)]

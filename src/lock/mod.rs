@@ -46,6 +46,25 @@ pub struct Record {
     /// The patches applied to the patch targets, in order.
     #[serde(default)]
     pub patches: Vec<PatchRecord>,
+    /// What `build --push --sign` attached to the pushed image in its registry; records
+    /// written before forge signed leave it out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRecord>,
+}
+
+/// One attachment of the pushed image, under its cosign tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentRecord {
+    /// `signature`, `attestation` or `sbom`.
+    pub kind: crate::attest::cosign::Kind,
+    /// The manifest it is attached to.
+    pub subject: Digest,
+    /// The tag it lives under (`sha256-HEX.sig`, `.att`, `.sbom`).
+    pub tag: String,
+    /// The digest of the attachment's manifest.
+    pub manifest: Digest,
+    /// The digest of what it holds: the signed payload, the DSSE envelope, the SBOM.
+    pub content: Digest,
 }
 
 /// The digests of a build's inputs; equal inputs give an equal context and Dockerfile.
@@ -405,6 +424,7 @@ impl Record {
             image,
             tags,
             patches,
+            attachments: Vec::new(),
         }
     }
 
@@ -429,6 +449,28 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attachments_are_recorded_and_a_record_without_them_still_reads() {
+        let unsigned = Record::sample();
+        let text = unsigned.to_text();
+        assert!(!text.contains("attachments"), "{text}");
+        assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), unsigned);
+        let mut signed = Record::sample();
+        signed.attachments = vec![AttachmentRecord {
+            kind: crate::attest::cosign::Kind::Signature,
+            subject: Digest::filled('b'),
+            tag: format!("sha256-{}.sig", "b".repeat(64)),
+            manifest: Digest::filled('c'),
+            content: Digest::filled('d'),
+        }];
+        let text = signed.to_text();
+        assert!(
+            text.contains("[[attachments]]\nkind = \"signature\""),
+            "{text}"
+        );
+        assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), signed);
+    }
 
     #[test]
     fn a_record_reads_back_as_written() {

@@ -13,8 +13,10 @@ use std::str::FromStr as _;
 
 use anyhow::Context as _;
 
+use crate::attest::attach;
+use crate::attest::keys::SigningKey;
 use crate::context::Output;
-use crate::engine::steps::Event;
+use crate::engine::steps::{Event, StepState};
 use crate::engine::{BuildRequest, Builder, Docker, Engine};
 use crate::pins::Mutability;
 use crate::pipeline::{self, Plan};
@@ -58,6 +60,12 @@ pub struct BuildOptions {
     pub context_out: Option<PathBuf>,
     /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
     pub insecure_registries: Vec<String>,
+    /// Images whose build cache to reuse (`--cache-from`); BuildKit then also writes the
+    /// image's own cache metadata into it.
+    pub cache_from: Vec<String>,
+    /// With `--push`: sign the pushed manifest with this key and attach the signature, the
+    /// SBOM and the provenance to it.
+    pub sign: Option<SigningKey>,
 }
 
 /// Runs `forge build` on `recipe`.
@@ -107,6 +115,42 @@ fn checked_plan(
         printer.status("Locked", "inputs match forge.lock");
     }
     Ok(plan)
+}
+
+/// How each step of the build ended, as the builder reported it, in the order they started.
+#[derive(Debug, Default)]
+struct StepOutcomes {
+    order: Vec<String>,
+    last: std::collections::HashMap<String, (String, StepState)>,
+}
+
+impl StepOutcomes {
+    fn note(&mut self, event: &Event<'_>) {
+        if let Event::Step { id, name, state } = event {
+            if !self.last.contains_key(*id) {
+                self.order.push((*id).to_owned());
+            }
+            self.last
+                .insert((*id).to_owned(), ((*name).to_owned(), *state));
+        }
+    }
+
+    /// `[{"name", "state"}]`, state `done`, `cached`, `failed` or `running`.
+    fn to_json(&self) -> serde_json::Value {
+        self.order
+            .iter()
+            .filter_map(|id| self.last.get(id))
+            .map(|(name, state)| {
+                let state = match state {
+                    StepState::Running => "running",
+                    StepState::Cached => "cached",
+                    StepState::Done => "done",
+                    StepState::Failed => "failed",
+                };
+                serde_json::json!({ "name": name, "state": state })
+            })
+            .collect()
+    }
 }
 
 /// The credentials `docker build` would send with the build: those of every registry the docker
@@ -227,6 +271,7 @@ async fn run<E: Engine>(
     engine: &E,
     printer: &Printer,
 ) -> anyhow::Result<()> {
+    let started = chrono::Utc::now();
     let repository = &recipe.pins.image.repository;
     let platform = options
         .platform
@@ -244,7 +289,11 @@ async fn run<E: Engine>(
         args: pipeline::build_args(recipe, revision.as_deref()),
         labels: plan.labels(),
         credentials: build_credentials(recipe, printer),
+        cache_from: options.cache_from.clone(),
     };
+    for source in &request.cache_from {
+        printer.status("Caching", format_args!("from {source}"));
+    }
     printer.status(
         "Building",
         format_args!(
@@ -257,7 +306,11 @@ async fn run<E: Engine>(
     );
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
-    let mut events = |event: Event<'_>| display.event(event);
+    let mut steps = StepOutcomes::default();
+    let mut events = |event: Event<'_>| {
+        steps.note(&event);
+        display.event(event);
+    };
     // Dropping the build's stream closes its connection, and the daemon cancels the build.
     let built = tokio::select! {
         biased;
@@ -285,7 +338,7 @@ async fn run<E: Engine>(
         move || RemoteTags::connect(&repository, platform, insecure)
     };
     let mut events = |event: Event<'_>| display.event(event);
-    let published = publish::publish(
+    let mut published = publish::publish(
         &publication,
         engine,
         registry,
@@ -294,10 +347,122 @@ async fn run<E: Engine>(
         printer,
     )
     .await?;
+    if let Some(key) = &options.sign {
+        let signing = Signing {
+            recipe,
+            options,
+            plan,
+            started,
+            daemon: engine.version().await,
+        };
+        tokio::select! {
+            biased;
+            signal = stop.received() => return Err(BuildError::Interrupted { signal }.into()),
+            signed = async { sign(&signing, &mut published.record, key, printer) } => signed?,
+        }
+    }
     if printer.is_json() {
-        printer.json(&published.to_json(plan));
+        let mut report = published.to_json(plan);
+        report["steps"] = steps.to_json();
+        printer.json(&report);
     } else {
         printer.stdout(&format!("{image}\n"));
     }
+    Ok(())
+}
+
+/// What signing a pushed build needs besides its record.
+struct Signing<'a> {
+    recipe: &'a Recipe,
+    options: &'a BuildOptions,
+    plan: &'a Plan,
+    started: chrono::DateTime<chrono::Utc>,
+    daemon: Option<String>,
+}
+
+/// Attaches the signature, the SBOM and the provenance of the manifest `record`'s tags were
+/// pushed as, and records them in forge.lock. The push stands whatever happens here: forge.lock
+/// already records it, and a failure leaves the record without attachments.
+fn sign(
+    signing: &Signing<'_>,
+    record: &mut crate::lock::Record,
+    key: &SigningKey,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let (recipe, plan) = (signing.recipe, signing.plan);
+    let subject = record
+        .tags
+        .iter()
+        .find_map(|tag| tag.pushed.clone())
+        .expect("a push records the digest of each tag");
+    let archive = plan
+        .context
+        .archive()
+        .expect("a build assembles its context into a file");
+    let files = crate::verify::probe::overlay_files(archive, &recipe.pins.overlays)
+        .with_context(|| format!("cannot read the build context {}", archive.display()))?;
+    let facts = crate::attest::Facts {
+        repository: record.image.repository.to_string(),
+        manifest: subject.clone(),
+        image_id: record.image.id.to_string(),
+        platform: record
+            .image
+            .platform
+            .as_ref()
+            .map_or_else(String::new, ToString::to_string),
+        tags: record.tags.iter().map(|tag| tag.name.to_string()).collect(),
+        base: crate::attest::BaseFact {
+            image: record.base.image.to_string(),
+            digest: record.base.digest.as_ref().map(ToString::to_string),
+            id: record.base.id.as_ref().map(ToString::to_string),
+        },
+        pins: attach::pin_facts(recipe.pins.pins.values()),
+        patches: record.patches.clone(),
+        overlays: attach::overlay_facts(recipe, record, &files),
+        inputs: record
+            .inputs
+            .named()
+            .iter()
+            .map(|(name, digest)| ((*name).to_owned(), digest.to_string()))
+            .collect(),
+        build_args: pipeline::build_args(recipe, record.image.revision.as_deref()),
+        builder: match signing.options.builder {
+            Builder::Buildkit => "buildkit",
+            Builder::Classic => "classic",
+        }
+        .to_owned(),
+        forge_version: env!("CARGO_PKG_VERSION").to_owned(),
+        daemon_version: signing.daemon.clone(),
+        started: signing
+            .started
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
+    let reference: crate::types::oci::ImageRef = record
+        .image
+        .repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    let lookup = crate::registry::credentials::lookup(reference.registry(), reference.registry())?;
+    let client = crate::registry::RegistryClient::new(signing.options.insecure_registries.clone())
+        .with_lookup(lookup);
+    let remote = crate::registry::RemoteRepository::of(&reference);
+    let documents = attach::documents(&facts, key);
+    let attached = attach::upload(&client, &remote, &subject, &documents)
+        .with_context(|| format!("cannot attach the signature and attestations of {reference}@{subject}; the push stands and forge.lock records it unsigned"))?;
+    for attachment in &attached {
+        printer.status(
+            "Attached",
+            format_args!(
+                "{} {reference}:{} {}",
+                attachment.kind.noun(),
+                attachment.tag,
+                attachment.manifest
+            ),
+        );
+    }
+    record.attachments = attached;
+    record.write(&recipe.root)?;
     Ok(())
 }

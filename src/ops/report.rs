@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
-use crate::pins::{Mutability, Pin, Source};
+use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::oci::Digest;
@@ -73,6 +73,7 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     let report = Report {
         record: &record,
         pins: recipe.pins.pins.values().collect(),
+        fixes: &recipe.pins.fixes,
         pins_changed,
     };
     if printer.is_json() {
@@ -96,6 +97,8 @@ fn pins_digest(recipe: &Recipe) -> anyhow::Result<Digest> {
 struct Report<'a> {
     record: &'a Record,
     pins: Vec<&'a Pin>,
+    /// What the pins and overlays fix.
+    fixes: &'a [Fix],
     /// pins.toml no longer hashes to the recorded digest.
     pins_changed: bool,
 }
@@ -147,6 +150,8 @@ impl Report<'_> {
             ));
         }
 
+        text.push_str(&attachments_markdown(record));
+
         text.push_str("\n## Pins\n\n");
         if self.pins_changed {
             text.push_str("> pins.toml has changed since this build; these are its pins now.\n\n");
@@ -181,6 +186,7 @@ impl Report<'_> {
             }
         }
 
+        text.push_str(&self.fixes_markdown());
         text.push_str("\n## Rig (tester)\n\n");
         for (_, label) in RIG_FIELDS {
             text.push_str(&format!("- {label}:\n"));
@@ -194,6 +200,26 @@ impl Report<'_> {
         text.push('\n');
         for (_, label) in RESULT_FIELDS {
             text.push_str(&format!("- {label}:\n"));
+        }
+        text
+    }
+
+    /// The symptom → fix → check table, one row per fix pins.toml declares.
+    fn fixes_markdown(&self) -> String {
+        if self.fixes.is_empty() {
+            return String::new();
+        }
+        let cell = |text: &str| text.replace('|', "\\|");
+        let mut text =
+            String::from("\n## Fixes\n\n| symptom | fix | by | check |\n|---|---|---|---|\n");
+        for fix in self.fixes {
+            text.push_str(&format!(
+                "| {} | {} | {} | `{}` |\n",
+                cell(fix.symptom.as_str()),
+                cell(fix.fix.as_str()),
+                fix.by,
+                cell(fix.check.as_str())
+            ));
         }
         text
     }
@@ -229,6 +255,13 @@ impl Report<'_> {
                 "mutability": mutability(tag.mutability),
                 "digest": tag.pushed.as_ref().map(Digest::as_str),
             })).collect::<Vec<_>>(),
+            "attachments": record.attachments.iter().map(|attachment| json!({
+                "kind": attachment.kind,
+                "subject": attachment.subject.as_str(),
+                "reference": format!("{repository}:{}", attachment.tag),
+                "manifest": attachment.manifest.as_str(),
+                "content": attachment.content.as_str(),
+            })).collect::<Vec<_>>(),
             "inputs": serde_json::to_value(&record.inputs).expect("inputs serialize"),
             "pins_changed": self.pins_changed,
             "pins": self.pins.iter().map(|pin| json!({
@@ -236,6 +269,13 @@ impl Report<'_> {
                 "kind": pin.kind().to_string(),
                 "version": pin.current(),
                 "source": source(pin),
+            })).collect::<Vec<_>>(),
+            "fixes": self.fixes.iter().map(|fix| json!({
+                "name": fix.name.as_str(),
+                "by": fix.by.to_string(),
+                "symptom": fix.symptom.as_str(),
+                "fix": fix.fix.as_str(),
+                "check": fix.check.as_str(),
             })).collect::<Vec<_>>(),
             "patches": record.patches.iter().map(|patch| json!({
                 "file": patch.file,
@@ -247,6 +287,36 @@ impl Report<'_> {
             "results": results,
         })
     }
+}
+
+/// The signature, provenance and SBOM attached to the pushed image, when the build was signed.
+fn attachments_markdown(record: &Record) -> String {
+    let repository = record.image.repository.as_str();
+    let mut text = String::from("\n## Signature and attestations\n\n");
+    let Some(subject) = record
+        .attachments
+        .first()
+        .map(|attachment| &attachment.subject)
+    else {
+        text.push_str("None: the build was not signed (`forge build --push --sign`).\n");
+        return text;
+    };
+    text.push_str(&format!(
+        "Attached to `{repository}@{subject}`:\n\n| what | tag | manifest | content |\n|---|---|---|---|\n"
+    ));
+    for attachment in &record.attachments {
+        text.push_str(&format!(
+            "| {} | `{}` | `{}` | `{}` |\n",
+            attachment.kind.noun(),
+            attachment.tag,
+            attachment.manifest,
+            attachment.content
+        ));
+    }
+    text.push_str(
+        "\nCheck them with the public key: `forge verify-digest --remote --key PUB.pem`\n",
+    );
+    text
 }
 
 fn mutability(mutability: Mutability) -> &'static str {

@@ -12,6 +12,7 @@
 
 use anyhow::Context as _;
 
+use crate::attest::cosign;
 use crate::context::Output;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{Docker, Engine, ImageId};
@@ -22,7 +23,7 @@ use crate::publish::{self, BuildError};
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::ImageRef;
-use crate::verify::{self, Check, Kind, Report, Served, VerifyError, probe};
+use crate::verify::{self, Check, Kind, Report, Served, VerifyError, attached, probe};
 
 /// Options of `forge verify-digest`.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +39,8 @@ pub struct VerifyOptions {
     pub hosts: Vec<String>,
     /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
     pub insecure_registries: Vec<String>,
+    /// With `remote`: check the attachments of each tag's manifest with this key.
+    pub key: Option<crate::attest::keys::VerifyingKey>,
 }
 
 /// Runs `forge verify-digest` on `recipe`.
@@ -94,7 +97,7 @@ pub fn verify_digest(
     )?;
 
     if options.remote {
-        match registry_checks(recipe, &record, options, printer) {
+        match registry_checks(recipe, &record, current, options, printer) {
             Ok(checks) => report.extend(checks),
             Err((subject, error)) => unreached.push((subject, error)),
         }
@@ -105,7 +108,7 @@ pub fn verify_digest(
 
 /// A publication killed part way is settled before its record is judged, unless a build of
 /// the recipe is still under way (then forge.lock may still change, and the report says so).
-fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
+pub(crate) fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     if publish::intent::Intent::read(&recipe.root)?.is_none() {
         return Ok(());
     }
@@ -291,7 +294,7 @@ async fn content_checks(
         "Running",
         format_args!("{} to read back its contents", image.short()),
     );
-    let command = probe::command(recipe.pins.pins.values(), files);
+    let command = probe::command(recipe.pins.pins.values(), files, &recipe.pins.fixes);
     let output = engine.run(&image, &command).await?;
     printer.detail(
         "Probe",
@@ -300,6 +303,7 @@ async fn content_checks(
     report.extend(probe::checks(
         recipe.pins.pins.values(),
         files,
+        &recipe.pins.fixes,
         &output.stdout,
     ));
     Ok(())
@@ -310,6 +314,7 @@ async fn content_checks(
 fn registry_checks(
     recipe: &Recipe,
     record: &Record,
+    current: &crate::lock::Inputs,
     options: &VerifyOptions,
     printer: &Printer,
 ) -> Result<Vec<Check>, (String, anyhow::Error)> {
@@ -368,5 +373,98 @@ fn registry_checks(
     }
     let mut checks = verify::registry(&served, platform.as_str(), &record.image.id);
     checks.extend(absent);
+    if let Some(key) = &options.key {
+        let pins = crate::attest::attach::pins_expected(recipe);
+        let expected = attached::Expected {
+            repository: &repository.to_string(),
+            inputs: current,
+            pins: &pins,
+        };
+        for served in &served {
+            let held = served
+                .manifest
+                .claimed
+                .clone()
+                .unwrap_or_else(|| served.manifest.received.clone());
+            printer.status(
+                "Asking",
+                format_args!("{} for what is attached to {held}", served.reference),
+            );
+            let found = fetch_attached(&client, &repository, &held)
+                .map_err(|error| (served.reference.clone(), error.into()))?;
+            checks.extend(attached::checks(
+                &served.reference,
+                &held,
+                &found,
+                key,
+                expected,
+            ));
+        }
+    }
     Ok(checks)
+}
+
+/// What `repository` holds under the cosign tags of the manifest `held`.
+fn fetch_attached(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    held: &crate::types::oci::Digest,
+) -> Result<attached::Attached, RegistryError> {
+    #[derive(serde::Deserialize)]
+    struct Layers {
+        #[serde(default)]
+        layers: Vec<Layer>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Layer {
+        #[serde(rename = "mediaType", default)]
+        media_type: String,
+        digest: crate::types::oci::Digest,
+        #[serde(default)]
+        annotations: std::collections::BTreeMap<String, String>,
+    }
+    let layers = |kind: cosign::Kind| -> Result<Option<Vec<Layer>>, RegistryError> {
+        match client.manifest(repository, &kind.tag(held)) {
+            Ok(manifest) => Ok(Some(
+                serde_json::from_slice::<Layers>(&manifest.body)
+                    .map(|manifest| manifest.layers)
+                    .unwrap_or_default(),
+            )),
+            Err(RegistryError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
+    };
+    let mut found = attached::Attached::default();
+    if let Some(layers) = layers(cosign::Kind::Signature)? {
+        let mut signatures = Vec::new();
+        for layer in layers
+            .iter()
+            .filter(|layer| layer.media_type == cosign::SIMPLE_SIGNING)
+        {
+            let signature = layer
+                .annotations
+                .get(cosign::SIGNATURE_ANNOTATION)
+                .cloned()
+                .unwrap_or_default();
+            signatures.push((client.blob(repository, &layer.digest)?, signature));
+        }
+        found.signatures = Some(signatures);
+    }
+    if let Some(layers) = layers(cosign::Kind::Attestation)? {
+        let mut envelopes = Vec::new();
+        for layer in layers
+            .iter()
+            .filter(|layer| layer.media_type == cosign::DSSE_ENVELOPE)
+        {
+            envelopes.push(client.blob(repository, &layer.digest)?);
+        }
+        found.attestations = Some(envelopes);
+    }
+    if let Some(layer) = layers(cosign::Kind::Sbom)?.and_then(|layers| layers.into_iter().next()) {
+        found.sbom = Some((
+            layer.digest.clone(),
+            client.blob(repository, &layer.digest)?,
+        ));
+    }
+    Ok(found)
 }

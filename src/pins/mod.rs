@@ -10,12 +10,14 @@
 //!
 //! Nothing past this module sees a bare `String` from the file.
 
+mod fixes;
 mod schema;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+pub use fixes::{Fix, FixedBy};
 pub use schema::{Onto, PinKind, Probe, TagTemplate};
 use schema::{RawContext, RawPin, RawRecipe};
 use toml::Spanned;
@@ -55,6 +57,8 @@ pub struct Pins {
     /// Where the recipe keeps its committed render (`[render] committed`), which `pin bump`
     /// rewrites together with pins.toml.
     pub committed_render: Option<RecipePath>,
+    /// What the pins and overlays fix, in name order.
+    pub fixes: Vec<Fix>,
     /// Things that load but deserve a look (a short git revision, say).
     pub notices: Vec<Notice>,
 }
@@ -430,32 +434,7 @@ impl Loader<'_> {
         }
         self.check_groups(&pins)?;
 
-        let mut tags: Vec<TagSpec> = Vec::new();
-        for (templates, mutability) in [
-            (raw.image.tags.moving, Mutability::Moving),
-            (raw.image.tags.immutable, Mutability::Immutable),
-        ] {
-            for template in templates {
-                let parsed = template.get_ref().parse::<TagTemplate>().map_err(|message| {
-                    self.error(
-                        template.span(),
-                        message,
-                        "tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered",
-                    )
-                })?;
-                tags.push(TagSpec {
-                    template: parsed,
-                    mutability,
-                });
-            }
-        }
-        if tags.is_empty() {
-            return Err(self.error(
-                0..0,
-                "[image.tags] names no tag",
-                "add `moving = [\"...\"]` or `immutable = [\"...\"]` under [image.tags]",
-            ));
-        }
+        let tags = self.tags(raw.image.tags)?;
 
         let mut patches = Vec::new();
         for entry in raw.patches {
@@ -500,6 +479,7 @@ impl Loader<'_> {
                 to: entry.to,
             });
         }
+        let fixes = self.fixes(raw.fixes, &pins, &overlays)?;
         Ok(Pins {
             image: Image {
                 repository: raw.image.repository,
@@ -523,8 +503,40 @@ impl Loader<'_> {
             overlays,
             context: self.context(raw.context)?,
             committed_render: self.render_section(raw.render)?,
+            fixes,
             notices,
         })
+    }
+
+    /// `[image.tags]`: each template checked, at least one.
+    fn tags(&self, raw: schema::RawTags) -> Result<Vec<TagSpec>, LoadError> {
+        let mut tags: Vec<TagSpec> = Vec::new();
+        for (templates, mutability) in [
+            (raw.moving, Mutability::Moving),
+            (raw.immutable, Mutability::Immutable),
+        ] {
+            for template in templates {
+                let parsed = template.get_ref().parse::<TagTemplate>().map_err(|message| {
+                    self.error(
+                        template.span(),
+                        message,
+                        "tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered",
+                    )
+                })?;
+                tags.push(TagSpec {
+                    template: parsed,
+                    mutability,
+                });
+            }
+        }
+        if tags.is_empty() {
+            return Err(self.error(
+                0..0,
+                "[image.tags] names no tag",
+                "add `moving = [\"...\"]` or `immutable = [\"...\"]` under [image.tags]",
+            ));
+        }
+        Ok(tags)
     }
 
     /// The `[context]` table: each allowed secret must be one the build would refuse.

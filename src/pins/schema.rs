@@ -13,9 +13,9 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
 use crate::types::python::{
-    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+    Identifier, LocalLabel, ModulePath, PackageName, PythonExpr, PythonVersion, Specifiers, Version,
 };
-use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
+use crate::types::recipe::{ContextPath, Date, FixName, PinName, RecipePath};
 use crate::types::url::Url;
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +38,19 @@ pub(crate) struct RawRecipe {
     #[serde(default)]
     pub context: Option<RawContext>,
     pub render: Option<RawRender>,
+    #[serde(default)]
+    pub fixes: BTreeMap<FixName, Spanned<RawFix>>,
+}
+
+/// `[fixes.NAME]`: what a pin or an overlay fixes, and how to tell it is in place.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFix {
+    /// The pin name, or the overlay's `from` folder, whose step brings the fix.
+    pub by: Spanned<String>,
+    pub symptom: Text,
+    pub fix: Text,
+    pub check: PythonExpr,
 }
 
 #[derive(Debug, Deserialize)]

@@ -86,7 +86,7 @@ impl Published {
     /// The `--json` document of the build of `plan` that this publication finished.
     pub fn to_json(&self, plan: &Plan) -> Value {
         let repository = self.record.image.repository.as_str();
-        json!({
+        let mut document = json!({
             "image": {
                 "id": self.record.image.id.as_str(),
                 "repository": repository,
@@ -104,7 +104,13 @@ impl Published {
                 "path": lock::LOCK_FILE,
                 "changed": self.written == Written::Changed,
             },
-        })
+        });
+        // Only a signed push has attachments.
+        if !self.record.attachments.is_empty() {
+            document["attachments"] = serde_json::to_value(&self.record.attachments)
+                .expect("the attachment records serialize");
+        }
+        document
     }
 }
 

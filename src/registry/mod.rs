@@ -16,6 +16,7 @@
 mod auth;
 pub mod credentials;
 pub mod trust;
+mod upload;
 
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -483,7 +484,7 @@ impl RegistryClient {
     /// Sends a request, answering the registry's authentication challenge once.
     fn send(
         &self,
-        method: Method,
+        method: Method<'_>,
         url: &Url,
         accept: &str,
         repository: &RemoteRepository,
@@ -530,7 +531,9 @@ impl RegistryClient {
                             url: realm.clone(),
                             refusal,
                         })?;
-                let scope = scope.unwrap_or_else(|| format!("repository:{}:pull", repository.path));
+                let access = if method.writes() { "pull,push" } else { "pull" };
+                let scope =
+                    scope.unwrap_or_else(|| format!("repository:{}:{access}", repository.path));
                 let sent = lookup.credentials.as_ref().filter(|_| credentials);
                 let token = self.token(&realm, service.as_deref(), &scope, &lookup, sent)?;
                 (format!("Bearer {token}"), (!credentials).then_some(realm))
@@ -548,7 +551,7 @@ impl RegistryClient {
     /// `authorization` goes only to `url`'s own origin, never to a redirect elsewhere.
     fn fetch(
         &self,
-        method: Method,
+        method: Method<'_>,
         url: &Url,
         accept: &str,
         authorization: Option<&str>,
@@ -580,25 +583,30 @@ impl RegistryClient {
 
     fn request(
         &self,
-        method: Method,
+        method: Method<'_>,
         url: &Url,
         accept: &str,
         authorization: Option<&str>,
     ) -> Result<ureq::http::Response<ureq::Body>, RegistryError> {
-        let result = match method {
-            Method::Get => {
-                let mut request = self.agent.get(url.as_str()).header("Accept", accept);
-                if let Some(authorization) = authorization {
-                    request = request.header("Authorization", authorization);
-                }
-                request.call()
+        fn with<B>(
+            request: ureq::RequestBuilder<B>,
+            accept: &str,
+            authorization: Option<&str>,
+        ) -> ureq::RequestBuilder<B> {
+            let request = request.header("Accept", accept);
+            match authorization {
+                Some(authorization) => request.header("Authorization", authorization),
+                None => request,
             }
-            Method::Head => {
-                let mut request = self.agent.head(url.as_str()).header("Accept", accept);
-                if let Some(authorization) = authorization {
-                    request = request.header("Authorization", authorization);
-                }
-                request.call()
+        }
+        let result = match method {
+            Method::Get => with(self.agent.get(url.as_str()), accept, authorization).call(),
+            Method::Head => with(self.agent.head(url.as_str()), accept, authorization).call(),
+            Method::Post => with(self.agent.post(url.as_str()), accept, authorization).send_empty(),
+            Method::Put { content_type, body } => {
+                with(self.agent.put(url.as_str()), accept, authorization)
+                    .header("Content-Type", content_type)
+                    .send(body)
             }
         };
         result.map_err(|error| RegistryError::Unreachable {
@@ -686,9 +694,23 @@ impl RegistryClient {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Method {
+enum Method<'a> {
     Get,
     Head,
+    /// Starts a blob upload.
+    Post,
+    /// Sends `body`: a blob's bytes, or a manifest.
+    Put {
+        content_type: &'a str,
+        body: &'a [u8],
+    },
+}
+
+impl Method<'_> {
+    /// Whether the request changes the repository, so that its token must allow a push.
+    fn writes(self) -> bool {
+        matches!(self, Method::Post | Method::Put { .. })
+    }
 }
 
 impl Registry for RegistryClient {

@@ -5,7 +5,7 @@
 //! Every value spliced in here has passed its grammar in `types` (no quote, space or shell
 //! metacharacter), which is what makes the plain quoting below safe.
 
-use crate::pins::{Overlay, Pin, Probe, Shim, Source};
+use crate::pins::{Fix, Overlay, Pin, Probe, Shim, Source};
 
 /// Where git pins record the commit they were built from, inside the image.
 pub const REVISIONS_DIR: &str = "/opt/forge/revisions";
@@ -103,4 +103,58 @@ pub fn for_overlay(overlay: &Overlay) -> String {
         Some(package) => python(&format!("import {package}")),
         None => format!("test -d {target}"),
     }
+}
+
+/// What a fix's check may use without importing it, each imported only when the check names it:
+/// `inspect`, `glob`, `import_module`, and `source(module)`, the text of a module's file, found
+/// as an import would find it.
+const FIX_NAMES: [(&str, &str); 4] = [
+    ("inspect", "import inspect"),
+    ("glob", "import glob"),
+    ("import_module", "from importlib import import_module"),
+    (
+        "source",
+        "import importlib.util; source = lambda module: open(importlib.util.find_spec(module).origin, encoding='utf-8').read()",
+    ),
+];
+
+/// The statements that make the names `check` uses available, then `sys`.
+pub fn fix_prelude(check: &str) -> String {
+    let words: std::collections::BTreeSet<&str> = check
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    let mut statements = vec!["import sys"];
+    statements.extend(
+        FIX_NAMES
+            .iter()
+            .filter(|(name, _)| words.contains(name))
+            .map(|(_, statement)| *statement),
+    );
+    statements.join("; ")
+}
+
+/// The gate for a fix: its check, run with `python3 -P` (Python 3.11 and later: the working
+/// folder is not put on the module path, so a package is imported from where it is installed,
+/// never from a source tree left behind), failing the step with the fix's symptom when the
+/// check is false or raises.
+pub fn for_fix(fix: &Fix) -> String {
+    let message = format!("fix {} is not in place: {}", fix.name, fix.symptom);
+    format!(
+        "(python3 -P -c \"{}; sys.exit(0 if ({}) else 1)\" || {{ echo {} >&2; exit 1; }})",
+        fix_prelude(fix.check.as_str()),
+        fix.check,
+        quote(&message)
+    )
+}
+
+/// `gate`, then the gate of every fix in `fixes`.
+pub fn with_fixes<'a>(gate: String, fixes: impl IntoIterator<Item = &'a Fix>) -> String {
+    fixes
+        .into_iter()
+        .fold(gate, |gate, fix| format!("{gate} \\\n && {}", for_fix(fix)))
+}
+
+/// `text` in single quotes for the shell.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }

@@ -21,7 +21,7 @@ use sha2::{Digest as _, Sha256};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Confined, PathError};
 use crate::location::Location;
-use crate::pins::{Mutability, Pin, Source};
+use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
 use crate::types::oci::Digest;
 
@@ -82,6 +82,19 @@ pub enum RenderError {
         /// The series' folder in the build context.
         folder: String,
     },
+    /// A fix's check is not in the rendered Dockerfile.
+    #[error(
+        "{}: fix `{fix}` comes with {by}, but the Dockerfile never runs that step's gate, so nothing would check it",
+        template.display()
+    )]
+    FixNotChecked {
+        /// The template.
+        template: PathBuf,
+        /// The fix.
+        fix: String,
+        /// The pin or overlay it names.
+        by: String,
+    },
 }
 
 impl Advise for RenderError {
@@ -95,6 +108,9 @@ impl Advise for RenderError {
             RenderError::SeriesNotCopied { pin, .. } => Advice::Hint(format!(
                 "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
             )),
+            RenderError::FixNotChecked { .. } => Advice::Hint(
+                "end the step with the gate forge generates for it: `{{ pins.NAME.gate }}` for a pin (`{{ pins.NAME.shim.gate }}` when it has a shim), `{{ overlay.gate }}` for an overlay".to_owned(),
+            ),
         }
     }
 }
@@ -220,6 +236,16 @@ pub fn dockerfile_from(
             });
         }
     }
+    // A fix whose check the Dockerfile never runs would be declared and never proved.
+    for fix in &recipe.pins.fixes {
+        if !text.contains(&gate::for_fix(fix)) {
+            return Err(RenderError::FixNotChecked {
+                template: path,
+                fix: fix.name.to_string(),
+                by: fix.by.to_string(),
+            });
+        }
+    }
     Ok(Dockerfile { text })
 }
 
@@ -298,6 +324,8 @@ struct View {
     args: Vec<NameValue>,
     pins: BTreeMap<String, PinView>,
     overlays: Vec<OverlayView>,
+    /// The names of the recipe's fixes, in name order (each is checked by its step's gate).
+    fixes: Vec<String>,
     revision_arg: &'static str,
     revisions_dir: &'static str,
 }
@@ -446,9 +474,13 @@ impl View {
                 .map(|overlay| OverlayView {
                     from: overlay.from.to_string(),
                     to: overlay.to.to_string(),
-                    gate: gate::for_overlay(overlay),
+                    gate: gate::with_fixes(
+                        gate::for_overlay(overlay),
+                        pins.fixes.iter().filter(|fix| fix.by_overlay(overlay)),
+                    ),
                 })
                 .collect(),
+            fixes: pins.fixes.iter().map(|fix| fix.name.to_string()).collect(),
             revision_arg: REVISION_ARG,
             revisions_dir: gate::REVISIONS_DIR,
         }
@@ -475,6 +507,13 @@ fn name_values<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>)
 
 impl PinView {
     fn of(pin: &Pin, recipe: &Recipe) -> Self {
+        let fixes: Vec<&Fix> = recipe
+            .pins
+            .fixes
+            .iter()
+            .filter(|fix| fix.by_pin(&pin.name))
+            .collect();
+        let shimmed = matches!(&pin.source, Source::Python { shim: Some(_), .. });
         let source = match &pin.source {
             Source::Python {
                 package,
@@ -492,7 +531,8 @@ impl PinView {
                     file: shim.file.to_string(),
                     module: shim.module.to_string(),
                     exports: shim.exports.iter().map(ToString::to_string).collect(),
-                    gate: gate::for_shim(shim),
+                    // The shim is the step's last command: what the pin fixes is checked after it.
+                    gate: gate::with_fixes(gate::for_shim(shim), fixes.iter().copied()),
                 }),
             },
             Source::Wheels { version, wheels } => SourceView::Wheels {
@@ -525,7 +565,11 @@ impl PinView {
             name: pin.name.to_string(),
             kind: pin.kind().to_string(),
             module: pin.module.as_ref().map(ToString::to_string),
-            gate: gate::for_pin(pin),
+            gate: if shimmed {
+                gate::for_pin(pin)
+            } else {
+                gate::with_fixes(gate::for_pin(pin), fixes.iter().copied())
+            },
             source,
         }
     }

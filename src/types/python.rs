@@ -222,6 +222,34 @@ impl FromStr for ModulePath {
     }
 }
 
+/// A Python expression that is true in an image where a fix is in place, such as
+/// `'swa_topk_lens' in inspect.signature(f).parameters`: one line of printable ASCII without the
+/// characters that end or escape a double-quoted shell string (`"`, `\`, `$`, backtick), so it
+/// can be spliced into a gate and a probe as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PythonExpr(String);
+string_newtype!(PythonExpr);
+
+impl FromStr for PythonExpr {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = !value.trim().is_empty()
+            && value.len() <= 1024
+            && value.chars().all(|c| {
+                (c == ' ' || c.is_ascii_graphic()) && !matches!(c, '"' | '\\' | '$' | '`')
+            });
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "check",
+                value,
+                "expected one line of Python (at most 1024 printable ASCII characters) without \", \\, $ or `; use single quotes for strings",
+            ))
+        }
+    }
+}
+
 /// A Python identifier (ASCII): what a shim may re-export.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identifier(String);

@@ -8,6 +8,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{GrammarError, all_chars};
 
+/// Whether `value` is a table key forge names things by: lowercase letters, digits and `-`, not
+/// starting with `-`, at most 64 characters.
+fn is_key_name(value: &str) -> bool {
+    all_chars(value, |c| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
+    }) && !value.starts_with('-')
+        && value.len() <= 64
+}
+
 /// The name of a pin, the key under `[pins]`: lowercase letters, digits and `-`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PinName(String);
@@ -16,15 +25,33 @@ string_newtype!(PinName);
 impl FromStr for PinName {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let ok = all_chars(value, |c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
-        }) && !value.starts_with('-')
-            && value.len() <= 64;
+        let ok = is_key_name(value);
         if ok {
             Ok(Self(value.to_owned()))
         } else {
             Err(GrammarError::new(
                 "pin name",
+                value,
+                "expected lowercase letters, digits and '-', starting with a letter or digit",
+            ))
+        }
+    }
+}
+
+/// The name of a fix, the key under `[fixes]`: lowercase letters, digits and `-`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FixName(String);
+string_newtype!(FixName);
+
+impl FromStr for FixName {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let ok = is_key_name(value);
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "fix name",
                 value,
                 "expected lowercase letters, digits and '-', starting with a letter or digit",
             ))

@@ -14,6 +14,7 @@
 //! 5. `contents`: what a run of the image reports (`probe`), against the pins and the overlay
 //!    files of the recipe.
 
+pub mod attached;
 pub mod probe;
 
 use std::collections::BTreeMap;
@@ -70,6 +71,21 @@ pub enum Kind {
     /// `file`.
     #[serde(rename = "file")]
     File,
+    /// `fix`.
+    #[serde(rename = "fix")]
+    Fix,
+    /// `signature`.
+    #[serde(rename = "signature")]
+    Signature,
+    /// `provenance subject`.
+    #[serde(rename = "provenance subject")]
+    ProvenanceSubject,
+    /// `provenance inputs`.
+    #[serde(rename = "provenance inputs")]
+    ProvenanceInputs,
+    /// `sbom`.
+    #[serde(rename = "sbom")]
+    Sbom,
 }
 
 impl Kind {
@@ -89,6 +105,11 @@ impl Kind {
             Kind::Contents => "contents",
             Kind::Pin => "pin",
             Kind::File => "file",
+            Kind::Fix => "fix",
+            Kind::Signature => "signature",
+            Kind::ProvenanceSubject => "provenance subject",
+            Kind::ProvenanceInputs => "provenance inputs",
+            Kind::Sbom => "sbom",
         }
     }
 }

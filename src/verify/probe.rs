@@ -14,9 +14,12 @@ use std::path::Path;
 use sha2::{Digest as _, Sha256};
 
 use super::{Check, Kind, MISSING};
-use crate::pins::{Overlay, Pin, Probe, Source};
+use crate::pins::{Fix, Overlay, Pin, Probe, Source};
 use crate::render::gate;
 use crate::types::oci::Digest;
+
+/// What a fix row expects, and finds when the check holds.
+const IN_PLACE: &str = "in place";
 
 /// One file the recipe copies into the image, with the digest it must have there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,8 +115,13 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
     wanted
 }
 
-/// The command that reads back every pin and file: `/bin/sh -c SCRIPT`.
-pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFile]) -> Vec<String> {
+/// The command that reads back every pin and file and runs every fix's check:
+/// `/bin/sh -c SCRIPT`.
+pub fn command<'a>(
+    pins: impl IntoIterator<Item = &'a Pin>,
+    files: &[ExpectedFile],
+    fixes: &[Fix],
+) -> Vec<String> {
     let pins: Vec<&Pin> = pins.into_iter().collect();
     let mut script = String::new();
     if !files.is_empty() {
@@ -153,6 +161,7 @@ pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFil
             ));
         }
     }
+    python.extend(fixes.iter().map(fix_probe));
     if !python.is_empty() {
         script.push_str(&format!(
             "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo 'python3 missing'; fi\n",
@@ -162,15 +171,27 @@ pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFil
     vec!["/bin/sh".to_owned(), "-c".to_owned(), script]
 }
 
+/// The lines that print `fix NAME ok`, or `fix NAME missing` when the check is false or
+/// raises. The working folder leaves the module path first, as `python3 -P` leaves it out.
+fn fix_probe(fix: &Fix) -> String {
+    format!(
+        "import sys\nif sys.path and sys.path[0] in ('', '.'):\n    sys.path.pop(0)\ntry:\n    {}\n    ok = bool({})\nexcept Exception:\n    ok = False\nprint('fix', '{}', 'ok' if ok else 'missing')",
+        gate::fix_prelude(fix.check.as_str()),
+        fix.check,
+        fix.name
+    )
+}
+
 /// `text` in single quotes for the shell.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// One check per pin value and file, from the output of `command`.
+/// One check per pin value, file and fix, from the output of `command`.
 pub fn checks<'a>(
     pins: impl IntoIterator<Item = &'a Pin>,
     files: &[ExpectedFile],
+    fixes: &[Fix],
     output: &str,
 ) -> Vec<Check> {
     let mut found_files: BTreeMap<&str, String> = BTreeMap::new();
@@ -185,7 +206,7 @@ pub fn checks<'a>(
             continue;
         }
         let mut parts = line.splitn(3, ' ');
-        if let (Some(kind @ ("python" | "revision" | "assert")), Some(key)) =
+        if let (Some(kind @ ("python" | "revision" | "assert" | "fix")), Some(key)) =
             (parts.next(), parts.next())
         {
             found.insert((kind, key), parts.next().unwrap_or("").trim());
@@ -210,6 +231,22 @@ pub fn checks<'a>(
             format!("{} ({})", wanted.pin, wanted.key)
         };
         checks.push(Check::new(Kind::Pin, subject, wanted.value, actual, ok));
+    }
+    for fix in fixes {
+        let actual = match found.get(&("fix", fix.name.as_str())) {
+            Some(&"ok") => IN_PLACE.to_owned(),
+            Some(_) => format!("missing: {}", fix.symptom),
+            None if no_python => "python3 missing".to_owned(),
+            None => MISSING.to_owned(),
+        };
+        let ok = actual == IN_PLACE;
+        checks.push(Check::new(
+            Kind::Fix,
+            fix.name.to_string(),
+            IN_PLACE,
+            actual,
+            ok,
+        ));
     }
     for file in files {
         checks.push(Check::compare(
@@ -243,7 +280,7 @@ mod tests {
             path: "/opt/app/a b.txt".to_owned(),
             digest: format!("sha256:{}", "a".repeat(64)).parse().unwrap(),
         }];
-        let command = command(pins.pins.values(), &files);
+        let command = command(pins.pins.values(), &files, &[]);
         assert!(
             command[2].contains("sha256sum '/opt/app/a b.txt'"),
             "{}",
@@ -260,7 +297,7 @@ mod tests {
             "{}  /opt/app/a b.txt\nrevision tool 0123456789abcdef0123456789abcdef01234567\npython lib-py 1.2.4\n",
             "a".repeat(64)
         );
-        let checks = checks(pins.pins.values(), &files, &output);
+        let checks = checks(pins.pins.values(), &files, &[], &output);
         let row = |subject: &str| {
             checks
                 .iter()
@@ -279,6 +316,7 @@ mod tests {
         let checks = super::checks(
             pins.pins.values(),
             &files,
+            &[],
             "python3 missing\nrevision tool \n",
         );
         assert!(checks.iter().all(|check| !check.ok), "{checks:?}");

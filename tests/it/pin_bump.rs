@@ -163,14 +163,14 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
 
     assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.6.15");
     assert_contains(&run.stderr, "flashinfer-jit-cache 0.6.15+cu130");
-    // FlashInfer is step 10 of 14: it and everything after it run again, DeepGEMM does not.
-    assert_contains(&run.stderr, "Invalidated 5 of 14 steps, from step 10");
+    // FlashInfer is step 10 of 15: it and everything after it run again, DeepGEMM does not.
+    assert_contains(&run.stderr, "Invalidated 6 of 15 steps, from step 10");
     let listed: Vec<&str> = run
         .stderr
         .lines()
         .filter(|line| line.trim_start().starts_with("step "))
         .collect();
-    assert_eq!(listed.len(), 5, "{}", run.stderr);
+    assert_eq!(listed.len(), 6, "{}", run.stderr);
     assert_contains(listed[0], "flashinfer-python==0.6.15");
     assert!(listed.iter().all(|line| !line.contains("deepgemm")));
 
@@ -991,7 +991,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         &run,
         &context,
         &before,
-        &["Invalidated 5 of 14 steps", "a dry run writes nothing"],
+        &["Invalidated 6 of 15 steps", "a dry run writes nothing"],
     );
     let after = std::fs::metadata(context.path().join("pins.toml"))
         .unwrap()
@@ -1015,7 +1015,7 @@ fn json_reports_the_assignments_and_the_invalidated_steps() {
     assert_eq!(document["written"], true);
     assert_eq!(document["assignments"][0]["table"], "pins.flashinfer");
     assert_eq!(document["assignments"][0]["value"], "0.6.15");
-    assert_eq!(document["invalidated"]["total"], 14);
+    assert_eq!(document["invalidated"]["total"], 15);
     assert_eq!(document["invalidated"]["steps"][0]["number"], 10);
 }
 
@@ -1570,7 +1570,7 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
         &format!("deepgemm a6b593d -> {}", &remote.head[..7]),
     );
     // DeepGEMM is step 8: it and every step after it run again.
-    assert_contains(&run.stderr, "Invalidated 7 of 14 steps, from step 8");
+    assert_contains(&run.stderr, "Invalidated 8 of 15 steps, from step 8");
 
     // At the head already: nothing to do, nothing written.
     let now = context.read("pins.toml");
@@ -1932,7 +1932,7 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
     );
     assert_eq!(context.read("pins.toml"), expected);
     // FROM changed: every step runs again.
-    assert_contains(&run.stderr, "Invalidated 14 of 14 steps, from step 1");
+    assert_contains(&run.stderr, "Invalidated 15 of 15 steps, from step 1");
     let render = forge(&context, &["render"], &[]).expect_code(0);
     assert_contains(
         &render.stdout,

@@ -263,10 +263,12 @@ struct TokenServer {
 }
 
 impl TokenServer {
-    /// Makes a key and a self-signed certificate in `folder`, signs a token for pull and push
-    /// on every repository path the tests use, and serves it.
+    /// Makes a key and a self-signed certificate in `folder`, signs two tokens for every
+    /// repository path the tests use, one for pull and one for pull and push, and serves the
+    /// one the asked scope names: a token asked for pull only cannot push.
     fn start(folder: &Path) -> Self {
-        let body = serde_json::json!({ "token": signed_token(folder) }).to_string();
+        let [pull, push] =
+            signed_tokens(folder).map(|token| serde_json::json!({ "token": token }).to_string());
         // Every answer closes its connection.
         let server = LoopbackServer::start(move |mut stream, log| {
             let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
@@ -283,6 +285,7 @@ impl TokenServer {
                 }
             }
             let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+            let body = if path.contains("push") { &push } else { &pull };
             log.lock()
                 .expect("the request log")
                 .push(format!("{path} {authorization}").trim_end().to_owned());
@@ -327,10 +330,10 @@ fn openssl(folder: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
     output.stdout
 }
 
-/// A JWT for pull and push on every repository path the tests use, signed by a key and
-/// self-signed certificate made in `folder` (`key.pem`, `cert.pem`), the certificate in its
-/// header.
-fn signed_token(folder: &Path) -> String {
+/// Two JWTs for every repository path the tests use, for pull and for pull and push, signed by
+/// a key and self-signed certificate made in `folder` (`key.pem`, `cert.pem`), the certificate
+/// in their header.
+fn signed_tokens(folder: &Path) -> [String; 2] {
     openssl(
         folder,
         &[
@@ -365,27 +368,29 @@ fn signed_token(folder: &Path) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .expect("after 1970")
         .as_secs();
-    let claims = serde_json::json!({
-        "iss": ISSUER,
-        "sub": "forge-test",
-        "aud": SERVICE,
-        "iat": now - 60,
-        "nbf": now - 60,
-        "exp": now + 3600,
-        "jti": "forge-test-token",
-        "access": [{ "type": "repository", "name": "aeon-7/base", "actions": ["pull", "push"] }],
-    });
-    let signing_input = format!(
-        "{}.{}",
-        url(header.to_string().as_bytes()),
-        url(claims.to_string().as_bytes())
-    );
-    let signature = openssl(
-        folder,
-        &["dgst", "-sha256", "-sign", "key.pem"],
-        Some(signing_input.as_bytes()),
-    );
-    format!("{signing_input}.{}", url(&signature))
+    [vec!["pull"], vec!["pull", "push"]].map(|actions| {
+        let claims = serde_json::json!({
+            "iss": ISSUER,
+            "sub": "forge-test",
+            "aud": SERVICE,
+            "iat": now - 60,
+            "nbf": now - 60,
+            "exp": now + 3600,
+            "jti": format!("forge-test-token-{}", actions.join("-")),
+            "access": [{ "type": "repository", "name": "aeon-7/base", "actions": actions }],
+        });
+        let signing_input = format!(
+            "{}.{}",
+            url(header.to_string().as_bytes()),
+            url(claims.to_string().as_bytes())
+        );
+        let signature = openssl(
+            folder,
+            &["dgst", "-sha256", "-sign", "key.pem"],
+            Some(signing_input.as_bytes()),
+        );
+        format!("{signing_input}.{}", url(&signature))
+    })
 }
 
 impl Drop for RegistryServer {

@@ -165,3 +165,56 @@ fn without_a_record_the_report_exits_2_and_says_to_build() {
     assert_contains(&run.stderr, "hint: run `forge build`");
     assert_eq!(run.stdout, "");
 }
+
+#[test]
+fn a_signed_build_names_its_signature_provenance_and_sbom_digests() {
+    let context = recorded();
+    let hex = PUSHED.trim_start_matches("sha256:");
+    let mut record = context.read("forge.lock");
+    let attached = [
+        ("sbom", "sbom", 'a', 'b'),
+        ("attestation", "att", 'c', 'd'),
+        ("signature", "sig", 'e', 'f'),
+    ];
+    for (kind, suffix, manifest, content) in attached {
+        record.push_str(&format!(
+            "\n[[attachments]]\nkind = \"{kind}\"\nsubject = \"{PUSHED}\"\ntag = \"sha256-{hex}.{suffix}\"\nmanifest = \"sha256:{}\"\ncontent = \"sha256:{}\"\n",
+            manifest.to_string().repeat(64),
+            content.to_string().repeat(64),
+        ));
+    }
+    context.write("forge.lock", &record);
+    let run = context.forge(&["-q", "report"]).expect_code(0);
+    let repository = "ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10";
+    assert_contains(
+        &run.stdout,
+        &format!("Attached to `{repository}@{PUSHED}`:"),
+    );
+    for (noun, suffix, manifest, content) in [
+        ("signature", "sig", 'e', 'f'),
+        ("provenance", "att", 'c', 'd'),
+        ("SBOM", "sbom", 'a', 'b'),
+    ] {
+        assert_contains(
+            &run.stdout,
+            &format!(
+                "| {noun} | `sha256-{hex}.{suffix}` | `sha256:{}` | `sha256:{}` |",
+                manifest.to_string().repeat(64),
+                content.to_string().repeat(64)
+            ),
+        );
+    }
+    let json = context.forge(&["--json", "report"]).expect_code(0).json();
+    let attachments = json["attachments"].as_array().unwrap();
+    assert_eq!(attachments.len(), 3);
+    assert_eq!(attachments[2]["kind"], "signature");
+    assert_eq!(
+        attachments[2]["reference"],
+        format!("{repository}:sha256-{hex}.sig")
+    );
+    assert_eq!(attachments[2]["subject"], PUSHED);
+    assert_eq!(
+        attachments[2]["manifest"],
+        format!("sha256:{}", "e".repeat(64))
+    );
+}

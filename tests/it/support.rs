@@ -407,14 +407,22 @@ pub fn stdout_of(command: &mut Command) -> Vec<u8> {
 }
 
 /// A `--json` document with what varies from run to run or machine to machine replaced by a
-/// placeholder (digests, commit ids, temporary paths, loopback ports, times), pretty-printed:
-/// what a snapshot of its shape compares.
+/// placeholder (digests, commit ids, temporary paths, loopback ports, times, and a build's
+/// `steps`, which the builder's cache decides), pretty-printed: what a snapshot of its shape
+/// compares.
 pub fn json_shape(document: &serde_json::Value, root: &Path) -> String {
     fn walk(value: &serde_json::Value, root: &str) -> serde_json::Value {
         match value {
             serde_json::Value::Object(map) => map
                 .iter()
-                .map(|(key, value)| (key.clone(), walk(value, root)))
+                .map(|(key, value)| match (key.as_str(), value) {
+                    ("steps", serde_json::Value::Array(steps))
+                        if steps.iter().all(|step| step.get("state").is_some()) =>
+                    {
+                        (key.clone(), serde_json::Value::from("<steps>"))
+                    }
+                    _ => (key.clone(), walk(value, root)),
+                })
                 .collect::<serde_json::Map<_, _>>()
                 .into(),
             serde_json::Value::Array(items) => items.iter().map(|item| walk(item, root)).collect(),

@@ -3,11 +3,9 @@
 //! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
 //! access exits 2.
 
-mod python_image;
+pub(crate) mod python_image;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -17,6 +15,7 @@ use crate::build::{
 };
 use crate::credential_helper::{CredentialHelper, HELPER};
 use crate::image_guard::ImageGuard;
+use crate::node::SecondDaemon;
 use crate::registry_server::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
 use crate::support::{Run, TestContext, assert_contains, stdout_of};
 use python_image::PythonImage;
@@ -29,7 +28,7 @@ pub(crate) fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> 
 }
 
 /// `verify` for any recipe folder.
-fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--json", "verify-digest"];
     all.extend_from_slice(args);
     let mut env = env.to_vec();
@@ -39,7 +38,7 @@ fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run 
 
 /// The one row with this name and subject.
 #[track_caller]
-fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
+pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
     let rows: Vec<&Value> = json["checks"]
         .as_array()
         .expect("checks")
@@ -51,7 +50,7 @@ fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
 }
 
 /// The subjects of the failing rows, as `name subject`.
-fn failing(json: &Value) -> Vec<String> {
+pub(crate) fn failing(json: &Value) -> Vec<String> {
     json["checks"]
         .as_array()
         .expect("checks")
@@ -534,7 +533,7 @@ pub(crate) fn registry_tools_missing() -> bool {
 }
 
 /// The repository path of `example` on its registry (without the registry host).
-fn path_of(example: &Example, registry: &RegistryServer) -> String {
+pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
     example
         .repository
         .strip_prefix(&format!("{}/", registry.address()))
@@ -564,7 +563,7 @@ fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> Stri
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// No credentials anywhere: an empty Docker configuration folder.
-fn no_credentials() -> tempfile::TempDir {
+pub(crate) fn no_credentials() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
@@ -979,109 +978,6 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
         &run.stderr,
         &format!("hint: check that docker-credential-{HELPER} is on PATH"),
     );
-}
-
-/// A second Docker daemon with its own socket, data root, exec root, pidfile and containerd
-/// namespace, holding no images. It runs in a network namespace of its own: a daemon started
-/// with `--bridge none` deletes the host's `docker0`, which the first daemon's builds need.
-struct SecondDaemon {
-    child: Child,
-    folder: PathBuf,
-    host: String,
-}
-
-impl SecondDaemon {
-    /// Starts it, or says why this machine cannot (only root may start a daemon).
-    fn start() -> Result<Self, String> {
-        let uid = Command::new("id")
-            .arg("-u")
-            .output()
-            .map_err(|e| e.to_string())?;
-        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-            return Err("a second dockerd needs root".to_owned());
-        }
-        let folder = tempfile::Builder::new()
-            .prefix("forge-node-")
-            .tempdir_in("/tmp")
-            .map_err(|e| e.to_string())?
-            .keep();
-        // An empty configuration: the machine's daemon.json names the first daemon's data root.
-        std::fs::write(folder.join("daemon.json"), "{}").map_err(|e| e.to_string())?;
-        let namespace = format!("forge-verify-{}", std::process::id());
-        let host = format!("unix://{}", folder.join("docker.sock").display());
-        let log = std::fs::File::create(folder.join("dockerd.log")).map_err(|e| e.to_string())?;
-        let child = Command::new("unshare")
-            .arg("--net")
-            .arg("dockerd")
-            .arg("--config-file")
-            .arg(folder.join("daemon.json"))
-            .args(["--host", &host])
-            .arg("--data-root")
-            .arg(folder.join("data"))
-            .arg("--exec-root")
-            .arg(folder.join("exec"))
-            .arg("--pidfile")
-            .arg(folder.join("docker.pid"))
-            .args(["--bridge", "none", "--iptables=false", "--ip6tables=false"])
-            .args(["--storage-driver", "vfs"])
-            .args(["--containerd-namespace", &namespace])
-            .args([
-                "--containerd-plugins-namespace",
-                &format!("{namespace}-plugins"),
-            ])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("unshare dockerd cannot run: {e}"))?;
-        let daemon = Self {
-            child,
-            folder,
-            host,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let answered = Command::new("docker")
-                .args([
-                    "-H",
-                    &daemon.host,
-                    "version",
-                    "--format",
-                    "{{.Server.Version}}",
-                ])
-                .output()
-                .is_ok_and(|output| output.status.success());
-            if answered {
-                return Ok(daemon);
-            }
-            if Instant::now() > deadline {
-                let log =
-                    std::fs::read_to_string(daemon.folder.join("dockerd.log")).unwrap_or_default();
-                return Err(format!(
-                    "the second dockerd did not answer within 60 s:\n{log}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for SecondDaemon {
-    fn drop(&mut self) {
-        // `unshare` execs dockerd, so the child is the daemon itself: ask it to stop cleanly.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.folder);
-    }
 }
 
 #[test]

@@ -1,0 +1,180 @@
+//! After a signed push: what forge knows of the build (`Facts`) in; the signature, the SBOM and
+//! the signed provenance attached to the pushed manifest in the registry out, under cosign's
+//! tags, with what forge.lock records of each.
+//!
+//! The SBOM travels unsigned, as cosign attaches it; the provenance names the SBOM's digest, so
+//! the signature over the provenance covers the SBOM too.
+
+use std::collections::BTreeMap;
+
+use super::cosign::{self, Attachment, Kind, Layer};
+use super::dsse::{self, Envelope};
+use super::keys::SigningKey;
+use super::{Facts, OverlayFact, PinFact, provenance, sbom};
+use crate::lock::{AttachmentRecord, Record};
+use crate::pins::{Pin, Source};
+use crate::recipe::Recipe;
+use crate::registry::{RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::Digest;
+use crate::verify::probe::ExpectedFile;
+
+/// The three attachments of `facts`' manifest, signed with `key`, in upload order: the SBOM
+/// first (the provenance names it), the provenance, the signature last (a verifier that finds
+/// the signature finds the rest).
+pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
+    let sbom = serde_json::to_vec_pretty(&sbom::document(facts)).expect("JSON serializes");
+    let sbom_digest = cosign::digest_of(&sbom);
+    let statement = serde_json::to_vec(&provenance::statement(facts, sbom_digest.as_str()))
+        .expect("JSON serializes");
+    let envelope = Envelope::sign(dsse::IN_TOTO, &statement, key);
+    let payload = cosign::payload(&facts.repository, &facts.manifest);
+    let signature = key.sign(&payload);
+    vec![
+        (
+            Kind::Sbom,
+            Attachment::of(vec![Layer {
+                media_type: cosign::CYCLONEDX,
+                bytes: sbom,
+                annotations: BTreeMap::new(),
+            }]),
+        ),
+        (
+            Kind::Attestation,
+            Attachment::of(vec![Layer {
+                media_type: cosign::DSSE_ENVELOPE,
+                bytes: serde_json::to_vec(&envelope).expect("JSON serializes"),
+                annotations: BTreeMap::from([(
+                    cosign::PREDICATE_ANNOTATION.to_owned(),
+                    provenance::PREDICATE.to_owned(),
+                )]),
+            }]),
+        ),
+        (
+            Kind::Signature,
+            Attachment::of(vec![cosign::signature_layer(payload, signature)]),
+        ),
+    ]
+}
+
+/// Uploads `documents` for `subject` into `repository`: every blob, then each manifest under
+/// its cosign tag. Returns what forge.lock records of each.
+pub fn upload(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    subject: &Digest,
+    documents: &[(Kind, Attachment)],
+) -> Result<Vec<AttachmentRecord>, RegistryError> {
+    let mut records = Vec::new();
+    for (kind, attachment) in documents {
+        client.push_blob(repository, &attachment.config)?;
+        for layer in &attachment.layers {
+            client.push_blob(repository, &layer.bytes)?;
+        }
+        let tag = kind.tag(subject);
+        let manifest =
+            client.push_manifest(repository, &tag, cosign::OCI_MANIFEST, &attachment.manifest)?;
+        records.push(AttachmentRecord {
+            kind: *kind,
+            subject: subject.clone(),
+            tag,
+            manifest,
+            content: attachment.layers[0].digest(),
+        });
+    }
+    Ok(records)
+}
+
+/// Each pin as the SBOM and the provenance list it: a wheel set as one entry per wheel.
+pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
+    let mut facts = Vec::new();
+    for pin in pins {
+        let name = pin.name.to_string();
+        match &pin.source {
+            Source::Python {
+                package, version, ..
+            } => facts.push(PinFact {
+                name,
+                package: Some(package.to_string()),
+                version: version.to_string(),
+                url: None,
+                in_base: pin.in_base(),
+            }),
+            Source::Wheels { version, wheels } => {
+                facts.extend(wheels.iter().map(|wheel| PinFact {
+                    name: format!("{name}/{}", wheel.package),
+                    package: Some(wheel.package.to_string()),
+                    version: wheel.version(version),
+                    url: None,
+                    in_base: false,
+                }));
+            }
+            Source::Git { url, rev, .. } => facts.push(PinFact {
+                name,
+                package: None,
+                version: rev.to_string(),
+                url: Some(url.to_string()),
+                in_base: false,
+            }),
+            Source::Assert { version, .. } => facts.push(PinFact {
+                name,
+                package: None,
+                version: version.to_string(),
+                url: None,
+                in_base: true,
+            }),
+        }
+    }
+    facts
+}
+
+/// The pins of `recipe` as `(name, version)`, sorted: what the SBOM must list.
+pub fn pins_expected(recipe: &Recipe) -> Vec<(String, String)> {
+    let mut pins: Vec<(String, String)> = pin_facts(recipe.pins.pins.values())
+        .into_iter()
+        .map(|pin| (pin.name, pin.version))
+        .collect();
+    pins.sort();
+    pins
+}
+
+/// The overlays of `recipe`, each with the files it puts in the image (`files`, read from the
+/// context the image was built from) and the patch files `record` says were applied to it.
+pub fn overlay_facts(recipe: &Recipe, record: &Record, files: &[ExpectedFile]) -> Vec<OverlayFact> {
+    recipe
+        .pins
+        .overlays
+        .iter()
+        .map(|overlay| {
+            let to = overlay.to.as_str().trim_end_matches('/');
+            let series: Vec<&str> = recipe
+                .pins
+                .patches
+                .iter()
+                .filter(|entry| matches!(&entry.onto, crate::pins::Onto::Folder(folder) if folder.as_str() == overlay.from.as_str()))
+                .map(|entry| entry.series.as_str())
+                .collect();
+            OverlayFact {
+                from: overlay.from.to_string(),
+                to: overlay.to.to_string(),
+                files: files
+                    .iter()
+                    .filter(|file| file.path.starts_with(&format!("{to}/")))
+                    .map(|file| super::FileFact {
+                        path: file.path.clone(),
+                        sha256: file.digest.hex().to_owned(),
+                    })
+                    .collect(),
+                patches: record
+                    .patches
+                    .iter()
+                    .filter(|patch| {
+                        series
+                            .iter()
+                            .any(|series| patch.file.starts_with(&format!("{series}/")))
+                    })
+                    .map(|patch| patch.file.clone())
+                    .collect(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,325 @@
+//! `forge pull`: puts the image forge.lock records on every node of a rig, so that all ranks
+//! run one image, whatever a moving tag names in the registry by the time each node asks.
+//!
+//! 1. Read the record: the manifest digest its pushed tags name (they must agree).
+//! 2. Reach every node (`--host`s, else the daemon the docker CLI would use); one that cannot
+//!    be reached stops the pull before anything moves.
+//! 3. Pull `repository@digest` on all nodes at once, with the registry's credentials.
+//! 4. Check that every node now holds the recorded image id: a node that holds another image
+//!    (a record that is wrong, an index whose entry for the platform changed) fails the pull.
+//! 5. Only then point the recipe's tags at the image on every node; a tag that cannot move puts
+//!    back every tag already moved, on every node.
+//! 6. The per-node tag rows of `verify-digest`.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+
+use crate::diagnostics::{Advice, Advise, CheckFailed};
+use crate::engine::steps::Event;
+use crate::engine::{Docker, Engine, EngineError, ImageId};
+use crate::lock::{self, Record};
+use crate::printer::Printer;
+use crate::progress::{Display, ProgressMode};
+use crate::publish;
+use crate::recipe::Recipe;
+use crate::registry::Credentials;
+use crate::types::oci::{Digest, Tag};
+use crate::verify::{self, Report, VerifyError};
+
+/// Options of `forge pull`.
+#[derive(Debug, Clone)]
+pub struct PullOptions {
+    /// The nodes (`unix://`, `tcp://`, `ssh://`, as `DOCKER_HOST` spells them); empty for the
+    /// daemon the docker CLI would use.
+    pub hosts: Vec<String>,
+    /// How to show the pulls' progress.
+    pub progress: ProgressMode,
+    /// Show every layer state.
+    pub verbose: bool,
+    /// Print the table with whole digests.
+    pub wide: bool,
+}
+
+/// Why the recorded image cannot be pulled.
+#[derive(Debug, thiserror::Error)]
+pub enum PullError {
+    /// No tag of the record was pushed, so the registry holds no digest to pull.
+    #[error("{} records no pushed tag: there is no manifest digest to pull", path.display())]
+    NotPushed {
+        /// forge.lock.
+        path: PathBuf,
+    },
+    /// The record's pushed tags name different manifests.
+    #[error("{} records different manifests for its tags: {found}", path.display())]
+    Disagree {
+        /// forge.lock.
+        path: PathBuf,
+        /// `tag → digest` for each pushed tag.
+        found: String,
+    },
+    /// A node could not be reached or could not pull.
+    #[error("node {node} cannot pull {reference}; no tag moved on any node")]
+    Node {
+        /// The node's address.
+        node: String,
+        /// `repository@digest`.
+        reference: String,
+    },
+}
+
+impl Advise for PullError {
+    fn advice(&self) -> Advice {
+        match self {
+            PullError::NotPushed { .. } => Advice::Hint(
+                "`forge build --push` records the digest the registry stored; pull after it".to_owned(),
+            ),
+            PullError::Disagree { .. } => Advice::Hint(
+                "forge.lock was edited or written by two builds; build and push again to record one image".to_owned(),
+            ),
+            PullError::Node { .. } => Advice::Hint(
+                "check that the node's daemon runs and reaches the registry (its own `docker pull` of the same reference); credentials come from this machine's docker login".to_owned(),
+            ),
+        }
+    }
+}
+
+crate::advised!(PullError);
+
+/// Runs `forge pull` for `recipe`.
+pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow::Result<()> {
+    super::verify_digest::settle_interrupted(recipe, printer)?;
+    let Some(record) = lock::read(&recipe.root)? else {
+        return Err(VerifyError::NoRecord {
+            path: lock::path(&recipe.root),
+        }
+        .into());
+    };
+    let digest = recorded_manifest(recipe, &record)?;
+    // No build of this recipe may move its tags on this machine while the nodes are tagged.
+    let _exclusive = publish::lock_recipe(&recipe.root)?;
+    let credentials = credentials(&record, printer);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = runtime.block_on(async {
+        let nodes = connect(&options.hosts).await?;
+        let display = RefCell::new(Display::new(options.progress, printer, options.verbose));
+        let pulled = pull_everywhere(
+            recipe,
+            &nodes,
+            &record,
+            &digest,
+            credentials.as_ref(),
+            &display,
+            printer,
+        )
+        .await;
+        display.borrow_mut().finish();
+        pulled?;
+        tag_everywhere(&nodes, &record, printer).await?;
+        let mut report = Report::default();
+        for node in &nodes {
+            let mut resolved = Vec::new();
+            for tag in &record.tags {
+                let reference = format!("{}:{}", record.image.repository, tag.name);
+                let found = node.image(&reference).await?.map(|info| info.id.0);
+                resolved.push((reference, found));
+            }
+            report.extend(verify::tags(&record, node.host(), &resolved));
+        }
+        anyhow::Ok(report)
+    })?;
+    printer.stderr(report.table(options.wide));
+    if printer.is_json() {
+        printer.json(&report.to_json(&[]));
+    }
+    if let Some(failed) = report.failed().next() {
+        return Err(CheckFailed::new(
+            format!(
+                "{} {}: expected {}, found {}",
+                failed.name, failed.subject, failed.expected, failed.actual
+            ),
+            "a tag moved on a node while forge pulled; run `forge pull` again",
+        )
+        .into());
+    }
+    printer.status(
+        "Pulled",
+        format_args!(
+            "{}@{digest} on {} node(s)",
+            record.image.repository,
+            nodes_count(options)
+        ),
+    );
+    Ok(())
+}
+
+fn nodes_count(options: &PullOptions) -> usize {
+    options.hosts.len().max(1)
+}
+
+/// The one manifest digest the record's pushed tags name.
+fn recorded_manifest(recipe: &Recipe, record: &Record) -> Result<Digest, PullError> {
+    let path = lock::path(&recipe.root);
+    let pushed: Vec<(&Tag, &Digest)> = record
+        .tags
+        .iter()
+        .filter_map(|tag| tag.pushed.as_ref().map(|digest| (&tag.name, digest)))
+        .collect();
+    let Some((_, first)) = pushed.first() else {
+        return Err(PullError::NotPushed { path });
+    };
+    if pushed.iter().any(|(_, digest)| digest != first) {
+        let found = pushed
+            .iter()
+            .map(|(tag, digest)| format!("{tag} → {digest}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(PullError::Disagree { path, found });
+    }
+    Ok((*first).clone())
+}
+
+/// The credentials `docker pull` would send to the image's registry after `docker login`; a
+/// lookup that fails is a warning, as the image may be public.
+fn credentials(record: &Record, printer: &Printer) -> Option<Credentials> {
+    let registry = record.image.repository.registry();
+    match crate::registry::credentials::lookup(&registry, &registry) {
+        Ok(lookup) => lookup.credentials,
+        Err(error) => {
+            printer.warn(format_args!("pulling without credentials: {error}"));
+            None
+        }
+    }
+}
+
+/// Every node, or the first error naming the one that cannot be reached.
+async fn connect(hosts: &[String]) -> anyhow::Result<Vec<Docker>> {
+    if hosts.is_empty() {
+        return Ok(vec![Docker::connect().await?]);
+    }
+    let attempts = hosts.iter().map(|host| async move {
+        Docker::connect_to(host).await.map_err(|error| {
+            anyhow::Error::from(error)
+                .context(format!("cannot reach node {host}; nothing was pulled"))
+        })
+    });
+    futures_util::future::try_join_all(attempts).await
+}
+
+/// Pulls the recorded digest on every node at once and checks that each ends on the recorded
+/// image.
+async fn pull_everywhere(
+    recipe: &Recipe,
+    nodes: &[Docker],
+    record: &Record,
+    digest: &Digest,
+    credentials: Option<&Credentials>,
+    display: &RefCell<Display>,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let repository = &record.image.repository;
+    let platform = record
+        .image
+        .platform
+        .as_ref()
+        .unwrap_or(&recipe.pins.image.platform);
+    let reference = format!("{repository}@{digest}");
+    let pulls = nodes.iter().map(|node| {
+        let reference = &reference;
+        async move {
+            printer.status("Pulling", format_args!("{reference} on {}", node.host()));
+            let mut events = |event: Event<'_>| display.borrow_mut().event(event);
+            let pulled = node
+                .pull(repository, digest, platform, credentials, &mut events)
+                .await;
+            (node.host(), pulled)
+        }
+    });
+    let outcomes = futures_util::future::join_all(pulls).await;
+    let mut failed = Vec::new();
+    for (host, outcome) in outcomes {
+        match outcome {
+            Ok(info) if info.id.0 == record.image.id => {
+                printer.status("Pulled", format_args!("{} on {host}", info.id.short()));
+            }
+            Ok(info) => {
+                return Err(CheckFailed::new(
+                    format!(
+                        "node {host} holds {} under {reference}, not the recorded image {}; no tag moved on any node",
+                        info.id, record.image.id
+                    ),
+                    "the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform",
+                )
+                .into());
+            }
+            Err(error) => failed.push((host.to_owned(), error)),
+        }
+    }
+    let mut failed = failed.into_iter();
+    if let Some((node, error)) = failed.next() {
+        for (other, error) in failed {
+            printer.error(format_args!(
+                "node {other} cannot pull {reference}: {error}"
+            ));
+        }
+        return Err(anyhow::Error::from(error).context(PullError::Node { node, reference }));
+    }
+    Ok(())
+}
+
+/// Points every recorded tag at the image on every node; on a failure, puts back what each
+/// moved tag named before, on every node, then fails.
+async fn tag_everywhere(
+    nodes: &[Docker],
+    record: &Record,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let image = ImageId(record.image.id.clone());
+    let repository = &record.image.repository;
+    let mut moved: Vec<(&Docker, &Tag, Option<ImageId>)> = Vec::new();
+    let mut outcome: Result<(), EngineError> = Ok(());
+    'nodes: for node in nodes {
+        for tag in &record.tags {
+            let before = match node.image(&format!("{repository}:{}", tag.name)).await {
+                Ok(before) => before.map(|info| info.id),
+                Err(error) => {
+                    outcome = Err(error);
+                    break 'nodes;
+                }
+            };
+            if before.as_ref() == Some(&image) {
+                continue;
+            }
+            moved.push((node, &tag.name, before));
+            if let Err(error) = node.tag(&image, repository, &tag.name).await {
+                outcome = Err(error);
+                break 'nodes;
+            }
+            printer.status(
+                "Tagged",
+                format_args!("{repository}:{} on {}", tag.name, node.host()),
+            );
+        }
+    }
+    let Err(error) = outcome else {
+        return Ok(());
+    };
+    for (node, tag, before) in moved.into_iter().rev() {
+        let restored = match &before {
+            Some(previous) => node.tag(previous, repository, tag).await,
+            None => node.remove_tag(repository, tag).await,
+        };
+        if let Err(problem) = restored {
+            printer.error(format_args!(
+                "cannot put back {repository}:{tag} on {}: {problem}",
+                node.host()
+            ));
+        }
+    }
+    Err(anyhow::Error::from(error)
+        .context("tagging the pulled image failed; every tag was put back"))
+}

@@ -1,0 +1,609 @@
+//! `forge build --push --sign` and `forge verify-digest --remote --key`, against Debian's
+//! `docker-registry` on loopback. What forge attaches is judged by other tools: `skopeo` reads
+//! the signature through cosign's tag scheme (`use-sigstore-attachments`) and its policy
+//! (`sigstoreSigned`) judges it where the skopeo build has sigstore; `openssl` verifies the
+//! signature over the payload skopeo found with forge's public key.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use base64::Engine as _;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
+use crate::registry_server::RegistryServer;
+use crate::support::{TestContext, assert_contains};
+use crate::verify::{failing, no_credentials, path_of, registry_tools_missing, row, verify};
+
+/// A key pair written by `forge keygen` in a folder of its own.
+struct Keys {
+    folder: tempfile::TempDir,
+}
+
+impl Keys {
+    fn new() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let context = TestContext::empty();
+        let prefix = folder.path().join("signing");
+        context
+            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
+            .expect_code(0);
+        Self { folder }
+    }
+
+    fn private(&self) -> PathBuf {
+        self.folder.path().join("signing.key")
+    }
+
+    fn public(&self) -> PathBuf {
+        self.folder.path().join("signing.pub")
+    }
+
+    fn public_arg(&self) -> String {
+        self.public().display().to_string()
+    }
+}
+
+/// The offline example pushed to `registry` and signed with `keys`.
+fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
+    if !docker_available() || registry_tools_missing() {
+        return None;
+    }
+    ensure_base_image();
+    let path = format!("forge-test/{name}-{}", std::process::id());
+    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
+    let key = keys.private();
+    let run = example
+        .build_with(
+            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
+            &[],
+        )
+        .expect_code(0);
+    let attachments = run.json()["attachments"].clone();
+    assert_eq!(
+        attachments.as_array().map(Vec::len),
+        Some(3),
+        "{attachments:#}"
+    );
+    Some(example)
+}
+
+/// The signatures skopeo finds for `reference` through cosign's tag scheme, as it stores them
+/// in a `dir:` copy (`signature-N`: a NUL, `sigstore-json`, a newline, then JSON), and the
+/// sha256 of the manifest it copied.
+fn skopeo_signatures(registry: &RegistryServer, reference: &str) -> (String, Vec<Value>) {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("policy.json"),
+        r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
+    )
+    .unwrap();
+    let output = skopeo_copy_with(registry, work.path(), reference);
+    assert!(
+        output.status.success(),
+        "skopeo copy {reference}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let copy = work.path().join("copy");
+    let manifest = std::fs::read(copy.join("manifest.json")).unwrap();
+    let mut signatures = Vec::new();
+    for index in 1.. {
+        let Ok(bytes) = std::fs::read(copy.join(format!("signature-{index}"))) else {
+            break;
+        };
+        let start = bytes.iter().position(|&byte| byte == b'{').unwrap();
+        assert_eq!(&bytes[..start], b"\0sigstore-json\n");
+        signatures.push(serde_json::from_slice(&bytes[start..]).unwrap());
+    }
+    (
+        format!("sha256:{}", hex::encode(Sha256::digest(&manifest))),
+        signatures,
+    )
+}
+
+/// `skopeo copy` of `reference` to a `dir:` under `work`, reading the registry's attachments
+/// by cosign's tag scheme, with the policy in `work/policy.json`.
+fn skopeo_copy_with(registry: &RegistryServer, work: &Path, reference: &str) -> Output {
+    let registries = work.join("registries.d");
+    std::fs::create_dir_all(&registries).unwrap();
+    std::fs::write(
+        registries.join("forge-test.yaml"),
+        format!(
+            "docker:\n  {}:\n    use-sigstore-attachments: true\n",
+            registry.address()
+        ),
+    )
+    .unwrap();
+    Command::new("skopeo")
+        .arg("--policy")
+        .arg(work.join("policy.json"))
+        .arg("--registries.d")
+        .arg(&registries)
+        .args(["copy", "--quiet", "--src-tls-verify=false"])
+        .arg(format!("docker://{reference}"))
+        .arg(format!("dir:{}", work.join("copy").display()))
+        .output()
+        .expect("skopeo runs")
+}
+
+/// `skopeo copy` of `reference` under a policy that requires a `sigstoreSigned` signature by
+/// `public` for the repository.
+fn skopeo_policy(
+    registry: &RegistryServer,
+    repository: &str,
+    reference: &str,
+    public: &Path,
+) -> Output {
+    let work = tempfile::tempdir().unwrap();
+    let policy = serde_json::json!({
+        "default": [{ "type": "reject" }],
+        "transports": { "docker": { repository: [{
+            "type": "sigstoreSigned",
+            "keyPath": public,
+            "signedIdentity": { "type": "matchRepository" },
+        }]}},
+    });
+    std::fs::write(work.path().join("policy.json"), policy.to_string()).unwrap();
+    skopeo_copy_with(registry, work.path(), reference)
+}
+
+/// Debian's skopeo is built with sigstore verification taken out (it says so when a policy
+/// asks for it); any other build judges the signature itself.
+const SIGSTORE_DISABLED: &str = "sigstore disabled";
+
+/// `openssl dgst -sha256 -verify PUBLIC -signature SIG PAYLOAD`: whether it says `Verified OK`.
+fn openssl_verifies(public: &Path, payload: &[u8], signature_base64: &str) -> bool {
+    let work = tempfile::tempdir().unwrap();
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(signature_base64)
+        .unwrap();
+    std::fs::write(work.path().join("payload"), payload).unwrap();
+    std::fs::write(work.path().join("signature"), signature).unwrap();
+    let output = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(public)
+        .arg("-signature")
+        .arg(work.path().join("signature"))
+        .arg(work.path().join("payload"))
+        .output()
+        .expect("openssl runs");
+    output.status.success() && String::from_utf8_lossy(&output.stdout).contains("Verified OK")
+}
+
+#[test]
+fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let keys = Keys::new();
+    let mode = std::fs::metadata(keys.private())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let private = std::fs::read_to_string(keys.private()).unwrap();
+    assert!(
+        private.starts_with("-----BEGIN PRIVATE KEY-----"),
+        "{private}"
+    );
+    let public = std::fs::read_to_string(keys.public()).unwrap();
+    assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"), "{public}");
+    // openssl reads both halves as a P-256 pair.
+    let output = Command::new("openssl")
+        .args(["pkey", "-in"])
+        .arg(keys.private())
+        .args(["-pubout"])
+        .output()
+        .expect("openssl runs");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), public);
+
+    let context = TestContext::empty();
+    let prefix = keys.folder.path().join("signing");
+    let run = context
+        .forge(&["keygen", "--out", prefix.to_str().unwrap()])
+        .expect_code(2);
+    assert_contains(&run.stderr, "signing.key already exists");
+    assert_eq!(std::fs::read_to_string(keys.private()).unwrap(), private);
+}
+
+#[test]
+fn sign_without_a_key_is_refused_before_anything_is_built() {
+    let context = TestContext::empty();
+    let run = context.forge_with(&["build", "--push", "--sign"], &[("FORGE_SIGNING_KEY", "")]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "error: --sign needs a signing key, and neither --sign-key nor FORGE_SIGNING_KEY gives one",
+    );
+}
+
+#[test]
+fn skopeo_finds_the_signature_forge_attached_and_none_on_a_re_pointed_tag() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-skopeo", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let latest = format!("{}:latest", example.repository);
+    let pushed = registry.digest(&path, "latest");
+    let lock = example.context.read("forge.lock");
+    for suffix in ["sig", "att", "sbom"] {
+        let tag = format!("sha256-{}.{suffix}", pushed.trim_start_matches("sha256:"));
+        assert_contains(&lock, &format!("tag = \"{tag}\""));
+        registry.digest(&path, &tag);
+    }
+
+    // skopeo finds exactly one signature, forge's, through the tag scheme.
+    let (copied, signatures) = skopeo_signatures(&registry, &latest);
+    assert_eq!(copied, pushed);
+    assert_eq!(signatures.len(), 1, "{signatures:#?}");
+    let signature = &signatures[0];
+    assert_eq!(
+        signature["mimeType"],
+        "application/vnd.dev.cosign.simplesigning.v1+json"
+    );
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(signature["payload"].as_str().unwrap())
+        .unwrap();
+    let claims: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(
+        claims["critical"]["image"]["docker-manifest-digest"],
+        pushed.as_str()
+    );
+    assert_eq!(
+        claims["critical"]["identity"]["docker-reference"],
+        example.repository.as_str()
+    );
+    assert_eq!(
+        claims["critical"]["type"],
+        "cosign container image signature"
+    );
+    let annotation = signature["annotations"]["dev.cosignproject.cosign/signature"]
+        .as_str()
+        .unwrap();
+    assert!(openssl_verifies(&keys.public(), &payload, annotation));
+    let other = Keys::new();
+    assert!(!openssl_verifies(&other.public(), &payload, annotation));
+
+    let judged = skopeo_policy(&registry, &example.repository, &latest, &keys.public());
+    let said = String::from_utf8_lossy(&judged.stderr).into_owned();
+    let sigstore = !said.contains(SIGSTORE_DISABLED);
+    if sigstore {
+        assert!(judged.status.success(), "{said}");
+        let wrong = skopeo_policy(&registry, &example.repository, &latest, &other.public());
+        assert!(!wrong.status.success());
+    }
+
+    // The tag re-pointed at an image nobody signed: no signature for what it holds.
+    let unsigned = registry.push(&path, "latest");
+    let (copied, signatures) = skopeo_signatures(&registry, &latest);
+    assert_eq!(copied, unsigned);
+    assert!(signatures.is_empty(), "{signatures:#?}");
+    if sigstore {
+        let judged = skopeo_policy(&registry, &example.repository, &latest, &keys.public());
+        assert!(!judged.status.success());
+    }
+    // The dated tag still holds the signed image.
+    let (_, signatures) =
+        skopeo_signatures(&registry, &format!("{}:{DATED_TAG}", example.repository));
+    assert_eq!(signatures.len(), 1);
+
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let run = verify(&example, &["--remote", "--key", &keys.public_arg()], &env).expect_code(1);
+    let json = run.json();
+    let signature = row(&json, "signature", &latest);
+    assert_eq!(signature["expected"], unsigned.as_str());
+    assert_eq!(signature["actual"], "none attached");
+    assert_eq!(
+        row(&json, "provenance subject", &latest)["actual"],
+        "none attached"
+    );
+    let dated = format!("{}:{DATED_TAG}", example.repository);
+    assert_eq!(row(&json, "signature", &dated)["ok"], true);
+    assert_eq!(row(&json, "provenance subject", &dated)["ok"], true);
+}
+
+#[test]
+fn verify_with_the_key_holds_for_a_signed_push_and_fails_with_a_key_that_did_not_sign() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-verify", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let first = registry.digest(&path, "latest");
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let key = keys.public_arg();
+    let json = verify(&example, &["--remote", "--key", &key], &env)
+        .expect_code(0)
+        .json();
+    for tag in ["latest", DATED_TAG] {
+        let reference = format!("{}:{tag}", example.repository);
+        let signature = row(&json, "signature", &reference);
+        assert_eq!(signature["expected"], first.as_str());
+        assert_eq!(signature["ok"], true);
+        let subject = row(&json, "provenance subject", &reference);
+        assert_eq!(subject["actual"], first.as_str());
+        assert_eq!(
+            row(&json, "provenance inputs", &reference)["actual"],
+            "the recipe's current inputs"
+        );
+        let sbom = row(&json, "sbom", &reference);
+        assert_eq!(
+            sbom["actual"],
+            "app@3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293"
+        );
+        assert_eq!(sbom["ok"], true);
+    }
+
+    // A key that did not sign.
+    let other = Keys::new();
+    let run = verify(&example, &["--remote", "--key", &other.public_arg()], &env).expect_code(1);
+    let json = run.json();
+    let latest = format!("{}:latest", example.repository);
+    let signature = row(&json, "signature", &latest);
+    assert_eq!(
+        signature["actual"],
+        format!("none signed by {}", other.public_arg())
+    );
+    assert_eq!(signature["ok"], false);
+    assert_eq!(row(&json, "provenance subject", &latest)["ok"], false);
+    assert_contains(&run.stderr, "FAIL");
+}
+
+#[test]
+fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-swap", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let first = registry.digest(&path, "latest");
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let key = keys.public_arg();
+    let latest = format!("{}:latest", example.repository);
+    // A second signed image, then each of the first image's attachments put in the place of
+    // the second's, one at a time.
+    let attachment = |digest: &str, suffix: &str| {
+        format!("sha256-{}.{suffix}", digest.trim_start_matches("sha256:"))
+    };
+    let held = |tag: &str| registry.held(&path, tag, &[OCI_MANIFEST]).1;
+    let first_att = held(&attachment(&first, "att"));
+    let first_sig = held(&attachment(&first, "sig"));
+    let first_sbom = held(&attachment(&first, "sbom"));
+    example
+        .context
+        .write("overlays/app/VERSION", "second signed build\n");
+    example
+        .build_with(
+            &[
+                "--push",
+                "--force",
+                "--sign",
+                "--sign-key",
+                keys.private().to_str().unwrap(),
+            ],
+            &[],
+        )
+        .expect_code(0);
+    let second = registry.digest(&path, "latest");
+    assert_ne!(second, first);
+    verify(&example, &["--remote", "--key", &key], &env).expect_code(0);
+    let second_att = held(&attachment(&second, "att"));
+    registry.put_manifest(&path, &attachment(&second, "att"), OCI_MANIFEST, &first_att);
+    let run = verify(&example, &["--remote", "--key", &key], &env).expect_code(1);
+    let json = run.json();
+    let subject = row(&json, "provenance subject", &latest);
+    assert_eq!(subject["expected"], second.as_str());
+    assert_eq!(subject["actual"], first.as_str());
+    let inputs = row(&json, "provenance inputs", &latest);
+    assert_eq!(inputs["ok"], false);
+    assert_contains(inputs["actual"].as_str().unwrap(), "overlays sha256:");
+    // The signature itself still holds: only the swapped attachment fails, with the SBOM the
+    // swapped provenance does not name.
+    assert_eq!(row(&json, "signature", &latest)["ok"], true);
+    let failed = failing(&json);
+    assert!(
+        failed.contains(&format!("provenance subject {latest}")),
+        "{failed:?}"
+    );
+    assert!(failed.contains(&format!("sbom {latest}")), "{failed:?}");
+
+    // The second image's provenance back, and the first image's signature in place of its own:
+    // a valid signature, of another manifest.
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "att"),
+        OCI_MANIFEST,
+        &second_att,
+    );
+    registry.put_manifest(&path, &attachment(&second, "sig"), OCI_MANIFEST, &first_sig);
+    let json = verify(&example, &["--remote", "--key", &key], &env)
+        .expect_code(1)
+        .json();
+    let signature = row(&json, "signature", &latest);
+    assert_eq!(signature["expected"], second.as_str());
+    assert_eq!(signature["actual"], first.as_str());
+
+    // The first image's SBOM in place of the second's: not the SBOM the provenance names.
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "sbom"),
+        OCI_MANIFEST,
+        &first_sbom,
+    );
+    let json = verify(&example, &["--remote", "--key", &key], &env)
+        .expect_code(1)
+        .json();
+    let sbom = row(&json, "sbom", &latest);
+    assert_eq!(sbom["ok"], false);
+    assert_contains(
+        sbom["actual"].as_str().unwrap(),
+        "which the signed provenance does not name",
+    );
+}
+
+/// The OCI image manifest media type.
+const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
+/// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
+// A skipped test says why on its own output.
+#[allow(clippy::print_stderr)]
+fn verifier_python() -> Option<PathBuf> {
+    match std::env::var_os("FORGE_TEST_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
+        ),
+        None => {
+            eprintln!(
+                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)"
+            );
+            None
+        }
+    }
+}
+
+/// `tests/python/attest_check.py ARGS...` run by `python`: its exit code and stdout.
+fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
+    let script = crate::support::repository_root().join("tests/python/attest_check.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("{} cannot run: {error}", python.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "{} lacks a library the check needs: {stderr}",
+        python.display()
+    );
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// The first layer of the attachment `tag` of `path` on `registry`: its bytes.
+fn attached_layer(registry: &RegistryServer, path: &str, tag: &str) -> Vec<u8> {
+    let (_, manifest) = registry.held(path, tag, &[OCI_MANIFEST]);
+    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
+    let digest = manifest["layers"][0]["digest"].as_str().unwrap();
+    let (code, _, bytes) = registry
+        .get(&format!("/v2/{path}/blobs/{digest}"), "*/*")
+        .expect("the registry answers");
+    assert_eq!(code, 200, "blob {digest}");
+    bytes
+}
+
+#[test]
+fn the_sbom_validates_and_the_provenance_envelope_verifies_with_independent_libraries() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "attest-python", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let hex = registry.digest(&path, "latest");
+    let hex = hex.trim_start_matches("sha256:");
+    let work = tempfile::tempdir().unwrap();
+    let file = |name: &str, bytes: &[u8]| {
+        let path = work.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+
+    let sbom = attached_layer(&registry, &path, &format!("sha256-{hex}.sbom"));
+    let (code, said) = attest_check(&python, &["sbom", &file("sbom.json", &sbom)]);
+    assert_eq!((code, said.trim()), (0, "valid"));
+    // The validator is no pushover: a component of a kind CycloneDX does not have fails it.
+    let mut broken: Value = serde_json::from_slice(&sbom).unwrap();
+    broken["components"][0]["type"] = "image".into();
+    let (code, said) = attest_check(
+        &python,
+        &["sbom", &file("broken.json", broken.to_string().as_bytes())],
+    );
+    assert_eq!(code, 1, "{said}");
+
+    let envelope = attached_layer(&registry, &path, &format!("sha256-{hex}.att"));
+    let document: Value = serde_json::from_slice(&envelope).unwrap();
+    let keyid = document["signatures"][0]["keyid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The key id is the sha256 of the public key's PEM, as forge keygen wrote it.
+    let public = std::fs::read(keys.public()).unwrap();
+    assert_eq!(keyid, hex::encode(Sha256::digest(&public)));
+    let envelope_file = file("envelope.json", &envelope);
+    let (code, said) = attest_check(
+        &python,
+        &["dsse", &envelope_file, &keys.public_arg(), &keyid],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert_contains(&said, "valid application/vnd.in-toto+json");
+    let other = Keys::new();
+    let (code, said) = attest_check(
+        &python,
+        &["dsse", &envelope_file, &other.public_arg(), &keyid],
+    );
+    assert_eq!(code, 1, "{said}");
+    // A payload changed after signing no longer verifies.
+    let mut edited = document.clone();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(document["payload"].as_str().unwrap())
+        .unwrap();
+    let payload = String::from_utf8(payload)
+        .unwrap()
+        .replace(hex, &"0".repeat(64));
+    edited["payload"] = base64::engine::general_purpose::STANDARD
+        .encode(payload)
+        .into();
+    let (code, said) = attest_check(
+        &python,
+        &[
+            "dsse",
+            &file("edited.json", edited.to_string().as_bytes()),
+            &keys.public_arg(),
+            &keyid,
+        ],
+    );
+    assert_eq!(code, 1, "{said}");
+}
+
+#[test]
+fn a_signed_push_to_a_token_registry_asks_for_a_token_that_may_push() {
+    let registry = RegistryServer::start_with_token_auth();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let keys = Keys::new();
+    // The token server signs for this one repository path.
+    let example = Example::with_repository(&format!("{}/aeon-7/base", registry.address()));
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let before = registry.token_requests().len();
+    let key = keys.private();
+    example
+        .build_with(
+            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
+            &env,
+        )
+        .expect_code(0);
+    let asked = registry.token_requests()[before..].to_vec();
+    assert!(
+        asked
+            .iter()
+            .any(|request| request.contains("scope=repository%3Aaeon-7%2Fbase%3Apull%2Cpush")),
+        "{asked:?}"
+    );
+    verify(&example, &["--remote", "--key", &keys.public_arg()], &env).expect_code(0);
+}

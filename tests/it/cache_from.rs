@@ -1,0 +1,142 @@
+//! `forge build --cache-from`: a CI runner starts with an empty daemon. The offline example,
+//! pushed by the tests' daemon to a real `docker-registry` on loopback, is built again on a
+//! second daemon that holds nothing but the base: it runs no RUN step; after a `pin bump` it
+//! runs exactly the RUN steps the bump said it invalidated. Steps are counted from the build's
+//! own report of what its builder ran and what it took from the cache.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::build::{BASE_IMAGE, Example, build_in, docker_available, ensure_base_image};
+use crate::node::SecondDaemon;
+use crate::pin_bump::{GitRemote, forge};
+use crate::registry_server::RegistryServer;
+use crate::verify::registry_tools_missing;
+
+/// A step as both the builder and `pin bump` name it: the instruction, whitespace folded,
+/// without the builder's `[n/m] ` prefix.
+fn folded(name: &str) -> String {
+    let name = match name.strip_prefix('[') {
+        Some(rest) => rest.split_once("] ").map_or(name, |(_, step)| step),
+        None => name,
+    };
+    name.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The RUN steps of a build's report with the state `state`.
+fn run_steps(report: &Value, state: &str) -> BTreeSet<String> {
+    report["steps"]
+        .as_array()
+        .expect("the build reports its steps")
+        .iter()
+        .filter(|step| step["state"] == state)
+        .map(|step| folded(step["name"].as_str().unwrap()))
+        .filter(|step| step.starts_with("RUN "))
+        .collect()
+}
+
+/// Copies the base image from the tests' daemon to `host`, as a runner's base is provisioned.
+fn load_base(host: &str) {
+    let mut save = Command::new("docker")
+        .args(["save", BASE_IMAGE])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let loaded = Command::new("docker")
+        .args(["-H", host, "load", "--quiet"])
+        .stdin(save.stdout.take().unwrap())
+        .output()
+        .unwrap();
+    assert!(save.wait().unwrap().success(), "docker save {BASE_IMAGE}");
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+}
+
+#[test]
+// A skipped part says why on the test's own output.
+#[allow(clippy::print_stderr)]
+fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::with_repository(&format!("{}/forge-cache/example", registry.address()));
+    let remote = GitRemote::new();
+    let pins = example.context.read("pins.toml");
+    let pins = pins
+        .replace("https://example.org/forge/offline-app.git", &remote.url())
+        .replace("branch = \"main\"", "branch = \"nv_dev\"")
+        .replace("3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293", &remote.first);
+    example.context.write("pins.toml", &pins);
+    let cache = format!("--cache-from={}:latest", example.repository);
+    // The first push has no cache in the registry to read: the build goes on without it, and
+    // writes its own into the image for the next.
+    let first = build_in(&example.context, &["--push", &cache], &[]).expect_code(0);
+    assert!(
+        first
+            .stderr
+            .contains(&format!("Caching from {}:latest", example.repository)),
+        "{}",
+        first.stderr
+    );
+    let node = match SecondDaemon::start() {
+        Ok(node) => node,
+        Err(reason) if reason == "a second dockerd needs root" => {
+            eprintln!("skipped: {reason}");
+            return;
+        }
+        Err(reason) => panic!("{reason}"),
+    };
+    let _bridge = node.reach(registry.port());
+    load_base(&node.host);
+    let on_node = [("DOCKER_HOST", node.host.as_str())];
+
+    // The same recipe on the cold daemon: every RUN step comes from the registry's cache.
+    let report = build_in(&example.context, &[&cache], &on_node)
+        .expect_code(0)
+        .json();
+    let cached = run_steps(&report, "cached");
+    assert_eq!(run_steps(&report, "done"), BTreeSet::new(), "{report:#}");
+    // The example's three: the overlay's check, the revision file and the smoke gate.
+    assert_eq!(cached.len(), 3, "{report:#}");
+
+    // After a bump, exactly the RUN steps it names run again.
+    let bump = forge(&example.context, &["--json", "pin", "bump", "app"], &[]).expect_code(0);
+    let invalidated: BTreeSet<String> = bump.json()["invalidated"]["steps"]
+        .as_array()
+        .expect("the bump names the steps it invalidates")
+        .iter()
+        // The builder names a step with its build arguments filled in.
+        .map(|step| {
+            folded(
+                &step["text"]
+                    .as_str()
+                    .unwrap()
+                    .replace("${APP_CHANNEL}", "stable"),
+            )
+        })
+        .filter(|step| step.starts_with("RUN "))
+        .collect();
+    assert!(!invalidated.is_empty());
+    // A new image goes out under a new dated tag.
+    example.context.edit(
+        "pins.toml",
+        "date = \"2026-07-08\"",
+        "date = \"2026-07-09\"",
+    );
+    let report = build_in(&example.context, &[&cache], &on_node)
+        .expect_code(0)
+        .json();
+    assert_eq!(run_steps(&report, "done"), invalidated, "{report:#}");
+    assert_eq!(
+        run_steps(&report, "cached").len() + invalidated.len(),
+        cached.len(),
+        "{report:#}"
+    );
+}

@@ -1,0 +1,201 @@
+//! Nodes of a rig for the tests: a second Docker daemon beside the tests' own, in a network
+//! namespace of its own, and a bridge that lets it reach a registry on the host's loopback
+//! under the same address, as a node of a real rig reaches the lab's registry.
+
+use std::io::ErrorKind;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Daemons started by this test process, so that each has its own containerd namespace.
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+
+/// A second Docker daemon with its own socket, data root, exec root, pidfile and containerd
+/// namespace, holding no images. It runs in a network namespace of its own, where its own
+/// `docker0` bridge (for the containers of RUN steps) cannot touch the host's.
+pub struct SecondDaemon {
+    child: Child,
+    folder: PathBuf,
+    /// Its address, as `DOCKER_HOST` spells it.
+    pub host: String,
+}
+
+impl SecondDaemon {
+    /// Starts it, or says why this machine cannot (only root may start a daemon).
+    pub fn start() -> Result<Self, String> {
+        let uid = Command::new("id")
+            .arg("-u")
+            .output()
+            .map_err(|e| e.to_string())?;
+        if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+            return Err("a second dockerd needs root".to_owned());
+        }
+        let folder = tempfile::Builder::new()
+            .prefix("forge-node-")
+            .tempdir_in("/tmp")
+            .map_err(|e| e.to_string())?
+            .keep();
+        // An empty configuration: the machine's daemon.json names the first daemon's data root.
+        std::fs::write(folder.join("daemon.json"), "{}").map_err(|e| e.to_string())?;
+        let namespace = format!(
+            "forge-node-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
+        let host = format!("unix://{}", folder.join("docker.sock").display());
+        let log = std::fs::File::create(folder.join("dockerd.log")).map_err(|e| e.to_string())?;
+        let child = Command::new("unshare")
+            .arg("--net")
+            .arg("dockerd")
+            .arg("--config-file")
+            .arg(folder.join("daemon.json"))
+            .args(["--host", &host])
+            .arg("--data-root")
+            .arg(folder.join("data"))
+            .arg("--exec-root")
+            .arg(folder.join("exec"))
+            .arg("--pidfile")
+            .arg(folder.join("docker.pid"))
+            .args(["--iptables=false", "--ip6tables=false"])
+            .args(["--storage-driver", "vfs"])
+            .args(["--containerd-namespace", &namespace])
+            .args([
+                "--containerd-plugins-namespace",
+                &format!("{namespace}-plugins"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("unshare dockerd cannot run: {e}"))?;
+        let daemon = Self {
+            child,
+            folder,
+            host,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let answered = Command::new("docker")
+                .args([
+                    "-H",
+                    &daemon.host,
+                    "version",
+                    "--format",
+                    "{{.Server.Version}}",
+                ])
+                .output()
+                .is_ok_and(|output| output.status.success());
+            if answered {
+                return Ok(daemon);
+            }
+            if Instant::now() > deadline {
+                let log =
+                    std::fs::read_to_string(daemon.folder.join("dockerd.log")).unwrap_or_default();
+                return Err(format!(
+                    "the second dockerd did not answer within 60 s:\n{log}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for SecondDaemon {
+    fn drop(&mut self) {
+        // `unshare` execs dockerd, so the child is the daemon itself: ask it to stop cleanly.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
+
+impl SecondDaemon {
+    /// Lets the daemon reach `127.0.0.1:port` of the host: in its network namespace that
+    /// address answers with a connection forwarded to the host's, so a registry on the host's
+    /// loopback is reached under the name it has there. Dropping the bridge closes it.
+    pub fn reach(&self, port: u16) -> Bridge {
+        let namespace = format!("/proc/{}/ns/net", self.child.id());
+        let up = Command::new("nsenter")
+            .arg(format!("--net={namespace}"))
+            .args(["ip", "link", "set", "lo", "up"])
+            .status()
+            .expect("nsenter runs");
+        assert!(up.success(), "cannot bring up the node's loopback");
+        // A socket belongs to the namespace it was made in, whichever thread later uses it:
+        // make the listener on a thread that entered the node's namespace.
+        let listener = std::thread::spawn(move || {
+            let file = std::fs::File::open(&namespace).expect("the node's network namespace");
+            // SAFETY: setns on a namespace file this thread opened; it moves only this thread.
+            let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+            TcpListener::bind(("127.0.0.1", port)).expect("listen on the node's loopback")
+        })
+        .join()
+        .expect("the listener thread");
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((inbound, _)) => {
+                        inbound.set_nonblocking(false).unwrap();
+                        if let Ok(outbound) = TcpStream::connect(("127.0.0.1", port)) {
+                            splice(inbound, outbound);
+                        }
+                    }
+                    Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Err(error) => panic!("accept on the node's loopback: {error}"),
+                }
+            }
+        });
+        Bridge {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// Copies each way between `a` and `b` until either side closes.
+fn splice(a: TcpStream, b: TcpStream) {
+    let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
+    let copy = |mut from: TcpStream, mut to: TcpStream| {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut to);
+            let _ = to.shutdown(Shutdown::Write);
+        })
+    };
+    copy(a, b2);
+    copy(b, a2);
+}
+
+/// A registry port of the host, reachable from a node (see `SecondDaemon::reach`).
+pub struct Bridge {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
