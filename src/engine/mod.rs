@@ -67,8 +67,9 @@ pub struct BuildRequest<'a> {
     pub args: BTreeMap<String, String>,
     /// Labels added to the image.
     pub labels: BTreeMap<String, String>,
-    /// Credentials the daemon may use to pull the base, as the docker CLI sends them with a
-    /// build (the daemon uses them only for the registry each names).
+    /// Credentials the daemon may use to pull the images the build names (the base, another
+    /// stage's `FROM`, a `COPY --from` image), as the docker CLI sends them with a build: every
+    /// configured registry's; the daemon uses each only for the registry it names.
     pub credentials: Vec<crate::registry::Credentials>,
     /// Images whose build cache the builder may reuse (`--cache-from`): BuildKit reads the
     /// inline cache metadata such an image carries, from its registry, and writes its own into

@@ -9,6 +9,7 @@
 //! stop the build at its next step and put back what it moved.
 
 use std::path::PathBuf;
+use std::str::FromStr as _;
 
 use anyhow::Context as _;
 
@@ -23,7 +24,7 @@ use crate::printer::Printer;
 use crate::progress::{Display, ProgressMode};
 use crate::publish::{self, BuildError, Publication, RemoteTags, Signals, Stop as _};
 use crate::recipe::Recipe;
-use crate::types::oci::Platform;
+use crate::types::oci::{ImageRef, Platform};
 
 /// How far `forge build` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,35 +158,35 @@ impl StepOutcomes {
     }
 }
 
-/// The credentials for the base image's registry, as `docker build` would send them after
-/// `docker login` (forge's variables for the registry they are kept for, a credential helper,
-/// `auths`); none when there are none. A lookup that fails is a warning: the base may be public.
-fn base_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
-    let registry = recipe.pins.base.image.registry();
+/// The credentials `docker build` would send with the build: those of every registry the docker
+/// configuration holds (`auths`, each `credHelpers` host, what the `credsStore` lists) and the
+/// one forge's variables are kept for, so that the base and every other stage's image pull as
+/// after `docker login`. The daemon uses each only for its own registry. A lookup that fails is
+/// a warning: the images may be public.
+fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
     let recipe_registry = recipe.pins.image.repository.registry();
-    match crate::registry::credentials::lookup(registry, &recipe_registry) {
-        Ok(lookup) => lookup.credentials.into_iter().collect(),
-        Err(error) => {
-            printer.warn(format_args!(
-                "the base image is pulled without credentials: {error}"
-            ));
-            Vec::new()
-        }
+    let (credentials, errors) = crate::registry::credentials::all(&recipe_registry);
+    for error in errors {
+        printer.warn(format_args!(
+            "the build is sent without some credentials: {error}"
+        ));
     }
+    credentials
 }
 
-/// A build that failed because the base's registry wanted credentials it did not get is the
-/// environment's failure (exit 2, with a login hint), not the recipe's.
+/// A build that failed because a registry wanted credentials it did not get is the
+/// environment's failure (exit 2, with a login hint), not the recipe's; the error names the
+/// image refused, the base or another image the Dockerfile pulls.
 fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
     let base = &recipe.pins.base.image;
-    let said = match error.downcast_ref::<crate::engine::EngineError>() {
+    let (pulled, said) = match error.downcast_ref::<crate::engine::EngineError>() {
         Some(crate::engine::EngineError::StepFailed { step, message, .. })
-            // The classic builder's FROM step, or BuildKit's look-up of the base.
+            // The classic builder's FROM step, or BuildKit's look-up of an image.
             if step.contains("FROM ") || step.contains("load metadata for") =>
         {
-            message
+            (pulled_image(step), message)
         }
-        Some(crate::engine::EngineError::BuildFailed { message }) => message,
+        Some(crate::engine::EngineError::BuildFailed { message }) => (None, message),
         _ => return error,
     };
     let lower = said.to_ascii_lowercase();
@@ -201,12 +202,33 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
     if !refused {
         return error;
     }
-    BuildError::BasePull {
-        base: base.to_string(),
-        registry: base.registry().to_owned(),
-        said: said.clone(),
+    let other = pulled
+        .and_then(|image| ImageRef::from_str(&image).ok())
+        .filter(|image| {
+            image.registry() != base.registry() || image.repository() != base.repository()
+        });
+    match other {
+        Some(image) => BuildError::ImagePull {
+            registry: image.registry().to_owned(),
+            image: image.to_string(),
+            said: said.clone(),
+        },
+        None => BuildError::BasePull {
+            base: base.to_string(),
+            registry: base.registry().to_owned(),
+            said: said.clone(),
+        },
     }
     .into()
+}
+
+/// The image a failed pull step names: the word after `FROM ` (classic) or `load metadata for `
+/// (BuildKit).
+fn pulled_image(step: &str) -> Option<String> {
+    ["load metadata for ", "FROM "].iter().find_map(|lead| {
+        let (_, rest) = step.split_once(lead)?;
+        rest.split_whitespace().next().map(ToOwned::to_owned)
+    })
 }
 
 /// `--dry-run`: the plan, as text or JSON.
@@ -265,7 +287,7 @@ pub(super) fn build_request<'a>(
         platform: Some(platform),
         args: pipeline::build_args(recipe, revision.as_deref()),
         labels: plan.labels(),
-        credentials: base_credentials(recipe, printer),
+        credentials: build_credentials(recipe, printer),
         cache_from: options.cache_from.clone(),
     }
 }

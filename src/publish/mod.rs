@@ -156,6 +156,19 @@ pub enum BuildError {
         /// What the daemon said.
         said: String,
     },
+    /// The registry of another image the Dockerfile names (a stage's `FROM`, a `COPY --from`)
+    /// refused to let the daemon pull it.
+    #[error(
+        "cannot pull {image}, which the Dockerfile names: the registry refused the credentials for {registry} ({said})"
+    )]
+    ImagePull {
+        /// The image.
+        image: String,
+        /// Its registry.
+        registry: String,
+        /// What the daemon said.
+        said: String,
+    },
     /// The recipe folder could not be locked.
     #[error("cannot lock the recipe folder {} for the build", root.display())]
     Lock {
@@ -169,7 +182,7 @@ pub enum BuildError {
 impl Advise for BuildError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
-            BuildError::BasePull { registry, .. } => format!(
+            BuildError::BasePull { registry, .. } | BuildError::ImagePull { registry, .. } => format!(
                 "log in with `docker login {registry}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD with FORGE_REGISTRY_HOST={registry}; no tag moved and forge.lock is unchanged"
             ),
             BuildError::Busy { .. } => {

@@ -134,6 +134,14 @@ pub enum CredentialsError {
         /// What is wrong.
         message: String,
     },
+    /// A credential store could not list the registries it holds.
+    #[error("credential helper docker-credential-{helper} cannot list its registries: {message}")]
+    HelperList {
+        /// The helper's name.
+        helper: String,
+        /// What it said.
+        message: String,
+    },
     /// A credential helper could not be run or failed.
     #[error("credential helper docker-credential-{helper} failed for {registry}: {message}")]
     Helper {
@@ -152,6 +160,9 @@ impl Advise for CredentialsError {
             CredentialsError::Config { .. } => {
                 "fix the file, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD".to_owned()
             }
+            CredentialsError::HelperList { helper, .. } => format!(
+                "check that docker-credential-{helper} is on PATH, or remove `credsStore` from the docker configuration"
+            ),
             CredentialsError::Helper {
                 helper, registry, ..
             } => format!(
@@ -196,17 +207,104 @@ struct HelperAnswer {
 /// `recipe_registry` is the registry the recipe publishes to: `FORGE_REGISTRY_USER` and
 /// `FORGE_REGISTRY_PASSWORD` are for it, unless `FORGE_REGISTRY_HOST` names another host.
 pub fn lookup(registry: &str, recipe_registry: &str) -> Result<Lookup, CredentialsError> {
-    let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let environment = Environment {
-        username: variable("FORGE_REGISTRY_USER"),
-        password: variable("FORGE_REGISTRY_PASSWORD"),
-        host: variable("FORGE_REGISTRY_HOST").unwrap_or_else(|| recipe_registry.to_owned()),
-        config: variable("DOCKER_CONFIG")
-            .map(PathBuf::from)
-            .or_else(|| variable("HOME").map(|home| PathBuf::from(home).join(".docker")))
-            .map(|folder| folder.join("config.json")),
+    lookup_in(registry, &Environment::read(recipe_registry))
+}
+
+/// What every configured registry's credentials came to, as the docker CLI gathers them to
+/// send with a build: the registry `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are
+/// kept for, each registry of config.json's `auths`, each host of its `credHelpers`, and each
+/// server its `credsStore` helper lists. A registry whose lookup fails is left out and its
+/// error returned beside the others' credentials, so that one broken helper does not keep the
+/// rest from the build.
+pub fn all(recipe_registry: &str) -> (Vec<Credentials>, Vec<CredentialsError>) {
+    all_in(&Environment::read(recipe_registry))
+}
+
+fn all_in(environment: &Environment) -> (Vec<Credentials>, Vec<CredentialsError>) {
+    let mut hosts: Vec<String> = Vec::new();
+    let mut errors = Vec::new();
+    if environment.username.is_some() && environment.password.is_some() {
+        hosts.push(environment.host.clone());
+    }
+    match configured_hosts(environment) {
+        Ok(configured) => hosts.extend(configured),
+        Err(error) => errors.push(error),
+    }
+    let mut distinct: Vec<String> = Vec::new();
+    for host in hosts {
+        if !distinct.iter().any(|seen| same_registry(seen, &host)) {
+            distinct.push(host);
+        }
+    }
+    let mut found = Vec::new();
+    for host in distinct {
+        match lookup_in(&host, environment) {
+            Ok(lookup) => found.extend(lookup.credentials),
+            Err(error) => errors.push(error),
+        }
+    }
+    (found, errors)
+}
+
+/// The registry hosts config.json names: the keys of `auths` and `credHelpers`, and what its
+/// `credsStore` helper lists.
+fn configured_hosts(environment: &Environment) -> Result<Vec<String>, CredentialsError> {
+    let Some(path) = &environment.config else {
+        return Ok(Vec::new());
     };
-    lookup_in(registry, &environment)
+    let Some(config) = read_config(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut servers: Vec<String> = config.auths.keys().cloned().collect();
+    servers.extend(config.credential_helpers.keys().cloned());
+    if let Some(store) = config
+        .credentials_store
+        .as_ref()
+        .filter(|store| !store.is_empty())
+    {
+        servers.extend(list_helper(store)?);
+    }
+    Ok(servers
+        .iter()
+        .map(|server| host_of(server))
+        .filter(|host| !host.is_empty())
+        .map(|host| {
+            if is_docker_hub(&host) {
+                "docker.io".to_owned()
+            } else {
+                host
+            }
+        })
+        .collect())
+}
+
+/// The host (and port) of a server key as config.json and helpers write them: a bare host, or
+/// a URL with a scheme and a path (`https://index.docker.io/v1/`).
+fn host_of(server: &str) -> String {
+    server
+        .trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
+impl Environment {
+    /// forge's variables and the docker configuration's place, from the process environment.
+    fn read(recipe_registry: &str) -> Self {
+        let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        Self {
+            username: variable("FORGE_REGISTRY_USER"),
+            password: variable("FORGE_REGISTRY_PASSWORD"),
+            host: variable("FORGE_REGISTRY_HOST").unwrap_or_else(|| recipe_registry.to_owned()),
+            config: variable("DOCKER_CONFIG")
+                .map(PathBuf::from)
+                .or_else(|| variable("HOME").map(|home| PathBuf::from(home).join(".docker")))
+                .map(|folder| folder.join("config.json")),
+        }
+    }
 }
 
 /// Where credentials may come from.
@@ -245,23 +343,9 @@ fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, Creden
     let Some(path) = &environment.config else {
         return Ok(found(Origin::Nowhere, None));
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(found(Origin::Nowhere, None));
-        }
-        Err(error) => {
-            return Err(CredentialsError::Config {
-                path: path.clone(),
-                message: error.to_string(),
-            });
-        }
+    let Some(config) = read_config(path)? else {
+        return Ok(found(Origin::Nowhere, None));
     };
-    let config: DockerConfig =
-        serde_json::from_str(&text).map_err(|error| CredentialsError::Config {
-            path: path.clone(),
-            message: error.to_string(),
-        })?;
     let helper = entry_for(&config.credential_helpers, registry)
         .or(config.credentials_store.as_ref())
         .filter(|helper| !helper.is_empty());
@@ -292,6 +376,26 @@ fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, Creden
         _ => None,
     };
     Ok(found(Origin::Auths(path.clone()), pair))
+}
+
+/// The docker configuration at `path`; none when there is no such file.
+fn read_config(path: &PathBuf) -> Result<Option<DockerConfig>, CredentialsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(CredentialsError::Config {
+                path: path.clone(),
+                message: error.to_string(),
+            });
+        }
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|error| CredentialsError::Config {
+            path: path.clone(),
+            message: error.to_string(),
+        })
 }
 
 /// The server URL the docker CLI files `registry` under and asks helpers about: Docker Hub's
@@ -350,6 +454,32 @@ fn entry_for<'a, T>(map: &'a BTreeMap<String, T>, registry: &str) -> Option<&'a 
             .unwrap_or_default();
         same(host).then_some(entry)
     })
+}
+
+/// Runs `docker-credential-HELPER list`: the servers the helper holds credentials for.
+fn list_helper(helper: &str) -> Result<Vec<String>, CredentialsError> {
+    let failed = |message: String| CredentialsError::HelperList {
+        helper: helper.to_owned(),
+        message,
+    };
+    let output = Command::new(format!("docker-credential-{helper}"))
+        .arg("list")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|error| failed(error.to_string()))?;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        return Err(failed(if said.is_empty() {
+            format!("it exited with {}", output.status)
+        } else {
+            said
+        }));
+    }
+    let servers: BTreeMap<String, String> = serde_json::from_slice(&output.stdout)
+        .map_err(|error| failed(format!("its list is not a JSON object: {error}")))?;
+    Ok(servers.into_keys().collect())
 }
 
 /// Runs `docker-credential-HELPER get` with the registry's server address on stdin.
@@ -524,6 +654,49 @@ mod tests {
         assert_eq!(
             entry_for(&hub.credential_helpers, "docker.io").map(String::as_str),
             Some("hub")
+        );
+    }
+
+    #[test]
+    fn a_build_gathers_every_configured_registry() {
+        // base64("one:pw1"), base64("two:pw2")
+        let folder = config(
+            r#"{"auths": {"https://127.0.0.1:5001/v2/": {"auth": "b25lOnB3MQ=="},
+                          "https://index.docker.io/v1/": {"auth": "dHdvOnB3Mg=="},
+                          "quay.io": {}},
+                "credHelpers": {"registry.example": "forge-test-missing"}}"#,
+        );
+        let mut environment = environment(Some(&folder.path().join("config.json")));
+        environment.username = Some("robot".to_owned());
+        environment.password = Some("s3cret".to_owned());
+        let (found, errors) = all_in(&environment);
+        let mut pairs: Vec<(&str, &str, &str)> = found
+            .iter()
+            .map(|found| {
+                (
+                    found.registry.as_str(),
+                    found.username.as_str(),
+                    found.password.as_str(),
+                )
+            })
+            .collect();
+        pairs.sort_unstable();
+        assert_eq!(
+            pairs,
+            [
+                ("127.0.0.1:5001", "one", "pw1"),
+                ("docker.io", "two", "pw2"),
+                ("ghcr.io", "robot", "s3cret"),
+            ]
+        );
+        // The helper that cannot run is named, and keeps nothing else from the build.
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0]
+                .to_string()
+                .contains("docker-credential-forge-test-missing"),
+            "{}",
+            errors[0]
         );
     }
 

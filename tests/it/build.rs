@@ -985,3 +985,91 @@ fn a_private_base_is_pulled_with_the_registry_credentials() {
             .output();
     }
 }
+
+/// An image a second stage pulls, from a registry that wants a password on another host:port
+/// than the base's, is pulled with the credentials the docker CLI sends with a build: those of
+/// every configured registry (config.json's `auths`, each `credHelpers` host, what the
+/// `credsStore` helper lists), not only the base's. None of them is printed.
+#[test]
+fn every_configured_registry_gets_its_credentials_with_the_build() {
+    if !docker_ready() || crate::verify::registry_tools_missing() {
+        return;
+    }
+    let registry = RegistryServer::start_with_basic_auth();
+    let (user, password) = registry.credentials().unwrap();
+    let stage = format!(
+        "{}/forge-test/private-stage-{}:1",
+        registry.address(),
+        std::process::id()
+    );
+    skopeo_copy(
+        &["--dest-creds", &format!("{user}:{password}")],
+        &format!("docker-daemon:{BASE_IMAGE}"),
+        &stage,
+    );
+    let example = Example::new("private-stage");
+    example.context.edit(
+        "templates/Dockerfile.j2",
+        "FROM {{ base.reference }}",
+        &format!(
+            "FROM {stage} AS tool\n\nFROM {{{{ base.reference }}}}\nCOPY --from=tool /bin/busybox /opt/tool/busybox"
+        ),
+    );
+    let forget = || {
+        let _ = Command::new("docker")
+            .args(["image", "rm", "-f", &stage])
+            .output();
+    };
+    let helper = crate::credential_helper::CredentialHelper::knowing(&[(
+        registry.address(),
+        user,
+        password,
+    )]);
+    let path = helper.path();
+    let nothing = helper.docker_config(&serde_json::json!({}));
+    for builder in ["classic", "buildkit"] {
+        let refused = example
+            .build_with(
+                &["--builder", builder],
+                &[("DOCKER_CONFIG", nothing.to_str().unwrap())],
+            )
+            .expect_code(2);
+        assert_contains(
+            &refused.stderr,
+            &format!(
+                "error: cannot pull {stage}, which the Dockerfile names: the registry refused the credentials for {}",
+                registry.address()
+            ),
+        );
+    }
+    let auth = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        format!("{user}:{password}"),
+    );
+    let configs = [
+        serde_json::json!({"auths": {registry.address(): {"auth": auth}}}),
+        serde_json::json!({"credHelpers": {registry.address(): crate::credential_helper::HELPER}}),
+        serde_json::json!({"credsStore": crate::credential_helper::HELPER}),
+    ];
+    for config in configs {
+        let folder = helper.docker_config(&config);
+        for builder in ["classic", "buildkit"] {
+            forget();
+            let run = example.build_with(
+                &["--builder", builder, "--no-cache", "--force"],
+                &[
+                    ("DOCKER_CONFIG", folder.to_str().unwrap()),
+                    ("PATH", path.as_str()),
+                ],
+            );
+            let run = run.expect_code(0);
+            assert!(
+                !run.stdout.contains(password) && !run.stderr.contains(password),
+                "the password was printed:\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    }
+    forget();
+}

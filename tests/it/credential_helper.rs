@@ -2,7 +2,8 @@
 //! in a folder of its own that a test puts first on PATH. It speaks the helper protocol: `get`
 //! reads a server URL on stdin and prints `{"ServerURL":..,"Username":..,"Secret":..}` for the
 //! servers it was given, and for any other says "credentials not found in native keychain" and
-//! exits 1, as the helpers of the docker CLI do. It notes every server it is asked about.
+//! exits 1, as the helpers of the docker CLI do; `list` prints `{"SERVER": "USER", ...}` for the
+//! servers it holds. It notes every server it is asked about.
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
@@ -19,6 +20,14 @@ impl CredentialHelper {
     /// A helper that holds `(server, user, secret)` for each entry and nothing else.
     pub(crate) fn knowing(entries: &[(&str, &str, &str)]) -> Self {
         let mut cases = String::new();
+        let list: serde_json::Map<String, serde_json::Value> = entries
+            .iter()
+            .map(|(server, user, _)| ((*server).to_owned(), (*user).into()))
+            .collect();
+        cases.push_str(&format!(
+            "  --list) printf '%s\\n' {}; exit 0 ;;\n",
+            quoted(&serde_json::Value::Object(list).to_string())
+        ));
         for (server, user, secret) in entries {
             let answer = serde_json::json!({
                 "ServerURL": server,
@@ -47,7 +56,7 @@ impl CredentialHelper {
         std::fs::create_dir_all(&bin).expect("a bin folder");
         let asked = folder.path().join("asked");
         let script = format!(
-            "#!/bin/sh\n[ \"$1\" = get ] || {{ echo \"unsupported: $1\" >&2; exit 1; }}\nIFS= read -r server\nprintf '%s\\n' \"$server\" >> {}\n{body}",
+            "#!/bin/sh\ncase \"$1\" in\n  get) IFS= read -r server; printf '%s\\n' \"$server\" >> {} ;;\n  list) server=--list ;;\n  *) echo \"unsupported: $1\" >&2; exit 1 ;;\nesac\n{body}",
             quoted(&asked.display().to_string())
         );
         let path = bin.join(format!("docker-credential-{HELPER}"));

@@ -27,6 +27,7 @@ mod pin_bump;
 mod pins;
 mod platforms;
 mod pull;
+mod readme;
 mod registry_server;
 mod remote_daemon;
 mod render;

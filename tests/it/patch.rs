@@ -753,6 +753,14 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     );
     assert_contains(&run.stderr, "1 of 3 patches conflict with their target");
     assert_unchanged(&before, &bench.target_snapshot());
+
+    // The conflict is an error, not a warning.
+    let run = bench.patch("check", &[bench.path("series")]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "error: 0002-second.patch conflicts: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply",
+    );
+    assert!(!run.stderr.contains("warning:"), "{}", run.stderr);
 }
 
 #[test]

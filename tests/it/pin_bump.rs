@@ -421,7 +421,7 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
 /// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
 /// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
 /// own index).
-fn recorded_index() -> IndexServer {
+pub(crate) fn recorded_index() -> IndexServer {
     let index = IndexServer::start();
     for package in [
         "tilelang",
