@@ -25,7 +25,7 @@ use crate::progress::{Display, ProgressMode};
 use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::Credentials;
-use crate::types::oci::{Digest, Tag};
+use crate::types::oci::{Digest, Platform, Tag};
 use crate::verify::{self, Report, VerifyError};
 
 /// Options of `forge pull`.
@@ -59,6 +59,16 @@ pub enum PullError {
         /// `tag → digest` for each pushed tag.
         found: String,
     },
+    /// A node runs on a platform the recorded index has no image for.
+    #[error(
+        "node {node} runs on {platform}, which the recorded index holds no image for; nothing was pulled"
+    )]
+    NoPlatform {
+        /// The node's address.
+        node: String,
+        /// The platform it runs on.
+        platform: String,
+    },
     /// A node could not be reached or could not pull.
     #[error("node {node} cannot pull {reference}; no tag moved on any node")]
     Node {
@@ -77,6 +87,9 @@ impl Advise for PullError {
             ),
             PullError::Disagree { .. } => Advice::Hint(
                 "forge.lock was edited or written by two builds; build and push again to record one image".to_owned(),
+            ),
+            PullError::NoPlatform { .. } => Advice::Hint(
+                "add the platform to [image] platforms and build it on a node of its own, or pull on the nodes the index serves".to_owned(),
             ),
             PullError::Node { .. } => Advice::Hint(
                 "check that the node's daemon runs and reaches the registry (its own `docker pull` of the same reference); credentials come from this machine's docker login".to_owned(),
@@ -105,10 +118,9 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         .build()
         .context("cannot start the async runtime")?;
     let report = runtime.block_on(async {
-        let nodes = connect(&options.hosts).await?;
+        let nodes = expectations(recipe, &record, connect(&options.hosts).await?).await?;
         let display = RefCell::new(Display::new(options.progress, printer, options.verbose));
         let pulled = pull_everywhere(
-            recipe,
             &nodes,
             &record,
             &digest,
@@ -125,10 +137,13 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
             let mut resolved = Vec::new();
             for tag in &record.tags {
                 let reference = format!("{}:{}", record.image.repository, tag.name);
-                let found = node.image(&reference).await?.map(|info| info.id.0);
+                let found = node.engine.image(&reference).await?.map(|info| info.id.0);
                 resolved.push((reference, found));
             }
-            report.extend(verify::tags(&record, node.host(), &resolved));
+            // Each node is judged by the image of its own platform.
+            let mut expected = record.clone();
+            expected.image.id = node.image.clone();
+            report.extend(verify::tags(&expected, node.engine.host(), &resolved));
         }
         anyhow::Ok(report)
     })?;
@@ -196,6 +211,57 @@ fn credentials(record: &Record, printer: &Printer) -> Option<Credentials> {
     }
 }
 
+/// A node, with the platform it pulls for and the image it must end on: the record's image,
+/// or for a multi-platform record the entry of the node's own platform.
+struct Node {
+    engine: Docker,
+    platform: Platform,
+    image: Digest,
+}
+
+/// What each node pulls: for a multi-platform record, the platform the node runs on, which the
+/// record must hold an image for (before anything is pulled).
+async fn expectations(
+    recipe: &Recipe,
+    record: &Record,
+    engines: Vec<Docker>,
+) -> anyhow::Result<Vec<Node>> {
+    let recorded = record
+        .image
+        .platform
+        .as_ref()
+        .unwrap_or(&recipe.pins.image.platform);
+    let mut nodes = Vec::new();
+    for engine in engines {
+        if record.platforms.is_empty() {
+            nodes.push(Node {
+                engine,
+                platform: recorded.clone(),
+                image: record.image.id.clone(),
+            });
+            continue;
+        }
+        let native = engine.platform().await?;
+        let Some(entry) = record
+            .platforms
+            .iter()
+            .find(|entry| entry.platform.as_str() == native)
+        else {
+            return Err(PullError::NoPlatform {
+                node: engine.host().to_owned(),
+                platform: native,
+            }
+            .into());
+        };
+        nodes.push(Node {
+            engine,
+            platform: entry.platform.clone(),
+            image: entry.id.clone(),
+        });
+    }
+    Ok(nodes)
+}
+
 /// Every node, or the first error naming the one that cannot be reached.
 async fn connect(hosts: &[String]) -> anyhow::Result<Vec<Docker>> {
     if hosts.is_empty() {
@@ -213,8 +279,7 @@ async fn connect(hosts: &[String]) -> anyhow::Result<Vec<Docker>> {
 /// Pulls the recorded digest on every node at once and checks that each ends on the recorded
 /// image.
 async fn pull_everywhere(
-    recipe: &Recipe,
-    nodes: &[Docker],
+    nodes: &[Node],
     record: &Record,
     digest: &Digest,
     credentials: Option<&Credentials>,
@@ -222,35 +287,36 @@ async fn pull_everywhere(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let repository = &record.image.repository;
-    let platform = record
-        .image
-        .platform
-        .as_ref()
-        .unwrap_or(&recipe.pins.image.platform);
     let reference = format!("{repository}@{digest}");
     let pulls = nodes.iter().map(|node| {
         let reference = &reference;
         async move {
-            printer.status("Pulling", format_args!("{reference} on {}", node.host()));
+            let host = node.engine.host();
+            printer.status(
+                "Pulling",
+                format_args!("{reference} on {host} ({})", node.platform),
+            );
             let mut events = |event: Event<'_>| display.borrow_mut().event(event);
             let pulled = node
-                .pull(repository, digest, platform, credentials, &mut events)
+                .engine
+                .pull(repository, digest, &node.platform, credentials, &mut events)
                 .await;
-            (node.host(), pulled)
+            (node, pulled)
         }
     });
     let outcomes = futures_util::future::join_all(pulls).await;
     let mut failed = Vec::new();
-    for (host, outcome) in outcomes {
+    for (node, outcome) in outcomes {
+        let host = node.engine.host();
         match outcome {
-            Ok(info) if info.id.0 == record.image.id => {
+            Ok(info) if info.id.0 == node.image => {
                 printer.status("Pulled", format_args!("{} on {host}", info.id.short()));
             }
             Ok(info) => {
                 return Err(CheckFailed::new(
                     format!(
                         "node {host} holds {} under {reference}, not the recorded image {}; no tag moved on any node",
-                        info.id, record.image.id
+                        info.id, node.image
                     ),
                     "the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform",
                 )
@@ -273,18 +339,15 @@ async fn pull_everywhere(
 
 /// Points every recorded tag at the image on every node; on a failure, puts back what each
 /// moved tag named before, on every node, then fails.
-async fn tag_everywhere(
-    nodes: &[Docker],
-    record: &Record,
-    printer: &Printer,
-) -> anyhow::Result<()> {
-    let image = ImageId(record.image.id.clone());
+async fn tag_everywhere(nodes: &[Node], record: &Record, printer: &Printer) -> anyhow::Result<()> {
     let repository = &record.image.repository;
     let mut moved: Vec<(&Docker, &Tag, Option<ImageId>)> = Vec::new();
     let mut outcome: Result<(), EngineError> = Ok(());
     'nodes: for node in nodes {
+        let image = ImageId(node.image.clone());
+        let engine = &node.engine;
         for tag in &record.tags {
-            let before = match node.image(&format!("{repository}:{}", tag.name)).await {
+            let before = match engine.image(&format!("{repository}:{}", tag.name)).await {
                 Ok(before) => before.map(|info| info.id),
                 Err(error) => {
                     outcome = Err(error);
@@ -294,14 +357,14 @@ async fn tag_everywhere(
             if before.as_ref() == Some(&image) {
                 continue;
             }
-            moved.push((node, &tag.name, before));
-            if let Err(error) = node.tag(&image, repository, &tag.name).await {
+            moved.push((engine, &tag.name, before));
+            if let Err(error) = engine.tag(&image, repository, &tag.name).await {
                 outcome = Err(error);
                 break 'nodes;
             }
             printer.status(
                 "Tagged",
-                format_args!("{repository}:{} on {}", tag.name, node.host()),
+                format_args!("{repository}:{} on {}", tag.name, engine.host()),
             );
         }
     }

@@ -182,6 +182,26 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     );
     assert_eq!(arm_row["actual"], platforms[1]["id"].as_str().unwrap());
 
+    // forge pull puts on each node the image of its own platform (both run on linux/amd64 here).
+    context
+        .forge(&[
+            "pull",
+            "--host",
+            &main,
+            "--host",
+            &node.host,
+            "--progress",
+            "plain",
+        ])
+        .expect_code(0);
+    for host in [&main, &node.host] {
+        assert_eq!(
+            id_on(host, &format!("{repository}:latest")),
+            platforms[0]["id"].as_str().unwrap(),
+            "{host}"
+        );
+    }
+
     // A second push of the same images keeps the dated tag: the index is the same.
     context
         .forge(&["build", "--push", "--progress", "plain", "--node", &arm])
@@ -244,4 +264,12 @@ fn assert_tags_name(repository: &str, digest: &str) {
         ]));
         assert_eq!(String::from_utf8_lossy(&held).trim(), digest, "{tag}");
     }
+}
+
+/// The id of the image `reference` names on the daemon at `host`.
+fn id_on(host: &str, reference: &str) -> String {
+    let id = stdout_of(Command::new("docker").args([
+        "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
+    ]));
+    String::from_utf8_lossy(&id).trim().to_owned()
 }
