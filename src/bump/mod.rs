@@ -12,6 +12,7 @@
 //!    Dockerfile steps the move invalidates.
 
 pub mod edit;
+pub mod group;
 pub mod requires;
 pub mod steps;
 
@@ -271,6 +272,22 @@ impl Refusal {
     }
 }
 
+impl Refusal {
+    /// `summary`, with the version of the package that declares a requirement: the words for
+    /// versions of another package that requirement holds back.
+    pub fn held_by(&self) -> String {
+        match self {
+            Refusal::Requires {
+                package,
+                version,
+                requirement,
+                ..
+            } => format!("{package} {version} requires {requirement}"),
+            _ => self.summary(),
+        }
+    }
+}
+
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -368,6 +385,13 @@ pub struct VersionOffer {
     /// What each package declares at a version (normalized name, version), where the index
     /// offers its METADATA.
     pub declared: BTreeMap<(String, String), Vec<requires::Declared>>,
+    /// Whether the members carry one version (`[groups.NAME] lockstep = true`); otherwise each
+    /// member moves to its own version (`group::plan`).
+    pub lockstep: bool,
+    /// Each member's versions newer than its own, newest first.
+    pub available: BTreeMap<PinName, Vec<Version>>,
+    /// Each member's current version.
+    pub currents: BTreeMap<PinName, Version>,
 }
 
 impl VersionOffer {
@@ -393,7 +417,19 @@ impl VersionOffer {
 
     /// Reads what the packages of the move declare at `version`, where the index offers it.
     pub fn learn(&mut self, version: &Version, upstream: &Upstream<'_>) {
-        for package in &self.packages {
+        let members = self.members.clone();
+        for member in &members {
+            self.learn_member(member, version, upstream);
+        }
+    }
+
+    /// Reads what the packages of `member` declare at `version`, where the index offers it.
+    pub fn learn_member(&mut self, member: &PinName, version: &Version, upstream: &Upstream<'_>) {
+        for package in self
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
             let version_text = package.version_at(version);
             let key = (package.name.normalized(), version_text);
             if self.declared.contains_key(&key) {
@@ -408,9 +444,21 @@ impl VersionOffer {
         }
     }
 
-    /// The constraints as they apply to `version`, which need not be newer or on the index.
+    /// The constraints as they apply to `version`, which need not be newer or on the index:
+    /// every member at `version` in a lockstep group, the pin alone otherwise.
     pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
-        judge(pins, self, version, yanked)
+        let moves: Vec<(PinName, Version)> = if self.lockstep {
+            self.members
+                .iter()
+                .map(|member| (member.clone(), version.clone()))
+                .collect()
+        } else {
+            vec![(self.pin.clone(), version.clone())]
+        };
+        Candidate {
+            version: version.clone(),
+            refusals: judge(pins, self, &moves, yanked),
+        }
     }
 
     /// The pin's own packages that are not on their index at `version` (yanked files count
@@ -502,30 +550,21 @@ pub fn version_offer(
         }
     }
 
-    // The pin's first package says which versions exist; the others are checked against it.
-    let primary = &packages[0];
+    let (available, currents) = member_versions(pins, &members, &packages, prereleases);
+    let versions = available[&pin.name].clone();
     let current_parsed = current.pep440();
-    let wanted_local = primary.local.as_ref().map(ToString::to_string);
-    let mut versions: Vec<Version> = primary
-        .releases
-        .versions
-        .iter()
-        .filter(|version| local_label(version) == wanted_local)
-        .map(|version| version.clone().without_local())
-        .filter(|version| *version > current_parsed.clone().without_local())
-        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
-        .filter_map(|version| Version::from_str(&version.to_string()).ok())
-        .collect();
-    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
-    versions.dedup();
     let kinds = members
         .iter()
         .map(|member| (member.clone(), pins.pins[member].kind()))
         .collect();
-    let current_yanked = primary.yanked(
+    let current_yanked = packages[0].yanked(
         &Version::from_str(&current_parsed.clone().without_local().to_string())
             .unwrap_or_else(|_| current.clone()),
     );
+    let lockstep = pin
+        .group
+        .as_ref()
+        .is_some_and(|group| pins.lockstep.contains(group));
     let mut offer = VersionOffer {
         pin: pin.name.clone(),
         current,
@@ -537,16 +576,76 @@ pub fn version_offer(
         current_yanked,
         pinned: BTreeMap::new(),
         declared: BTreeMap::new(),
+        lockstep,
+        available,
+        currents,
     };
     learn_the_others(pins, &mut offer, upstream, &mut fetched);
+    if !offer.lockstep {
+        group::order_members(&mut offer);
+    }
     offer.newer = versions
         .iter()
         .map(|version| {
-            offer.learn(version, upstream);
-            judge(pins, &offer, version, YankedFiles::Refused)
+            if offer.lockstep {
+                offer.learn(version, upstream);
+            } else {
+                offer.learn_member(&pin.name.clone(), version, upstream);
+            }
+            offer.judge(pins, version, YankedFiles::Refused)
         })
         .collect();
     Ok(offer)
+}
+
+/// Each member's versions newer than its own (newest first; its first package says which
+/// exist) and its current version without a local label.
+fn member_versions(
+    pins: &Pins,
+    members: &[PinName],
+    packages: &[Package],
+    prereleases: Prereleases,
+) -> (BTreeMap<PinName, Vec<Version>>, BTreeMap<PinName, Version>) {
+    let mut available = BTreeMap::new();
+    let mut currents = BTreeMap::new();
+    for member in members {
+        let first = packages
+            .iter()
+            .find(|package| &package.pin == member)
+            .expect("every member installs a package");
+        let member_current = pins.pins[member]
+            .version()
+            .expect("a version-pinned kind")
+            .clone();
+        available.insert(
+            member.clone(),
+            newer_versions(first, &member_current, prereleases),
+        );
+        let bare = Version::from_str(&member_current.pep440().without_local().to_string())
+            .unwrap_or(member_current);
+        currents.insert(member.clone(), bare);
+    }
+    (available, currents)
+}
+
+/// The versions of `package` newer than `current` (pre-releases only when asked), newest
+/// first, without the local label the pin adds itself.
+fn newer_versions(package: &Package, current: &Version, prereleases: Prereleases) -> Vec<Version> {
+    let current_parsed = current.pep440();
+    let wanted_local = package.local.as_ref().map(ToString::to_string);
+    let mut versions: Vec<Version> = package
+        .releases
+        .versions
+        .iter()
+        .filter(|version| local_label(version) == wanted_local)
+        .map(|version| version.clone().without_local())
+        .filter(|version| *version > current_parsed.clone().without_local())
+        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
+        .filter_map(|version| Version::from_str(&version.to_string()).ok())
+        .collect();
+    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
+    versions.dedup();
+    versions
 }
 
 /// Records every pinned package at its current version and, for the pins outside the move,
@@ -572,9 +671,6 @@ fn learn_the_others(
                 continue;
             };
             offer.pinned.insert(name.normalized(), parsed.clone());
-            if offer.members.contains(&pin.name) {
-                continue;
-            }
             let index = upstream.indexes.for_package(own_index).clone();
             let key = (index.to_string(), name.normalized());
             if !fetched.contains_key(&key) {
@@ -659,21 +755,36 @@ fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)
     }
 }
 
-fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFiles) -> Candidate {
-    let (members, packages) = (&offer.members, &offer.packages);
+/// What refuses `moves` (each member to its version): deny lists and allowed ranges, the
+/// packages each member installs (on their index, with a wheel that fits the image), and the
+/// requirements the pinned set would leave unmet afterwards.
+fn judge(
+    pins: &Pins,
+    offer: &VersionOffer,
+    moves: &[(PinName, Version)],
+    yanked: YankedFiles,
+) -> Vec<Refusal> {
     let mut refusals = Vec::new();
-    let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
-        .unwrap_or_else(|_| version.clone());
-    for member in members {
+    let moves: Vec<(PinName, Version)> = moves
+        .iter()
+        .map(|(member, version)| {
+            let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
+                .unwrap_or_else(|_| version.clone());
+            (member.clone(), bare)
+        })
+        .collect();
+    for (member, version) in &moves {
         let pin = &pins.pins[member];
-        if let Some(denied) = pin.denied(version).or_else(|| pin.denied(&bare)) {
+        let written = offer.pin_version(member, version);
+        let written = Version::from_str(&written).unwrap_or_else(|_| version.clone());
+        if let Some(denied) = pin.denied(&written).or_else(|| pin.denied(version)) {
             refusals.push(Refusal::Denied {
                 pin: member.clone(),
                 reason: denied.reason.clone(),
             });
         }
     }
-    for member in members {
+    for (member, version) in &moves {
         let pin = &pins.pins[member];
         if let Some(allow) = pin
             .allow
@@ -686,67 +797,97 @@ fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFil
             });
         }
     }
-    let own = &members[0];
-    let primary = packages.first().map(|package| package.name.clone());
-    for package in packages {
-        let present =
-            package.has(&bare) || yanked == YankedFiles::Allowed && package.yanked(&bare).is_some();
-        if present {
-            if let Some(target) = &offer.target {
-                match package.fit(&bare, target) {
-                    Fit::Fits => {}
-                    Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
-                    Fit::OnlyYanked => refusals.push(Refusal::NoFit {
-                        package: package.name.clone(),
-                        version: package.version_at(&bare),
-                        target: target.describe(),
-                        offered: vec!["only yanked ones".to_owned()],
-                    }),
-                    Fit::None { offered } => refusals.push(Refusal::NoFit {
-                        package: package.name.clone(),
-                        version: package.version_at(&bare),
-                        target: target.describe(),
-                        offered,
-                    }),
-                }
-            }
-            continue;
+    for (member, version) in &moves {
+        let mut packages = offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member);
+        let first = packages.next().map(|package| package.name.clone());
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            package_refusals(
+                offer,
+                package,
+                version,
+                yanked,
+                first.as_ref(),
+                &mut refusals,
+            );
         }
-        if &package.pin == own {
-            // The primary package not having it is "not on the index", said by the caller.
-            if Some(&package.name) != primary.as_ref() {
-                refusals.push(Refusal::WheelMissing {
-                    package: package.name.clone(),
-                    version: package.version_at(&bare),
-                    index: package.index.clone(),
-                });
-            }
-        } else {
-            refusals.push(Refusal::PartnerMissing {
-                pin: package.pin.clone(),
+    }
+    refusals.extend(requirement_refusals(offer, &moves));
+    refusals
+}
+
+/// Whether `package` is on its index at `version` with a wheel that fits the image.
+fn package_refusals(
+    offer: &VersionOffer,
+    package: &Package,
+    version: &Version,
+    yanked: YankedFiles,
+    first_of_member: Option<&PackageName>,
+    refusals: &mut Vec<Refusal>,
+) {
+    let present =
+        package.has(version) || yanked == YankedFiles::Allowed && package.yanked(version).is_some();
+    if present {
+        let Some(target) = &offer.target else { return };
+        match package.fit(version, target) {
+            Fit::Fits => {}
+            Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
+            Fit::OnlyYanked => refusals.push(Refusal::NoFit {
                 package: package.name.clone(),
-                version: package.version_at(&bare),
+                version: package.version_at(version),
+                target: target.describe(),
+                offered: vec!["only yanked ones".to_owned()],
+            }),
+            Fit::None { offered } => refusals.push(Refusal::NoFit {
+                package: package.name.clone(),
+                version: package.version_at(version),
+                target: target.describe(),
+                offered,
+            }),
+        }
+        return;
+    }
+    if package.pin == offer.pin || !offer.lockstep {
+        // The pin's first package not having it is "not on the index", said by the caller.
+        if Some(&package.name) != first_of_member || package.pin != offer.pin {
+            refusals.push(Refusal::WheelMissing {
+                package: package.name.clone(),
+                version: package.version_at(version),
                 index: package.index.clone(),
             });
         }
-    }
-    refusals.extend(requirement_refusals(offer, &bare));
-    Candidate {
-        version: version.clone(),
-        refusals,
+    } else {
+        refusals.push(Refusal::PartnerMissing {
+            pin: package.pin.clone(),
+            package: package.name.clone(),
+            version: package.version_at(version),
+            index: package.index.clone(),
+        });
     }
 }
 
-/// The requirements the move to `version` would leave unmet: those the moved packages declare
-/// at `version` on any pinned package, and those the other pins declare on the moved ones.
-fn requirement_refusals(offer: &VersionOffer, version: &Version) -> Vec<Refusal> {
+/// The requirements `moves` would leave unmet: those the moved packages declare at their new
+/// versions on any pinned package, and those the other pins declare on the moved ones.
+fn requirement_refusals(offer: &VersionOffer, moves: &[(PinName, Version)]) -> Vec<Refusal> {
     let environment = offer.target.as_ref().and_then(requires::environment);
     let mut after = offer.pinned.clone();
     let mut moved = Vec::new();
-    for package in &offer.packages {
-        if let Some(parsed) = package.parsed_at(version) {
-            after.insert(package.name.normalized(), parsed);
-            moved.push((package.name.normalized(), package.version_at(version)));
+    for (member, version) in moves {
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            if let Some(parsed) = package.parsed_at(version) {
+                after.insert(package.name.normalized(), parsed);
+                moved.push((package.name.normalized(), package.version_at(version)));
+            }
         }
     }
     let mut unmet = Vec::new();

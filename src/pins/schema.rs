@@ -38,6 +38,16 @@ pub(crate) struct RawRecipe {
     #[serde(default)]
     pub context: Option<RawContext>,
     pub render: Option<RawRender>,
+    #[serde(default)]
+    pub groups: BTreeMap<PinName, Spanned<RawGroup>>,
+}
+
+/// `[groups.NAME]`: how the pins of a group move.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGroup {
+    #[serde(default)]
+    pub lockstep: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -62,6 +62,18 @@ fn edited_recipe_and_index(from: &str, to: &str) -> (TestContext, String, IndexS
     (context, before, default_index())
 }
 
+/// `recipe_and_index` with the tvm group declared lockstep: one version for both members.
+fn lockstep_recipe_and_index() -> (TestContext, String, IndexServer) {
+    let context = TestContext::default_recipe();
+    let text = context.read("pins.toml");
+    context.write(
+        "pins.toml",
+        &format!("{text}\n[groups.tvm]\nlockstep = true\n"),
+    );
+    let before = context.read("pins.toml");
+    (context, before, default_index())
+}
+
 /// An index offering everything the default recipe pins at its current versions.
 fn default_index() -> IndexServer {
     let index = IndexServer::start();
@@ -488,18 +500,160 @@ fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_r
 
 const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
 
-/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): what the real tilelang
-/// wheels declare, read by range requests, lets tilelang move to 0.1.15 with apache-tvm-ffi
-/// kept at 0.1.11, and then holds apache-tvm-ffi below 0.1.13.
+/// On the recorded index the tvm group moves as one but not in lockstep: tilelang goes to
+/// 0.1.15 and apache-tvm-ffi stays at 0.1.11, held there by the recipe's deny list (0.1.12) and
+/// by what tilelang 0.1.15 declares (`apache-tvm-ffi<0.1.13,>=0.1.11`).
+#[test]
+fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_eq!(
+        outdated_row(&run.stdout, "tilelang"),
+        ["tilelang", "0.1.11", "0.1.15", "0.1.15", "outdated"]
+    );
+    assert_eq!(
+        outdated_row(&run.stdout, "apache-tvm-ffi"),
+        ["apache-tvm-ffi", "0.1.11", "0.1.11", "0.1.15.post2", "held"]
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11",
+    );
+    assert_contains(
+        &run.stdout,
+        "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
+    );
+    assert_contains(
+        &run.stdout,
+        "apache-tvm-ffi 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
+    );
+    let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
+        .expect_code(0)
+        .json();
+    let tilelang = json["pins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pin| pin["name"] == "tilelang")
+        .unwrap();
+    assert_eq!(
+        tilelang["group_move"],
+        serde_json::json!([
+            { "name": "tilelang", "current": "0.1.11", "to": "0.1.15", "forced_by": [] },
+            { "name": "apache-tvm-ffi", "current": "0.1.11", "to": "0.1.11", "forced_by": [] },
+        ])
+    );
+    assert_unchanged(&context, &before);
+
+    // `pin bump` of either member makes the same move, and says what held apache-tvm-ffi.
+    let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+    );
+    assert_contains(
+        &run.stderr,
+        "Keeping apache-tvm-ffi at 0.1.11 in group tvm: 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11; 0.1.12: denied for apache-tvm-ffi: aborts tilelang",
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+            "version = \"0.1.15\"\ngroup = \"tvm\"\n",
+            1
+        )
+    );
+    // The committed render follows.
+    assert_contains(&context.read("ci/Dockerfile.rendered"), "tilelang==0.1.15");
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "tilelang is at 0.1.15, the newest allowed version",
+    );
+}
+
+/// `--to` on a group member keeps the others where they can be, and moves one only when what
+/// the new version declares forces it, naming the requirement.
+#[test]
+fn a_group_move_with_to_moves_a_partner_only_when_a_requirement_forces_it() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = recorded_index();
+    // A tilelang that needs a newer apache-tvm-ffi than the pinned one.
+    index.publish(
+        "tilelang",
+        &["tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl"],
+    );
+    let metadata =
+        "Name: tilelang\nVersion: 0.1.16\nRequires-Dist: apache-tvm-ffi<0.1.15,>=0.1.13\n";
+    index.publish_bytes(
+        "tilelang",
+        "tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl.metadata",
+        metadata.as_bytes(),
+    );
+    let before = context.read("pins.toml");
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.15"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+    );
+    context.write("pins.toml", &before);
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.16"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with group tvm: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
+    );
+    let after = context.read("pins.toml");
+    assert_contains(&after, "version = \"0.1.14.post1\"");
+    assert_contains(&after, "version = \"0.1.16\"");
+}
+
+/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): `pin outdated` proposes
+/// the tvm group's move, tilelang to 0.1.15 with apache-tvm-ffi kept at 0.1.11, from what the
+/// real wheels declare; and, the group undone, tilelang 0.1.15 then holds apache-tvm-ffi below
+/// 0.1.13.
 #[test]
 fn live_index_requirements_come_from_the_real_wheels() {
     if std::env::var_os("FORGE_LIVE_INDEX").is_none() {
         return;
     }
     let (context, _remote) = recipe_at_the_git_head();
+    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
+    let run = forge(&context, &["pin", "outdated"], &pypi).expect_code(0);
+    assert_eq!(
+        &outdated_row(&run.stdout, "tilelang")[..3],
+        ["tilelang", "0.1.11", "0.1.15"]
+    );
+    assert_eq!(
+        &outdated_row(&run.stdout, "apache-tvm-ffi")[..3],
+        ["apache-tvm-ffi", "0.1.11", "0.1.11"]
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11",
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
+    );
+
     context.edit(
         "pins.toml",
-        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
         "",
     );
     context.edit(
@@ -507,7 +661,6 @@ fn live_index_requirements_come_from_the_real_wheels() {
         "version = \"0.1.11\"\ngroup = \"tvm\"\n",
         "version = \"0.1.11\"\n",
     );
-    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
     let run = forge(
         &context,
         &["pin", "bump", "tilelang", "--to", "0.1.15"],
@@ -517,13 +670,13 @@ fn live_index_requirements_come_from_the_real_wheels() {
     assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
     let run = forge(
         &context,
-        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13.post3"],
         &pypi,
     )
     .expect_code(1);
     assert_contains(
         &run.stderr,
-        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13",
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13.post3",
     );
 }
 
@@ -666,7 +819,7 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
     // Without the lockstep group each moves on its own.
     context.edit(
         "pins.toml",
-        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
         "",
     );
     context.edit(
@@ -757,7 +910,7 @@ fn a_python_pin_keeps_its_local_label() {
 
 #[test]
 fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12");
@@ -802,7 +955,7 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
 
 #[test]
 fn a_lockstep_group_moves_together() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12")
@@ -833,7 +986,7 @@ fn a_lockstep_group_moves_together() {
 
 #[test]
 fn a_group_partner_missing_the_version_refuses_the_bump() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index.wheel("tilelang", "0.1.13");
 
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
@@ -1207,9 +1360,14 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         row("flashinfer"),
         ["flashinfer", "0.6.14", "0.6.15", "0.6.15", "outdated"]
     );
+    // The group moves as one, not in lockstep: tilelang 0.1.12 goes, apache-tvm-ffi stays.
     assert_eq!(
         row("tilelang"),
-        ["tilelang", "0.1.11", "0.1.11", "0.1.12", "held"]
+        ["tilelang", "0.1.11", "0.1.12", "0.1.12", "outdated"]
+    );
+    assert_eq!(
+        row("apache-tvm-ffi"),
+        ["apache-tvm-ffi", "0.1.11", "0.1.11", "0.1.12", "held"]
     );
     assert_eq!(
         row("deepgemm"),
@@ -1227,19 +1385,18 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         &run.stdout,
         "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
     );
-    assert_contains(
-        &run.stdout,
-        "tilelang 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
-    );
 
     let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
         .expect_code(0)
         .json();
     let pins = json["pins"].as_array().unwrap();
-    let tilelang = pins.iter().find(|pin| pin["name"] == "tilelang").unwrap();
-    assert_eq!(tilelang["newest_allowed"], "0.1.11");
-    assert_eq!(tilelang["newest"], "0.1.12");
-    assert_eq!(tilelang["held"][0]["reasons"][0]["kind"], "denied");
+    let ffi = pins
+        .iter()
+        .find(|pin| pin["name"] == "apache-tvm-ffi")
+        .unwrap();
+    assert_eq!(ffi["newest_allowed"], "0.1.11");
+    assert_eq!(ffi["newest"], "0.1.12");
+    assert_eq!(ffi["held"][0]["reasons"][0]["kind"], "denied");
     assert_eq!(context.read("pins.toml"), before_outdated);
     assert_ne!(before, before_outdated);
 }
@@ -1263,9 +1420,7 @@ fn outdated_exit_code_is_1_only_when_a_pin_can_move() {
     let (context, _remote) = recipe_at_the_git_head();
     let index = default_index();
     // Held back only (denied): nothing can move.
-    index
-        .wheel("apache-tvm-ffi", "0.1.12")
-        .wheel("tilelang", "0.1.12");
+    index.wheel("apache-tvm-ffi", "0.1.12");
     forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(0);
 

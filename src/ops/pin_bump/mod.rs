@@ -2,6 +2,8 @@
 //! upstream offers, within the constraints pins.toml records; rewrite pins.toml with only the
 //! moved values changed; re-render and say which Dockerfile steps the move invalidates.
 
+mod group;
+
 use std::str::FromStr;
 
 use anyhow::Context as _;
@@ -90,7 +92,7 @@ pub fn pin_bump(
 }
 
 /// A planned move: what changes, described for people.
-struct Move {
+pub(crate) struct Move {
     subject: String,
     from: String,
     to: String,
@@ -176,29 +178,24 @@ fn plan_version(
             )
         })?;
     let force = options.constraints == Constraints::Force;
+    let grouped = pin.group.is_some() && !offer.lockstep;
+    if grouped && options.to.is_none() {
+        return Ok(group::plan_newest(
+            recipe, pin, &mut offer, upstream, printer,
+        ));
+    }
     let chosen: Candidate =
         match &options.to {
             Some(text) => {
                 let version = target_version(&offer, text)?;
                 offer.learn(&version, upstream);
                 let candidate = offer.judge(pins, &version, YankedFiles::Allowed);
-                // A denied version is refused before anything else, whether the index has it or not.
-                let denied: Vec<&Refusal> = candidate
-                    .refusals
-                    .iter()
-                    .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
-                    .collect();
-                if !denied.is_empty() {
-                    return Err(refused(&pin.name, &version, &denied).into());
-                }
-                if let Some(package) = offer.on_index(&version).first() {
-                    return Err(BumpError::NotOnIndex {
-                        pin: pin.name.clone(),
-                        package: package.name.clone(),
-                        version: package.version_at(&version),
-                        index: package.index.clone(),
-                    }
-                    .into());
+                denied_or_absent(&offer, pin, &version, &candidate)?;
+                if grouped {
+                    warn_yanked(&offer, &version, printer);
+                    return group::plan_to(
+                        recipe, pin, &mut offer, &version, options, upstream, printer,
+                    );
                 }
                 if !(candidate.allowed() || force && candidate.forceable()) {
                     let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
@@ -263,6 +260,34 @@ fn plan_version(
         ));
     }
     Ok(Some(version_move(&offer, &chosen.version)))
+}
+
+/// A version `--to` names that is denied (refused before anything else, whether the index has
+/// it or not) or not on the index.
+fn denied_or_absent(
+    offer: &VersionOffer,
+    pin: &Pin,
+    version: &Version,
+    candidate: &Candidate,
+) -> anyhow::Result<()> {
+    let denied: Vec<&Refusal> = candidate
+        .refusals
+        .iter()
+        .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
+        .collect();
+    if !denied.is_empty() {
+        return Err(refused(&pin.name, version, &denied).into());
+    }
+    if let Some(package) = offer.on_index(version).first() {
+        return Err(BumpError::NotOnIndex {
+            pin: pin.name.clone(),
+            package: package.name.clone(),
+            version: package.version_at(version),
+            index: package.index.clone(),
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Warns about every package of the move that the index yanked at `version`: an exact `--to`
@@ -342,7 +367,7 @@ fn version_move(offer: &VersionOffer, version: &Version) -> Move {
 }
 
 /// The refusal of a move as a failed check (exit 1), with the hint the reasons call for.
-fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFailed {
+pub(crate) fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFailed {
     let message = format!(
         "refusing to move {pin} to {version}: {}",
         refusals
