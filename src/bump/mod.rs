@@ -24,7 +24,7 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
 use crate::index::wheel::Target;
-use crate::index::{Fit, IndexError, PackageIndex, Releases};
+use crate::index::{Fit, IndexError, PackageIndex, Releases, metadata_cache};
 use crate::pins::{Pin, PinKind, Pins, Source};
 use crate::registry::{Registry, RegistryError, RemoteRepository};
 use crate::types::dockerfile::Text;
@@ -703,19 +703,24 @@ fn declared(
         .filter(|file| &file.version == version && file.url.is_some())
         .filter(|file| file.name.ends_with(".whl"))
         .collect();
-    let text = match wheels.iter().find(|file| file.metadata) {
-        Some(file) => upstream.index.metadata(file.url.as_deref()?).ok()?,
-        None => {
-            let file = wheels
-                .iter()
-                .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
-                .or_else(|| wheels.first())?;
-            upstream
-                .index
-                .metadata_in_wheel(file.url.as_deref()?)
-                .ok()?
-        }
+    let file = wheels.iter().find(|file| file.metadata).or_else(|| {
+        wheels
+            .iter()
+            .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
+            .or_else(|| wheels.first())
+    })?;
+    if let Some(text) = file.sha256.as_deref().and_then(metadata_cache::read) {
+        return Some(requires::requirements(&text));
+    }
+    let url = file.url.as_deref()?;
+    let text = if file.metadata {
+        upstream.index.metadata(url).ok()?
+    } else {
+        upstream.index.metadata_in_wheel(url).ok()?
     };
+    if let Some(sha256) = &file.sha256 {
+        metadata_cache::write(sha256, &text);
+    }
     Some(requires::requirements(&text))
 }
 

@@ -12,6 +12,7 @@
 //! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
 //!    requests (`zip_range`).
 
+pub mod metadata_cache;
 pub mod select;
 pub mod wheel;
 pub mod zip_range;
@@ -49,6 +50,8 @@ pub struct IndexFile {
     pub url: Option<String>,
     /// PEP 658/714: the index serves the file's METADATA at `<url>.metadata`.
     pub metadata: bool,
+    /// The file's sha256 (lowercase hex), as the page gives it: what its METADATA is cached by.
+    pub sha256: Option<String>,
 }
 
 /// A file as an index page lists it: its name, whether (and why) it was yanked, and its
@@ -130,6 +133,7 @@ impl Releases {
                 Some(IndexFile {
                     url: None,
                     metadata: false,
+                    sha256: None,
                     version: version_of_file(package, name)?,
                     name: name.to_owned(),
                     yanked: yanked.map(ToOwned::to_owned),
@@ -368,6 +372,9 @@ struct SimpleFile {
     /// Where the file is.
     #[serde(default)]
     url: Option<String>,
+    /// Its digests by algorithm.
+    #[serde(default)]
+    hashes: std::collections::BTreeMap<String, String>,
     /// PEP 714 (`core-metadata`) or PEP 658 as first published: `false`, `true` or hashes.
     #[serde(default, rename = "core-metadata", alias = "data-dist-info-metadata")]
     core_metadata: serde_json::Value,
@@ -401,6 +408,19 @@ fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Re
             .find(|listed| listed.filename == file.name)
         {
             file.url = listed.url.as_deref().map(|url| absolute(page, url));
+            file.sha256 = listed
+                .hashes
+                .get("sha256")
+                .map(String::as_str)
+                .or_else(|| {
+                    listed
+                        .url
+                        .as_deref()?
+                        .split_once("#sha256=")
+                        .map(|(_, hash)| hash)
+                })
+                .filter(|hash| hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+                .map(str::to_ascii_lowercase);
             file.metadata = match &listed.core_metadata {
                 serde_json::Value::Bool(offered) => *offered,
                 serde_json::Value::Object(_) => true,
