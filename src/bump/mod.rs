@@ -72,9 +72,24 @@ impl Clients {
         recipe: &crate::recipe::Recipe,
         sources: &Sources,
     ) -> Result<Self, crate::index::select::SelectError> {
+        let indexes = Indexes::discover(sources.index_url.as_ref(), recipe.pins.index.as_ref())?;
+        // Credentials go to the hosts of the indexes in force only.
+        let own = recipe
+            .pins
+            .pins
+            .values()
+            .flat_map(packages_of)
+            .filter_map(|(_, _, own)| own.cloned())
+            .collect::<Vec<Url>>();
+        let credentials = crate::index::auth::Credentials::for_indexes(
+            [indexes.default_index().0]
+                .into_iter()
+                .chain(indexes.extra())
+                .chain(&own),
+        );
         Ok(Self {
-            indexes: Indexes::discover(sources.index_url.as_ref(), recipe.pins.index.as_ref())?,
-            index: crate::index::SimpleIndex::default(),
+            indexes,
+            index: crate::index::SimpleIndex::with_credentials(credentials),
             git: crate::git_remote::Git2Remote,
             registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
                 .with_credentials_for(
@@ -529,7 +544,7 @@ pub fn version_offer(
             let releases = match fetched.get(&key) {
                 Some(releases) => releases.clone(),
                 None => {
-                    let releases = match upstream.index.releases(&index, &name) {
+                    let releases = match releases_everywhere(upstream, own_index, &name) {
                         Ok(releases) => releases,
                         // A wheel or partner the index lacks altogether is missing at every
                         // version: a refusal naming it, not a failed lookup.
@@ -648,6 +663,38 @@ fn newer_versions(package: &Package, current: &Version, prereleases: Prereleases
     versions
 }
 
+/// What every index a package is asked on offers it (pip's extra indexes after the default),
+/// merged as pip merges them; an index that lacks the package adds nothing, and the package is
+/// `NotFound` only when none has it.
+fn releases_everywhere(
+    upstream: &Upstream<'_>,
+    own_index: Option<&Url>,
+    name: &PackageName,
+) -> Result<Releases, IndexError> {
+    let mut merged: Option<Releases> = None;
+    let mut missing = None;
+    for index in upstream.indexes.all_for_package(own_index) {
+        match upstream.index.releases(index, name) {
+            Ok(releases) => match &mut merged {
+                Some(merged) => {
+                    merged.versions.extend(releases.versions);
+                    merged.files.extend(releases.files);
+                }
+                None => merged = Some(releases),
+            },
+            Err(error @ IndexError::NotFound { .. }) => {
+                missing.get_or_insert(error);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    match (merged, missing) {
+        (Some(merged), _) => Ok(merged),
+        (None, Some(error)) => Err(error),
+        (None, None) => Ok(Releases::default()),
+    }
+}
+
 /// Records every pinned package at its current version and, for the pins outside the move,
 /// what they declare there: a move must meet their requirements too.
 fn learn_the_others(
@@ -675,7 +722,7 @@ fn learn_the_others(
             let key = (index.to_string(), name.normalized());
             if !fetched.contains_key(&key) {
                 // A pin outside the move that cannot be looked up declares nothing here.
-                let releases = upstream.index.releases(&index, &name).unwrap_or_default();
+                let releases = releases_everywhere(upstream, own_index, &name).unwrap_or_default();
                 fetched.insert(key.clone(), releases);
             }
             let target = offer.target.as_ref();

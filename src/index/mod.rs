@@ -12,6 +12,7 @@
 //! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
 //!    requests (`zip_range`).
 
+pub mod auth;
 pub mod metadata_cache;
 pub mod select;
 pub mod wheel;
@@ -230,12 +231,33 @@ crate::advised!(IndexError);
 #[derive(Debug, Clone)]
 pub struct SimpleIndex {
     agent: ureq::Agent,
+    credentials: auth::Credentials,
 }
 
 impl Default for SimpleIndex {
     fn default() -> Self {
         Self {
             agent: crate::http::agent(),
+            credentials: auth::Credentials::default(),
+        }
+    }
+}
+
+impl SimpleIndex {
+    /// A client that sends `credentials` to the index hosts they belong to.
+    pub fn with_credentials(credentials: auth::Credentials) -> Self {
+        Self {
+            credentials,
+            ..Self::default()
+        }
+    }
+
+    /// `GET url`, without the URL's user information, with the index host's credentials.
+    fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let request = self.agent.get(auth::without_userinfo(url));
+        match self.credentials.header_for(url) {
+            Some(value) => request.header("Authorization", value),
+            None => request,
         }
     }
 }
@@ -251,7 +273,7 @@ impl PackageIndex for SimpleIndex {
     }
 
     fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError> {
-        zip_range::metadata(&self.agent, url.split('#').next().unwrap_or(url))
+        zip_range::metadata(&|url| self.get(url), url.split('#').next().unwrap_or(url))
     }
 
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError> {
@@ -263,7 +285,6 @@ impl PackageIndex for SimpleIndex {
             format!("{base}/{}/", package.normalized())
         };
         let mut response = self
-            .agent
             .get(&url)
             .header("Accept", if json_api { "application/json" } else { ACCEPT })
             .call()
@@ -310,7 +331,6 @@ impl SimpleIndex {
     /// `GET url`, as text; 404 is `NotFound`.
     fn text(&self, url: &str) -> Result<String, IndexError> {
         let mut response = self
-            .agent
             .get(url)
             .call()
             .map_err(|error| IndexError::Unreachable {

@@ -13,6 +13,9 @@ use super::IndexError;
 /// archive puts its locator (20 bytes) just before it.
 const TAIL: u64 = 22 + 65_535 + 20;
 
+/// How a request for a URL is made (the index client's, with its credentials).
+pub type Get<'a> = dyn Fn(&str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> + 'a;
+
 /// The largest METADATA forge inflates.
 const METADATA_LIMIT: u64 = 16 * 1024 * 1024;
 
@@ -23,7 +26,7 @@ const WHOLE_FILE_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
 enum Wheel<'a> {
     /// Range requests, the file being `total` bytes; `tail` holds its last bytes.
     Ranges {
-        agent: &'a ureq::Agent,
+        agent: &'a Get<'a>,
         url: &'a str,
         total: u64,
         tail: Vec<u8>,
@@ -87,7 +90,7 @@ fn slice(bytes: &[u8], from: u64, last: u64) -> Vec<u8> {
 
 /// The `*.dist-info/METADATA` of the wheel at `url`, read by range requests, or out of the
 /// whole file when the server does not serve ranges.
-pub fn metadata(agent: &ureq::Agent, url: &str) -> Result<String, IndexError> {
+pub fn metadata(agent: &Get<'_>, url: &str) -> Result<String, IndexError> {
     let invalid = |message: &str| IndexError::Invalid {
         url: url.to_owned(),
         message: message.to_owned(),
@@ -262,13 +265,12 @@ enum Answer {
 }
 
 /// `GET url` for `bytes`.
-fn range(agent: &ureq::Agent, url: &str, bytes: &str) -> Result<Answer, IndexError> {
+fn range(agent: &Get<'_>, url: &str, bytes: &str) -> Result<Answer, IndexError> {
     let unreachable = |message: String| IndexError::Unreachable {
         url: url.to_owned(),
         message,
     };
-    let mut response = agent
-        .get(url)
+    let mut response = agent(url)
         .header("Range", bytes)
         .call()
         .map_err(|error| unreachable(error.to_string()))?;

@@ -130,6 +130,15 @@ impl IndexServer {
         self
     }
 
+    /// From now on, answers every request without these HTTP Basic credentials with 401.
+    pub fn require_login(&self, user: &str, password: &str) -> &Self {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        std::fs::write(self.root.path().join(LOGIN), format!("Basic {token}"))
+            .expect("write the login");
+        self
+    }
+
     /// From now on, answers every range request with the whole file (200).
     pub fn refuse_ranges(&self) -> &Self {
         std::fs::write(self.root.path().join(NO_RANGES), "").expect("write the switch");
@@ -157,6 +166,9 @@ impl IndexServer {
 /// normalised name starts with a dot).
 const NO_RANGES: &str = ".no-ranges";
 
+/// The file that holds the `Authorization` value every request must carry, when there is one.
+const LOGIN: &str = ".login";
+
 fn normalize(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
@@ -180,6 +192,7 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     }
     let mut accept = String::new();
     let mut range = None;
+    let mut authorization = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
@@ -190,6 +203,8 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
                 accept = value.trim().to_owned();
             } else if name.eq_ignore_ascii_case("range") {
                 range = Some(value.trim().to_owned());
+            } else if name.eq_ignore_ascii_case("authorization") {
+                authorization = value.trim().to_owned();
             }
         }
     }
@@ -199,6 +214,23 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         .unwrap_or("/")
         .to_owned();
     requests.lock().expect("the request log").push(path.clone());
+    if let Ok(login) = std::fs::read_to_string(root.join(LOGIN))
+        && login != authorization
+    {
+        requests
+            .lock()
+            .expect("the request log")
+            .push(format!("refused {path}"));
+        let body = "login required\n";
+        let head = format!(
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"index\"\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        let _ = stream.flush();
+        return;
+    }
     if let Some(file) = distribution(root, &path) {
         let range = range.filter(|_| !root.join(NO_RANGES).exists());
         let (head, body) = file_answer(&file, range.as_deref());

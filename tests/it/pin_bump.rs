@@ -22,7 +22,10 @@ pub fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run 
     let mut command = context.forge_command(args);
     for name in [
         "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
         "PIP_CONFIG_FILE",
+        "NETRC",
+        "FORGE_CACHE_DIR",
         "FORGE_INDEX_URL",
         "FORGE_REGISTRY_USER",
         "FORGE_REGISTRY_PASSWORD",
@@ -1368,6 +1371,141 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
     )
     .expect_code(0);
     assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+}
+
+const INDEX_PASSWORD: &str = "n3trc-s3cret-pw";
+
+/// pip, the judge of which index set a configuration names: the versions of `package` it finds
+/// for the image's platform with `env`, as `pip index versions` prints them.
+fn pip_index_versions(context: &TestContext, package: &str, env: &[(&str, &str)]) -> String {
+    let home = context.path().join(".home");
+    let output = Command::new("python3")
+        .args(["-m", "pip", "index", "versions", package])
+        .args([
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "--python-version",
+            "3.12",
+        ])
+        .args([
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+        ])
+        .env_remove("PIP_INDEX_URL")
+        .env_remove("PIP_EXTRA_INDEX_URL")
+        .env_remove("PIP_CONFIG_FILE")
+        .env_remove("NETRC")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CONFIG_DIRS", home.join("xdg"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("python3 -m pip");
+    assert!(
+        output.status.success(),
+        "pip: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// pip's configuration as pip reads it: the index from `PIP_INDEX_URL` or pip.conf, the extra
+/// indexes from `PIP_EXTRA_INDEX_URL` (space separated) or pip.conf's `extra-index-url`, a
+/// `PIP_CONFIG_FILE` that exists shutting the user's pip.conf out, and netrc credentials for a
+/// password-protected index; pip finds the same versions with the same settings, and the
+/// password is never printed.
+#[test]
+fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let protected = default_index();
+    protected.require_login("forge", INDEX_PASSWORD);
+    let extra = IndexServer::start();
+    extra.wheel("tilelang", "0.1.12");
+    context.edit(
+        "pins.toml",
+        "index = \"https://flashinfer.ai/whl/cu130\"",
+        &format!("index = \"{}\"", protected.url()),
+    );
+    let netrc = context.path().join("netrc");
+    std::fs::write(
+        &netrc,
+        format!("machine 127.0.0.1\n  login forge\n  password {INDEX_PASSWORD}\n"),
+    )
+    .unwrap();
+    let pip_conf = context.path().join("pip.conf");
+    std::fs::write(
+        &pip_conf,
+        format!(
+            "[global]\nindex-url = {}\nextra-index-url =\n    {}\n",
+            protected.url(),
+            extra.url()
+        ),
+    )
+    .unwrap();
+    // The user's pip.conf names an index nobody serves: pip skips it when PIP_CONFIG_FILE exists.
+    let user_conf = context.path().join(".home/.config/pip");
+    std::fs::create_dir_all(&user_conf).unwrap();
+    std::fs::write(
+        user_conf.join("pip.conf"),
+        format!(
+            "[global]\nindex-url = http://127.0.0.1:{}/simple\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let (netrc, pip_conf) = (netrc.to_str().unwrap(), pip_conf.to_str().unwrap());
+    // Two extra indexes, space separated; the second one has no tilelang at all.
+    let empty = IndexServer::start();
+    let both = format!("{} {}", extra.url(), empty.url());
+    let protected_url = protected.url();
+    let settings: [Vec<(&str, &str)>; 2] = [
+        vec![("PIP_CONFIG_FILE", pip_conf), ("NETRC", netrc)],
+        vec![
+            ("PIP_INDEX_URL", &protected_url),
+            ("PIP_EXTRA_INDEX_URL", &both),
+            ("NETRC", netrc),
+        ],
+    ];
+    for env in &settings {
+        let run = forge(&context, &["pin", "outdated"], env).expect_code(0);
+        assert_eq!(
+            outdated_row(&run.stdout, "tilelang"),
+            ["tilelang", "0.1.11", "0.1.12", "0.1.12", "outdated"],
+            "{env:?}"
+        );
+        assert_eq!(
+            outdated_row(&run.stdout, "flashinfer"),
+            ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "up-to-date"]
+        );
+        assert!(!run.stdout.contains(INDEX_PASSWORD) && !run.stderr.contains(INDEX_PASSWORD));
+        assert!(
+            !protected
+                .requests()
+                .iter()
+                .any(|line| line.starts_with("refused ")),
+            "{:?}",
+            protected.requests()
+        );
+        assert_contains(
+            &pip_index_versions(&context, "tilelang", env),
+            "Available versions: 0.1.12, 0.1.11",
+        );
+    }
+
+    // Without the netrc entry the index refuses, and forge says so, naming the index.
+    let run = forge(
+        &context,
+        &["pin", "outdated"],
+        &[("PIP_CONFIG_FILE", pip_conf)],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stdout,
+        &format!("the package index at {}/", protected.url()),
+    );
+    assert_contains(&run.stdout, "answered HTTP 401");
 }
 
 #[test]
