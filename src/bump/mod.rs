@@ -44,6 +44,9 @@ pub struct Upstream<'a> {
     pub git: &'a dyn GitRemote,
     /// The registry client.
     pub registry: &'a dyn Registry,
+    /// The Python distributions the last build's image holds (normalized name to version), as
+    /// forge.lock records them: what the base supplies to requirements on unpinned packages.
+    pub installed: &'a BTreeMap<String, String>,
 }
 
 /// The real clients an `Upstream` borrows: the package index, the git remote and the registry,
@@ -53,6 +56,7 @@ pub struct Clients {
     index: crate::index::SimpleIndex,
     git: crate::git_remote::Git2Remote,
     registry: crate::registry::RegistryClient,
+    installed: BTreeMap<String, String>,
 }
 
 /// Where `pin bump` and `pin outdated` look, beyond what the recipe names.
@@ -87,7 +91,14 @@ impl Clients {
                 .chain(indexes.extra())
                 .chain(&own),
         );
+        // A record that cannot be read says nothing about the base here; the build reports it.
+        let installed = crate::lock::read(&recipe.root)
+            .ok()
+            .flatten()
+            .map(|record| record.base.packages)
+            .unwrap_or_default();
         Ok(Self {
+            installed,
             indexes,
             index: crate::index::SimpleIndex::with_credentials(credentials),
             git: crate::git_remote::Git2Remote,
@@ -106,6 +117,7 @@ impl Clients {
             indexes: &self.indexes,
             git: &self.git,
             registry: &self.registry,
+            installed: &self.installed,
         }
     }
 }
@@ -228,6 +240,18 @@ pub enum Refusal {
         /// The version the required package would be at.
         found: String,
     },
+    /// A requirement on a package the recipe does not pin, which the base's recorded version
+    /// does not meet.
+    Base {
+        /// The package that declares it.
+        package: String,
+        /// Its version.
+        version: String,
+        /// The requirement.
+        requirement: String,
+        /// The version the last build's image holds.
+        found: String,
+    },
     /// A lockstep partner is not on its index at the version.
     PartnerMissing {
         /// The partner pin.
@@ -252,6 +276,7 @@ impl Refusal {
         match self {
             Refusal::NoFit { .. } => "wheel-fit",
             Refusal::Requires { .. } => "requires",
+            Refusal::Base { .. } => "base",
             Refusal::Denied { .. } => "denied",
             Refusal::OutsideRange { .. } => "range",
             Refusal::WheelMissing { .. } => "wheel-set",
@@ -282,6 +307,12 @@ impl Refusal {
                 requirement,
                 ..
             } => format!("{package} requires {requirement}"),
+            Refusal::Base {
+                package,
+                requirement,
+                found,
+                ..
+            } => format!("{package} requires {requirement} of the base, which has {found}"),
             Refusal::Denied { .. } | Refusal::OutsideRange { .. } => self.to_string(),
         }
     }
@@ -330,6 +361,15 @@ impl fmt::Display for Refusal {
                 requirement,
                 found,
             } => write!(f, "{package} {version} requires {requirement}, not {found}"),
+            Refusal::Base {
+                package,
+                version,
+                requirement,
+                found,
+            } => write!(
+                f,
+                "{package} {version} requires {requirement} from the base, whose last build has {found}"
+            ),
             Refusal::NoFit {
                 package,
                 version,
@@ -407,6 +447,8 @@ pub struct VersionOffer {
     pub available: BTreeMap<PinName, Vec<Version>>,
     /// Each member's current version.
     pub currents: BTreeMap<PinName, Version>,
+    /// The distributions the last build's image holds (normalized name to version).
+    pub installed: BTreeMap<String, String>,
 }
 
 impl VersionOffer {
@@ -594,6 +636,7 @@ pub fn version_offer(
         lockstep,
         available,
         currents,
+        installed: upstream.installed.clone(),
     };
     learn_the_others(pins, &mut offer, upstream, &mut fetched);
     if !offer.lockstep {
@@ -871,7 +914,83 @@ fn judge(
         }
     }
     refusals.extend(requirement_refusals(offer, &moves));
+    refusals.extend(from_base(offer, &moves).into_iter().filter_map(|needed| {
+        let found = needed.installed?;
+        (!needed.holds).then_some(Refusal::Base {
+            package: needed.package,
+            version: needed.version,
+            requirement: needed.requirement,
+            found,
+        })
+    }));
     refusals
+}
+
+/// A requirement of a moved package on a package the recipe does not pin: the base must
+/// supply it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromBase {
+    /// The package that declares it.
+    pub package: String,
+    /// Its version.
+    pub version: String,
+    /// The requirement (`cuda-python>=12.0`).
+    pub requirement: String,
+    /// The version the last build's image holds, when forge.lock records one.
+    pub installed: Option<String>,
+    /// Whether that version meets the requirement (true when none is recorded).
+    pub holds: bool,
+}
+
+/// What the packages `moves` installs require of packages the recipe does not pin, checked
+/// against what the last build's image holds where forge.lock records it.
+pub fn from_base(offer: &VersionOffer, moves: &[(PinName, Version)]) -> Vec<FromBase> {
+    let environment = offer.target.as_ref().and_then(requires::environment);
+    let mut needed = Vec::new();
+    for (member, version) in moves {
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            let at = package.version_at(version);
+            let Some(declared) = offer.declared.get(&(package.name.normalized(), at.clone()))
+            else {
+                continue;
+            };
+            for (written, requirement) in declared {
+                let applies = match &environment {
+                    Some(environment) => requirement.evaluate_markers(environment, &[]),
+                    None => requirement.marker.evaluate_extras(&[]),
+                };
+                let name = requirement.name.to_string();
+                if !applies || offer.pinned.contains_key(&name) {
+                    continue;
+                }
+                let installed = offer.installed.get(&name).cloned();
+                let holds = installed.as_ref().is_none_or(|found| {
+                    match (
+                        &requirement.version_or_url,
+                        pep440_rs::Version::from_str(found),
+                    ) {
+                        (
+                            Some(pep508_rs::VersionOrUrl::VersionSpecifier(specifiers)),
+                            Ok(found),
+                        ) => specifiers.contains(&found.without_local()),
+                        _ => true,
+                    }
+                });
+                needed.push(FromBase {
+                    package: package.name.to_string(),
+                    version: at.clone(),
+                    requirement: written.replace(' ', ""),
+                    installed,
+                    holds,
+                });
+            }
+        }
+    }
+    needed
 }
 
 /// Whether `package` is on its index at `version` with a wheel that fits the image.

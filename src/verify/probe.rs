@@ -134,7 +134,10 @@ pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFil
         .filter(|wanted| wanted.kind == "python")
         .map(|wanted| format!("'{}'", wanted.key))
         .collect();
-    let mut python = Vec::new();
+    // Every installed distribution: what the base supplies to the pins' requirements.
+    let mut python = vec![
+        "import importlib.metadata as m\nfor d in m.distributions():\n    print('installed', d.metadata['Name'], d.version)".to_owned(),
+    ];
     if !packages.is_empty() {
         python.push(format!(
             "import importlib.metadata as m\nfor p in [{}]:\n    try: print('python', p, m.version(p))\n    except Exception: print('python', p, '-')",
@@ -153,7 +156,7 @@ pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFil
             ));
         }
     }
-    if !python.is_empty() {
+    {
         script.push_str(&format!(
             "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo 'python3 missing'; fi\n",
             python.join("\n")
@@ -165,6 +168,20 @@ pub fn command<'a>(pins: impl IntoIterator<Item = &'a Pin>, files: &[ExpectedFil
 /// `text` in single quotes for the shell.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The distributions installed in the image (PEP 503 normalized name to version), from the
+/// output of `command`.
+pub fn installed(output: &str) -> BTreeMap<String, String> {
+    output
+        .lines()
+        .filter_map(|line| line.strip_prefix("installed "))
+        .filter_map(|rest| rest.rsplit_once(' '))
+        .filter_map(|(name, version)| {
+            let name: crate::types::python::PackageName = name.trim().parse().ok()?;
+            Some((name.normalized(), version.trim().to_owned()))
+        })
+        .collect()
 }
 
 /// One check per pin value and file, from the output of `command`.

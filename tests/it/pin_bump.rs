@@ -503,6 +503,86 @@ fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_r
 
 const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
 
+/// A forge.lock as a build writes it, with `packages` (TOML lines) as what the image holds; none
+/// for a record written before forge recorded them.
+fn lock_with_packages(packages: &str) -> String {
+    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
+    let packages = if packages.is_empty() {
+        String::new()
+    } else {
+        format!("\n[base.packages]\n{packages}\n")
+    };
+    format!(
+        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n{packages}\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
+        digest('1'),
+        digest('2'),
+        digest('3'),
+        digest('4'),
+        digest('5'),
+        digest('6'),
+        digest('7'),
+    )
+}
+
+/// What a move requires of packages the recipe does not pin is listed as coming from the base,
+/// and checked against what the last build's image holds where forge.lock records it.
+#[test]
+fn requirements_on_unpinned_packages_come_from_the_base_and_are_checked_against_the_record() {
+    let (context, _remote) = recipe_at_the_git_head();
+    // The base's CUTLASS DSL at 4.8.0, so that only the unpinned requirements decide.
+    context.edit("pins.toml", "version = \"4.6.0\"", "version = \"4.8.0\"");
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+    let to = ["pin", "bump", "flashinfer", "--to", "0.7.4", "--dry-run"];
+
+    // An older record, without the image's packages: listed, unchecked.
+    context.write("forge.lock", &lock_with_packages(""));
+    let run = forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Base flashinfer-python 0.7.4 needs from the base (not pinned): click, cuda-python>=12.0, cuda-tile>=1.4.0,",
+    );
+    assert_contains(&run.stderr, "nccl4py>=0.4.1");
+    assert_contains(
+        &run.stderr,
+        "unchecked: no build recorded what the base holds",
+    );
+
+    // The last build's image has a cuda-python older than 0.7.4 needs: refused, naming it.
+    context.write(
+        "forge.lock",
+        &lock_with_packages("cuda-python = \"11.8.0\"\nnccl4py = \"0.5.0\"\ntorch = \"2.9.0\""),
+    );
+    let run = forge_on(&context, &index, &to).expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "refusing to move flashinfer to 0.7.4: flashinfer-python 0.7.4 requires cuda-python>=12.0 from the base, whose last build has 11.8.0",
+            "hint: the base must supply cuda-python>=12.0",
+        ],
+    );
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.7.4: flashinfer-python requires cuda-python>=12.0 of the base, which has 11.8.0 (base)",
+    );
+
+    // With a cuda-python that fits it moves, and says what it found in the base.
+    context.write(
+        "forge.lock",
+        &lock_with_packages("cuda-python = \"12.8.0\"\nnccl4py = \"0.5.0\"\ntorch = \"2.9.0\""),
+    );
+    let run = forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(&run.stderr, "cuda-python>=12.0 (has 12.8.0)");
+    assert_contains(
+        &run.stderr,
+        "nccl-extensions>=0.1.0 (not in the last build's image)",
+    );
+    assert_contains(&run.stderr, "torch (has 2.9.0)");
+}
+
 /// On the recorded index the tvm group moves as one but not in lockstep: tilelang goes to
 /// 0.1.15 and apache-tvm-ffi stays at 0.1.11, held there by the recipe's deny list (0.1.12) and
 /// by what tilelang 0.1.15 declares (`apache-tvm-ffi<0.1.13,>=0.1.11`).

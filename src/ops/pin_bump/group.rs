@@ -38,6 +38,7 @@ pub(super) fn plan_newest(
         );
         return None;
     }
+    super::report_from_base(offer, &plan.moves(), printer);
     Some(group_move(offer, &plan))
 }
 
@@ -72,6 +73,7 @@ pub(super) fn plan_to(
         );
         return Ok(None);
     }
+    super::report_from_base(offer, &plan.moves(), printer);
     Ok(Some(group_move(offer, &plan)))
 }
 

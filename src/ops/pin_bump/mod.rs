@@ -259,6 +259,16 @@ fn plan_version(
             pin.name, chosen.version
         ));
     }
+    let moves: Vec<(PinName, Version)> = if offer.lockstep {
+        offer
+            .members
+            .iter()
+            .map(|member| (member.clone(), chosen.version.clone()))
+            .collect()
+    } else {
+        vec![(pin.name.clone(), chosen.version.clone())]
+    };
+    report_from_base(&offer, &moves, printer);
     Ok(Some(version_move(&offer, &chosen.version)))
 }
 
@@ -288,6 +298,43 @@ fn denied_or_absent(
         .into());
     }
     Ok(())
+}
+
+/// Says, per moved package, what it requires of packages the recipe does not pin (the base
+/// must supply them), with the version the last build's image holds where forge.lock records it.
+pub(crate) fn report_from_base(
+    offer: &VersionOffer,
+    moves: &[(PinName, Version)],
+    printer: &Printer,
+) {
+    let needed = bump::from_base(offer, moves);
+    let mut by_package: Vec<((String, String), Vec<String>)> = Vec::new();
+    for item in needed {
+        let text = match (&item.installed, offer.installed.is_empty()) {
+            (Some(found), _) => format!("{} (has {found})", item.requirement),
+            (None, false) => format!("{} (not in the last build's image)", item.requirement),
+            (None, true) => item.requirement.clone(),
+        };
+        let key = (item.package, item.version);
+        match by_package.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, items)) => items.push(text),
+            None => by_package.push((key, vec![text])),
+        }
+    }
+    for ((package, version), items) in by_package {
+        printer.status(
+            "Base",
+            format_args!(
+                "{package} {version} needs from the base (not pinned): {}{}",
+                items.join(", "),
+                if offer.installed.is_empty() {
+                    "; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
 }
 
 /// Warns about every package of the move that the index yanked at `version`: an exact `--to`
@@ -381,6 +428,7 @@ pub(crate) fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -
         Some(Refusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
         Some(Refusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
         Some(Refusal::Requires { requirement, .. }) => format!("the Dockerfile installs with --no-deps, so forge checks what each wheel declares: move the pin that provides {requirement} first (for a pin in the base, move the base), or pick a version whose requirements the pinned set meets"),
+        Some(Refusal::Base { requirement, .. }) => format!("the base must supply {requirement}: move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents` to record what it holds), or pick another version"),
         Some(Refusal::NoFit { package, .. }) => format!("the image needs a wheel of {package} for its platform and Python (`[image] platform`, `[base] python` in pins.toml); wait until one is published, or pick a version that has one"),
         Some(Refusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
         None => "see `forge pin outdated`".to_owned(),
