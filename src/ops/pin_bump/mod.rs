@@ -2,31 +2,29 @@
 //! upstream offers, within the constraints pins.toml records; rewrite pins.toml with only the
 //! moved values changed; re-render and say which Dockerfile steps the move invalidates.
 
+mod base;
+mod git;
 mod group;
+mod write;
 
 use std::str::FromStr;
 
 use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::bump::edit::{self, Assignment};
-use crate::bump::steps::{self, Invalidated};
+use crate::bump::edit::Assignment;
+use crate::bump::steps::Invalidated;
 use crate::bump::{
     self, BumpError, Candidate, Clients, Prereleases, Refusal, Sources, Upstream, VersionOffer,
     YankedFiles,
 };
 use crate::diagnostics::CheckFailed;
-use crate::fs::{Written, write_if_changed, write_together};
-use crate::patch::{self, Applied, Outcome, Series, Target};
-use crate::pins::{self, Onto, Pin, Source};
+use crate::patch::Applied;
+use crate::pins::{self, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::render::{self, Dockerfile};
-use crate::types::git::GitRev;
-use crate::types::oci::Tag;
 use crate::types::python::Version;
-use crate::types::recipe::{PinName, RecipePath};
-use crate::types::url::Url;
+use crate::types::recipe::PinName;
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -118,7 +116,7 @@ pub fn pin_bump_with(
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
     let planned = if options.name == BASE {
-        plan_base(recipe, options, upstream, printer)?
+        base::plan_base(recipe, options, upstream, printer)?
     } else {
         let pin = find_pin(&recipe.pins, &options.name)?;
         if pin.in_base() {
@@ -132,7 +130,7 @@ pub fn pin_bump_with(
             Source::Python { .. } | Source::Wheels { .. } => {
                 plan_version(recipe, pin, options, upstream, printer)?
             }
-            Source::Git { .. } => plan_git(recipe, pin, options, upstream, printer)?,
+            Source::Git { .. } => git::plan_git(recipe, pin, options, upstream, printer)?,
             Source::Assert { .. } => unreachable!("the base supplies assert pins"),
         }
     };
@@ -142,7 +140,7 @@ pub fn pin_bump_with(
         }
         return Ok(Bumped::UpToDate);
     };
-    apply(recipe, options, planned, printer)
+    write::apply(recipe, options, planned, printer)
 }
 
 /// The pin named `name`, or an error suggesting the closest name.
@@ -453,468 +451,4 @@ fn join(refusals: &[Refusal]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-fn plan_git(
-    recipe: &Recipe,
-    pin: &Pin,
-    options: &PinBumpOptions,
-    upstream: &Upstream<'_>,
-    printer: &Printer,
-) -> anyhow::Result<Option<Move>> {
-    let Source::Git { url, branch, rev } = &pin.source else {
-        unreachable!("plan_git is called for git pins only")
-    };
-    let context = || {
-        format!(
-            "cannot look up {} on {}; pins.toml was not changed",
-            pin.name,
-            crate::redact::Redacted(url.as_str())
-        )
-    };
-    let target: GitRev = match &options.to {
-        Some(text) => {
-            GitRev::from_str(text).map_err(|error| BumpError::InvalidTarget {
-                value: text.clone(),
-                message: error.to_string(),
-            })?;
-            upstream
-                .git
-                .resolve(url, branch.as_ref(), text)
-                .with_context(context)?
-        }
-        None => bump::git_offer(pin, upstream).with_context(context)?.head,
-    };
-    if &target == rev {
-        printer.status(
-            "Fresh",
-            format_args!("{} is at {target}, the head of its branch", pin.name),
-        );
-        return Ok(None);
-    }
-    let mut assignments = vec![Assignment::new(
-        &["pins", pin.name.as_str()],
-        "rev",
-        target.as_str(),
-    )];
-    let mut checks = Vec::new();
-    for (index, entry) in recipe.pins.patches.iter().enumerate() {
-        let Onto::Git { git, .. } = &entry.onto else {
-            continue;
-        };
-        if !git.same_repository(url) {
-            continue;
-        }
-        let check = check_series(recipe, &entry.series, git, &target, printer)?;
-        assignments.push(Assignment::in_array(
-            "patches",
-            index,
-            &["onto"],
-            "rev",
-            target.as_str(),
-        ));
-        checks.push(check);
-    }
-    let conflicts: Vec<String> = checks
-        .iter()
-        .flat_map(|check| {
-            check
-                .applied
-                .patches
-                .iter()
-                .filter_map(move |result| match &result.outcome {
-                    Outcome::Conflict { file, hunk } => {
-                        Some(format!("{}/{} ({file}: {hunk})", check.series, result.name))
-                    }
-                    _ => None,
-                })
-        })
-        .collect();
-    if !conflicts.is_empty() {
-        if options.constraints == Constraints::Force {
-            printer.warn(format_args!(
-                "--force: moving {} to {} although these patches conflict there: {}",
-                pin.name,
-                target.short(),
-                conflicts.join(", ")
-            ));
-        } else {
-            return Err(CheckFailed::new(
-                format!(
-                    "refusing to move {} to {}: its patch series would not apply there: {}",
-                    pin.name,
-                    target.short(),
-                    conflicts.join(", ")
-                ),
-                "rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway",
-            )
-            .into());
-        }
-    }
-    Ok(Some(Move {
-        subject: pin.name.to_string(),
-        from: rev.short().to_owned(),
-        to: target.short().to_owned(),
-        detail: format!(
-            "{}, recorded as {target}",
-            branch.as_ref().map_or("HEAD", |branch| branch.as_str()),
-        ),
-        assignments,
-        patches: checks,
-    }))
-}
-
-/// Checks the series at `series` onto `url` at `revision`, printing each patch's outcome.
-fn check_series(
-    recipe: &Recipe,
-    series: &RecipePath,
-    url: &Url,
-    revision: &GitRev,
-    printer: &Printer,
-) -> anyhow::Result<SeriesCheck> {
-    let folder = crate::fs::Confined::new(&recipe.root)?;
-    let patches = Series::read(&[recipe.root.join(series.as_str())], Some(&folder))?;
-    let target = Target::Git {
-        url: url.clone(),
-        rev: revision.clone(),
-    };
-    printer.status(
-        "Checking",
-        format_args!(
-            "{series} ({} patches) onto {url} at {}",
-            patches.patches.len(),
-            revision.short()
-        ),
-    );
-    let patched =
-        patch::patched_tree(&target, &patches, patch::Mode::Check).with_context(|| {
-            format!(
-                "cannot check {series} onto {}; pins.toml was not changed",
-                revision.short()
-            )
-        })?;
-    for result in &patched.applied.patches {
-        let (verb, note) = match &result.outcome {
-            Outcome::Applies | Outcome::Applied { .. } => ("Applies", String::new()),
-            Outcome::AlreadyApplied { .. } => {
-                ("Upstream", " (already in the new revision)".to_owned())
-            }
-            Outcome::Conflict { file, hunk } => ("Conflicts", format!(" ({file}: {hunk})")),
-        };
-        printer.status(verb, format_args!("{}{note}", result.name));
-    }
-    Ok(SeriesCheck {
-        series: series.to_string(),
-        applied: patched.applied,
-    })
-}
-
-fn plan_base(
-    recipe: &Recipe,
-    options: &PinBumpOptions,
-    upstream: &Upstream<'_>,
-    printer: &Printer,
-) -> anyhow::Result<Option<Move>> {
-    let base = &recipe.pins.base;
-    let to = options
-        .to
-        .as_deref()
-        .map(|text| {
-            Tag::from_str(text).map_err(|error| BumpError::InvalidTarget {
-                value: text.to_owned(),
-                message: error.to_string(),
-            })
-        })
-        .transpose()?;
-    let offer = bump::base_offer(&recipe.pins, upstream, to.as_ref()).with_context(|| {
-        format!(
-            "cannot look up the base image {}; pins.toml was not changed",
-            base.image
-        )
-    })?;
-    let text = base.image.as_str();
-    let repository = match &offer.current {
-        Some(tag) => text.strip_suffix(&format!(":{tag}")).unwrap_or(text),
-        None => text,
-    };
-    let image = format!("{repository}:{}", offer.newest);
-    let mut assignments = Vec::new();
-    if image != text {
-        assignments.push(Assignment::new(&["base"], "image", image.as_str()));
-    }
-    if base.digest.as_ref() != Some(&offer.digest) {
-        assignments.push(Assignment::new(&["base"], "digest", offer.digest.as_str()));
-    }
-    if assignments.is_empty() {
-        printer.status("Fresh", format_args!("base is at {image}@{}", offer.digest));
-        return Ok(None);
-    }
-    Ok(Some(Move {
-        subject: BASE.to_owned(),
-        from: base.reference(),
-        to: format!("{image}@{}", offer.digest),
-        detail: match (&options.to, &base.tags) {
-            (Some(_), _) => "the tag given with --to".to_owned(),
-            (None, Some(pattern)) => format!("the newest tag matching {pattern}"),
-            (None, None) => {
-                "the digest of its tag; declare [base] tags to follow newer tags".to_owned()
-            }
-        },
-        assignments,
-        patches: Vec::new(),
-    }))
-}
-
-/// pins.toml and the Dockerfile before and after a move.
-struct Edited {
-    path: std::path::PathBuf,
-    old_text: String,
-    new_text: String,
-    old_render: Dockerfile,
-    new_render: Dockerfile,
-}
-
-/// Makes the move's edit of pins.toml in memory and renders the recipe before and after it;
-/// nothing is written.
-fn edit_recipe(recipe: &Recipe, planned: &Move) -> anyhow::Result<Edited> {
-    let path = recipe.pins_path();
-    let old_text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let new_text = edit::apply(&old_text, &planned.assignments)
-        .with_context(|| format!("cannot edit {}; it was not changed", path.display()))?;
-    let new_pins = pins::parse(&path, &new_text).with_context(|| {
-        format!(
-            "the edited {} would not load; it was not changed",
-            path.display()
-        )
-    })?;
-    let new_recipe = Recipe {
-        pins: new_pins,
-        ..recipe.clone()
-    };
-    let old_render = render::dockerfile(recipe)?;
-    let new_render = render::dockerfile(&new_recipe).with_context(|| {
-        format!(
-            "the bumped recipe does not render; {} was not changed",
-            path.display()
-        )
-    })?;
-    Ok(Edited {
-        path,
-        old_text,
-        new_text,
-        old_render,
-        new_render,
-    })
-}
-
-fn apply(
-    recipe: &Recipe,
-    options: &PinBumpOptions,
-    planned: Move,
-    printer: &Printer,
-) -> anyhow::Result<Bumped> {
-    let edited = edit_recipe(recipe, &planned)?;
-    let path = &edited.path;
-    let invalidated = steps::invalidated(edited.old_render.as_str(), edited.new_render.as_str());
-    let verb = match options.mode {
-        BumpMode::Write => "Bumping",
-        BumpMode::DryRun => "Would bump",
-    };
-    printer.status(
-        verb,
-        format_args!(
-            "{} {} -> {} ({})",
-            planned.subject, planned.from, planned.to, planned.detail
-        ),
-    );
-    let pins_diff = unified_diff(&edited.old_text, &edited.new_text, "pins.toml");
-    let dockerfile_diff = unified_diff(
-        edited.old_render.as_str(),
-        edited.new_render.as_str(),
-        "Dockerfile",
-    );
-    let written = match options.mode {
-        BumpMode::Write => {
-            let written = write_recipe(recipe, &edited, printer)?;
-            let changed: Vec<String> = planned
-                .assignments
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            printer.status(
-                "Updated",
-                format_args!("{}: {}", path.display(), changed.join(", ")),
-            );
-            Some(written == Written::Changed)
-        }
-        BumpMode::DryRun => {
-            if !printer.is_json() {
-                printer.stdout(&pins_diff);
-                printer.stdout(&dockerfile_diff);
-            }
-            None
-        }
-    };
-    printer.status(
-        "Rendered",
-        format_args!(
-            "Dockerfile {} (was {})",
-            edited.new_render.digest(),
-            edited.old_render.digest()
-        ),
-    );
-    report_invalidated(invalidated.as_ref(), printer);
-    if options.mode == BumpMode::DryRun {
-        printer.status(
-            "Unchanged",
-            format_args!("{} (a dry run writes nothing)", path.display()),
-        );
-    }
-    if printer.is_json() {
-        printer.json(&bump_json(
-            options,
-            &planned,
-            &edited,
-            written,
-            invalidated.as_ref(),
-            [pins_diff, dockerfile_diff],
-        ));
-    }
-    Ok(Bumped::Moved {
-        assignments: planned.assignments,
-        invalidated,
-    })
-}
-
-/// Writes pins.toml and, where the recipe declares one, its committed render, both or neither.
-fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::Result<Written> {
-    let path = &edited.path;
-    let Some(committed) = &recipe.pins.committed_render else {
-        return write_if_changed(path, edited.new_text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()));
-    };
-    let render_path = recipe.root.join(committed.as_str());
-    let written = write_together(&[
-        (path, edited.new_text.as_bytes()),
-        (&render_path, edited.new_render.as_str().as_bytes()),
-    ])
-    .map_err(|error| CommittedRenderError {
-        pins: path.clone(),
-        render: render_path.clone(),
-        source: error,
-    })?;
-    if written[1] == Written::Changed {
-        printer.status(
-            "Updated",
-            format_args!(
-                "{} (the committed render, {})",
-                render_path.display(),
-                edited.new_render.digest()
-            ),
-        );
-    }
-    Ok(written[0])
-}
-
-/// pins.toml and the committed render could not be written together.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write {} together with {}; neither was changed", pins.display(), render.display())]
-pub struct CommittedRenderError {
-    pins: std::path::PathBuf,
-    render: std::path::PathBuf,
-    source: std::io::Error,
-}
-
-impl crate::diagnostics::Advise for CommittedRenderError {
-    fn advice(&self) -> crate::diagnostics::Advice {
-        crate::diagnostics::Advice::Hint(format!(
-            "{} must be a writable file (`[render] committed` in pins.toml names it); fix it and run the bump again",
-            self.render.display()
-        ))
-    }
-}
-
-crate::advised!(CommittedRenderError);
-
-/// `pin bump --json`'s document.
-fn bump_json(
-    options: &PinBumpOptions,
-    planned: &Move,
-    edited: &Edited,
-    written: Option<bool>,
-    invalidated: Option<&Invalidated>,
-    [pins_diff, dockerfile_diff]: [String; 2],
-) -> Value {
-    json!({
-        "name": options.name,
-        "changed": true,
-        "from": planned.from,
-        "to": planned.to,
-        "assignments": planned.assignments.iter().map(|assignment| json!({
-            "table": assignment.table_path(),
-            "key": assignment.key,
-            "value": assignment.value,
-        })).collect::<Vec<_>>(),
-        "written": written,
-        "dockerfile": {
-            "before": edited.old_render.digest().as_str(),
-            "after": edited.new_render.digest().as_str(),
-        },
-        "invalidated": invalidated.map_or(Value::Null, |invalidated| json!({
-            "total": invalidated.total,
-            "steps": invalidated.steps,
-        })),
-        "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
-            "series": check.series,
-            "patch": result.name,
-            "status": result.outcome.status(),
-        }))).collect::<Vec<_>>(),
-        "pins_diff": pins_diff,
-        "dockerfile_diff": dockerfile_diff,
-    })
-}
-
-fn report_invalidated(invalidated: Option<&Invalidated>, printer: &Printer) {
-    let Some(invalidated) = invalidated else {
-        printer.status(
-            "Cached",
-            "no Dockerfile instruction changed; a rebuild reuses every step",
-        );
-        return;
-    };
-    let first = &invalidated.steps[0];
-    printer.status(
-        "Invalidated",
-        format_args!(
-            "{} of {} steps, from step {} (Dockerfile line {}) on:",
-            invalidated.steps.len(),
-            invalidated.total,
-            first.number,
-            first.line
-        ),
-    );
-    let mut lines = String::new();
-    for step in &invalidated.steps {
-        lines.push_str(&format!(
-            "{:>12} {:>2}/{}  {}\n",
-            "step",
-            step.number,
-            invalidated.total,
-            step.summary(88)
-        ));
-    }
-    printer.stderr(lines);
-}
-
-/// A unified diff with `a/` and `b/` headers, empty when the texts are equal.
-fn unified_diff(old: &str, new: &str, name: &str) -> String {
-    if old == new {
-        return String::new();
-    }
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{name}"), &format!("b/{name}"))
-        .to_string()
 }
