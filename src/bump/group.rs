@@ -5,7 +5,8 @@
 //! (tilelang before apache-tvm-ffi): the first member takes its newest version for which the
 //! others can follow, and each next one the newest that still fits what the earlier ones chose,
 //! its current version being the last resort. The first combination nothing refuses is the
-//! move. For each member the plan keeps why it stays below its newest version (the refusals of
+//! move. With one member's version fixed (`--to`), each other member tries its current version
+//! first, so that it moves only when a requirement forces it. For each member the plan keeps why it stays below its newest version (the refusals of
 //! each newer version, the rest of the move as chosen) and, for a member that moves although
 //! its current version was allowed, nothing; for one its current version no longer fits, the
 //! requirements that forced it to move.

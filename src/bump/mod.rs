@@ -3,11 +3,13 @@
 //!
 //! 1. `offer` asks upstream (the package index, a git remote, a registry) what there is.
 //! 2. Every candidate newer than the pin is checked against the constraints of the pin and of
-//!    its lockstep group: deny lists (never overridable), allowed ranges (`--force` may cross
+//!    its lockstep group (a group that is not lockstep moves as one, each member at its own
+//!    version: `group`): deny lists (never overridable), allowed ranges (`--force` may cross
 //!    them), wheel sets (every wheel must exist at the version on its own index), group
 //!    partners (each must exist at the version too), wheels that fit the image (platform,
 //!    Python, ABI, Requires-Python; `index::wheel`) and what the wheels declare of each other
-//!    (`requires`: Requires-Dist from PEP 658 metadata files).
+//!    (`requires`: Requires-Dist from PEP 658 metadata files), and what they require of packages
+//!    the recipe does not pin against what the last build's image holds (`from_base`).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
 

@@ -2,7 +2,8 @@
 //!
 //! 1. `select` decides which index each package is asked on: a mirror given with `--index-url`
 //!    or `FORGE_INDEX_URL` replaces every index; otherwise a pin's own `index`, else pip's
-//!    configuration, else pins.toml `[index] url`, else PyPI.
+//!    configuration (with its extra indexes), else pins.toml `[index] url`, else PyPI. `auth`
+//!    finds each index's credentials (its URL, else netrc) and sends them to its host only.
 //! 2. `PackageIndex` asks one index for one package. `SimpleIndex`, the real one, speaks the
 //!    simple repository API: PEP 691 JSON when the server offers it, the PEP 503 HTML page when
 //!    it does not (static wheel folders such as FlashInfer's serve only HTML), and the PyPI JSON
@@ -10,7 +11,7 @@
 //! 3. Versions are read from file names (wheels and sdists), ordered by PEP 440; a version whose
 //!    every file is yanked is not offered. `wheel` says which files fit the image.
 //! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
-//!    requests (`zip_range`).
+//!    requests (`zip_range`), kept by the wheel's sha256 (`metadata_cache`).
 
 pub mod auth;
 pub mod metadata_cache;
