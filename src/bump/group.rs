@@ -46,8 +46,9 @@ impl MemberPlan {
 /// A group's move, or why there is none.
 #[derive(Debug, Clone)]
 pub struct GroupPlan {
-    /// The group.
-    pub group: PinName,
+    /// What moves, in words: `group tvm`, or for a coordinated move of pins in no group, the pin
+    /// whose move needs the others.
+    pub group: String,
     /// Every member, in the order they were tried.
     pub members: Vec<MemberPlan>,
     /// When a version was fixed (`--to`) and no combination holds: what refuses it with the
@@ -229,10 +230,10 @@ pub fn plan(
         .map(|(member, to)| explain(pins, offer, upstream, &landing, member, to))
         .collect();
     GroupPlan {
-        group: pins.pins[&offer.pin]
-            .group
-            .clone()
-            .unwrap_or_else(|| offer.pin.clone()),
+        group: match &pins.pins[&offer.pin].group {
+            Some(group) if offer.grouped => format!("group {group}"),
+            _ => format!("the move of {}", offer.pin),
+        },
         members,
         refused,
     }

@@ -241,6 +241,8 @@ pub enum Refusal {
         requirement: String,
         /// The version the required package would be at.
         found: String,
+        /// The required package (normalized).
+        dependency: String,
     },
     /// A requirement on a package the recipe does not pin, which the base's recorded version
     /// does not meet.
@@ -362,6 +364,7 @@ impl fmt::Display for Refusal {
                 version,
                 requirement,
                 found,
+                ..
             } => write!(f, "{package} {version} requires {requirement}, not {found}"),
             Refusal::Base {
                 package,
@@ -451,6 +454,8 @@ pub struct VersionOffer {
     pub currents: BTreeMap<PinName, Version>,
     /// The distributions the last build's image holds (normalized name to version).
     pub installed: BTreeMap<String, String>,
+    /// Whether the members are the pin's group (otherwise pins a requirement brought in).
+    pub grouped: bool,
 }
 
 impl VersionOffer {
@@ -567,7 +572,6 @@ pub fn version_offer(
     upstream: &Upstream<'_>,
     prereleases: Prereleases,
 ) -> Result<VersionOffer, OfferError> {
-    let current = pin.version().expect("a version-pinned kind").clone();
     let mut members = vec![pin.name.clone()];
     if let Some(group) = &pin.group {
         members.extend(
@@ -577,6 +581,32 @@ pub fn version_offer(
                 .map(|other| other.name.clone()),
         );
     }
+    offer_for(pins, pin, members, true, upstream, prereleases)
+}
+
+/// What the index offers `pin` moved together with `others`, pins outside its group whose
+/// requirements tie them to it: a coordinated move, each at its own version.
+pub fn coordinated_offer(
+    pins: &Pins,
+    pin: &Pin,
+    others: &[PinName],
+    upstream: &Upstream<'_>,
+    prereleases: Prereleases,
+) -> Result<VersionOffer, OfferError> {
+    let mut members = vec![pin.name.clone()];
+    members.extend(others.iter().filter(|other| **other != pin.name).cloned());
+    offer_for(pins, pin, members, false, upstream, prereleases)
+}
+
+fn offer_for(
+    pins: &Pins,
+    pin: &Pin,
+    members: Vec<PinName>,
+    members_are_group: bool,
+    upstream: &Upstream<'_>,
+    prereleases: Prereleases,
+) -> Result<VersionOffer, OfferError> {
+    let current = pin.version().expect("a version-pinned kind").clone();
     let mut fetched: BTreeMap<(String, String), Releases> = BTreeMap::new();
     let mut packages = Vec::new();
     for member in &members {
@@ -620,10 +650,11 @@ pub fn version_offer(
         &Version::from_str(&current_parsed.clone().without_local().to_string())
             .unwrap_or_else(|_| current.clone()),
     );
-    let lockstep = pin
-        .group
-        .as_ref()
-        .is_some_and(|group| pins.lockstep.contains(group));
+    let lockstep = members_are_group
+        && pin
+            .group
+            .as_ref()
+            .is_some_and(|group| pins.lockstep.contains(group));
     let mut offer = VersionOffer {
         pin: pin.name.clone(),
         current,
@@ -639,6 +670,7 @@ pub fn version_offer(
         available,
         currents,
         installed: upstream.installed.clone(),
+        grouped: members_are_group,
     };
     learn_the_others(pins, &mut offer, upstream, &mut fetched);
     if !offer.lockstep {
@@ -821,6 +853,15 @@ fn local_label(version: &pep440_rs::Version) -> Option<String> {
         .to_string()
         .split_once('+')
         .map(|(_, local)| local.to_owned())
+}
+
+/// The pin that installs `package` (normalized name), if one does.
+pub fn pin_of_package<'a>(pins: &'a Pins, package: &str) -> Option<&'a Pin> {
+    pins.pins.values().find(|pin| {
+        packages_of(pin)
+            .iter()
+            .any(|(name, _, _)| name.normalized() == package)
+    })
 }
 
 /// The packages a pin installs: (name, local label, own index).
@@ -1087,6 +1128,7 @@ fn requirement_refusals(offer: &VersionOffer, moves: &[(PinName, Version)]) -> V
             version: found.version,
             requirement: found.requirement,
             found: found.found,
+            dependency: found.dependency,
         })
         .collect()
 }

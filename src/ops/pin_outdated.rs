@@ -412,7 +412,7 @@ fn group_standing(
             })
             .collect();
         standing.note = Some(format!(
-            "group {} moves as one: {} (`forge pin bump {}`)",
+            "{} moves as one: {} (`forge pin bump {}`)",
             plan.group,
             parts.join(", "),
             pin.name

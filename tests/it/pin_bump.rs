@@ -1088,6 +1088,64 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
     );
 }
 
+/// Pins in no shared group that a requirement ties together: `--to` a version whose
+/// requirement the other pin does not meet moves that pin too, naming the requirement; a
+/// requirement on a pin the base supplies still refuses.
+#[test]
+fn a_requirement_between_pins_of_no_group_makes_a_coordinated_move() {
+    let (context, _remote) = recipe_at_the_git_head();
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let index = recorded_index();
+    index.publish(
+        "tilelang",
+        &["tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl"],
+    );
+    index.publish_bytes(
+        "tilelang",
+        "tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl.metadata",
+        b"Name: tilelang\nVersion: 0.1.16\nRequires-Dist: apache-tvm-ffi<0.1.15,>=0.1.13\n",
+    );
+    let before = context.read("pins.toml");
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.16"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with the move of tilelang: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
+    );
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1)",
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        before
+            .replacen(
+                "version = \"0.1.11\"\ndeny",
+                "version = \"0.1.14.post1\"\ndeny",
+                1
+            )
+            .replacen(
+                "module = \"tilelang\"\nversion = \"0.1.11\"",
+                "module = \"tilelang\"\nversion = \"0.1.16\"",
+                1
+            )
+    );
+}
+
 #[test]
 fn a_python_pin_keeps_its_local_label() {
     // Installed by the layer: a pin the base supplies does not move alone.

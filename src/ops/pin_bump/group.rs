@@ -25,7 +25,7 @@ pub(super) fn plan_newest(
         printer.status(
             "Fresh",
             format_args!(
-                "{} is at {}, the newest allowed version; group {} stays where it is{}",
+                "{} is at {}, the newest allowed version; {} stays where it is{}",
                 pin.name,
                 member.current,
                 plan.group,
@@ -86,7 +86,7 @@ fn explain(plan: &GroupPlan, printer: &Printer) {
                 printer.status(
                     "Moving",
                     format_args!(
-                        "{} {} -> {} with group {}: {}",
+                        "{} {} -> {} with {}: {}",
                         member.pin,
                         member.current,
                         member.to,
@@ -99,7 +99,7 @@ fn explain(plan: &GroupPlan, printer: &Printer) {
             printer.status(
                 "Keeping",
                 format_args!(
-                    "{} at {} in group {}: {}",
+                    "{} at {} in {}: {}",
                     member.pin,
                     member.current,
                     plan.group,
@@ -170,7 +170,7 @@ fn group_move(offer: &VersionOffer, plan: &GroupPlan) -> Move {
         subject: first.to_string(),
         from: offer.pin_version(first, &plan.member(first).expect("a member").current),
         to: offer.pin_version(first, first_to),
-        detail: format!("group {}: {}", plan.group, parts.join(", ")),
+        detail: format!("{}: {}", plan.group, parts.join(", ")),
         assignments,
         patches: Vec::new(),
     }

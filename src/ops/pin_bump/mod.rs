@@ -182,75 +182,54 @@ fn plan_version(
             recipe, pin, &mut offer, upstream, printer,
         ));
     }
-    let chosen: Candidate =
-        match &options.to {
-            Some(text) => {
-                let version = target_version(&offer, text)?;
-                offer.learn(&version, upstream);
-                let candidate = offer.judge(pins, &version, YankedFiles::Allowed);
-                denied_or_absent(&offer, pin, &version, &candidate)?;
-                if grouped {
-                    warn_yanked(&offer, &version, printer);
-                    return group::plan_to(
-                        recipe, pin, &mut offer, &version, options, upstream, printer,
-                    );
-                }
-                if !(candidate.allowed() || force && candidate.forceable()) {
-                    let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
-                    return Err(refused(&pin.name, &version, &refusals).into());
-                }
+    let chosen: Candidate = match &options.to {
+        Some(text) => {
+            let version = target_version(&offer, text)?;
+            offer.learn(&version, upstream);
+            let candidate = offer.judge(pins, &version, YankedFiles::Allowed);
+            denied_or_absent(&offer, pin, &version, &candidate)?;
+            if grouped {
                 warn_yanked(&offer, &version, printer);
-                if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
-                    printer.status(
-                        "Fresh",
-                        format_args!("{} is already at {version}", pin.name),
-                    );
-                    return Ok(None);
-                }
-                candidate
+                return group::plan_to(
+                    recipe, pin, &mut offer, &version, options, upstream, printer,
+                );
             }
-            None => {
-                let Some(newest) = offer.newest() else {
-                    printer.status(
-                        "Fresh",
-                        format_args!(
-                            "{} is at {}, the newest version on offer",
-                            pin.name, offer.current
-                        ),
-                    );
-                    return Ok(None);
-                };
-                let pick = offer
-                    .newer
-                    .iter()
-                    .find(|candidate| candidate.allowed() || force && candidate.forceable());
-                for skipped in offer.newer.iter().take_while(|candidate| {
-                    pick.is_none_or(|pick| candidate.version != pick.version)
-                }) {
-                    printer.warn(format_args!(
-                        "skipping {} {}: {}",
-                        pin.name,
-                        skipped.version,
-                        join(&skipped.refusals)
-                    ));
-                }
-                let Some(pick) = pick else {
-                    // What `pin outdated` calls the newest allowed is where the pin stands.
-                    printer.status(
-                        "Fresh",
-                        format_args!(
-                            "{} is at {}, the newest allowed version ({} newer held back; {})",
-                            pin.name,
-                            offer.current,
-                            offer.newer.len(),
-                            held_hint(&newest.refusals)
-                        ),
-                    );
-                    return Ok(None);
-                };
-                pick.clone()
+            if !(candidate.allowed() || force && candidate.forceable())
+                && let Some(others) = coordinating(pins, &offer, &candidate)
+            {
+                // Refused only by what pins of no shared group declare of each other:
+                // the smallest move of those pins that lets it through.
+                let mut coordinated =
+                    bump::coordinated_offer(pins, pin, &others, upstream, options.prereleases)?;
+                return group::plan_to(
+                    recipe,
+                    pin,
+                    &mut coordinated,
+                    &version,
+                    options,
+                    upstream,
+                    printer,
+                );
             }
-        };
+            if !(candidate.allowed() || force && candidate.forceable()) {
+                let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
+                return Err(refused(&pin.name, &version, &refusals).into());
+            }
+            warn_yanked(&offer, &version, printer);
+            if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
+                printer.status(
+                    "Fresh",
+                    format_args!("{} is already at {version}", pin.name),
+                );
+                return Ok(None);
+            }
+            candidate
+        }
+        None => match newest_allowed(pin, &offer, force, printer) {
+            Some(pick) => pick,
+            None => return Ok(None),
+        },
+    };
     for refusal in &chosen.refusals {
         printer.warn(format_args!(
             "--force: moving {} to {} although it is {refusal}",
@@ -268,6 +247,106 @@ fn plan_version(
     };
     report_from_base(&offer, &moves, printer);
     Ok(Some(version_move(&offer, &chosen.version)))
+}
+
+/// The newest version nothing refuses (or only what `--force` crosses), warning about each newer
+/// one skipped; `None` (said as such) when the pin stays where it is.
+fn newest_allowed(
+    pin: &Pin,
+    offer: &VersionOffer,
+    force: bool,
+    printer: &Printer,
+) -> Option<Candidate> {
+    let Some(newest) = offer.newest() else {
+        printer.status(
+            "Fresh",
+            format_args!(
+                "{} is at {}, the newest version on offer",
+                pin.name, offer.current
+            ),
+        );
+        return None;
+    };
+    let pick = offer
+        .newer
+        .iter()
+        .find(|candidate| candidate.allowed() || force && candidate.forceable());
+    for skipped in offer
+        .newer
+        .iter()
+        .take_while(|candidate| pick.is_none_or(|pick| candidate.version != pick.version))
+    {
+        printer.warn(format_args!(
+            "skipping {} {}: {}",
+            pin.name,
+            skipped.version,
+            join(&skipped.refusals)
+        ));
+    }
+    let Some(pick) = pick else {
+        // What `pin outdated` calls the newest allowed is where the pin stands.
+        printer.status(
+            "Fresh",
+            format_args!(
+                "{} is at {}, the newest allowed version ({} newer held back; {})",
+                pin.name,
+                offer.current,
+                offer.newer.len(),
+                held_hint(&newest.refusals)
+            ),
+        );
+        return None;
+    };
+    Some(pick.clone())
+}
+
+/// The pins a move refused only by declared requirements between pinned packages must move
+/// with: for each requirement, the pin that provides the required package, or the pin that
+/// declares it when the required package is the moved one. `None` when a refusal is of another
+/// kind, or names a pin that cannot move with it (the base supplies it, or it is in a lockstep
+/// group).
+fn coordinating(
+    pins: &pins::Pins,
+    offer: &VersionOffer,
+    candidate: &Candidate,
+) -> Option<Vec<PinName>> {
+    let own: Vec<String> = offer
+        .packages
+        .iter()
+        .filter(|package| package.pin == offer.pin)
+        .map(|package| package.name.normalized())
+        .collect();
+    let mut others: Vec<PinName> = Vec::new();
+    for refusal in &candidate.refusals {
+        let Refusal::Requires {
+            package,
+            dependency,
+            ..
+        } = refusal
+        else {
+            return None;
+        };
+        let other = if own.contains(dependency) {
+            package
+        } else {
+            dependency
+        };
+        let pin = bump::pin_of_package(pins, other)?;
+        let movable = !pin.in_base()
+            && pin.version().is_some()
+            && pin.name != offer.pin
+            && pin
+                .group
+                .as_ref()
+                .is_none_or(|group| !pins.lockstep.contains(group));
+        if !movable {
+            return None;
+        }
+        if !others.contains(&pin.name) {
+            others.push(pin.name.clone());
+        }
+    }
+    (!others.is_empty()).then_some(others)
 }
 
 /// A version `--to` names that is denied (refused before anything else, whether the index has
