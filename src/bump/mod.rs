@@ -3,15 +3,18 @@
 //!
 //! 1. `offer` asks upstream (the package index, a git remote, a registry) what there is.
 //! 2. Every candidate newer than the pin is checked against the constraints of the pin and of
-//!    its lockstep group: deny lists (never overridable), allowed ranges (`--force` may cross
+//!    its lockstep group (a group that is not lockstep moves as one, each member at its own
+//!    version: `group`): deny lists (never overridable), allowed ranges (`--force` may cross
 //!    them), wheel sets (every wheel must exist at the version on its own index), group
 //!    partners (each must exist at the version too), wheels that fit the image (platform,
 //!    Python, ABI, Requires-Python; `index::wheel`) and what the wheels declare of each other
-//!    (`requires`: Requires-Dist from PEP 658 metadata files).
+//!    (`requires`: Requires-Dist from PEP 658 metadata files), and what they require of packages
+//!    the recipe does not pin against what the last build's image holds (`from_base`).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
 
 pub mod edit;
+pub mod group;
 pub mod requires;
 pub mod steps;
 
@@ -23,7 +26,7 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::{GitRemote, GitRemoteError};
 use crate::index::select::Indexes;
 use crate::index::wheel::Target;
-use crate::index::{Fit, IndexError, PackageIndex, Releases};
+use crate::index::{Fit, IndexError, PackageIndex, Releases, metadata_cache};
 use crate::pins::{Pin, PinKind, Pins, Source};
 use crate::registry::{Registry, RegistryError, RemoteRepository};
 use crate::types::dockerfile::Text;
@@ -43,6 +46,9 @@ pub struct Upstream<'a> {
     pub git: &'a dyn GitRemote,
     /// The registry client.
     pub registry: &'a dyn Registry,
+    /// The Python distributions the last build's image holds (normalized name to version), as
+    /// forge.lock records them: what the base supplies to requirements on unpinned packages.
+    pub installed: &'a BTreeMap<String, String>,
 }
 
 /// The real clients an `Upstream` borrows: the package index, the git remote and the registry,
@@ -52,6 +58,7 @@ pub struct Clients {
     index: crate::index::SimpleIndex,
     git: crate::git_remote::Git2Remote,
     registry: crate::registry::RegistryClient,
+    installed: BTreeMap<String, String>,
 }
 
 /// Where `pin bump` and `pin outdated` look, beyond what the recipe names.
@@ -71,9 +78,31 @@ impl Clients {
         recipe: &crate::recipe::Recipe,
         sources: &Sources,
     ) -> Result<Self, crate::index::select::SelectError> {
+        let indexes = Indexes::discover(sources.index_url.as_ref(), recipe.pins.index.as_ref())?;
+        // Credentials go to the hosts of the indexes in force only.
+        let own = recipe
+            .pins
+            .pins
+            .values()
+            .flat_map(packages_of)
+            .filter_map(|(_, _, own)| own.cloned())
+            .collect::<Vec<Url>>();
+        let credentials = crate::index::auth::Credentials::for_indexes(
+            [indexes.default_index().0]
+                .into_iter()
+                .chain(indexes.extra())
+                .chain(&own),
+        );
+        // A record that cannot be read says nothing about the base here; the build reports it.
+        let installed = crate::lock::read(&recipe.root)
+            .ok()
+            .flatten()
+            .map(|record| record.base.packages)
+            .unwrap_or_default();
         Ok(Self {
-            indexes: Indexes::discover(sources.index_url.as_ref(), recipe.pins.index.as_ref())?,
-            index: crate::index::SimpleIndex::default(),
+            installed,
+            indexes,
+            index: crate::index::SimpleIndex::with_credentials(credentials),
             git: crate::git_remote::Git2Remote,
             registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
                 .with_credentials_for(
@@ -90,6 +119,7 @@ impl Clients {
             indexes: &self.indexes,
             git: &self.git,
             registry: &self.registry,
+            installed: &self.installed,
         }
     }
 }
@@ -211,6 +241,20 @@ pub enum Refusal {
         requirement: String,
         /// The version the required package would be at.
         found: String,
+        /// The required package (normalized).
+        dependency: String,
+    },
+    /// A requirement on a package the recipe does not pin, which the base's recorded version
+    /// does not meet.
+    Base {
+        /// The package that declares it.
+        package: String,
+        /// Its version.
+        version: String,
+        /// The requirement.
+        requirement: String,
+        /// The version the last build's image holds.
+        found: String,
     },
     /// A lockstep partner is not on its index at the version.
     PartnerMissing {
@@ -236,6 +280,7 @@ impl Refusal {
         match self {
             Refusal::NoFit { .. } => "wheel-fit",
             Refusal::Requires { .. } => "requires",
+            Refusal::Base { .. } => "base",
             Refusal::Denied { .. } => "denied",
             Refusal::OutsideRange { .. } => "range",
             Refusal::WheelMissing { .. } => "wheel-set",
@@ -266,7 +311,29 @@ impl Refusal {
                 requirement,
                 ..
             } => format!("{package} requires {requirement}"),
+            Refusal::Base {
+                package,
+                requirement,
+                found,
+                ..
+            } => format!("{package} requires {requirement} of the base, which has {found}"),
             Refusal::Denied { .. } | Refusal::OutsideRange { .. } => self.to_string(),
+        }
+    }
+}
+
+impl Refusal {
+    /// `summary`, with the version of the package that declares a requirement: the words for
+    /// versions of another package that requirement holds back.
+    pub fn held_by(&self) -> String {
+        match self {
+            Refusal::Requires {
+                package,
+                version,
+                requirement,
+                ..
+            } => format!("{package} {version} requires {requirement}"),
+            _ => self.summary(),
         }
     }
 }
@@ -297,7 +364,17 @@ impl fmt::Display for Refusal {
                 version,
                 requirement,
                 found,
+                ..
             } => write!(f, "{package} {version} requires {requirement}, not {found}"),
+            Refusal::Base {
+                package,
+                version,
+                requirement,
+                found,
+            } => write!(
+                f,
+                "{package} {version} requires {requirement} from the base, whose last build has {found}"
+            ),
             Refusal::NoFit {
                 package,
                 version,
@@ -368,6 +445,17 @@ pub struct VersionOffer {
     /// What each package declares at a version (normalized name, version), where the index
     /// offers its METADATA.
     pub declared: BTreeMap<(String, String), Vec<requires::Declared>>,
+    /// Whether the members carry one version (`[groups.NAME] lockstep = true`); otherwise each
+    /// member moves to its own version (`group::plan`).
+    pub lockstep: bool,
+    /// Each member's versions newer than its own, newest first.
+    pub available: BTreeMap<PinName, Vec<Version>>,
+    /// Each member's current version.
+    pub currents: BTreeMap<PinName, Version>,
+    /// The distributions the last build's image holds (normalized name to version).
+    pub installed: BTreeMap<String, String>,
+    /// Whether the members are the pin's group (otherwise pins a requirement brought in).
+    pub grouped: bool,
 }
 
 impl VersionOffer {
@@ -393,7 +481,19 @@ impl VersionOffer {
 
     /// Reads what the packages of the move declare at `version`, where the index offers it.
     pub fn learn(&mut self, version: &Version, upstream: &Upstream<'_>) {
-        for package in &self.packages {
+        let members = self.members.clone();
+        for member in &members {
+            self.learn_member(member, version, upstream);
+        }
+    }
+
+    /// Reads what the packages of `member` declare at `version`, where the index offers it.
+    pub fn learn_member(&mut self, member: &PinName, version: &Version, upstream: &Upstream<'_>) {
+        for package in self
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
             let version_text = package.version_at(version);
             let key = (package.name.normalized(), version_text);
             if self.declared.contains_key(&key) {
@@ -408,9 +508,21 @@ impl VersionOffer {
         }
     }
 
-    /// The constraints as they apply to `version`, which need not be newer or on the index.
+    /// The constraints as they apply to `version`, which need not be newer or on the index:
+    /// every member at `version` in a lockstep group, the pin alone otherwise.
     pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
-        judge(pins, self, version, yanked)
+        let moves: Vec<(PinName, Version)> = if self.lockstep {
+            self.members
+                .iter()
+                .map(|member| (member.clone(), version.clone()))
+                .collect()
+        } else {
+            vec![(self.pin.clone(), version.clone())]
+        };
+        Candidate {
+            version: version.clone(),
+            refusals: judge(pins, self, &moves, yanked),
+        }
     }
 
     /// The pin's own packages that are not on their index at `version` (yanked files count
@@ -460,7 +572,6 @@ pub fn version_offer(
     upstream: &Upstream<'_>,
     prereleases: Prereleases,
 ) -> Result<VersionOffer, OfferError> {
-    let current = pin.version().expect("a version-pinned kind").clone();
     let mut members = vec![pin.name.clone()];
     if let Some(group) = &pin.group {
         members.extend(
@@ -470,6 +581,32 @@ pub fn version_offer(
                 .map(|other| other.name.clone()),
         );
     }
+    offer_for(pins, pin, members, true, upstream, prereleases)
+}
+
+/// What the index offers `pin` moved together with `others`, pins outside its group whose
+/// requirements tie them to it: a coordinated move, each at its own version.
+pub fn coordinated_offer(
+    pins: &Pins,
+    pin: &Pin,
+    others: &[PinName],
+    upstream: &Upstream<'_>,
+    prereleases: Prereleases,
+) -> Result<VersionOffer, OfferError> {
+    let mut members = vec![pin.name.clone()];
+    members.extend(others.iter().filter(|other| **other != pin.name).cloned());
+    offer_for(pins, pin, members, false, upstream, prereleases)
+}
+
+fn offer_for(
+    pins: &Pins,
+    pin: &Pin,
+    members: Vec<PinName>,
+    members_are_group: bool,
+    upstream: &Upstream<'_>,
+    prereleases: Prereleases,
+) -> Result<VersionOffer, OfferError> {
+    let current = pin.version().expect("a version-pinned kind").clone();
     let mut fetched: BTreeMap<(String, String), Releases> = BTreeMap::new();
     let mut packages = Vec::new();
     for member in &members {
@@ -481,7 +618,7 @@ pub fn version_offer(
             let releases = match fetched.get(&key) {
                 Some(releases) => releases.clone(),
                 None => {
-                    let releases = match upstream.index.releases(&index, &name) {
+                    let releases = match releases_everywhere(upstream, own_index, &name) {
                         Ok(releases) => releases,
                         // A wheel or partner the index lacks altogether is missing at every
                         // version: a refusal naming it, not a failed lookup.
@@ -502,30 +639,22 @@ pub fn version_offer(
         }
     }
 
-    // The pin's first package says which versions exist; the others are checked against it.
-    let primary = &packages[0];
+    let (available, currents) = member_versions(pins, &members, &packages, prereleases);
+    let versions = available[&pin.name].clone();
     let current_parsed = current.pep440();
-    let wanted_local = primary.local.as_ref().map(ToString::to_string);
-    let mut versions: Vec<Version> = primary
-        .releases
-        .versions
-        .iter()
-        .filter(|version| local_label(version) == wanted_local)
-        .map(|version| version.clone().without_local())
-        .filter(|version| *version > current_parsed.clone().without_local())
-        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
-        .filter_map(|version| Version::from_str(&version.to_string()).ok())
-        .collect();
-    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
-    versions.dedup();
     let kinds = members
         .iter()
         .map(|member| (member.clone(), pins.pins[member].kind()))
         .collect();
-    let current_yanked = primary.yanked(
+    let current_yanked = packages[0].yanked(
         &Version::from_str(&current_parsed.clone().without_local().to_string())
             .unwrap_or_else(|_| current.clone()),
     );
+    let lockstep = members_are_group
+        && pin
+            .group
+            .as_ref()
+            .is_some_and(|group| pins.lockstep.contains(group));
     let mut offer = VersionOffer {
         pin: pin.name.clone(),
         current,
@@ -537,16 +666,110 @@ pub fn version_offer(
         current_yanked,
         pinned: BTreeMap::new(),
         declared: BTreeMap::new(),
+        lockstep,
+        available,
+        currents,
+        installed: upstream.installed.clone(),
+        grouped: members_are_group,
     };
     learn_the_others(pins, &mut offer, upstream, &mut fetched);
+    if !offer.lockstep {
+        group::order_members(&mut offer);
+    }
     offer.newer = versions
         .iter()
         .map(|version| {
-            offer.learn(version, upstream);
-            judge(pins, &offer, version, YankedFiles::Refused)
+            if offer.lockstep {
+                offer.learn(version, upstream);
+            } else {
+                offer.learn_member(&pin.name.clone(), version, upstream);
+            }
+            offer.judge(pins, version, YankedFiles::Refused)
         })
         .collect();
     Ok(offer)
+}
+
+/// Each member's versions newer than its own (newest first; its first package says which
+/// exist) and its current version without a local label.
+fn member_versions(
+    pins: &Pins,
+    members: &[PinName],
+    packages: &[Package],
+    prereleases: Prereleases,
+) -> (BTreeMap<PinName, Vec<Version>>, BTreeMap<PinName, Version>) {
+    let mut available = BTreeMap::new();
+    let mut currents = BTreeMap::new();
+    for member in members {
+        let first = packages
+            .iter()
+            .find(|package| &package.pin == member)
+            .expect("every member installs a package");
+        let member_current = pins.pins[member]
+            .version()
+            .expect("a version-pinned kind")
+            .clone();
+        available.insert(
+            member.clone(),
+            newer_versions(first, &member_current, prereleases),
+        );
+        let bare = Version::from_str(&member_current.pep440().without_local().to_string())
+            .unwrap_or(member_current);
+        currents.insert(member.clone(), bare);
+    }
+    (available, currents)
+}
+
+/// The versions of `package` newer than `current` (pre-releases only when asked), newest
+/// first, without the local label the pin adds itself.
+fn newer_versions(package: &Package, current: &Version, prereleases: Prereleases) -> Vec<Version> {
+    let current_parsed = current.pep440();
+    let wanted_local = package.local.as_ref().map(ToString::to_string);
+    let mut versions: Vec<Version> = package
+        .releases
+        .versions
+        .iter()
+        .filter(|version| local_label(version) == wanted_local)
+        .map(|version| version.clone().without_local())
+        .filter(|version| *version > current_parsed.clone().without_local())
+        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
+        .filter_map(|version| Version::from_str(&version.to_string()).ok())
+        .collect();
+    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
+    versions.dedup();
+    versions
+}
+
+/// What every index a package is asked on offers it (pip's extra indexes after the default),
+/// merged as pip merges them; an index that lacks the package adds nothing, and the package is
+/// `NotFound` only when none has it.
+fn releases_everywhere(
+    upstream: &Upstream<'_>,
+    own_index: Option<&Url>,
+    name: &PackageName,
+) -> Result<Releases, IndexError> {
+    let mut merged: Option<Releases> = None;
+    let mut missing = None;
+    for index in upstream.indexes.all_for_package(own_index) {
+        match upstream.index.releases(index, name) {
+            Ok(releases) => match &mut merged {
+                Some(merged) => {
+                    merged.versions.extend(releases.versions);
+                    merged.files.extend(releases.files);
+                }
+                None => merged = Some(releases),
+            },
+            Err(error @ IndexError::NotFound { .. }) => {
+                missing.get_or_insert(error);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    match (merged, missing) {
+        (Some(merged), _) => Ok(merged),
+        (None, Some(error)) => Err(error),
+        (None, None) => Ok(Releases::default()),
+    }
 }
 
 /// Records every pinned package at its current version and, for the pins outside the move,
@@ -572,14 +795,11 @@ fn learn_the_others(
                 continue;
             };
             offer.pinned.insert(name.normalized(), parsed.clone());
-            if offer.members.contains(&pin.name) {
-                continue;
-            }
             let index = upstream.indexes.for_package(own_index).clone();
             let key = (index.to_string(), name.normalized());
             if !fetched.contains_key(&key) {
                 // A pin outside the move that cannot be looked up declares nothing here.
-                let releases = upstream.index.releases(&index, &name).unwrap_or_default();
+                let releases = releases_everywhere(upstream, own_index, &name).unwrap_or_default();
                 fetched.insert(key.clone(), releases);
             }
             let target = offer.target.as_ref();
@@ -607,19 +827,24 @@ fn declared(
         .filter(|file| &file.version == version && file.url.is_some())
         .filter(|file| file.name.ends_with(".whl"))
         .collect();
-    let text = match wheels.iter().find(|file| file.metadata) {
-        Some(file) => upstream.index.metadata(file.url.as_deref()?).ok()?,
-        None => {
-            let file = wheels
-                .iter()
-                .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
-                .or_else(|| wheels.first())?;
-            upstream
-                .index
-                .metadata_in_wheel(file.url.as_deref()?)
-                .ok()?
-        }
+    let file = wheels.iter().find(|file| file.metadata).or_else(|| {
+        wheels
+            .iter()
+            .find(|file| target.is_none_or(|target| target.fits_wheel(&file.name)))
+            .or_else(|| wheels.first())
+    })?;
+    if let Some(text) = file.sha256.as_deref().and_then(metadata_cache::read) {
+        return Some(requires::requirements(&text));
+    }
+    let url = file.url.as_deref()?;
+    let text = if file.metadata {
+        upstream.index.metadata(url).ok()?
+    } else {
+        upstream.index.metadata_in_wheel(url).ok()?
     };
+    if let Some(sha256) = &file.sha256 {
+        metadata_cache::write(sha256, &text);
+    }
     Some(requires::requirements(&text))
 }
 
@@ -628,6 +853,15 @@ fn local_label(version: &pep440_rs::Version) -> Option<String> {
         .to_string()
         .split_once('+')
         .map(|(_, local)| local.to_owned())
+}
+
+/// The pin that installs `package` (normalized name), if one does.
+pub fn pin_of_package<'a>(pins: &'a Pins, package: &str) -> Option<&'a Pin> {
+    pins.pins.values().find(|pin| {
+        packages_of(pin)
+            .iter()
+            .any(|(name, _, _)| name.normalized() == package)
+    })
 }
 
 /// The packages a pin installs: (name, local label, own index).
@@ -659,21 +893,36 @@ fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)
     }
 }
 
-fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFiles) -> Candidate {
-    let (members, packages) = (&offer.members, &offer.packages);
+/// What refuses `moves` (each member to its version): deny lists and allowed ranges, the
+/// packages each member installs (on their index, with a wheel that fits the image), and the
+/// requirements the pinned set would leave unmet afterwards.
+fn judge(
+    pins: &Pins,
+    offer: &VersionOffer,
+    moves: &[(PinName, Version)],
+    yanked: YankedFiles,
+) -> Vec<Refusal> {
     let mut refusals = Vec::new();
-    let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
-        .unwrap_or_else(|_| version.clone());
-    for member in members {
+    let moves: Vec<(PinName, Version)> = moves
+        .iter()
+        .map(|(member, version)| {
+            let bare = Version::from_str(version.as_str().split('+').next().unwrap_or_default())
+                .unwrap_or_else(|_| version.clone());
+            (member.clone(), bare)
+        })
+        .collect();
+    for (member, version) in &moves {
         let pin = &pins.pins[member];
-        if let Some(denied) = pin.denied(version).or_else(|| pin.denied(&bare)) {
+        let written = offer.pin_version(member, version);
+        let written = Version::from_str(&written).unwrap_or_else(|_| version.clone());
+        if let Some(denied) = pin.denied(&written).or_else(|| pin.denied(version)) {
             refusals.push(Refusal::Denied {
                 pin: member.clone(),
                 reason: denied.reason.clone(),
             });
         }
     }
-    for member in members {
+    for (member, version) in &moves {
         let pin = &pins.pins[member];
         if let Some(allow) = pin
             .allow
@@ -686,67 +935,173 @@ fn judge(pins: &Pins, offer: &VersionOffer, version: &Version, yanked: YankedFil
             });
         }
     }
-    let own = &members[0];
-    let primary = packages.first().map(|package| package.name.clone());
-    for package in packages {
-        let present =
-            package.has(&bare) || yanked == YankedFiles::Allowed && package.yanked(&bare).is_some();
-        if present {
-            if let Some(target) = &offer.target {
-                match package.fit(&bare, target) {
-                    Fit::Fits => {}
-                    Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
-                    Fit::OnlyYanked => refusals.push(Refusal::NoFit {
-                        package: package.name.clone(),
-                        version: package.version_at(&bare),
-                        target: target.describe(),
-                        offered: vec!["only yanked ones".to_owned()],
-                    }),
-                    Fit::None { offered } => refusals.push(Refusal::NoFit {
-                        package: package.name.clone(),
-                        version: package.version_at(&bare),
-                        target: target.describe(),
-                        offered,
-                    }),
-                }
-            }
-            continue;
+    for (member, version) in &moves {
+        let mut packages = offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member);
+        let first = packages.next().map(|package| package.name.clone());
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            package_refusals(
+                offer,
+                package,
+                version,
+                yanked,
+                first.as_ref(),
+                &mut refusals,
+            );
         }
-        if &package.pin == own {
-            // The primary package not having it is "not on the index", said by the caller.
-            if Some(&package.name) != primary.as_ref() {
-                refusals.push(Refusal::WheelMissing {
-                    package: package.name.clone(),
-                    version: package.version_at(&bare),
-                    index: package.index.clone(),
+    }
+    refusals.extend(requirement_refusals(offer, &moves));
+    refusals.extend(from_base(offer, &moves).into_iter().filter_map(|needed| {
+        let found = needed.installed?;
+        (!needed.holds).then_some(Refusal::Base {
+            package: needed.package,
+            version: needed.version,
+            requirement: needed.requirement,
+            found,
+        })
+    }));
+    refusals
+}
+
+/// A requirement of a moved package on a package the recipe does not pin: the base must
+/// supply it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromBase {
+    /// The package that declares it.
+    pub package: String,
+    /// Its version.
+    pub version: String,
+    /// The requirement (`cuda-python>=12.0`).
+    pub requirement: String,
+    /// The version the last build's image holds, when forge.lock records one.
+    pub installed: Option<String>,
+    /// Whether that version meets the requirement (true when none is recorded).
+    pub holds: bool,
+}
+
+/// What the packages `moves` installs require of packages the recipe does not pin, checked
+/// against what the last build's image holds where forge.lock records it.
+pub fn from_base(offer: &VersionOffer, moves: &[(PinName, Version)]) -> Vec<FromBase> {
+    let environment = offer.target.as_ref().and_then(requires::environment);
+    let mut needed = Vec::new();
+    for (member, version) in moves {
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            let at = package.version_at(version);
+            let Some(declared) = offer.declared.get(&(package.name.normalized(), at.clone()))
+            else {
+                continue;
+            };
+            for (written, requirement) in declared {
+                let applies = match &environment {
+                    Some(environment) => requirement.evaluate_markers(environment, &[]),
+                    None => requirement.marker.evaluate_extras(&[]),
+                };
+                let name = requirement.name.to_string();
+                if !applies || offer.pinned.contains_key(&name) {
+                    continue;
+                }
+                let installed = offer.installed.get(&name).cloned();
+                let holds = installed.as_ref().is_none_or(|found| {
+                    match (
+                        &requirement.version_or_url,
+                        pep440_rs::Version::from_str(found),
+                    ) {
+                        (
+                            Some(pep508_rs::VersionOrUrl::VersionSpecifier(specifiers)),
+                            Ok(found),
+                        ) => specifiers.contains(&found.without_local()),
+                        _ => true,
+                    }
+                });
+                needed.push(FromBase {
+                    package: package.name.to_string(),
+                    version: at.clone(),
+                    requirement: written.replace(' ', ""),
+                    installed,
+                    holds,
                 });
             }
-        } else {
-            refusals.push(Refusal::PartnerMissing {
-                pin: package.pin.clone(),
+        }
+    }
+    needed
+}
+
+/// Whether `package` is on its index at `version` with a wheel that fits the image.
+fn package_refusals(
+    offer: &VersionOffer,
+    package: &Package,
+    version: &Version,
+    yanked: YankedFiles,
+    first_of_member: Option<&PackageName>,
+    refusals: &mut Vec<Refusal>,
+) {
+    let present =
+        package.has(version) || yanked == YankedFiles::Allowed && package.yanked(version).is_some();
+    if present {
+        let Some(target) = &offer.target else { return };
+        match package.fit(version, target) {
+            Fit::Fits => {}
+            Fit::OnlyYanked if yanked == YankedFiles::Allowed => {}
+            Fit::OnlyYanked => refusals.push(Refusal::NoFit {
                 package: package.name.clone(),
-                version: package.version_at(&bare),
+                version: package.version_at(version),
+                target: target.describe(),
+                offered: vec!["only yanked ones".to_owned()],
+            }),
+            Fit::None { offered } => refusals.push(Refusal::NoFit {
+                package: package.name.clone(),
+                version: package.version_at(version),
+                target: target.describe(),
+                offered,
+            }),
+        }
+        return;
+    }
+    if package.pin == offer.pin || !offer.lockstep {
+        // The pin's first package not having it is "not on the index", said by the caller.
+        if Some(&package.name) != first_of_member || package.pin != offer.pin {
+            refusals.push(Refusal::WheelMissing {
+                package: package.name.clone(),
+                version: package.version_at(version),
                 index: package.index.clone(),
             });
         }
-    }
-    refusals.extend(requirement_refusals(offer, &bare));
-    Candidate {
-        version: version.clone(),
-        refusals,
+    } else {
+        refusals.push(Refusal::PartnerMissing {
+            pin: package.pin.clone(),
+            package: package.name.clone(),
+            version: package.version_at(version),
+            index: package.index.clone(),
+        });
     }
 }
 
-/// The requirements the move to `version` would leave unmet: those the moved packages declare
-/// at `version` on any pinned package, and those the other pins declare on the moved ones.
-fn requirement_refusals(offer: &VersionOffer, version: &Version) -> Vec<Refusal> {
+/// The requirements `moves` would leave unmet: those the moved packages declare at their new
+/// versions on any pinned package, and those the other pins declare on the moved ones.
+fn requirement_refusals(offer: &VersionOffer, moves: &[(PinName, Version)]) -> Vec<Refusal> {
     let environment = offer.target.as_ref().and_then(requires::environment);
     let mut after = offer.pinned.clone();
     let mut moved = Vec::new();
-    for package in &offer.packages {
-        if let Some(parsed) = package.parsed_at(version) {
-            after.insert(package.name.normalized(), parsed);
-            moved.push((package.name.normalized(), package.version_at(version)));
+    for (member, version) in moves {
+        for package in offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == member)
+        {
+            if let Some(parsed) = package.parsed_at(version) {
+                after.insert(package.name.normalized(), parsed);
+                moved.push((package.name.normalized(), package.version_at(version)));
+            }
         }
     }
     let mut unmet = Vec::new();
@@ -773,6 +1128,7 @@ fn requirement_refusals(offer: &VersionOffer, version: &Version) -> Vec<Refusal>
             version: found.version,
             requirement: found.requirement,
             found: found.found,
+            dependency: found.dependency,
         })
         .collect()
 }

@@ -176,9 +176,13 @@ pub fn cache_folder(url: &str) -> PathBuf {
     cache_root().join("git").join(&key[..16])
 }
 
-/// `$XDG_CACHE_HOME/forge`, else `~/.cache/forge`, else a folder in the temporary directory.
+/// `FORGE_CACHE_DIR`, else `$XDG_CACHE_HOME/forge`, else `~/.cache/forge`, else a folder in the
+/// temporary directory.
 pub fn cache_root() -> PathBuf {
     let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(cache) = non_empty("FORGE_CACHE_DIR") {
+        return PathBuf::from(cache);
+    }
     if let Some(cache) = non_empty("XDG_CACHE_HOME") {
         return PathBuf::from(cache).join("forge");
     }

@@ -2,7 +2,8 @@
 //!
 //! 1. `select` decides which index each package is asked on: a mirror given with `--index-url`
 //!    or `FORGE_INDEX_URL` replaces every index; otherwise a pin's own `index`, else pip's
-//!    configuration, else pins.toml `[index] url`, else PyPI.
+//!    configuration (with its extra indexes), else pins.toml `[index] url`, else PyPI. `auth`
+//!    finds each index's credentials (its URL, else netrc) and sends them to its host only.
 //! 2. `PackageIndex` asks one index for one package. `SimpleIndex`, the real one, speaks the
 //!    simple repository API: PEP 691 JSON when the server offers it, the PEP 503 HTML page when
 //!    it does not (static wheel folders such as FlashInfer's serve only HTML), and the PyPI JSON
@@ -10,8 +11,10 @@
 //! 3. Versions are read from file names (wheels and sdists), ordered by PEP 440; a version whose
 //!    every file is yanked is not offered. `wheel` says which files fit the image.
 //! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
-//!    requests (`zip_range`).
+//!    requests (`zip_range`), kept by the wheel's sha256 (`metadata_cache`).
 
+pub mod auth;
+pub mod metadata_cache;
 pub mod select;
 pub mod wheel;
 pub mod zip_range;
@@ -49,6 +52,8 @@ pub struct IndexFile {
     pub url: Option<String>,
     /// PEP 658/714: the index serves the file's METADATA at `<url>.metadata`.
     pub metadata: bool,
+    /// The file's sha256 (lowercase hex), as the page gives it: what its METADATA is cached by.
+    pub sha256: Option<String>,
 }
 
 /// A file as an index page lists it: its name, whether (and why) it was yanked, and its
@@ -130,6 +135,7 @@ impl Releases {
                 Some(IndexFile {
                     url: None,
                     metadata: false,
+                    sha256: None,
                     version: version_of_file(package, name)?,
                     name: name.to_owned(),
                     yanked: yanked.map(ToOwned::to_owned),
@@ -226,12 +232,33 @@ crate::advised!(IndexError);
 #[derive(Debug, Clone)]
 pub struct SimpleIndex {
     agent: ureq::Agent,
+    credentials: auth::Credentials,
 }
 
 impl Default for SimpleIndex {
     fn default() -> Self {
         Self {
             agent: crate::http::agent(),
+            credentials: auth::Credentials::default(),
+        }
+    }
+}
+
+impl SimpleIndex {
+    /// A client that sends `credentials` to the index hosts they belong to.
+    pub fn with_credentials(credentials: auth::Credentials) -> Self {
+        Self {
+            credentials,
+            ..Self::default()
+        }
+    }
+
+    /// `GET url`, without the URL's user information, with the index host's credentials.
+    fn get(&self, url: &str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let request = self.agent.get(auth::without_userinfo(url));
+        match self.credentials.header_for(url) {
+            Some(value) => request.header("Authorization", value),
+            None => request,
         }
     }
 }
@@ -247,7 +274,7 @@ impl PackageIndex for SimpleIndex {
     }
 
     fn metadata_in_wheel(&self, url: &str) -> Result<String, IndexError> {
-        zip_range::metadata(&self.agent, url.split('#').next().unwrap_or(url))
+        zip_range::metadata(&|url| self.get(url), url.split('#').next().unwrap_or(url))
     }
 
     fn releases(&self, index: &Url, package: &PackageName) -> Result<Releases, IndexError> {
@@ -259,7 +286,6 @@ impl PackageIndex for SimpleIndex {
             format!("{base}/{}/", package.normalized())
         };
         let mut response = self
-            .agent
             .get(&url)
             .header("Accept", if json_api { "application/json" } else { ACCEPT })
             .call()
@@ -306,7 +332,6 @@ impl SimpleIndex {
     /// `GET url`, as text; 404 is `NotFound`.
     fn text(&self, url: &str) -> Result<String, IndexError> {
         let mut response = self
-            .agent
             .get(url)
             .call()
             .map_err(|error| IndexError::Unreachable {
@@ -368,6 +393,9 @@ struct SimpleFile {
     /// Where the file is.
     #[serde(default)]
     url: Option<String>,
+    /// Its digests by algorithm.
+    #[serde(default)]
+    hashes: std::collections::BTreeMap<String, String>,
     /// PEP 714 (`core-metadata`) or PEP 658 as first published: `false`, `true` or hashes.
     #[serde(default, rename = "core-metadata", alias = "data-dist-info-metadata")]
     core_metadata: serde_json::Value,
@@ -401,6 +429,19 @@ fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Re
             .find(|listed| listed.filename == file.name)
         {
             file.url = listed.url.as_deref().map(|url| absolute(page, url));
+            file.sha256 = listed
+                .hashes
+                .get("sha256")
+                .map(String::as_str)
+                .or_else(|| {
+                    listed
+                        .url
+                        .as_deref()?
+                        .split_once("#sha256=")
+                        .map(|(_, hash)| hash)
+                })
+                .filter(|hash| hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+                .map(str::to_ascii_lowercase);
             file.metadata = match &listed.core_metadata {
                 serde_json::Value::Bool(offered) => *offered,
                 serde_json::Value::Object(_) => true,

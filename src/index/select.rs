@@ -17,6 +17,8 @@ pub enum IndexOrigin {
     Mirror,
     /// The `PIP_INDEX_URL` environment variable.
     PipEnvironment,
+    /// The `PIP_EXTRA_INDEX_URL` environment variable.
+    PipExtraEnvironment,
     /// `[global] index-url` in a pip configuration file.
     PipConfig(PathBuf),
     /// `[index] url` in pins.toml.
@@ -30,6 +32,7 @@ impl fmt::Display for IndexOrigin {
         match self {
             IndexOrigin::Mirror => f.write_str("--index-url / FORGE_INDEX_URL"),
             IndexOrigin::PipEnvironment => f.write_str("PIP_INDEX_URL"),
+            IndexOrigin::PipExtraEnvironment => f.write_str("PIP_EXTRA_INDEX_URL"),
             IndexOrigin::PipConfig(path) => write!(f, "{}", path.display()),
             IndexOrigin::PinsFile => f.write_str("pins.toml [index]"),
             IndexOrigin::PyPI => f.write_str("the default, PyPI"),
@@ -42,6 +45,8 @@ impl fmt::Display for IndexOrigin {
 pub struct Indexes {
     default: Url,
     origin: IndexOrigin,
+    /// pip's `extra-index-url`s: asked too, their files merged with the default index's.
+    extra: Vec<Url>,
 }
 
 /// A configured index URL that is not one forge will use.
@@ -63,6 +68,9 @@ impl Advise for SelectError {
 
 crate::advised!(SelectError);
 
+/// A pip setting and where it came from.
+type Setting = (String, IndexOrigin);
+
 impl Indexes {
     /// Reads the environment and pip's configuration files. `mirror` is `--index-url` (clap
     /// already read `FORGE_INDEX_URL` into it); `recipe` is pins.toml's `[index] url`.
@@ -71,35 +79,35 @@ impl Indexes {
             return Ok(Self {
                 default: mirror.clone(),
                 origin: IndexOrigin::Mirror,
+                extra: Vec::new(),
             });
         }
-        let parse = |text: &str, origin: IndexOrigin| {
-            text.trim()
-                .parse::<Url>()
-                .map(|default| Self {
-                    default,
-                    origin: origin.clone(),
-                })
-                .map_err(|source| SelectError { origin, source })
+        let parse = |text: &str, origin: &IndexOrigin| {
+            text.trim().parse::<Url>().map_err(|source| SelectError {
+                origin: origin.clone(),
+                source,
+            })
         };
-        if let Some(value) = non_empty_env("PIP_INDEX_URL") {
-            return parse(&value, IndexOrigin::PipEnvironment);
-        }
-        for path in pip_config_files() {
-            if let Some(value) = std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|text| global_index_url(&text))
-            {
-                return parse(&value, IndexOrigin::PipConfig(path));
-            }
-        }
-        if let Some(url) = recipe {
-            return Ok(Self {
-                default: url.clone(),
-                origin: IndexOrigin::PinsFile,
-            });
-        }
-        parse(PYPI, IndexOrigin::PyPI)
+        let (index_url, extra_index_url) = pip_settings();
+        let extra = match &extra_index_url {
+            Some((text, origin)) => text
+                .split_whitespace()
+                .map(|url| parse(url, origin))
+                .collect::<Result<Vec<Url>, SelectError>>()?,
+            None => Vec::new(),
+        };
+        let (default, origin) = match index_url {
+            Some((text, origin)) => (parse(&text, &origin)?, origin),
+            None => match recipe {
+                Some(url) => (url.clone(), IndexOrigin::PinsFile),
+                None => (parse(PYPI, &IndexOrigin::PyPI)?, IndexOrigin::PyPI),
+            },
+        };
+        Ok(Self {
+            default,
+            origin,
+            extra,
+        })
     }
 
     /// The index a package is asked on: the mirror, else the pin's own index, else the default.
@@ -110,9 +118,25 @@ impl Indexes {
         }
     }
 
+    /// Every index a package is asked on, the one `for_package` names first: pip's extra
+    /// indexes follow the default one (not a mirror or the pin's own index).
+    pub fn all_for_package<'a>(&'a self, own: Option<&'a Url>) -> Vec<&'a Url> {
+        let first = self.for_package(own);
+        let mut all = vec![first];
+        if first == &self.default && self.origin != IndexOrigin::Mirror {
+            all.extend(self.extra.iter().filter(|extra| *extra != first));
+        }
+        all
+    }
+
     /// The default index and where it came from.
     pub fn default_index(&self) -> (&Url, &IndexOrigin) {
         (&self.default, &self.origin)
+    }
+
+    /// pip's extra indexes.
+    pub fn extra(&self) -> &[Url] {
+        &self.extra
     }
 }
 
@@ -122,57 +146,110 @@ fn non_empty_env(name: &str) -> Option<String> {
         .filter(|value| !value.trim().is_empty())
 }
 
-/// pip's configuration files, the one that wins first: `PIP_CONFIG_FILE`, the user's
-/// (`$XDG_CONFIG_HOME/pip/pip.conf`, then the legacy `~/.pip/pip.conf`), then the machine's.
+/// `index-url` and `extra-index-url` as pip reads them for `pip install`: every configuration
+/// file in pip's order (the machine's, the user's unless `PIP_CONFIG_FILE` names a file that
+/// exists, then `PIP_CONFIG_FILE`), a later file's value replacing an earlier one's, the
+/// `[global]` section's first and then the `[install]` section's, which wins; then the
+/// environment (`PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`) over every file.
+fn pip_settings() -> (Option<Setting>, Option<Setting>) {
+    let files: Vec<(PathBuf, String)> = pip_config_files()
+        .into_iter()
+        .filter_map(|path| Some((path.clone(), std::fs::read_to_string(&path).ok()?)))
+        .collect();
+    let mut index_url = None;
+    let mut extra_index_url = None;
+    for section in ["global", "install"] {
+        for (path, text) in &files {
+            let origin = || IndexOrigin::PipConfig(path.clone());
+            if let Some(value) = ini_value(text, section, "index-url") {
+                index_url = Some((value, origin()));
+            }
+            if let Some(value) = ini_value(text, section, "extra-index-url") {
+                extra_index_url = Some((value, origin()));
+            }
+        }
+    }
+    if let Some(value) = non_empty_env("PIP_INDEX_URL") {
+        index_url = Some((value, IndexOrigin::PipEnvironment));
+    }
+    if let Some(value) = non_empty_env("PIP_EXTRA_INDEX_URL") {
+        extra_index_url = Some((value, IndexOrigin::PipExtraEnvironment));
+    }
+    (index_url, extra_index_url)
+}
+
+/// pip's configuration files, the one that wins last: the machine's (`$XDG_CONFIG_DIRS`, else
+/// `/etc/xdg`, each `pip/pip.conf`, then `/etc/pip.conf`), the user's (the legacy
+/// `~/.pip/pip.conf`, then `$XDG_CONFIG_HOME/pip/pip.conf`) unless `PIP_CONFIG_FILE` names a
+/// file that exists, then `PIP_CONFIG_FILE`.
 fn pip_config_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    if let Some(file) = non_empty_env("PIP_CONFIG_FILE") {
-        files.push(PathBuf::from(file));
-    }
-    let home = non_empty_env("HOME").map(PathBuf::from);
-    let config_home = non_empty_env("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|home| home.join(".config")));
-    if let Some(config_home) = config_home {
-        files.push(config_home.join("pip").join("pip.conf"));
-    }
-    if let Some(home) = &home {
-        files.push(home.join(".pip").join("pip.conf"));
-    }
     let config_dirs = non_empty_env("XDG_CONFIG_DIRS").unwrap_or_else(|| "/etc/xdg".to_owned());
     for folder in config_dirs.split(':').filter(|folder| !folder.is_empty()) {
         files.push(Path::new(folder).join("pip").join("pip.conf"));
     }
     files.push(PathBuf::from("/etc/pip.conf"));
+    let env_file = non_empty_env("PIP_CONFIG_FILE").map(PathBuf::from);
+    if !env_file.as_ref().is_some_and(|file| file.exists()) {
+        let home = non_empty_env("HOME").map(PathBuf::from);
+        if let Some(home) = &home {
+            files.push(home.join(".pip").join("pip.conf"));
+        }
+        let config_home = non_empty_env("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|home| home.join(".config")));
+        if let Some(config_home) = config_home {
+            files.push(config_home.join("pip").join("pip.conf"));
+        }
+    }
+    files.extend(env_file);
     files
 }
 
-/// `index-url` (or `index_url`) from the `[global]` section of a pip INI file.
-fn global_index_url(text: &str) -> Option<String> {
-    let mut in_global = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
+/// The value of `key` in `section` of a pip INI file (`index_url` and `--index-url` name
+/// `index-url` too; indented lines continue a value; the last assignment wins).
+fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
+    let mut current = String::new();
+    let mut value: Option<String> = None;
+    let mut continuing = false;
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.starts_with('#') || line.starts_with(';') {
             continue;
         }
-        if let Some(section) = line
+        if line.is_empty() {
+            continuing = false;
+            continue;
+        }
+        if raw.starts_with([' ', '\t']) && continuing {
+            if let Some(value) = &mut value {
+                value.push('\n');
+                value.push_str(line);
+            }
+            continue;
+        }
+        continuing = false;
+        if let Some(name) = line
             .strip_prefix('[')
             .and_then(|rest| rest.strip_suffix(']'))
         {
-            in_global = section.trim() == "global";
+            current = name.trim().to_owned();
             continue;
         }
-        if !in_global {
+        let Some((name, assigned)) = line.split_once(['=', ':']) else {
             continue;
-        }
-        if let Some((_, value)) = line
-            .split_once(['=', ':'])
-            .filter(|(key, _)| matches!(key.trim(), "index-url" | "index_url"))
-        {
-            return Some(value.trim().to_owned());
+        };
+        let name = name
+            .trim()
+            .trim_start_matches("--")
+            .replace('_', "-")
+            .to_ascii_lowercase();
+        if current == section && name == key {
+            value = Some(assigned.trim().to_owned());
+            continuing = true;
         }
     }
-    None
+    value.filter(|value| !value.trim().is_empty())
 }
 
 #[cfg(test)]
@@ -180,12 +257,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_index_url_from_the_global_section_only() {
-        let text = "[install]\nindex-url = http://wrong\n\n[global]\n# a comment\ntimeout = 3\nindex-url = https://mirror.example/simple\n";
+    fn reads_a_key_of_one_section_with_continuation_lines() {
+        let text = "[install]\nindex-url = http://install.example/simple\n\n[global]\n# a comment\ntimeout = 3\nindex_url = https://mirror.example/simple\nextra-index-url =\n    https://a.example/simple\n    https://b.example/simple\ncert = /x\n";
         assert_eq!(
-            global_index_url(text).as_deref(),
+            ini_value(text, "global", "index-url").as_deref(),
             Some("https://mirror.example/simple")
         );
-        assert_eq!(global_index_url("[global]\ncert = /x\n"), None);
+        assert_eq!(
+            ini_value(text, "install", "index-url").as_deref(),
+            Some("http://install.example/simple")
+        );
+        assert_eq!(
+            ini_value(text, "global", "extra-index-url")
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            ["https://a.example/simple", "https://b.example/simple"]
+        );
+        assert_eq!(
+            ini_value("[global]\ncert = /x\n", "global", "index-url"),
+            None
+        );
     }
 }

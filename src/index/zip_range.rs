@@ -1,49 +1,116 @@
 //! A wheel's METADATA read out of the wheel itself, for indexes that offer no PEP 658 metadata
 //! file: three HTTP range requests instead of the whole file (wheels of tens of MB): the file's
-//! last bytes (the end of central directory record), the central directory, then the METADATA
-//! entry alone, inflated here.
+//! last bytes (the end of central directory record, and the zip64 one where the archive has
+//! it), the central directory, then the METADATA entry alone, inflated here. A server that
+//! answers the first range request with the whole file (it does not serve ranges) has sent
+//! everything: the same records are read from that body instead.
 
 use std::io::Read;
 
 use super::IndexError;
 
-/// The end of central directory record is 22 bytes plus a comment of at most 65535.
-const TAIL: u64 = 22 + 65_535;
+/// The end of central directory record is 22 bytes plus a comment of at most 65535; a zip64
+/// archive puts its locator (20 bytes) just before it.
+const TAIL: u64 = 22 + 65_535 + 20;
+
+/// How a request for a URL is made (the index client's, with its credentials).
+pub type Get<'a> = dyn Fn(&str) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> + 'a;
 
 /// The largest METADATA forge inflates.
 const METADATA_LIMIT: u64 = 16 * 1024 * 1024;
 
-/// The `*.dist-info/METADATA` of the wheel at `url`, read by range requests.
-pub fn metadata(agent: &ureq::Agent, url: &str) -> Result<String, IndexError> {
+/// The largest wheel forge reads whole from a server that does not serve ranges.
+const WHOLE_FILE_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Where the bytes of the wheel come from.
+enum Wheel<'a> {
+    /// Range requests, the file being `total` bytes; `tail` holds its last bytes.
+    Ranges {
+        agent: &'a Get<'a>,
+        url: &'a str,
+        total: u64,
+        tail: Vec<u8>,
+    },
+    /// The whole file, from a server that does not serve ranges.
+    Whole(Vec<u8>),
+}
+
+impl Wheel<'_> {
+    fn total(&self) -> u64 {
+        match self {
+            Wheel::Ranges { total, .. } => *total,
+            Wheel::Whole(bytes) => bytes.len() as u64,
+        }
+    }
+
+    /// The file's last bytes, as fetched first.
+    fn tail(&self) -> &[u8] {
+        match self {
+            Wheel::Ranges { tail, .. } => tail,
+            Wheel::Whole(bytes) => {
+                let from = bytes
+                    .len()
+                    .saturating_sub(usize::try_from(TAIL).unwrap_or(0));
+                &bytes[from..]
+            }
+        }
+    }
+
+    /// Bytes `from..=last` (cut at the end of the file), from the tail when it holds them.
+    fn read(&self, from: u64, last: u64) -> Result<Vec<u8>, IndexError> {
+        let last = last.min(self.total().saturating_sub(1));
+        match self {
+            Wheel::Whole(bytes) => Ok(slice(bytes, from, last)),
+            Wheel::Ranges {
+                agent,
+                url,
+                total,
+                tail,
+            } => {
+                let tail_start = total - tail.len() as u64;
+                if from >= tail_start {
+                    return Ok(slice(tail, from - tail_start, last - tail_start));
+                }
+                match range(agent, url, &format!("bytes={from}-{last}"))? {
+                    Answer::Range(body, _) => Ok(body),
+                    Answer::Whole(body) => Ok(slice(&body, from, last)),
+                }
+            }
+        }
+    }
+}
+
+fn slice(bytes: &[u8], from: u64, last: u64) -> Vec<u8> {
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+    let end = usize::try_from(last.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    bytes.get(from..end).unwrap_or_default().to_vec()
+}
+
+/// The `*.dist-info/METADATA` of the wheel at `url`, read by range requests, or out of the
+/// whole file when the server does not serve ranges.
+pub fn metadata(agent: &Get<'_>, url: &str) -> Result<String, IndexError> {
     let invalid = |message: &str| IndexError::Invalid {
         url: url.to_owned(),
         message: message.to_owned(),
     };
-    let (tail, total) = range(agent, url, &format!("bytes=-{TAIL}"))?;
-    let tail_start = total - tail.len() as u64;
-    let end = (0..tail.len().saturating_sub(21))
-        .rev()
-        .find(|&at| tail[at..].starts_with(b"PK\x05\x06"))
-        .ok_or_else(|| invalid("no zip end of central directory record: not a wheel"))?;
-    let record = &tail[end..];
-    let (size, offset) = (u64::from(u32_at(record, 12)), u64::from(u32_at(record, 16)));
-    if offset == 0xFFFF_FFFF || offset + size > total {
-        return Err(invalid(
-            "a zip64 or damaged central directory, which forge does not read by ranges",
-        ));
-    }
-    let directory = if offset >= tail_start {
-        let from = usize::try_from(offset - tail_start).unwrap_or(usize::MAX);
-        tail.get(from..).unwrap_or_default().to_vec()
-    } else {
-        range(agent, url, &format!("bytes={offset}-{}", offset + size - 1))?.0
+    let wheel = match range(agent, url, &format!("bytes=-{TAIL}"))? {
+        Answer::Range(tail, total) => Wheel::Ranges {
+            agent,
+            url,
+            total,
+            tail,
+        },
+        Answer::Whole(bytes) => Wheel::Whole(bytes),
     };
+    let (offset, size) = central_directory(&wheel).map_err(&invalid)?;
+    let directory = wheel.read(offset, offset + size - 1)?;
     let entry = find_metadata(&directory)
         .ok_or_else(|| invalid("no *.dist-info/METADATA in the wheel's central directory"))?;
     // The local header repeats the name and may carry another extra field: leave room for it.
     let want = 30 + entry.name_length + entry.extra_length + entry.compressed + 1024;
-    let last = (entry.offset + want).min(total) - 1;
-    let (local, _) = range(agent, url, &format!("bytes={}-{last}", entry.offset))?;
+    let local = wheel.read(entry.offset, entry.offset + want - 1)?;
     if !local.starts_with(b"PK\x03\x04") || local.len() < 30 {
         return Err(invalid(
             "the METADATA entry's local header is not where the directory says",
@@ -52,7 +119,7 @@ pub fn metadata(agent: &ureq::Agent, url: &str) -> Result<String, IndexError> {
     let start = 30 + usize::from(u16_at(&local, 26)) + usize::from(u16_at(&local, 28));
     let data = usize::try_from(entry.compressed)
         .ok()
-        .and_then(|length| local.get(start..start + length))
+        .and_then(|length| local.get(start..start.checked_add(length)?))
         .ok_or_else(|| invalid("the METADATA entry is cut short"))?;
     let mut text = Vec::new();
     match entry.method {
@@ -70,6 +137,40 @@ pub fn metadata(agent: &ureq::Agent, url: &str) -> Result<String, IndexError> {
         }
     }
     Ok(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// Where the central directory is and how long it is: from the end of central directory
+/// record, or from the zip64 record its locator points at when the plain record's fields are
+/// saturated.
+fn central_directory(wheel: &Wheel<'_>) -> Result<(u64, u64), &'static str> {
+    let tail = wheel.tail();
+    let total = wheel.total();
+    let end = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&at| tail[at..].starts_with(b"PK\x05\x06"))
+        .ok_or("no zip end of central directory record: not a wheel")?;
+    let record = &tail[end..];
+    let (mut size, mut offset) = (u64::from(u32_at(record, 12)), u64::from(u32_at(record, 16)));
+    if offset == 0xFFFF_FFFF || size == 0xFFFF_FFFF {
+        let locator = end
+            .checked_sub(20)
+            .map(|at| &tail[at..end])
+            .filter(|locator| locator.starts_with(b"PK\x06\x07"))
+            .ok_or("a zip64 archive without its end of central directory locator")?;
+        let record_at = u64_at(locator, 8);
+        let zip64 = wheel
+            .read(record_at, record_at + 55)
+            .map_err(|_| "cannot read the zip64 end of central directory record")?;
+        if !zip64.starts_with(b"PK\x06\x06") || zip64.len() < 56 {
+            return Err("the zip64 end of central directory record is not where its locator says");
+        }
+        size = u64_at(&zip64, 40);
+        offset = u64_at(&zip64, 48);
+    }
+    if size == 0 || offset.checked_add(size).is_none_or(|end| end > total) {
+        return Err("a damaged central directory");
+    }
+    Ok((offset, size))
 }
 
 /// Where the METADATA entry is in the file, as the central directory says.
@@ -94,10 +195,18 @@ fn find_metadata(directory: &[u8]) -> Option<Entry> {
                 .is_some_and(|(folder, file)| folder.ends_with(".dist-info") && file == "METADATA")
         });
         if is_metadata {
+            let extra =
+                directory.get(at + 46 + name_length..at + 46 + name_length + extra_length)?;
+            let (compressed, offset) = zip64_sizes(
+                extra,
+                u32_at(header, 24),
+                u32_at(header, 20),
+                u32_at(header, 42),
+            )?;
             return Some(Entry {
                 method: u16_at(header, 10),
-                compressed: u64::from(u32_at(header, 20)),
-                offset: u64::from(u32_at(header, 42)),
+                compressed,
+                offset,
                 name_length: name_length as u64,
                 extra_length: extra_length as u64,
             });
@@ -107,39 +216,92 @@ fn find_metadata(directory: &[u8]) -> Option<Entry> {
     None
 }
 
-/// `GET url` for `bytes`: the body and the file's whole length (from `Content-Range`). A server
-/// that answers with the whole file instead is refused rather than read.
-fn range(agent: &ureq::Agent, url: &str, bytes: &str) -> Result<(Vec<u8>, u64), IndexError> {
+/// The compressed size and local header offset of an entry: the directory's own fields, or for
+/// those saturated (0xFFFFFFFF) the zip64 extra field's, which lists in order only the
+/// uncompressed size, compressed size and offset that are saturated.
+fn zip64_sizes(
+    extra: &[u8],
+    uncompressed: u32,
+    compressed: u32,
+    offset: u32,
+) -> Option<(u64, u64)> {
+    const SATURATED: u32 = 0xFFFF_FFFF;
+    if ![uncompressed, compressed, offset].contains(&SATURATED) {
+        return Some((u64::from(compressed), u64::from(offset)));
+    }
+    let mut at = 0;
+    let field = loop {
+        let id = u16_at(extra.get(at..at + 4)?, 0);
+        let length = usize::from(u16_at(extra, at + 2));
+        let data = extra.get(at + 4..at + 4 + length)?;
+        if id == 1 {
+            break data;
+        }
+        at += 4 + length;
+    };
+    let mut values = field.chunks_exact(8).map(|chunk| u64_at(chunk, 0));
+    if uncompressed == SATURATED {
+        values.next()?;
+    }
+    let compressed = if compressed == SATURATED {
+        values.next()?
+    } else {
+        u64::from(compressed)
+    };
+    let offset = if offset == SATURATED {
+        values.next()?
+    } else {
+        u64::from(offset)
+    };
+    Some((compressed, offset))
+}
+
+/// What a server sent for a range request.
+enum Answer {
+    /// The range (206), and the file's whole length from `Content-Range`.
+    Range(Vec<u8>, u64),
+    /// The whole file (200): the server does not serve ranges.
+    Whole(Vec<u8>),
+}
+
+/// `GET url` for `bytes`.
+fn range(agent: &Get<'_>, url: &str, bytes: &str) -> Result<Answer, IndexError> {
     let unreachable = |message: String| IndexError::Unreachable {
         url: url.to_owned(),
         message,
     };
-    let mut response = agent
-        .get(url)
+    let mut response = agent(url)
         .header("Range", bytes)
         .call()
         .map_err(|error| unreachable(error.to_string()))?;
     let status = response.status().as_u16();
-    if status != 206 {
-        return Err(IndexError::Status {
-            url: url.to_owned(),
-            status,
-        });
-    }
+    let limit = match status {
+        206 => crate::http::BODY_LIMIT,
+        200 => WHOLE_FILE_LIMIT,
+        _ => {
+            return Err(IndexError::Status {
+                url: url.to_owned(),
+                status,
+            });
+        }
+    };
     let total = crate::http::header(&response, "content-range")
         .and_then(|value| value.rsplit('/').next())
-        .and_then(|total| total.trim().parse::<u64>().ok())
-        .ok_or_else(|| IndexError::Invalid {
-            url: url.to_owned(),
-            message: "a range answer without the file's length in Content-Range".to_owned(),
-        })?;
+        .and_then(|total| total.trim().parse::<u64>().ok());
     let body = response
         .body_mut()
         .with_config()
-        .limit(crate::http::BODY_LIMIT)
+        .limit(limit)
         .read_to_vec()
         .map_err(|error| unreachable(error.to_string()))?;
-    Ok((body, total))
+    if status == 200 {
+        return Ok(Answer::Whole(body));
+    }
+    let total = total.ok_or_else(|| IndexError::Invalid {
+        url: url.to_owned(),
+        message: "a range answer without the file's length in Content-Range".to_owned(),
+    })?;
+    Ok(Answer::Range(body, total))
 }
 
 fn u16_at(bytes: &[u8], at: usize) -> u16 {
@@ -148,4 +310,10 @@ fn u16_at(bytes: &[u8], at: usize) -> u16 {
 
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
 }

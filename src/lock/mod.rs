@@ -188,6 +188,12 @@ pub struct BaseRecord {
     /// The local image id the build started from, when the daemon had it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Digest>,
+    /// The Python distributions installed in the image (normalized name to version), as
+    /// `verify-digest --contents` read them with `importlib.metadata`: what the base supplies
+    /// for the requirements of the pins on packages the recipe does not pin. Records written
+    /// before forge read them leave it out.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub packages: std::collections::BTreeMap<String, String>,
 }
 
 /// The image built.
@@ -397,6 +403,7 @@ impl Record {
                 image: "forge-example-base:1".parse().unwrap(),
                 digest: None,
                 id: Some(Digest::filled('9')),
+                packages: std::collections::BTreeMap::new(),
             },
             ImageRecord {
                 repository: "localhost:5000/forge/example".parse().unwrap(),

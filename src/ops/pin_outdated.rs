@@ -38,6 +38,22 @@ pub struct Standing {
     pub held: Vec<Held>,
     /// What the lookup said when it failed, or why the pin is not followed.
     pub note: Option<String>,
+    /// For a pin in a group: the group's move, one entry per member (those that stay too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_move: Option<Vec<GroupMember>>,
+}
+
+/// Where the move of a group puts one member.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GroupMember {
+    /// The pin.
+    pub name: String,
+    /// Where it stands.
+    pub current: String,
+    /// Where the move puts it.
+    pub to: String,
+    /// The requirements its current version would not meet after the move (why it must move).
+    pub forced_by: Vec<String>,
 }
 
 /// Where a pin stands against upstream.
@@ -194,6 +210,7 @@ fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
         state: State::NotFollowed,
         held: Vec::new(),
         note: None,
+        group_move: None,
     };
     let Some(pattern) = &base.tags else {
         standing.note =
@@ -237,6 +254,7 @@ fn pin_standing(
         state: State::UpToDate,
         held: Vec::new(),
         note: None,
+        group_move: None,
     };
     if pin.in_base() {
         standing.state = State::InBase;
@@ -251,6 +269,9 @@ fn pin_standing(
     match &pin.source {
         Source::Python { .. } | Source::Wheels { .. } => {
             match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
+                Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
+                    group_standing(recipe, pin, &mut offer, upstream, &mut standing);
+                }
                 Ok(offer) => {
                     let shown = |candidate: &bump::Candidate| {
                         offer.pin_version(&pin.name, &candidate.version)
@@ -287,18 +308,7 @@ fn pin_standing(
                         .newer
                         .iter()
                         .filter(|candidate| !candidate.allowed())
-                        .map(|candidate| Held {
-                            version: shown(candidate),
-                            reasons: candidate
-                                .refusals
-                                .iter()
-                                .map(|refusal| Reason {
-                                    kind: refusal.kind(),
-                                    message: refusal.to_string(),
-                                    summary: refusal.summary(),
-                                })
-                                .collect(),
-                        })
+                        .map(|candidate| held(&offer, candidate))
                         .collect();
                 }
                 Err(error) => fail(&mut standing, &error),
@@ -319,6 +329,106 @@ fn pin_standing(
         Source::Assert { .. } => unreachable!("the base supplies assert pins"),
     }
     standing
+}
+
+/// A version held back, with its reasons; a requirement another package declares is named
+/// with that package's version (`tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11`).
+fn held(offer: &bump::VersionOffer, candidate: &bump::Candidate) -> Held {
+    Held {
+        version: offer.pin_version(&offer.pin, &candidate.version),
+        reasons: candidate
+            .refusals
+            .iter()
+            .map(|refusal| Reason {
+                kind: refusal.kind(),
+                message: refusal.to_string(),
+                summary: match refusal {
+                    bump::Refusal::Requires { package, .. }
+                        if !offer.packages.iter().any(|own| {
+                            own.pin == offer.pin && own.name.normalized() == *package
+                        }) =>
+                    {
+                        refusal.held_by()
+                    }
+                    _ => refusal.summary(),
+                },
+            })
+            .collect(),
+    }
+}
+
+/// Where a pin of a group (not lockstep) stands: the group moves as one, each member to its
+/// own version, so the pin's row shows where the group's move puts it.
+fn group_standing(
+    recipe: &Recipe,
+    pin: &Pin,
+    offer: &mut bump::VersionOffer,
+    upstream: &Upstream<'_>,
+    standing: &mut Standing,
+) {
+    let plan = bump::group::plan(&recipe.pins, offer, upstream, None, false);
+    let member = plan.member(&pin.name).expect("the pin is a member");
+    let newest = member
+        .newest
+        .as_ref()
+        .map(|version| offer.pin_version(&pin.name, version));
+    standing.newest = Some(newest.clone().unwrap_or_else(|| standing.current.clone()));
+    standing.newest_allowed = Some(offer.pin_version(&pin.name, &member.to));
+    standing.state = if member.moves() {
+        State::Outdated
+    } else if newest.is_some() {
+        State::Held
+    } else {
+        State::UpToDate
+    };
+    standing.held = member
+        .held
+        .iter()
+        .map(|candidate| held(offer, candidate))
+        .collect();
+    if let Some(reason) = &offer.current_yanked {
+        standing.state = State::Yanked;
+        standing.note = Some(format!(
+            "{} is yanked on the index ({}): move with `forge pin bump {}`",
+            standing.current,
+            if reason.is_empty() {
+                "no reason given"
+            } else {
+                reason
+            },
+            pin.name
+        ));
+    }
+    if !plan.moves().is_empty() && member.moves() {
+        let parts: Vec<String> = plan
+            .members
+            .iter()
+            .map(|member| {
+                if member.moves() {
+                    format!("{} {} -> {}", member.pin, member.current, member.to)
+                } else {
+                    format!("{} stays at {}", member.pin, member.current)
+                }
+            })
+            .collect();
+        standing.note = Some(format!(
+            "{} moves as one: {} (`forge pin bump {}`)",
+            plan.group,
+            parts.join(", "),
+            pin.name
+        ));
+    }
+    standing.group_move = Some(
+        plan.members
+            .iter()
+            .map(|member| GroupMember {
+                name: member.pin.to_string(),
+                current: member.current.to_string(),
+                to: offer.pin_version(&member.pin, &member.to),
+                forced_by: member.forced_by.iter().map(ToString::to_string).collect(),
+            })
+            .collect(),
+    );
 }
 
 fn fail(standing: &mut Standing, error: &dyn std::error::Error) {

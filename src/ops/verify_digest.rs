@@ -306,6 +306,32 @@ async fn content_checks(
         &recipe.pins.fixes,
         &output.stdout,
     ));
+    record_installed(recipe, record, &output.stdout, printer)
+}
+
+/// Records in forge.lock the distributions the image holds, when they changed: what the base
+/// supplies for `pin bump` to check the pins' requirements against.
+fn record_installed(
+    recipe: &Recipe,
+    record: &Record,
+    output: &str,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let installed = probe::installed(output);
+    if installed.is_empty() || installed == record.base.packages {
+        return Ok(());
+    }
+    let mut updated = record.clone();
+    updated.base.packages = installed;
+    updated.write(&recipe.root)?;
+    printer.status(
+        "Recorded",
+        format_args!(
+            "{} installed Python distributions in {} (what `pin bump` checks requirements on unpinned packages against)",
+            updated.base.packages.len(),
+            crate::lock::LOCK_FILE
+        ),
+    );
     Ok(())
 }
 

@@ -13,13 +13,13 @@
 mod fixes;
 mod schema;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use fixes::{Fix, FixedBy};
 pub use schema::{Onto, PinKind, Probe, TagTemplate};
-use schema::{RawContext, RawPin, RawRecipe};
+use schema::{RawContext, RawGroup, RawPin, RawRecipe};
 use toml::Spanned;
 
 use crate::diagnostics::{Advice, Advise};
@@ -59,6 +59,9 @@ pub struct Pins {
     pub committed_render: Option<RecipePath>,
     /// What the pins and overlays fix, in name order.
     pub fixes: Vec<Fix>,
+    /// The groups that move in lockstep (`[groups.NAME] lockstep = true`): one version for
+    /// every member. Other groups move together, each member at its own version.
+    pub lockstep: BTreeSet<PinName>,
     /// Things that load but deserve a look (a short git revision, say).
     pub notices: Vec<Notice>,
 }
@@ -430,13 +433,7 @@ impl Loader<'_> {
 
     fn recipe(&self, raw: RawRecipe) -> Result<Pins, LoadError> {
         let mut notices = Vec::new();
-        let mut pins = BTreeMap::new();
-        for (name, raw_pin) in raw.pins {
-            let span = raw_pin.span();
-            let pin = self.pin(name.clone(), raw_pin.into_inner(), span, &mut notices)?;
-            pins.insert(name, pin);
-        }
-        self.check_groups(&pins)?;
+        let (pins, lockstep) = self.pins(raw.pins, raw.groups, &mut notices)?;
 
         let tags = self.tags(raw.image.tags)?;
         let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
@@ -510,6 +507,7 @@ impl Loader<'_> {
             context: self.context(raw.context)?,
             committed_render: self.render_section(raw.render)?,
             fixes,
+            lockstep,
             notices,
         })
     }
@@ -917,8 +915,52 @@ impl Loader<'_> {
         Ok(deny)
     }
 
-    /// Every member of a lockstep group carries the same version.
-    fn check_groups(&self, pins: &BTreeMap<PinName, Pin>) -> Result<(), LoadError> {
+    /// Every pin, checked on its own and then by group.
+    fn pins(
+        &self,
+        raw: BTreeMap<PinName, Spanned<RawPin>>,
+        groups: BTreeMap<PinName, Spanned<RawGroup>>,
+        notices: &mut Vec<Notice>,
+    ) -> Result<(BTreeMap<PinName, Pin>, BTreeSet<PinName>), LoadError> {
+        let mut pins = BTreeMap::new();
+        for (name, raw_pin) in raw {
+            let span = raw_pin.span();
+            let pin = self.pin(name.clone(), raw_pin.into_inner(), span, notices)?;
+            pins.insert(name, pin);
+        }
+        let lockstep = self.lockstep_groups(groups, &pins)?;
+        self.check_groups(&pins, &lockstep)?;
+        Ok((pins, lockstep))
+    }
+
+    /// The groups `[groups]` declares lockstep; each must be the group of some pin.
+    fn lockstep_groups(
+        &self,
+        groups: BTreeMap<PinName, Spanned<RawGroup>>,
+        pins: &BTreeMap<PinName, Pin>,
+    ) -> Result<BTreeSet<PinName>, LoadError> {
+        let mut lockstep = BTreeSet::new();
+        for (name, group) in groups {
+            if !pins.values().any(|pin| pin.group.as_ref() == Some(&name)) {
+                return Err(self.error(
+                    group.span(),
+                    format!("[groups.{name}] names a group no pin is in"),
+                    format!("add `group = \"{name}\"` to the pins that move together, or remove [groups.{name}]"),
+                ));
+            }
+            if group.into_inner().lockstep {
+                lockstep.insert(name);
+            }
+        }
+        Ok(lockstep)
+    }
+
+    /// Every pin of a group has a version; every member of a lockstep group the same one.
+    fn check_groups(
+        &self,
+        pins: &BTreeMap<PinName, Pin>,
+        lockstep: &BTreeSet<PinName>,
+    ) -> Result<(), LoadError> {
         let mut first_of_group: BTreeMap<&PinName, &Pin> = BTreeMap::new();
         for pin in pins.values() {
             let Some(group) = &pin.group else { continue };
@@ -929,11 +971,11 @@ impl Loader<'_> {
                         "pin `{}` is in group `{group}` but has no version",
                         pin.name
                     ),
-                    "only version-pinned kinds can move in lockstep",
+                    "only version-pinned kinds move in groups",
                 ));
             };
             match first_of_group.get(group) {
-                Some(first) if first.version() != Some(version) => {
+                Some(first) if lockstep.contains(group) && first.version() != Some(version) => {
                     return Err(self.error(
                         self.find(&format!("[pins.{}]", pin.name)),
                         format!(
@@ -942,7 +984,7 @@ impl Loader<'_> {
                             first.current(),
                             pin.name
                         ),
-                        format!("give every pin of group `{group}` the same version (`forge pin bump` moves them together)"),
+                        format!("give every pin of group `{group}` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.{group}]"),
                     ));
                 }
                 Some(_) => {}

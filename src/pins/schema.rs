@@ -40,6 +40,8 @@ pub(crate) struct RawRecipe {
     pub render: Option<RawRender>,
     #[serde(default)]
     pub fixes: BTreeMap<FixName, Spanned<RawFix>>,
+    #[serde(default)]
+    pub groups: BTreeMap<PinName, Spanned<RawGroup>>,
 }
 
 /// `[fixes.NAME]`: what a pin or an overlay fixes, and how to tell it is in place.
@@ -51,6 +53,14 @@ pub(crate) struct RawFix {
     pub symptom: Text,
     pub fix: Text,
     pub check: PythonExpr,
+}
+
+/// `[groups.NAME]`: how the pins of a group move.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGroup {
+    #[serde(default)]
+    pub lockstep: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -359,6 +359,7 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
         image: base.image.clone(),
         digest: base.digest.clone(),
         id: None,
+        packages: std::collections::BTreeMap::new(),
     };
     if let Some(local) = engine.image(base.image.as_str()).await? {
         if record.digest.is_none() {

@@ -142,7 +142,10 @@ pub fn command<'a>(
         .filter(|wanted| wanted.kind == "python")
         .map(|wanted| format!("'{}'", wanted.key))
         .collect();
-    let mut python = Vec::new();
+    // Every installed distribution: what the base supplies to the pins' requirements.
+    let mut python = vec![
+        "import importlib.metadata as m\nfor d in m.distributions():\n    print('installed', d.metadata['Name'], d.version)".to_owned(),
+    ];
     if !packages.is_empty() {
         python.push(format!(
             "import importlib.metadata as m\nfor p in [{}]:\n    try: print('python', p, m.version(p))\n    except Exception: print('python', p, '-')",
@@ -162,7 +165,7 @@ pub fn command<'a>(
         }
     }
     python.extend(fixes.iter().map(fix_probe));
-    if !python.is_empty() {
+    {
         script.push_str(&format!(
             "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo 'python3 missing'; fi\n",
             python.join("\n")
@@ -185,6 +188,20 @@ fn fix_probe(fix: &Fix) -> String {
 /// `text` in single quotes for the shell.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The distributions installed in the image (PEP 503 normalized name to version), from the
+/// output of `command`.
+pub fn installed(output: &str) -> BTreeMap<String, String> {
+    output
+        .lines()
+        .filter_map(|line| line.strip_prefix("installed "))
+        .filter_map(|rest| rest.rsplit_once(' '))
+        .filter_map(|(name, version)| {
+            let name: crate::types::python::PackageName = name.trim().parse().ok()?;
+            Some((name.normalized(), version.trim().to_owned()))
+        })
+        .collect()
 }
 
 /// One check per pin value, file and fix, from the output of `command`.

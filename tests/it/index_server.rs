@@ -6,6 +6,9 @@
 //! declares that range; one with a `.metadata` twin offers it as its PEP 658 metadata file
 //! (`core-metadata` in the JSON page, served at `/files/<name>/<file>.metadata`).
 //!
+//! Each file's sha256 is on the JSON page (`hashes`). `refuse_ranges` makes the server answer a
+//! range request with the whole file, as servers without range support do.
+//!
 //! `load_fixture` publishes a package recorded from the real index by
 //! `tests/fixtures/index/record.py`.
 
@@ -127,6 +130,21 @@ impl IndexServer {
         self
     }
 
+    /// From now on, answers every request without these HTTP Basic credentials with 401.
+    pub fn require_login(&self, user: &str, password: &str) -> &Self {
+        use base64::Engine as _;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        std::fs::write(self.root.path().join(LOGIN), format!("Basic {token}"))
+            .expect("write the login");
+        self
+    }
+
+    /// From now on, answers every range request with the whole file (200).
+    pub fn refuse_ranges(&self) -> &Self {
+        std::fs::write(self.root.path().join(NO_RANGES), "").expect("write the switch");
+        self
+    }
+
     /// Marks a published file yanked.
     pub fn yank(&self, package: &str, file: &str) -> &Self {
         let path = self
@@ -143,6 +161,13 @@ impl IndexServer {
         self.server.requests()
     }
 }
+
+/// The file in the index's folder that turns range requests off (not a package folder: no
+/// normalised name starts with a dot).
+const NO_RANGES: &str = ".no-ranges";
+
+/// The file that holds the `Authorization` value every request must carry, when there is one.
+const LOGIN: &str = ".login";
 
 fn normalize(name: &str) -> String {
     let mut out = String::new();
@@ -167,6 +192,7 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     }
     let mut accept = String::new();
     let mut range = None;
+    let mut authorization = String::new();
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
@@ -177,6 +203,8 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
                 accept = value.trim().to_owned();
             } else if name.eq_ignore_ascii_case("range") {
                 range = Some(value.trim().to_owned());
+            } else if name.eq_ignore_ascii_case("authorization") {
+                authorization = value.trim().to_owned();
             }
         }
     }
@@ -186,7 +214,25 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         .unwrap_or("/")
         .to_owned();
     requests.lock().expect("the request log").push(path.clone());
+    if let Ok(login) = std::fs::read_to_string(root.join(LOGIN))
+        && login != authorization
+    {
+        requests
+            .lock()
+            .expect("the request log")
+            .push(format!("refused {path}"));
+        let body = "login required\n";
+        let head = format!(
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"index\"\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        let _ = stream.flush();
+        return;
+    }
     if let Some(file) = distribution(root, &path) {
+        let range = range.filter(|_| !root.join(NO_RANGES).exists());
         let (head, body) = file_answer(&file, range.as_deref());
         requests
             .lock()
@@ -313,7 +359,7 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
                 let mut entry = serde_json::json!({
                     "filename": file,
                     "url": format!("/files/{name}/{file}"),
-                    "hashes": {},
+                    "hashes": { "sha256": sha256_of(&folder.join(file)) },
                     "yanked": if yanked(file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
                 });
                 if let Some(range) = requires_python(file) {
@@ -357,6 +403,14 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
         page.push_str("</body></html>\n");
         ("200 OK", "text/html", page)
     }
+}
+
+/// The sha256 of a published file, in hex.
+fn sha256_of(path: &Path) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(
+        std::fs::read(path).unwrap_or_default(),
+    ))
 }
 
 /// PyPI's JSON API: `releases` maps each version to its files.

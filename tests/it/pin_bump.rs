@@ -22,7 +22,10 @@ pub fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run 
     let mut command = context.forge_command(args);
     for name in [
         "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
         "PIP_CONFIG_FILE",
+        "NETRC",
+        "FORGE_CACHE_DIR",
         "FORGE_INDEX_URL",
         "FORGE_REGISTRY_USER",
         "FORGE_REGISTRY_PASSWORD",
@@ -58,6 +61,18 @@ fn recipe_and_index() -> (TestContext, String, IndexServer) {
 fn edited_recipe_and_index(from: &str, to: &str) -> (TestContext, String, IndexServer) {
     let context = TestContext::default_recipe();
     context.edit("pins.toml", from, to);
+    let before = context.read("pins.toml");
+    (context, before, default_index())
+}
+
+/// `recipe_and_index` with the tvm group declared lockstep: one version for both members.
+fn lockstep_recipe_and_index() -> (TestContext, String, IndexServer) {
+    let context = TestContext::default_recipe();
+    let text = context.read("pins.toml");
+    context.write(
+        "pins.toml",
+        &format!("{text}\n[groups.tvm]\nlockstep = true\n"),
+    );
     let before = context.read("pins.toml");
     (context, before, default_index())
 }
@@ -488,18 +503,251 @@ fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_r
 
 const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
 
-/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): what the real tilelang
-/// wheels declare, read by range requests, lets tilelang move to 0.1.15 with apache-tvm-ffi
-/// kept at 0.1.11, and then holds apache-tvm-ffi below 0.1.13.
+/// A forge.lock as a build writes it, with `packages` (TOML lines) as what the image holds; none
+/// for a record written before forge recorded them.
+fn lock_with_packages(packages: &str) -> String {
+    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
+    let packages = if packages.is_empty() {
+        String::new()
+    } else {
+        format!("\n[base.packages]\n{packages}\n")
+    };
+    format!(
+        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n{packages}\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
+        digest('1'),
+        digest('2'),
+        digest('3'),
+        digest('4'),
+        digest('5'),
+        digest('6'),
+        digest('7'),
+    )
+}
+
+/// What a move requires of packages the recipe does not pin is listed as coming from the base,
+/// and checked against what the last build's image holds where forge.lock records it.
+#[test]
+fn requirements_on_unpinned_packages_come_from_the_base_and_are_checked_against_the_record() {
+    let (context, _remote) = recipe_at_the_git_head();
+    // The base's CUTLASS DSL at 4.8.0, so that only the unpinned requirements decide.
+    context.edit("pins.toml", "version = \"4.6.0\"", "version = \"4.8.0\"");
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+    let to = ["pin", "bump", "flashinfer", "--to", "0.7.4", "--dry-run"];
+
+    // An older record, without the image's packages: listed, unchecked.
+    context.write("forge.lock", &lock_with_packages(""));
+    let run = forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Base flashinfer-python 0.7.4 needs from the base (not pinned): click, cuda-python>=12.0, cuda-tile>=1.4.0,",
+    );
+    assert_contains(&run.stderr, "nccl4py>=0.4.1");
+    assert_contains(
+        &run.stderr,
+        "unchecked: no build recorded what the base holds",
+    );
+
+    // The last build's image has a cuda-python older than 0.7.4 needs: refused, naming it.
+    context.write(
+        "forge.lock",
+        &lock_with_packages("cuda-python = \"11.8.0\"\nnccl4py = \"0.5.0\"\ntorch = \"2.9.0\""),
+    );
+    let run = forge_on(&context, &index, &to).expect_code(1);
+    assert_unchanged_saying(
+        &run,
+        &context,
+        &before,
+        &[
+            "refusing to move flashinfer to 0.7.4: flashinfer-python 0.7.4 requires cuda-python>=12.0 from the base, whose last build has 11.8.0",
+            "hint: the base must supply cuda-python>=12.0",
+        ],
+    );
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_contains(
+        &run.stdout,
+        "flashinfer 0.7.4: flashinfer-python requires cuda-python>=12.0 of the base, which has 11.8.0 (base)",
+    );
+
+    // With a cuda-python that fits it moves, and says what it found in the base.
+    context.write(
+        "forge.lock",
+        &lock_with_packages("cuda-python = \"12.8.0\"\nnccl4py = \"0.5.0\"\ntorch = \"2.9.0\""),
+    );
+    let run = forge_on(&context, &index, &to).expect_code(0);
+    assert_contains(&run.stderr, "cuda-python>=12.0 (has 12.8.0)");
+    assert_contains(
+        &run.stderr,
+        "nccl-extensions>=0.1.0 (not in the last build's image)",
+    );
+    assert_contains(&run.stderr, "torch (has 2.9.0)");
+}
+
+/// On the recorded index the tvm group moves as one but not in lockstep: tilelang goes to
+/// 0.1.15 and apache-tvm-ffi stays at 0.1.11, held there by the recipe's deny list (0.1.12) and
+/// by what tilelang 0.1.15 declares (`apache-tvm-ffi<0.1.13,>=0.1.11`).
+#[test]
+fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = recorded_index();
+
+    let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    assert_eq!(
+        outdated_row(&run.stdout, "tilelang"),
+        ["tilelang", "0.1.11", "0.1.15", "0.1.15", "outdated"]
+    );
+    assert_eq!(
+        outdated_row(&run.stdout, "apache-tvm-ffi"),
+        ["apache-tvm-ffi", "0.1.11", "0.1.11", "0.1.15.post2", "held"]
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11",
+    );
+    assert_contains(
+        &run.stdout,
+        "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
+    );
+    assert_contains(
+        &run.stdout,
+        "apache-tvm-ffi 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
+    );
+    let metadata_requests = || {
+        index
+            .requests()
+            .iter()
+            .filter(|path| path.ends_with(".metadata"))
+            .count()
+    };
+    let first = metadata_requests();
+    assert!(first > 0);
+    // The METADATA read is cached by each wheel's sha256: the second run reads none.
+    let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
+        .expect_code(0)
+        .json();
+    assert_eq!(metadata_requests(), first);
+    let tilelang = json["pins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pin| pin["name"] == "tilelang")
+        .unwrap();
+    assert_eq!(
+        tilelang["group_move"],
+        serde_json::json!([
+            { "name": "tilelang", "current": "0.1.11", "to": "0.1.15", "forced_by": [] },
+            { "name": "apache-tvm-ffi", "current": "0.1.11", "to": "0.1.11", "forced_by": [] },
+        ])
+    );
+    assert_unchanged(&context, &before);
+
+    // `pin bump` of either member makes the same move, and says what held apache-tvm-ffi.
+    let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+    );
+    assert_contains(
+        &run.stderr,
+        "Keeping apache-tvm-ffi at 0.1.11 in group tvm: 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11; 0.1.12: denied for apache-tvm-ffi: aborts tilelang",
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        before.replacen(
+            "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+            "version = \"0.1.15\"\ngroup = \"tvm\"\n",
+            1
+        )
+    );
+    // The committed render follows.
+    assert_contains(&context.read("ci/Dockerfile.rendered"), "tilelang==0.1.15");
+    let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "tilelang is at 0.1.15, the newest allowed version",
+    );
+}
+
+/// `--to` on a group member keeps the others where they can be, and moves one only when what
+/// the new version declares forces it, naming the requirement.
+#[test]
+fn a_group_move_with_to_moves_a_partner_only_when_a_requirement_forces_it() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let index = recorded_index();
+    // A tilelang that needs a newer apache-tvm-ffi than the pinned one.
+    index.publish(
+        "tilelang",
+        &["tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl"],
+    );
+    let metadata =
+        "Name: tilelang\nVersion: 0.1.16\nRequires-Dist: apache-tvm-ffi<0.1.15,>=0.1.13\n";
+    index.publish_bytes(
+        "tilelang",
+        "tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl.metadata",
+        metadata.as_bytes(),
+    );
+    let before = context.read("pins.toml");
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.15"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+    );
+    context.write("pins.toml", &before);
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.16"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with group tvm: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
+    );
+    let after = context.read("pins.toml");
+    assert_contains(&after, "version = \"0.1.14.post1\"");
+    assert_contains(&after, "version = \"0.1.16\"");
+}
+
+/// Against the real index (`FORGE_LIVE_INDEX=1`; skipped otherwise): `pin outdated` proposes
+/// the tvm group's move, tilelang to 0.1.15 with apache-tvm-ffi kept at 0.1.11, from what the
+/// real wheels declare; and, the group undone, tilelang 0.1.15 then holds apache-tvm-ffi below
+/// 0.1.13.
 #[test]
 fn live_index_requirements_come_from_the_real_wheels() {
     if std::env::var_os("FORGE_LIVE_INDEX").is_none() {
         return;
     }
     let (context, _remote) = recipe_at_the_git_head();
+    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
+    let run = forge(&context, &["pin", "outdated"], &pypi).expect_code(0);
+    assert_eq!(
+        &outdated_row(&run.stdout, "tilelang")[..3],
+        ["tilelang", "0.1.11", "0.1.15"]
+    );
+    assert_eq!(
+        &outdated_row(&run.stdout, "apache-tvm-ffi")[..3],
+        ["apache-tvm-ffi", "0.1.11", "0.1.11"]
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11",
+    );
+    assert_contains(
+        &run.stdout,
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
+    );
+
     context.edit(
         "pins.toml",
-        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
         "",
     );
     context.edit(
@@ -507,7 +755,6 @@ fn live_index_requirements_come_from_the_real_wheels() {
         "version = \"0.1.11\"\ngroup = \"tvm\"\n",
         "version = \"0.1.11\"\n",
     );
-    let pypi = [("FORGE_INDEX_URL", "https://pypi.org/simple")];
     let run = forge(
         &context,
         &["pin", "bump", "tilelang", "--to", "0.1.15"],
@@ -517,13 +764,13 @@ fn live_index_requirements_come_from_the_real_wheels() {
     assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
     let run = forge(
         &context,
-        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13"],
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.13.post3"],
         &pypi,
     )
     .expect_code(1);
     assert_contains(
         &run.stderr,
-        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13",
+        "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11, not 0.1.13.post3",
     );
 }
 
@@ -591,16 +838,13 @@ fn wheel_zip(files: &[(&str, &[u8], bool)]) -> Vec<u8> {
     zip
 }
 
-#[test]
-fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requests() {
-    let (context, _remote) = recipe_at_the_git_head();
-    let before = context.read("pins.toml");
-    let index = default_index();
+/// flashinfer-python 0.7.4 as a real wheel, METADATA as the real index has it, after 4 MB of
+/// kernels that need not move for forge to read it and enough modules that the central
+/// directory does not fit in the last 64 KB; the other FlashInfer wheels as stand-ins.
+fn publish_flashinfer_0_7_4_wheel(index: &IndexServer) -> (&'static str, Vec<u8>) {
     index
         .wheel("flashinfer-cubin", "0.7.4")
         .wheel("flashinfer-jit-cache", "0.7.4+cu130");
-    // flashinfer-python 0.7.4 as a real wheel, METADATA as the real index has it, and 4 MB of
-    // kernels that need not move for forge to read it.
     let recorded: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(
             crate::support::repository_root().join("tests/fixtures/index/flashinfer-python.json"),
@@ -613,7 +857,6 @@ fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requ
         .map(|at| (at.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     let file = "flashinfer_python-0.7.4-py3-none-any.whl";
-    // Enough modules that the central directory does not fit in the last 64 KB.
     let modules: Vec<String> = (0..1500)
         .map(|at| format!("flashinfer/jit/module_{at:04}.py"))
         .collect();
@@ -638,19 +881,32 @@ fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requ
     ]);
     let wheel = wheel_zip(&files);
     index.publish_bytes("flashinfer-python", file, &wheel);
+    (file, wheel)
+}
 
-    let run = forge_on(
-        &context,
-        &index,
-        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
-    )
-    .expect_code(1);
-    assert_unchanged_saying(
-        &run,
-        &context,
-        &before,
-        &["flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0"],
-    );
+const CUTLASS_REFUSAL: &str =
+    "flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0";
+
+#[test]
+fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requests() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    let (file, wheel) = publish_flashinfer_0_7_4_wheel(&index);
+    let cache = context.path().join("metadata-cache");
+    let cache_text = cache.to_str().unwrap();
+    let to = ["pin", "bump", "flashinfer", "--to", "0.7.4"];
+    let env = [
+        ("FORGE_INDEX_URL", index.url()),
+        ("FORGE_CACHE_DIR", cache_text.to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+
+    let run = forge(&context, &to, &env).expect_code(1);
+    assert_unchanged_saying(&run, &context, &before, &[CUTLASS_REFUSAL]);
     // The end record, the central directory and the METADATA entry: three ranges.
     let (bytes, answers) = index.sent(file);
     assert!(
@@ -658,6 +914,136 @@ fn without_metadata_files_the_requirements_are_read_from_the_wheel_by_range_requ
         "{bytes} bytes in {answers} answers of a {} byte wheel",
         wheel.len()
     );
+    // Kept by the wheel's sha256: a second run asks the wheel for nothing.
+    use sha2::Digest as _;
+    let sha256 = hex::encode(sha2::Sha256::digest(&wheel));
+    assert!(cache.join("metadata").join(&sha256).is_file());
+    let run = forge(&context, &to, &env).expect_code(1);
+    assert_unchanged_saying(&run, &context, &before, &[CUTLASS_REFUSAL]);
+    assert_eq!(
+        index.sent(file),
+        (bytes, answers),
+        "a cached METADATA is not fetched again"
+    );
+}
+
+#[test]
+fn a_server_without_range_requests_gives_the_whole_wheel_once() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    let (file, wheel) = publish_flashinfer_0_7_4_wheel(&index);
+    index.refuse_ranges();
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(&run, &context, &before, &[CUTLASS_REFUSAL]);
+    assert_eq!(
+        index.sent(file),
+        (wheel.len(), 1),
+        "one answer: the whole wheel"
+    );
+}
+
+#[test]
+fn a_zip64_wheel_is_read_by_range_requests() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = default_index();
+    let (file, wheel) = publish_flashinfer_0_7_4_wheel(&index);
+    let wheel = zip64(&wheel);
+    index.publish_bytes("flashinfer-python", file, &wheel);
+    // Python's zipfile, the judge: the archive is a valid zip64 one with the same METADATA.
+    let path = context.path().join(file);
+    std::fs::write(&path, &wheel).unwrap();
+    let check = Command::new("python3")
+        .args(["-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read('flashinfer_python-0.7.4.dist-info/METADATA').decode().count('Requires-Dist'))"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
+    )
+    .expect_code(1);
+    assert_unchanged_saying(&run, &context, &before, &[CUTLASS_REFUSAL]);
+    let (bytes, _) = index.sent(file);
+    assert!(
+        bytes * 10 < wheel.len(),
+        "{bytes} bytes of a {} byte wheel",
+        wheel.len()
+    );
+}
+
+/// `zip` (as `wheel_zip` writes it) made a zip64 archive: each central directory entry's offset
+/// moved into a zip64 extra field, and the end records saturated, pointing at a zip64 end of
+/// central directory record through its locator.
+fn zip64(zip: &[u8]) -> Vec<u8> {
+    let u16_at = |bytes: &[u8], at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let u32_at =
+        |bytes: &[u8], at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let end = zip.len() - 22;
+    assert_eq!(&zip[end..end + 4], b"PK\x05\x06");
+    let count = u16_at(zip, end + 10);
+    let (size, offset) = (
+        u32_at(zip, end + 12) as usize,
+        u32_at(zip, end + 16) as usize,
+    );
+    let mut directory = Vec::new();
+    let mut at = offset;
+    while at < offset + size {
+        let names = u16_at(zip, at + 28) as usize;
+        let mut header = zip[at..at + 46].to_vec();
+        let local = u64::from(u32_at(zip, at + 42));
+        header[30..32].copy_from_slice(&12u16.to_le_bytes());
+        header[42..46].copy_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+        directory.extend_from_slice(&header);
+        directory.extend_from_slice(&zip[at + 46..at + 46 + names]);
+        directory.extend_from_slice(&1u16.to_le_bytes());
+        directory.extend_from_slice(&8u16.to_le_bytes());
+        directory.extend_from_slice(&local.to_le_bytes());
+        at += 46 + names;
+    }
+    let mut out = zip[..offset].to_vec();
+    out.extend_from_slice(&directory);
+    let record = out.len() as u64;
+    out.extend_from_slice(b"PK\x06\x06");
+    out.extend_from_slice(&44u64.to_le_bytes());
+    for field in [45u16, 45] {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    out.extend_from_slice(&[0u8; 8]);
+    for field in [
+        u64::from(count),
+        u64::from(count),
+        directory.len() as u64,
+        offset as u64,
+    ] {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    out.extend_from_slice(b"PK\x06\x07");
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&record.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(b"PK\x05\x06");
+    for field in [0u16, 0, 0xFFFF, 0xFFFF] {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    out.extend_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+    out.extend_from_slice(&0xFFFF_FFFFu32.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
 }
 
 #[test]
@@ -666,7 +1052,7 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
     // Without the lockstep group each moves on its own.
     context.edit(
         "pins.toml",
-        "group = \"tvm\"                  # moves in lockstep with tilelang\n",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
         "",
     );
     context.edit(
@@ -699,6 +1085,64 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
         &context,
         &before,
         &["apache-tvm-ffi is at 0.1.11, the newest allowed version"],
+    );
+}
+
+/// Pins in no shared group that a requirement ties together: `--to` a version whose
+/// requirement the other pin does not meet moves that pin too, naming the requirement; a
+/// requirement on a pin the base supplies still refuses.
+#[test]
+fn a_requirement_between_pins_of_no_group_makes_a_coordinated_move() {
+    let (context, _remote) = recipe_at_the_git_head();
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
+    let index = recorded_index();
+    index.publish(
+        "tilelang",
+        &["tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl"],
+    );
+    index.publish_bytes(
+        "tilelang",
+        "tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl.metadata",
+        b"Name: tilelang\nVersion: 0.1.16\nRequires-Dist: apache-tvm-ffi<0.1.15,>=0.1.13\n",
+    );
+    let before = context.read("pins.toml");
+
+    let run = forge_on(
+        &context,
+        &index,
+        &["pin", "bump", "tilelang", "--to", "0.1.16"],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with the move of tilelang: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
+    );
+    assert_contains(
+        &run.stderr,
+        "Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1)",
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        before
+            .replacen(
+                "version = \"0.1.11\"\ndeny",
+                "version = \"0.1.14.post1\"\ndeny",
+                1
+            )
+            .replacen(
+                "module = \"tilelang\"\nversion = \"0.1.11\"",
+                "module = \"tilelang\"\nversion = \"0.1.16\"",
+                1
+            )
     );
 }
 
@@ -757,7 +1201,7 @@ fn a_python_pin_keeps_its_local_label() {
 
 #[test]
 fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12");
@@ -802,7 +1246,7 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
 
 #[test]
 fn a_lockstep_group_moves_together() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index
         .wheel("apache-tvm-ffi", "0.1.12")
         .wheel("tilelang", "0.1.12")
@@ -833,7 +1277,7 @@ fn a_lockstep_group_moves_together() {
 
 #[test]
 fn a_group_partner_missing_the_version_refuses_the_bump() {
-    let (context, before, index) = recipe_and_index();
+    let (context, before, index) = lockstep_recipe_and_index();
     index.wheel("tilelang", "0.1.13");
 
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
@@ -1067,6 +1511,141 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
     assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
 }
 
+const INDEX_PASSWORD: &str = "n3trc-s3cret-pw";
+
+/// pip, the judge of which index set a configuration names: the versions of `package` it finds
+/// for the image's platform with `env`, as `pip index versions` prints them.
+fn pip_index_versions(context: &TestContext, package: &str, env: &[(&str, &str)]) -> String {
+    let home = context.path().join(".home");
+    let output = Command::new("python3")
+        .args(["-m", "pip", "index", "versions", package])
+        .args([
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "--python-version",
+            "3.12",
+        ])
+        .args([
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--no-cache-dir",
+        ])
+        .env_remove("PIP_INDEX_URL")
+        .env_remove("PIP_EXTRA_INDEX_URL")
+        .env_remove("PIP_CONFIG_FILE")
+        .env_remove("NETRC")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CONFIG_DIRS", home.join("xdg"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("python3 -m pip");
+    assert!(
+        output.status.success(),
+        "pip: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// pip's configuration as pip reads it: the index from `PIP_INDEX_URL` or pip.conf, the extra
+/// indexes from `PIP_EXTRA_INDEX_URL` (space separated) or pip.conf's `extra-index-url`, a
+/// `PIP_CONFIG_FILE` that exists shutting the user's pip.conf out, and netrc credentials for a
+/// password-protected index; pip finds the same versions with the same settings, and the
+/// password is never printed.
+#[test]
+fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let protected = default_index();
+    protected.require_login("forge", INDEX_PASSWORD);
+    let extra = IndexServer::start();
+    extra.wheel("tilelang", "0.1.12");
+    context.edit(
+        "pins.toml",
+        "index = \"https://flashinfer.ai/whl/cu130\"",
+        &format!("index = \"{}\"", protected.url()),
+    );
+    let netrc = context.path().join("netrc");
+    std::fs::write(
+        &netrc,
+        format!("machine 127.0.0.1\n  login forge\n  password {INDEX_PASSWORD}\n"),
+    )
+    .unwrap();
+    let pip_conf = context.path().join("pip.conf");
+    std::fs::write(
+        &pip_conf,
+        format!(
+            "[global]\nindex-url = {}\nextra-index-url =\n    {}\n",
+            protected.url(),
+            extra.url()
+        ),
+    )
+    .unwrap();
+    // The user's pip.conf names an index nobody serves: pip skips it when PIP_CONFIG_FILE exists.
+    let user_conf = context.path().join(".home/.config/pip");
+    std::fs::create_dir_all(&user_conf).unwrap();
+    std::fs::write(
+        user_conf.join("pip.conf"),
+        format!(
+            "[global]\nindex-url = http://127.0.0.1:{}/simple\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let (netrc, pip_conf) = (netrc.to_str().unwrap(), pip_conf.to_str().unwrap());
+    // Two extra indexes, space separated; the second one has no tilelang at all.
+    let empty = IndexServer::start();
+    let both = format!("{} {}", extra.url(), empty.url());
+    let protected_url = protected.url();
+    let settings: [Vec<(&str, &str)>; 2] = [
+        vec![("PIP_CONFIG_FILE", pip_conf), ("NETRC", netrc)],
+        vec![
+            ("PIP_INDEX_URL", &protected_url),
+            ("PIP_EXTRA_INDEX_URL", &both),
+            ("NETRC", netrc),
+        ],
+    ];
+    for env in &settings {
+        let run = forge(&context, &["pin", "outdated"], env).expect_code(0);
+        assert_eq!(
+            outdated_row(&run.stdout, "tilelang"),
+            ["tilelang", "0.1.11", "0.1.12", "0.1.12", "outdated"],
+            "{env:?}"
+        );
+        assert_eq!(
+            outdated_row(&run.stdout, "flashinfer"),
+            ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "up-to-date"]
+        );
+        assert!(!run.stdout.contains(INDEX_PASSWORD) && !run.stderr.contains(INDEX_PASSWORD));
+        assert!(
+            !protected
+                .requests()
+                .iter()
+                .any(|line| line.starts_with("refused ")),
+            "{:?}",
+            protected.requests()
+        );
+        assert_contains(
+            &pip_index_versions(&context, "tilelang", env),
+            "Available versions: 0.1.12, 0.1.11",
+        );
+    }
+
+    // Without the netrc entry the index refuses, and forge says so, naming the index.
+    let run = forge(
+        &context,
+        &["pin", "outdated"],
+        &[("PIP_CONFIG_FILE", pip_conf)],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stdout,
+        &format!("the package index at {}/", protected.url()),
+    );
+    assert_contains(&run.stdout, "answered HTTP 401");
+}
+
 #[test]
 fn the_pypi_json_api_is_read_for_an_index_url_ending_in_pypi() {
     let context = TestContext::default_recipe();
@@ -1207,9 +1786,14 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         row("flashinfer"),
         ["flashinfer", "0.6.14", "0.6.15", "0.6.15", "outdated"]
     );
+    // The group moves as one, not in lockstep: tilelang 0.1.12 goes, apache-tvm-ffi stays.
     assert_eq!(
         row("tilelang"),
-        ["tilelang", "0.1.11", "0.1.11", "0.1.12", "held"]
+        ["tilelang", "0.1.11", "0.1.12", "0.1.12", "outdated"]
+    );
+    assert_eq!(
+        row("apache-tvm-ffi"),
+        ["apache-tvm-ffi", "0.1.11", "0.1.11", "0.1.12", "held"]
     );
     assert_eq!(
         row("deepgemm"),
@@ -1227,19 +1811,18 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
         &run.stdout,
         "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
     );
-    assert_contains(
-        &run.stdout,
-        "tilelang 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
-    );
 
     let json = forge_on(&context, &index, &["--json", "pin", "outdated"])
         .expect_code(0)
         .json();
     let pins = json["pins"].as_array().unwrap();
-    let tilelang = pins.iter().find(|pin| pin["name"] == "tilelang").unwrap();
-    assert_eq!(tilelang["newest_allowed"], "0.1.11");
-    assert_eq!(tilelang["newest"], "0.1.12");
-    assert_eq!(tilelang["held"][0]["reasons"][0]["kind"], "denied");
+    let ffi = pins
+        .iter()
+        .find(|pin| pin["name"] == "apache-tvm-ffi")
+        .unwrap();
+    assert_eq!(ffi["newest_allowed"], "0.1.11");
+    assert_eq!(ffi["newest"], "0.1.12");
+    assert_eq!(ffi["held"][0]["reasons"][0]["kind"], "denied");
     assert_eq!(context.read("pins.toml"), before_outdated);
     assert_ne!(before, before_outdated);
 }
@@ -1263,9 +1846,7 @@ fn outdated_exit_code_is_1_only_when_a_pin_can_move() {
     let (context, _remote) = recipe_at_the_git_head();
     let index = default_index();
     // Held back only (denied): nothing can move.
-    index
-        .wheel("apache-tvm-ffi", "0.1.12")
-        .wheel("tilelang", "0.1.12");
+    index.wheel("apache-tvm-ffi", "0.1.12");
     forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(0);
 

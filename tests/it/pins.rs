@@ -187,6 +187,13 @@ fn a_lockstep_group_must_share_one_version() {
         "module = \"tilelang\"\nversion = \"0.1.11\"",
         "module = \"tilelang\"\nversion = \"0.1.13\"",
     );
+    // A group that is not lockstep lets each member carry its own version.
+    context.forge(&["render"]).expect_code(0);
+    let text = context.read("pins.toml");
+    context.write(
+        "pins.toml",
+        &format!("{text}\n[groups.tvm]\nlockstep = true\n"),
+    );
     let run = context.forge(&["render"]).expect_code(2);
     let line = line_of("[pins.tilelang]");
     assert_contains(
@@ -195,6 +202,13 @@ fn a_lockstep_group_must_share_one_version() {
             "pins.toml:{line}:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13"
         ),
     );
+    // A [groups] entry no pin is in is refused.
+    context.write(
+        "pins.toml",
+        &format!("{text}\n[groups.tvn]\nlockstep = true\n"),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(&run.stderr, "[groups.tvn] names a group no pin is in");
 }
 
 #[test]

@@ -416,6 +416,13 @@ fn contents_read_back_a_python_pin_the_base_ships_and_name_a_moved_version() {
             true
         )
     );
+    // What the image holds is recorded for `pin bump` to check requirements against.
+    let lock: toml::Value = toml::from_str(&recipe.context.read("forge.lock")).unwrap();
+    assert_eq!(
+        lock["base"]["packages"][python_image::FIXTURE_PACKAGE].as_str(),
+        Some(python_image::FIXTURE_VERSION),
+        "{lock}"
+    );
     assert_eq!(
         row(&json, "pin", PythonRecipe::NCCL_PIN),
         &pin_row(PythonRecipe::NCCL_PIN, &nccl, &nccl, true)

@@ -1,0 +1,294 @@
+//! A group's move: its pins move together, each to its own version (upstream does not release
+//! them under one version), so that every constraint holds afterwards.
+//!
+//! The members are tried in an order that puts a package before the packages it requires
+//! (tilelang before apache-tvm-ffi): the first member takes its newest version for which the
+//! others can follow, and each next one the newest that still fits what the earlier ones chose,
+//! its current version being the last resort. The first combination nothing refuses is the
+//! move. With one member's version fixed (`--to`), each other member tries its current version
+//! first, so that it moves only when a requirement forces it. For each member the plan keeps why it stays below its newest version (the refusals of
+//! each newer version, the rest of the move as chosen) and, for a member that moves although
+//! its current version was allowed, nothing; for one its current version no longer fits, the
+//! requirements that forced it to move.
+
+use std::collections::BTreeMap;
+
+use super::{Candidate, Pins, Refusal, Upstream, VersionOffer, YankedFiles};
+use crate::types::python::Version;
+use crate::types::recipe::PinName;
+
+/// Where one member of a group lands.
+#[derive(Debug, Clone)]
+pub struct MemberPlan {
+    /// The pin.
+    pub pin: PinName,
+    /// Where it stands.
+    pub current: Version,
+    /// Where the move puts it (its current version when it stays).
+    pub to: Version,
+    /// The newest version on offer, if newer than the current one.
+    pub newest: Option<Version>,
+    /// The versions newer than `to`, newest first, each with what refuses it alongside the
+    /// rest of the move.
+    pub held: Vec<Candidate>,
+    /// For a member that moves: what would refuse its current version alongside the rest of the
+    /// move (empty when it moves only because a newer version is allowed).
+    pub forced_by: Vec<Refusal>,
+}
+
+impl MemberPlan {
+    /// Whether the move changes it.
+    pub fn moves(&self) -> bool {
+        self.to != self.current
+    }
+}
+
+/// A group's move, or why there is none.
+#[derive(Debug, Clone)]
+pub struct GroupPlan {
+    /// What moves, in words: `group tvm`, or for a coordinated move of pins in no group, the pin
+    /// whose move needs the others.
+    pub group: String,
+    /// Every member, in the order they were tried.
+    pub members: Vec<MemberPlan>,
+    /// When a version was fixed (`--to`) and no combination holds: what refuses it with the
+    /// others where they stand.
+    pub refused: Vec<Refusal>,
+}
+
+impl GroupPlan {
+    /// The members that move, with their new versions.
+    pub fn moves(&self) -> Vec<(PinName, Version)> {
+        self.members
+            .iter()
+            .filter(|member| member.moves())
+            .map(|member| (member.pin.clone(), member.to.clone()))
+            .collect()
+    }
+
+    /// The plan of `pin`.
+    pub fn member(&self, pin: &PinName) -> Option<&MemberPlan> {
+        self.members.iter().find(|member| &member.pin == pin)
+    }
+}
+
+/// Puts each member before the members it requires (at their current versions, by what their
+/// wheels declare), else in name order.
+pub fn order_members(offer: &mut VersionOffer) {
+    let environment = offer.target.as_ref().and_then(super::requires::environment);
+    let requires = |from: &PinName, to: &PinName| -> bool {
+        let targets: Vec<String> = offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == to)
+            .map(|package| package.name.normalized())
+            .collect();
+        offer
+            .packages
+            .iter()
+            .filter(|package| &package.pin == from)
+            .filter_map(|package| {
+                let at = offer.pinned.get(&package.name.normalized())?;
+                offer
+                    .declared
+                    .get(&(package.name.normalized(), at.to_string()))
+            })
+            .flatten()
+            .filter(|(_, requirement)| match &environment {
+                Some(environment) => requirement.evaluate_markers(environment, &[]),
+                None => requirement.marker.evaluate_extras(&[]),
+            })
+            .any(|(_, requirement)| targets.contains(&requirement.name.to_string()))
+    };
+    let members = offer.members.clone();
+    let depth: BTreeMap<PinName, usize> = members
+        .iter()
+        .map(|member| {
+            let required_by = members
+                .iter()
+                .filter(|other| *other != member && requires(other, member))
+                .count();
+            (member.clone(), required_by)
+        })
+        .collect();
+    offer
+        .members
+        .sort_by(|a, b| depth[a].cmp(&depth[b]).then_with(|| a.cmp(b)));
+}
+
+/// What `moves` (members to new versions) would be refused for; members at their current
+/// version are left out of the move.
+fn refusals(
+    pins: &Pins,
+    offer: &VersionOffer,
+    moves: &[(PinName, Version)],
+    yanked: YankedFiles,
+) -> Vec<Refusal> {
+    let moving: Vec<(PinName, Version)> = moves
+        .iter()
+        .filter(|(member, version)| offer.currents.get(member) != Some(version))
+        .cloned()
+        .collect();
+    super::judge(pins, offer, &moving, yanked)
+}
+
+/// Plans the move of the group of `offer` (not a lockstep one). `fixed` pins one member to a
+/// version (`--to`); `forced` lets refusals `--force` may cross through.
+pub fn plan(
+    pins: &Pins,
+    offer: &mut VersionOffer,
+    upstream: &Upstream<'_>,
+    fixed: Option<(&PinName, &Version)>,
+    forced: bool,
+) -> GroupPlan {
+    let members = offer.members.clone();
+    let options: Vec<Vec<Version>> = members
+        .iter()
+        .map(|member| match fixed {
+            Some((pin, version)) if pin == member => vec![version.clone()],
+            // With a version fixed the others stay where they can (the smallest move), else
+            // each takes its newest version that fits.
+            _ if fixed.is_some() => {
+                let mut options = vec![offer.currents[member].clone()];
+                options.extend(offer.available[member].iter().cloned());
+                options
+            }
+            _ => {
+                let mut options = offer.available[member].clone();
+                options.push(offer.currents[member].clone());
+                options
+            }
+        })
+        .collect();
+    let yanked = if fixed.is_some() {
+        YankedFiles::Allowed
+    } else {
+        YankedFiles::Refused
+    };
+    let acceptable = |refusals: &[Refusal]| {
+        refusals.is_empty() || forced && refusals.iter().all(Refusal::forceable)
+    };
+    // An odometer over the options, the first member the slowest digit: the first combination
+    // nothing refuses is the newest for the earlier members.
+    let mut digits = vec![0usize; members.len()];
+    let mut chosen: Option<Vec<(PinName, Version)>> = None;
+    loop {
+        let combination: Vec<(PinName, Version)> = members
+            .iter()
+            .zip(&digits)
+            .zip(&options)
+            .map(|((member, digit), options)| (member.clone(), options[*digit].clone()))
+            .collect();
+        let changes = combination
+            .iter()
+            .any(|(member, version)| offer.currents.get(member) != Some(version));
+        if changes {
+            for (member, version) in &combination {
+                offer.learn_member(member, version, upstream);
+            }
+            if acceptable(&refusals(pins, offer, &combination, yanked)) {
+                chosen = Some(combination);
+                break;
+            }
+        }
+        // Advance the last digit; carry leftwards; done when the first one runs over.
+        let mut at = members.len();
+        let done = loop {
+            if at == 0 {
+                break true;
+            }
+            at -= 1;
+            digits[at] += 1;
+            if digits[at] < options[at].len() {
+                break false;
+            }
+            digits[at] = 0;
+        };
+        if done {
+            break;
+        }
+    }
+    let stay: Vec<(PinName, Version)> = members
+        .iter()
+        .map(|member| match fixed {
+            Some((pin, version)) if pin == member => (member.clone(), version.clone()),
+            _ => (member.clone(), offer.currents[member].clone()),
+        })
+        .collect();
+    let refused = match (&chosen, fixed) {
+        (None, Some(_)) => refusals(pins, offer, &stay, yanked),
+        _ => Vec::new(),
+    };
+    let landing = chosen.unwrap_or_else(|| {
+        members
+            .iter()
+            .map(|member| (member.clone(), offer.currents[member].clone()))
+            .collect()
+    });
+    let members = landing
+        .iter()
+        .map(|(member, to)| explain(pins, offer, upstream, &landing, member, to))
+        .collect();
+    GroupPlan {
+        group: match &pins.pins[&offer.pin].group {
+            Some(group) if offer.grouped => format!("group {group}"),
+            _ => format!("the move of {}", offer.pin),
+        },
+        members,
+        refused,
+    }
+}
+
+/// Why `member` lands on `to` with the rest of `landing`: what refuses each newer version, and
+/// what would refuse its current one.
+fn explain(
+    pins: &Pins,
+    offer: &mut VersionOffer,
+    upstream: &Upstream<'_>,
+    landing: &[(PinName, Version)],
+    member: &PinName,
+    to: &Version,
+) -> MemberPlan {
+    let with = |version: &Version| -> Vec<(PinName, Version)> {
+        landing
+            .iter()
+            .map(|(other, at)| {
+                if other == member {
+                    (other.clone(), version.clone())
+                } else {
+                    (other.clone(), at.clone())
+                }
+            })
+            .collect()
+    };
+    let current = offer.currents[member].clone();
+    let newer: Vec<Version> = offer.available[member]
+        .iter()
+        .filter(|version| version.pep440() > to.pep440())
+        .cloned()
+        .collect();
+    let mut held = Vec::new();
+    for version in &newer {
+        offer.learn_member(member, version, upstream);
+        held.push(Candidate {
+            version: version.clone(),
+            refusals: refusals(pins, offer, &with(version), YankedFiles::Refused),
+        });
+    }
+    let forced_by = if *to == current {
+        Vec::new()
+    } else {
+        refusals(pins, offer, &with(&current), YankedFiles::Refused)
+            .into_iter()
+            .filter(|refusal| matches!(refusal, Refusal::Requires { .. }))
+            .collect()
+    };
+    MemberPlan {
+        pin: member.clone(),
+        current,
+        to: to.clone(),
+        newest: offer.available[member].first().cloned(),
+        held,
+        forced_by,
+    }
+}

@@ -1,0 +1,172 @@
+//! `pin bump` of a git pin: to the head of its branch or a revision `--to` names (resolved on
+//! the branch), with every patch series that applies onto it checked at the new revision.
+
+use std::str::FromStr;
+
+use anyhow::Context as _;
+
+use super::{Constraints, Move, PinBumpOptions, SeriesCheck};
+use crate::bump::edit::Assignment;
+use crate::bump::{self, BumpError, Upstream};
+use crate::diagnostics::CheckFailed;
+use crate::patch::{self, Outcome, Series, Target};
+use crate::pins::{Onto, Pin, Source};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::types::git::GitRev;
+use crate::types::recipe::RecipePath;
+use crate::types::url::Url;
+
+pub(super) fn plan_git(
+    recipe: &Recipe,
+    pin: &Pin,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<Option<Move>> {
+    let Source::Git { url, branch, rev } = &pin.source else {
+        unreachable!("plan_git is called for git pins only")
+    };
+    let context = || {
+        format!(
+            "cannot look up {} on {}; pins.toml was not changed",
+            pin.name,
+            crate::redact::Redacted(url.as_str())
+        )
+    };
+    let target: GitRev = match &options.to {
+        Some(text) => {
+            GitRev::from_str(text).map_err(|error| BumpError::InvalidTarget {
+                value: text.clone(),
+                message: error.to_string(),
+            })?;
+            upstream
+                .git
+                .resolve(url, branch.as_ref(), text)
+                .with_context(context)?
+        }
+        None => bump::git_offer(pin, upstream).with_context(context)?.head,
+    };
+    if &target == rev {
+        printer.status(
+            "Fresh",
+            format_args!("{} is at {target}, the head of its branch", pin.name),
+        );
+        return Ok(None);
+    }
+    let mut assignments = vec![Assignment::new(
+        &["pins", pin.name.as_str()],
+        "rev",
+        target.as_str(),
+    )];
+    let mut checks = Vec::new();
+    for (index, entry) in recipe.pins.patches.iter().enumerate() {
+        let Onto::Git { git, .. } = &entry.onto else {
+            continue;
+        };
+        if !git.same_repository(url) {
+            continue;
+        }
+        let check = check_series(recipe, &entry.series, git, &target, printer)?;
+        assignments.push(Assignment::in_array(
+            "patches",
+            index,
+            &["onto"],
+            "rev",
+            target.as_str(),
+        ));
+        checks.push(check);
+    }
+    let conflicts: Vec<String> = checks
+        .iter()
+        .flat_map(|check| {
+            check
+                .applied
+                .patches
+                .iter()
+                .filter_map(move |result| match &result.outcome {
+                    Outcome::Conflict { file, hunk } => {
+                        Some(format!("{}/{} ({file}: {hunk})", check.series, result.name))
+                    }
+                    _ => None,
+                })
+        })
+        .collect();
+    if !conflicts.is_empty() {
+        if options.constraints == Constraints::Force {
+            printer.warn(format_args!(
+                "--force: moving {} to {} although these patches conflict there: {}",
+                pin.name,
+                target.short(),
+                conflicts.join(", ")
+            ));
+        } else {
+            return Err(CheckFailed::new(
+                format!(
+                    "refusing to move {} to {}: its patch series would not apply there: {}",
+                    pin.name,
+                    target.short(),
+                    conflicts.join(", ")
+                ),
+                "rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway",
+            )
+            .into());
+        }
+    }
+    Ok(Some(Move {
+        subject: pin.name.to_string(),
+        from: rev.short().to_owned(),
+        to: target.short().to_owned(),
+        detail: format!(
+            "{}, recorded as {target}",
+            branch.as_ref().map_or("HEAD", |branch| branch.as_str()),
+        ),
+        assignments,
+        patches: checks,
+    }))
+}
+
+/// Checks the series at `series` onto `url` at `revision`, printing each patch's outcome.
+fn check_series(
+    recipe: &Recipe,
+    series: &RecipePath,
+    url: &Url,
+    revision: &GitRev,
+    printer: &Printer,
+) -> anyhow::Result<SeriesCheck> {
+    let folder = crate::fs::Confined::new(&recipe.root)?;
+    let patches = Series::read(&[recipe.root.join(series.as_str())], Some(&folder))?;
+    let target = Target::Git {
+        url: url.clone(),
+        rev: revision.clone(),
+    };
+    printer.status(
+        "Checking",
+        format_args!(
+            "{series} ({} patches) onto {url} at {}",
+            patches.patches.len(),
+            revision.short()
+        ),
+    );
+    let patched =
+        patch::patched_tree(&target, &patches, patch::Mode::Check).with_context(|| {
+            format!(
+                "cannot check {series} onto {}; pins.toml was not changed",
+                revision.short()
+            )
+        })?;
+    for result in &patched.applied.patches {
+        let (verb, note) = match &result.outcome {
+            Outcome::Applies | Outcome::Applied { .. } => ("Applies", String::new()),
+            Outcome::AlreadyApplied { .. } => {
+                ("Upstream", " (already in the new revision)".to_owned())
+            }
+            Outcome::Conflict { file, hunk } => ("Conflicts", format!(" ({file}: {hunk})")),
+        };
+        printer.status(verb, format_args!("{}{note}", result.name));
+    }
+    Ok(SeriesCheck {
+        series: series.to_string(),
+        applied: patched.applied,
+    })
+}

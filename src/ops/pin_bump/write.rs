@@ -1,0 +1,269 @@
+//! A planned move applied: pins.toml edited in memory, the recipe rendered before and after,
+//! both written together with the committed render (or only shown, in a dry run), and the
+//! Dockerfile steps it invalidates reported.
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use super::{BumpMode, Bumped, Move, PinBumpOptions};
+use crate::bump::edit;
+use crate::bump::steps::{self, Invalidated};
+use crate::fs::{Written, write_if_changed, write_together};
+use crate::pins;
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::render::{self, Dockerfile};
+
+/// pins.toml and the Dockerfile before and after a move.
+struct Edited {
+    path: std::path::PathBuf,
+    old_text: String,
+    new_text: String,
+    old_render: Dockerfile,
+    new_render: Dockerfile,
+}
+
+/// Makes the move's edit of pins.toml in memory and renders the recipe before and after it;
+/// nothing is written.
+fn edit_recipe(recipe: &Recipe, planned: &Move) -> anyhow::Result<Edited> {
+    let path = recipe.pins_path();
+    let old_text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let new_text = edit::apply(&old_text, &planned.assignments)
+        .with_context(|| format!("cannot edit {}; it was not changed", path.display()))?;
+    let new_pins = pins::parse(&path, &new_text).with_context(|| {
+        format!(
+            "the edited {} would not load; it was not changed",
+            path.display()
+        )
+    })?;
+    let new_recipe = Recipe {
+        pins: new_pins,
+        ..recipe.clone()
+    };
+    let old_render = render::dockerfile(recipe)?;
+    let new_render = render::dockerfile(&new_recipe).with_context(|| {
+        format!(
+            "the bumped recipe does not render; {} was not changed",
+            path.display()
+        )
+    })?;
+    Ok(Edited {
+        path,
+        old_text,
+        new_text,
+        old_render,
+        new_render,
+    })
+}
+
+pub(super) fn apply(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    planned: Move,
+    printer: &Printer,
+) -> anyhow::Result<Bumped> {
+    let edited = edit_recipe(recipe, &planned)?;
+    let path = &edited.path;
+    let invalidated = steps::invalidated(edited.old_render.as_str(), edited.new_render.as_str());
+    let verb = match options.mode {
+        BumpMode::Write => "Bumping",
+        BumpMode::DryRun => "Would bump",
+    };
+    printer.status(
+        verb,
+        format_args!(
+            "{} {} -> {} ({})",
+            planned.subject, planned.from, planned.to, planned.detail
+        ),
+    );
+    let pins_diff = unified_diff(&edited.old_text, &edited.new_text, "pins.toml");
+    let dockerfile_diff = unified_diff(
+        edited.old_render.as_str(),
+        edited.new_render.as_str(),
+        "Dockerfile",
+    );
+    let written = match options.mode {
+        BumpMode::Write => {
+            let written = write_recipe(recipe, &edited, printer)?;
+            let changed: Vec<String> = planned
+                .assignments
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            printer.status(
+                "Updated",
+                format_args!("{}: {}", path.display(), changed.join(", ")),
+            );
+            Some(written == Written::Changed)
+        }
+        BumpMode::DryRun => {
+            if !printer.is_json() {
+                printer.stdout(&pins_diff);
+                printer.stdout(&dockerfile_diff);
+            }
+            None
+        }
+    };
+    printer.status(
+        "Rendered",
+        format_args!(
+            "Dockerfile {} (was {})",
+            edited.new_render.digest(),
+            edited.old_render.digest()
+        ),
+    );
+    report_invalidated(invalidated.as_ref(), printer);
+    if options.mode == BumpMode::DryRun {
+        printer.status(
+            "Unchanged",
+            format_args!("{} (a dry run writes nothing)", path.display()),
+        );
+    }
+    if printer.is_json() {
+        printer.json(&bump_json(
+            options,
+            &planned,
+            &edited,
+            written,
+            invalidated.as_ref(),
+            [pins_diff, dockerfile_diff],
+        ));
+    }
+    Ok(Bumped::Moved {
+        assignments: planned.assignments,
+        invalidated,
+    })
+}
+
+/// Writes pins.toml and, where the recipe declares one, its committed render, both or neither.
+fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::Result<Written> {
+    let path = &edited.path;
+    let Some(committed) = &recipe.pins.committed_render else {
+        return write_if_changed(path, edited.new_text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()));
+    };
+    let render_path = recipe.root.join(committed.as_str());
+    let written = write_together(&[
+        (path, edited.new_text.as_bytes()),
+        (&render_path, edited.new_render.as_str().as_bytes()),
+    ])
+    .map_err(|error| CommittedRenderError {
+        pins: path.clone(),
+        render: render_path.clone(),
+        source: error,
+    })?;
+    if written[1] == Written::Changed {
+        printer.status(
+            "Updated",
+            format_args!(
+                "{} (the committed render, {})",
+                render_path.display(),
+                edited.new_render.digest()
+            ),
+        );
+    }
+    Ok(written[0])
+}
+
+/// pins.toml and the committed render could not be written together.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {} together with {}; neither was changed", pins.display(), render.display())]
+pub struct CommittedRenderError {
+    pins: std::path::PathBuf,
+    render: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+impl crate::diagnostics::Advise for CommittedRenderError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(format!(
+            "{} must be a writable file (`[render] committed` in pins.toml names it); fix it and run the bump again",
+            self.render.display()
+        ))
+    }
+}
+
+crate::advised!(CommittedRenderError);
+
+/// `pin bump --json`'s document.
+fn bump_json(
+    options: &PinBumpOptions,
+    planned: &Move,
+    edited: &Edited,
+    written: Option<bool>,
+    invalidated: Option<&Invalidated>,
+    [pins_diff, dockerfile_diff]: [String; 2],
+) -> Value {
+    json!({
+        "name": options.name,
+        "changed": true,
+        "from": planned.from,
+        "to": planned.to,
+        "assignments": planned.assignments.iter().map(|assignment| json!({
+            "table": assignment.table_path(),
+            "key": assignment.key,
+            "value": assignment.value,
+        })).collect::<Vec<_>>(),
+        "written": written,
+        "dockerfile": {
+            "before": edited.old_render.digest().as_str(),
+            "after": edited.new_render.digest().as_str(),
+        },
+        "invalidated": invalidated.map_or(Value::Null, |invalidated| json!({
+            "total": invalidated.total,
+            "steps": invalidated.steps,
+        })),
+        "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
+            "series": check.series,
+            "patch": result.name,
+            "status": result.outcome.status(),
+        }))).collect::<Vec<_>>(),
+        "pins_diff": pins_diff,
+        "dockerfile_diff": dockerfile_diff,
+    })
+}
+
+fn report_invalidated(invalidated: Option<&Invalidated>, printer: &Printer) {
+    let Some(invalidated) = invalidated else {
+        printer.status(
+            "Cached",
+            "no Dockerfile instruction changed; a rebuild reuses every step",
+        );
+        return;
+    };
+    let first = &invalidated.steps[0];
+    printer.status(
+        "Invalidated",
+        format_args!(
+            "{} of {} steps, from step {} (Dockerfile line {}) on:",
+            invalidated.steps.len(),
+            invalidated.total,
+            first.number,
+            first.line
+        ),
+    );
+    let mut lines = String::new();
+    for step in &invalidated.steps {
+        lines.push_str(&format!(
+            "{:>12} {:>2}/{}  {}\n",
+            "step",
+            step.number,
+            invalidated.total,
+            step.summary(88)
+        ));
+    }
+    printer.stderr(lines);
+}
+
+/// A unified diff with `a/` and `b/` headers, empty when the texts are equal.
+fn unified_diff(old: &str, new: &str, name: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
