@@ -372,11 +372,9 @@ async fn run<E: Engine>(
             started,
             daemon: engine.version().await,
         };
-        tokio::select! {
-            biased;
-            signal = stop.received() => return Err(BuildError::Interrupted { signal }.into()),
-            signed = async { sign(&signing, &mut published.record, key, printer) } => signed?,
-        }
+        // The push is recorded by now, so a stop cannot put anything back: signing (well under
+        // a second) runs to its end, and SIGINT and SIGTERM stay caught until it has.
+        sign(&signing, &mut published.record, key, printer)?;
     }
     if printer.is_json() {
         let mut report = published.to_json(plan);

@@ -76,6 +76,24 @@ impl RegistryServer {
             .unwrap_or_default()
     }
 
+    /// The requests the token server answered (path and query) whose `User-Agent` starts with
+    /// `agent` (`forge/`, `docker/`).
+    pub fn token_requests_from(&self, agent: &str) -> Vec<String> {
+        self.token_server
+            .as_ref()
+            .map(|token_server| {
+                token_server
+                    .agents
+                    .lock()
+                    .expect("the agent log")
+                    .iter()
+                    .filter_map(|line| line.strip_prefix(agent))
+                    .filter_map(|rest| rest.split_once(' ').map(|(_, path)| path.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The user and password of a registry started with `start_with_basic_auth`.
     pub fn credentials(&self) -> Option<(&str, &str)> {
         self.credentials
@@ -260,6 +278,8 @@ const ISSUER: &str = "forge-test-issuer";
 struct TokenServer {
     realm: String,
     server: LoopbackServer,
+    /// `USER-AGENT PATH` of each request answered.
+    agents: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl TokenServer {
@@ -269,12 +289,15 @@ impl TokenServer {
     fn start(folder: &Path) -> Self {
         let [pull, push] =
             signed_tokens(folder).map(|token| serde_json::json!({ "token": token }).to_string());
+        let agents = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen_agents = std::sync::Arc::clone(&agents);
         // Every answer closes its connection.
         let server = LoopbackServer::start(move |mut stream, log| {
             let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
             let mut request_line = String::new();
             let _ = reader.read_line(&mut request_line);
             let mut authorization = String::new();
+            let mut agent = String::new();
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
@@ -283,9 +306,16 @@ impl TokenServer {
                 if line.to_ascii_lowercase().starts_with("authorization:") {
                     authorization = line.trim().to_owned();
                 }
+                if line.to_ascii_lowercase().starts_with("user-agent:") {
+                    agent = line["user-agent:".len()..].trim().to_owned();
+                }
             }
             let path = request_line.split_whitespace().nth(1).unwrap_or("/");
             let body = if path.contains("push") { &push } else { &pull };
+            seen_agents
+                .lock()
+                .expect("the agent log")
+                .push(format!("{agent} {path}"));
             log.lock()
                 .expect("the request log")
                 .push(format!("{path} {authorization}").trim_end().to_owned());
@@ -298,6 +328,7 @@ impl TokenServer {
         Self {
             realm: format!("http://{}/token", server.address()),
             server,
+            agents,
         }
     }
 }
