@@ -31,6 +31,9 @@ const CONTEXT_LABEL: &str = "dev.forge.context.digest";
 /// The label that lists the applied patches: original and new commit, author, subject.
 const PATCHES_LABEL: &str = "dev.forge.patches";
 
+/// The label naming the authors of the applied patches, from their `From:` headers.
+const AUTHORS_LABEL: &str = "dev.forge.patches.authors";
+
 /// The revision build argument's value when the recipe is not in git.
 const UNKNOWN_REVISION: &str = "unknown";
 
@@ -58,6 +61,14 @@ impl Plan {
         if !self.patches.is_empty() {
             let applied: Vec<String> = self.patches.iter().map(PatchRecord::summary).collect();
             labels.insert(PATCHES_LABEL.to_owned(), applied.join("; "));
+            // Each author once, in the order the series applied them, as their `From:` said.
+            let mut authors: Vec<&str> = Vec::new();
+            for patch in &self.patches {
+                if !authors.contains(&patch.author.as_str()) {
+                    authors.push(&patch.author);
+                }
+            }
+            labels.insert(AUTHORS_LABEL.to_owned(), authors.join("; "));
         }
         labels
     }

@@ -419,6 +419,11 @@ fn assert_image_holds_the_recipe(id: &str, report: &serde_json::Value) {
         "{label}"
     );
     assert!(label.contains(": app: ship in release mode; "), "{label}");
+    // Both patches are Ada's: she is named once, as her From: header names her.
+    assert_eq!(
+        image_label(id, "dev.forge.patches.authors").trim(),
+        "Ada Lovelace <ada@example.org>"
+    );
 }
 
 /// The record names the image, both tags, and the patches with their author; returns it.
