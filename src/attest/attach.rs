@@ -11,12 +11,12 @@ use super::cosign::{self, Attachment, Kind, Layer};
 use super::dsse::{self, Envelope};
 use super::keys::SigningKey;
 use super::{Facts, OverlayFact, PinFact, provenance, sbom};
+use crate::context::overlays::ExpectedFile;
 use crate::lock::{AttachmentRecord, Record};
 use crate::pins::{Pin, Source};
 use crate::recipe::Recipe;
 use crate::registry::{RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::Digest;
-use crate::verify::probe::ExpectedFile;
 
 /// The three attachments of `facts`' manifest, signed with `key`, in upload order: the SBOM
 /// first (the provenance names it), the provenance, the signature last (a verifier that finds

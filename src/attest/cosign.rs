@@ -29,44 +29,8 @@ pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 /// An OCI image configuration.
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 
-/// What kind of thing is attached.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// The signature of the image.
-    Signature,
-    /// A signed provenance statement.
-    Attestation,
-    /// The SBOM.
-    Sbom,
-}
-
-impl Kind {
-    /// The tag suffix cosign uses.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Kind::Signature => "sig",
-            Kind::Attestation => "att",
-            Kind::Sbom => "sbom",
-        }
-    }
-
-    /// What it is, for people.
-    pub fn noun(self) -> &'static str {
-        match self {
-            Kind::Signature => "signature",
-            Kind::Attestation => "provenance",
-            Kind::Sbom => "SBOM",
-        }
-    }
-
-    /// The tag the attachment of this kind for the manifest `digest` lives under.
-    pub fn tag(self, digest: &Digest) -> String {
-        format!("sha256-{}.{}", digest.hex(), self.suffix())
-    }
-}
+/// What kind of thing is attached (forge.lock records it).
+pub use crate::lock::AttachmentKind as Kind;
 
 /// A blob to upload, as a layer of an attachment manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,6 +21,7 @@
 
 mod archive;
 pub mod ignore;
+pub mod overlays;
 pub mod secrets;
 
 use std::path::{Path, PathBuf};

@@ -56,6 +56,45 @@ pub struct Record {
     pub platforms: Vec<PlatformRecord>,
 }
 
+/// What kind of thing is attached to a pushed image, under cosign's tag scheme.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    /// The signature of the image.
+    Signature,
+    /// A signed provenance statement.
+    Attestation,
+    /// The SBOM.
+    Sbom,
+}
+
+impl AttachmentKind {
+    /// The tag suffix cosign uses.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            AttachmentKind::Signature => "sig",
+            AttachmentKind::Attestation => "att",
+            AttachmentKind::Sbom => "sbom",
+        }
+    }
+
+    /// What it is, for people.
+    pub fn noun(self) -> &'static str {
+        match self {
+            AttachmentKind::Signature => "signature",
+            AttachmentKind::Attestation => "provenance",
+            AttachmentKind::Sbom => "SBOM",
+        }
+    }
+
+    /// The tag the attachment of this kind for the manifest `digest` lives under.
+    pub fn tag(self, digest: &Digest) -> String {
+        format!("sha256-{}.{}", digest.hex(), self.suffix())
+    }
+}
+
 /// One platform's image of a multi-platform build.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformRecord {
@@ -73,7 +112,7 @@ pub struct PlatformRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachmentRecord {
     /// `signature`, `attestation` or `sbom`.
-    pub kind: crate::attest::cosign::Kind,
+    pub kind: AttachmentKind,
     /// The manifest it is attached to.
     pub subject: Digest,
     /// The tag it lives under (`sha256-HEX.sig`, `.att`, `.sbom`).
@@ -483,7 +522,7 @@ mod tests {
         assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), unsigned);
         let mut signed = Record::sample();
         signed.attachments = vec![AttachmentRecord {
-            kind: crate::attest::cosign::Kind::Signature,
+            kind: AttachmentKind::Signature,
             subject: Digest::filled('b'),
             tag: format!("sha256-{}.sig", "b".repeat(64)),
             manifest: Digest::filled('c'),

@@ -8,7 +8,6 @@
 //! One build per recipe at a time (an advisory lock on the recipe folder); SIGINT and SIGTERM
 //! stop the build at its next step and put back what it moved.
 
-use std::path::PathBuf;
 use std::str::FromStr as _;
 
 use anyhow::Context as _;
@@ -17,58 +16,17 @@ use crate::attest::attach;
 use crate::attest::keys::SigningKey;
 use crate::context::Output;
 use crate::engine::steps::{Event, StepState};
-use crate::engine::{BuildRequest, Builder, Docker, Engine};
+use crate::engine::{Builder, Docker, Engine};
 use crate::pins::Mutability;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
-use crate::progress::{Display, ProgressMode};
+use crate::progress::Display;
 use crate::publish::{self, BuildError, Publication, RemoteTags, Signals, Stop as _};
 use crate::recipe::Recipe;
-use crate::types::oci::{ImageRef, Platform};
+use crate::types::oci::ImageRef;
 
-/// How far `forge build` goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BuildMode {
-    /// Build, tag, push when asked, record.
-    Build,
-    /// Stop at the context digest and print the plan; no daemon.
-    DryRun,
-}
-
-/// Options of `forge build`.
-#[derive(Debug, Clone)]
-pub struct BuildOptions {
-    /// How far to go.
-    pub mode: BuildMode,
-    /// Refuse to build when the inputs differ from forge.lock.
-    pub locked: bool,
-    /// Push every tag after tagging.
-    pub push: bool,
-    /// Re-point immutable tags that name another image.
-    pub force: bool,
-    /// Ignore the build cache.
-    pub no_cache: bool,
-    /// The platform, instead of pins.toml's.
-    pub platform: Option<Platform>,
-    /// The daemon's builder.
-    pub builder: Builder,
-    /// How progress is shown.
-    pub progress: ProgressMode,
-    /// Show each step's output lines on a terminal too.
-    pub verbose: bool,
-    /// Keep the context archive in this file.
-    pub context_out: Option<PathBuf>,
-    /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
-    pub insecure_registries: Vec<String>,
-    /// Images whose build cache to reuse (`--cache-from`); BuildKit then also writes the
-    /// image's own cache metadata into it.
-    pub cache_from: Vec<String>,
-    /// With `--push`: sign the pushed manifest with this key and attach the signature, the
-    /// SBOM and the provenance to it.
-    pub sign: Option<SigningKey>,
-    /// For a recipe of several platforms: the daemon that builds each (`PLATFORM=URL`).
-    pub nodes: Vec<String>,
-}
+use super::build_request::build_request;
+pub use super::build_request::{BuildMode, BuildOptions};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -156,22 +114,6 @@ impl StepOutcomes {
             })
             .collect()
     }
-}
-
-/// The credentials `docker build` would send with the build: those of every registry the docker
-/// configuration holds (`auths`, each `credHelpers` host, what the `credsStore` lists) and the
-/// one forge's variables are kept for, so that the base and every other stage's image pull as
-/// after `docker login`. The daemon uses each only for its own registry. A lookup that fails is
-/// a warning: the images may be public.
-fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
-    let recipe_registry = recipe.pins.image.repository.registry();
-    let (credentials, errors) = crate::registry::credentials::all(&recipe_registry);
-    for error in errors {
-        printer.warn(format_args!(
-            "the build is sent without some credentials: {error}"
-        ));
-    }
-    credentials
 }
 
 /// A build that failed because a registry wanted credentials it did not get is the
@@ -266,30 +208,6 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
         ));
     }
     printer.stdout(&text);
-}
-
-/// What the daemon is asked to build for `platform`.
-pub(super) fn build_request<'a>(
-    recipe: &Recipe,
-    options: &BuildOptions,
-    plan: &'a Plan,
-    platform: &'a Platform,
-    printer: &Printer,
-) -> BuildRequest<'a> {
-    let revision = pipeline::revision(&recipe.root);
-    BuildRequest {
-        context: plan
-            .context
-            .archive()
-            .expect("a build assembles its context into a file"),
-        builder: options.builder,
-        no_cache: options.no_cache,
-        platform: Some(platform),
-        args: pipeline::build_args(recipe, revision.as_deref()),
-        labels: plan.labels(),
-        credentials: build_credentials(recipe, printer),
-        cache_from: options.cache_from.clone(),
-    }
 }
 
 /// The daemon part: build, racing the stop signals, then publish.
@@ -414,7 +332,7 @@ fn sign(
         .context
         .archive()
         .expect("a build assembles its context into a file");
-    let files = crate::verify::probe::overlay_files(archive, &recipe.pins.overlays)
+    let files = crate::context::overlays::overlay_files(archive, &recipe.pins.overlay_paths())
         .with_context(|| format!("cannot read the build context {}", archive.display()))?;
     let facts = crate::attest::Facts {
         repository: record.image.repository.to_string(),

@@ -1,6 +1,7 @@
 //! The operations layer: what each command does, in terms of the pipeline stages.
 
 pub mod build;
+mod build_request;
 pub mod patch;
 pub mod pin_bump;
 pub mod pin_list;

@@ -13,7 +13,7 @@
 
 use anyhow::Context as _;
 
-use super::build::{BuildOptions, build_request};
+use super::build_request::{BuildOptions, build_request};
 use crate::engine::steps::Event;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::PlatformRecord;

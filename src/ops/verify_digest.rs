@@ -80,7 +80,7 @@ pub fn verify_digest(
             .context
             .archive()
             .expect("the context is assembled into a file");
-        probe::overlay_files(archive, &recipe.pins.overlays)
+        probe::overlay_files(archive, &recipe.pins.overlay_paths())
             .with_context(|| format!("cannot read the build context {}", archive.display()))?
     } else {
         Vec::new()

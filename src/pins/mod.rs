@@ -66,6 +66,16 @@ pub struct Pins {
     pub notices: Vec<Notice>,
 }
 
+impl Pins {
+    /// Each overlay as (folder in the recipe, where it lands in the image).
+    pub fn overlay_paths(&self) -> Vec<(&RecipePath, &ImagePath)> {
+        self.overlays
+            .iter()
+            .map(|overlay| (&overlay.from, &overlay.to))
+            .collect()
+    }
+}
+
 /// The image section.
 #[derive(Debug, Clone)]
 pub struct Image {

@@ -8,27 +8,14 @@
 //! in `types`; file paths are single-quoted.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
-use std::path::Path;
-
-use sha2::{Digest as _, Sha256};
 
 use super::{Check, Kind, MISSING};
-use crate::pins::{Fix, Overlay, Pin, Probe, Source};
+pub use crate::context::overlays::{ExpectedFile, overlay_files};
+use crate::pins::{Fix, Pin, Probe, Source};
 use crate::render::gate;
-use crate::types::oci::Digest;
 
 /// What a fix row expects, and finds when the check holds.
 const IN_PLACE: &str = "in place";
-
-/// One file the recipe copies into the image, with the digest it must have there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpectedFile {
-    /// Its absolute path in the image.
-    pub path: String,
-    /// The sha256 of its bytes in the build context.
-    pub digest: Digest,
-}
 
 /// What a pin must read back as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,38 +28,6 @@ struct Wanted {
     pin: String,
     /// The value it must have (a git revision may be a prefix of what is found).
     value: String,
-}
-
-/// The files each overlay copies into the image, read from the context archive the image was
-/// built from (with the patched trees standing in for the folders they patch).
-pub fn overlay_files(archive: &Path, overlays: &[Overlay]) -> std::io::Result<Vec<ExpectedFile>> {
-    let mut files = Vec::new();
-    let mut tar = tar::Archive::new(std::fs::File::open(archive)?);
-    for entry in tar.entries()? {
-        let mut entry = entry?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        let path = entry.path()?.to_string_lossy().into_owned();
-        for overlay in overlays {
-            let from = overlay.from.as_str().trim_end_matches('/');
-            let Some(rest) = path
-                .strip_prefix(from)
-                .and_then(|rest| rest.strip_prefix('/'))
-            else {
-                continue;
-            };
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes)?;
-            files.push(ExpectedFile {
-                path: format!("{}/{rest}", overlay.to.as_str().trim_end_matches('/')),
-                digest: Digest::from_sha256(&Sha256::digest(&bytes)),
-            });
-            break;
-        }
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(files)
 }
 
 fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
@@ -280,6 +235,8 @@ pub fn checks<'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn pins(text: &str) -> crate::pins::Pins {

@@ -1,0 +1,97 @@
+//! What `forge build` is asked (`BuildOptions`) and what it asks the daemon for each platform
+//! (`build_request`): shared by the one-platform build (`build`) and the build of several
+//! platforms on their nodes (`platforms`).
+
+use std::path::PathBuf;
+
+use crate::attest::keys::SigningKey;
+use crate::engine::{BuildRequest, Builder};
+use crate::pipeline::{self, Plan};
+use crate::printer::Printer;
+use crate::progress::ProgressMode;
+use crate::recipe::Recipe;
+use crate::types::oci::Platform;
+
+/// How far `forge build` goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildMode {
+    /// Build, tag, push when asked, record.
+    Build,
+    /// Stop at the context digest and print the plan; no daemon.
+    DryRun,
+}
+
+/// Options of `forge build`.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// How far to go.
+    pub mode: BuildMode,
+    /// Refuse to build when the inputs differ from forge.lock.
+    pub locked: bool,
+    /// Push every tag after tagging.
+    pub push: bool,
+    /// Re-point immutable tags that name another image.
+    pub force: bool,
+    /// Ignore the build cache.
+    pub no_cache: bool,
+    /// The platform, instead of pins.toml's.
+    pub platform: Option<Platform>,
+    /// The daemon's builder.
+    pub builder: Builder,
+    /// How progress is shown.
+    pub progress: ProgressMode,
+    /// Show each step's output lines on a terminal too.
+    pub verbose: bool,
+    /// Keep the context archive in this file.
+    pub context_out: Option<PathBuf>,
+    /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// Images whose build cache to reuse (`--cache-from`); BuildKit then also writes the
+    /// image's own cache metadata into it.
+    pub cache_from: Vec<String>,
+    /// With `--push`: sign the pushed manifest with this key and attach the signature, the
+    /// SBOM and the provenance to it.
+    pub sign: Option<SigningKey>,
+    /// For a recipe of several platforms: the daemon that builds each (`PLATFORM=URL`).
+    pub nodes: Vec<String>,
+}
+
+/// What the daemon is asked to build for `platform`.
+pub(super) fn build_request<'a>(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    plan: &'a Plan,
+    platform: &'a Platform,
+    printer: &Printer,
+) -> BuildRequest<'a> {
+    let revision = pipeline::revision(&recipe.root);
+    BuildRequest {
+        context: plan
+            .context
+            .archive()
+            .expect("a build assembles its context into a file"),
+        builder: options.builder,
+        no_cache: options.no_cache,
+        platform: Some(platform),
+        args: pipeline::build_args(recipe, revision.as_deref()),
+        labels: plan.labels(),
+        credentials: build_credentials(recipe, printer),
+        cache_from: options.cache_from.clone(),
+    }
+}
+
+/// The credentials `docker build` would send with the build: those of every registry the docker
+/// configuration holds (`auths`, each `credHelpers` host, what the `credsStore` lists) and the
+/// one forge's variables are kept for, so that the base and every other stage's image pull as
+/// after `docker login`. The daemon uses each only for its own registry. A lookup that fails is
+/// a warning: the images may be public.
+fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
+    let recipe_registry = recipe.pins.image.repository.registry();
+    let (credentials, errors) = crate::registry::credentials::all(&recipe_registry);
+    for error in errors {
+        printer.warn(format_args!(
+            "the build is sent without some credentials: {error}"
+        ));
+    }
+    credentials
+}
