@@ -17,7 +17,6 @@
 pub mod attached;
 pub mod probe;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -331,18 +330,20 @@ fn agreement<'a>(
     found: impl Iterator<Item = (&'a str, Option<&'a Digest>)>,
 ) -> Check {
     let found: Vec<(&str, Option<&Digest>)> = found.collect();
-    let distinct: BTreeMap<Option<&Digest>, Vec<&str>> =
-        found
-            .iter()
-            .fold(BTreeMap::new(), |mut groups, (what, digest)| {
-                groups.entry(*digest).or_default().push(what);
-                groups
-            });
+    // Each image once, in the order its first tag comes in the record: the same row on every
+    // machine, whatever ids the images got.
+    let mut distinct: Vec<(Option<&Digest>, Vec<&str>)> = Vec::new();
+    for (what, digest) in &found {
+        match distinct.iter_mut().find(|(known, _)| known == digest) {
+            Some((_, whats)) => whats.push(what),
+            None => distinct.push((*digest, vec![what])),
+        }
+    }
     let subjects: Vec<&str> = found
         .iter()
         .map(|(what, _)| what.rsplit(':').next().unwrap_or(what))
         .collect();
-    let ok = distinct.len() == 1 && !distinct.contains_key(&None);
+    let ok = distinct.len() == 1 && distinct[0].0.is_some();
     let actual = if ok {
         "one image".to_owned()
     } else {
