@@ -95,14 +95,31 @@ fn pin_json(pin: &Pin) -> Value {
             "index": index.as_ref().map(|index| index.as_str()),
             "shim": shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
         }),
-        Source::Wheels { version, wheels } => json!({
-            "version": version.as_str(),
-            "wheels": wheels.iter().map(|wheel| json!({
-                "package": wheel.package.as_str(),
-                "version": wheel.version(version),
-                "index": wheel.index.as_ref().map(|index| index.as_str()),
-            })).collect::<Vec<_>>(),
-        }),
+        Source::Wheels {
+            version,
+            wheels,
+            url,
+        } => {
+            let mut fields = json!({
+                "version": version.as_str(),
+                "wheels": wheels.iter().map(|wheel| {
+                    let mut fields = json!({
+                        "package": wheel.package.as_str(),
+                        "version": wheel.version(version),
+                        "index": wheel.index.as_ref().map(|index| index.as_str()),
+                    });
+                    if let Some(download) = wheel.url(url.as_ref(), version) {
+                        fields["url"] = json!(download.as_str());
+                        fields["sha256"] = json!(wheel.sha256.as_ref().map(|hash| hash.as_str()));
+                    }
+                    fields
+                }).collect::<Vec<_>>(),
+            });
+            if let Some(url) = url {
+                fields["url"] = json!(url.as_str());
+            }
+            fields
+        }
         Source::Git { url, branch, rev } => json!({
             "url": url.as_str(),
             "branch": branch.as_ref().map(|branch| branch.as_str()),

@@ -28,10 +28,11 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
 use crate::types::python::{
-    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+    FileSha256, Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers,
+    Version, WheelFile,
 };
 use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
-use crate::types::url::Url;
+use crate::types::url::{Url, UrlTemplate};
 
 /// The recipe: everything pins.toml says, typed and checked.
 #[derive(Debug, Clone)]
@@ -214,6 +215,9 @@ pub enum Source {
         version: Version,
         /// The wheels.
         wheels: Vec<Wheel>,
+        /// Where the files are downloaded from instead of an index: `{version}` and each
+        /// wheel's `{file}` filled in.
+        url: Option<UrlTemplate>,
     },
     /// A git repository built from source.
     Git {
@@ -242,9 +246,19 @@ pub struct Wheel {
     pub local: Option<LocalLabel>,
     /// An index of its own.
     pub index: Option<Url>,
+    /// Its file name at `{version}`, when the set is downloaded from a URL.
+    pub file: Option<WheelFile>,
+    /// The sha256 of that file at the set's version, once recorded.
+    pub sha256: Option<FileSha256>,
 }
 
 impl Wheel {
+    /// Where this wheel's file is at `version`, for a set downloaded from `url`.
+    pub fn url(&self, url: Option<&UrlTemplate>, version: &Version) -> Option<Url> {
+        let file = self.file.as_ref()?;
+        Some(url?.expand(version.as_str(), &file.expand(version)))
+    }
+
     /// The version this wheel carries for the set's `version`: `0.6.14+cu130`.
     pub fn version(&self, version: &Version) -> String {
         match &self.local {
@@ -262,6 +276,15 @@ impl Wheel {
             self.version(version)
         )
     }
+}
+
+/// The packages of `wheels` downloaded without a recorded sha256.
+pub fn unhashed(wheels: &[Wheel]) -> Vec<String> {
+    wheels
+        .iter()
+        .filter(|wheel| wheel.file.is_some() && wheel.sha256.is_none())
+        .map(|wheel| wheel.package.to_string())
+        .collect()
 }
 
 /// A module shim: a file appended to an installed module to restore names it lost.
@@ -756,26 +779,20 @@ impl Loader<'_> {
                 },
             },
             PinKind::Wheels => {
-                let wheels: Vec<Wheel> = raw
-                    .wheels
-                    .expect("required")
-                    .into_iter()
-                    .map(|wheel| Wheel {
-                        package: wheel.package,
-                        local: wheel.local,
-                        index: wheel.index,
-                    })
-                    .collect();
-                if wheels.is_empty() {
+                let raw_wheels = raw.wheels.expect("required");
+                if raw_wheels.is_empty() {
                     return Err(self.error(
                         span,
                         format!("wheel set `{name}` lists no wheel"),
                         "list at least one { package = \"...\" }",
                     ));
                 }
+                let version = version.expect("required").into_inner();
+                let wheels = self.wheels(&name, raw.url.as_ref(), raw_wheels, &span)?;
                 Source::Wheels {
-                    version: version.expect("required").into_inner(),
+                    version,
                     wheels,
+                    url: raw.url,
                 }
             }
             PinKind::Git => {
@@ -788,8 +805,16 @@ impl Loader<'_> {
                         ),
                     });
                 }
+                let url = raw.url.expect("required");
+                let Some(url) = url.plain() else {
+                    return Err(self.error(
+                        span,
+                        format!("pin `{name}`: a git pin's url `{url}` cannot hold {{version}} or {{file}}"),
+                        "placeholders belong to a wheel set's url; a git pin names its remote as it is",
+                    ));
+                };
                 Source::Git {
-                    url: raw.url.expect("required"),
+                    url,
                     branch: raw.branch,
                     rev,
                 }
@@ -820,6 +845,95 @@ impl Loader<'_> {
         })
     }
 
+    /// The wheels of set `name`: from an index each (`package`, `local`, `index`), or, when the
+    /// set has a `url`, each a `file` of the named package with its `sha256`.
+    fn wheels(
+        &self,
+        name: &PinName,
+        url: Option<&UrlTemplate>,
+        raw: Vec<schema::RawWheel>,
+        span: &Range<usize>,
+    ) -> Result<Vec<Wheel>, LoadError> {
+        let refuse = |message: String, hint: &str| Err(self.error(span.clone(), message, hint));
+        let mut wheels = Vec::new();
+        for wheel in raw {
+            let package = wheel.package;
+            let mut local = wheel.local;
+            match (url, &wheel.file) {
+                (None, Some(_)) => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` has a `file`, but the set has no `url`"
+                        ),
+                        "set the pin's url = \"https://.../{file}\" to download the files, or drop `file` and `sha256` to install from the index",
+                    );
+                }
+                (None, None) if wheel.sha256.is_some() => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` has a `sha256`, but the set has no `url`"
+                        ),
+                        "a hash pins a downloaded file: set the pin's `url` and the wheel's `file`",
+                    );
+                }
+                (Some(_), None) => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` needs `file`: the set is downloaded from its `url`"
+                        ),
+                        "name the wheel's file with {version} for the version, such as file = \"name-{version}-py3-none-any.whl\"",
+                    );
+                }
+                (Some(_), Some(file)) => {
+                    if wheel.index.is_some() {
+                        return refuse(
+                            format!(
+                                "wheel `{package}` of set `{name}` has an `index`, but the set is downloaded from its `url`"
+                            ),
+                            "drop the wheel's `index`, or the pin's `url` to install from indexes",
+                        );
+                    }
+                    let spelled: PackageName = file
+                        .distribution()
+                        .parse()
+                        .expect("a wheel file's name part is a package name");
+                    if spelled.normalized() != package.normalized() {
+                        return refuse(
+                            format!(
+                                "wheel `{package}` of set `{name}`: its file `{file}` is a wheel of `{}`",
+                                file.distribution()
+                            ),
+                            "the file name starts with the package's name, with _ for -",
+                        );
+                    }
+                    match (&local, file.local()) {
+                        (Some(label), Some(in_file)) if label.as_str() != in_file => {
+                            return refuse(
+                                format!(
+                                    "wheel `{package}` of set `{name}`: `local` is {label} but its file carries +{in_file}"
+                                ),
+                                "drop `local`: a file's +LOCAL label says it",
+                            );
+                        }
+                        (None, Some(in_file)) => {
+                            local = Some(in_file.parse().expect("a wheel file's label is checked"));
+                        }
+                        _ => {}
+                    }
+                }
+                (None, None) => {}
+            }
+            wheels.push(Wheel {
+                package,
+                local,
+                index: wheel.index,
+                file: wheel.file,
+                sha256: wheel.sha256,
+            });
+        }
+        Ok(wheels)
+    }
+
     /// The keys of `raw` are those its kind takes, and those it needs are there.
     fn check_keys(
         &self,
@@ -837,7 +951,9 @@ impl Loader<'_> {
                 &["package", "version"],
             ),
             PinKind::Wheels => (
-                &["module", "version", "group", "deny", "allow", "wheels"],
+                &[
+                    "module", "version", "group", "deny", "allow", "wheels", "url",
+                ],
                 &["version", "wheels"],
             ),
             PinKind::Git => (

@@ -1,0 +1,230 @@
+//! A wheel set downloaded from a URL template (a project's release assets) instead of an index:
+//! each wheel's file is installed as `URL#sha256=HEX`, and pip itself is the judge that this
+//! refuses a changed file. A wheel without a recorded hash is named in the render and in a
+//! warning, never installed silently.
+
+use std::process::Command;
+
+use crate::release_server::{ReleaseServer, sha256_hex, wheel};
+use crate::render::assert_hadolint_passes;
+use crate::support::{TestContext, assert_contains};
+
+/// The three files of the default recipe's FlashInfer set at `version`.
+fn flashinfer_files(version: &str) -> [String; 3] {
+    [
+        format!("flashinfer_python-{version}-py3-none-any.whl"),
+        format!("flashinfer_cubin-{version}-py3-none-any.whl"),
+        format!("flashinfer_jit_cache-{version}+cu130-cp39-abi3-manylinux_2_28_aarch64.whl"),
+    ]
+}
+
+const DEFAULT_URL: &str =
+    "https://github.com/flashinfer-ai/flashinfer/releases/download/v{version}/{file}";
+
+/// The default recipe with FlashInfer downloaded from `server`, each wheel's sha256 that of the
+/// file published there for 0.6.14 (published with `marker`); with the sha256 of each file.
+fn recipe_on(server: &ReleaseServer, marker: &str) -> (TestContext, Vec<String>) {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", DEFAULT_URL, &server.url_template());
+    let mut hashes = Vec::new();
+    for file in flashinfer_files("0.6.14") {
+        let bytes = wheel(&file, marker);
+        hashes.push(sha256_hex(&bytes));
+        server.publish("0.6.14", &file, &bytes);
+        let template = file.replacen("0.6.14", "{version}", 1);
+        context.edit(
+            "pins.toml",
+            &format!("file = \"{template}\" }}"),
+            &format!(
+                "file = \"{template}\", sha256 = \"{}\" }}",
+                sha256_hex(&bytes)
+            ),
+        );
+    }
+    (context, hashes)
+}
+
+/// The arguments of the rendered FlashInfer step's `pip install` that name downloads.
+fn downloads(dockerfile: &str) -> Vec<String> {
+    let line = dockerfile
+        .lines()
+        .find(|line| line.starts_with("RUN python3 -m pip install") && line.contains("flashinfer"))
+        .expect("the FlashInfer install step");
+    line.split_whitespace()
+        .filter(|word| word.starts_with("http"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs pip as the rendered step does (`--no-cache-dir --no-deps`), on `requirements`, into a
+/// scratch folder for the image's platform, with no configuration of this machine.
+fn pip_install(requirements: &[String]) -> std::process::Output {
+    let target = tempfile::tempdir().expect("a scratch folder");
+    Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--no-deps",
+        ])
+        .args(["--disable-pip-version-check", "--only-binary=:all:"])
+        .args([
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "--python-version",
+            "3.12",
+        ])
+        .arg("--target")
+        .arg(target.path())
+        .args(requirements)
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .output()
+        .expect("python3 -m pip runs")
+}
+
+#[test]
+fn each_wheel_installs_by_url_and_sha256_and_pip_refuses_a_changed_file() {
+    let server = ReleaseServer::start();
+    let (context, hashes) = recipe_on(&server, "released");
+    let run = context.forge(&["render"]).expect_code(0);
+    let rendered = downloads(&run.stdout);
+    let installed = pip_install(&rendered);
+    assert!(
+        installed.status.success(),
+        "pip installs the files whose hashes were recorded:\n{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // The release is replaced by another build: same names, other bytes.
+    let [python, ..] = flashinfer_files("0.6.14");
+    server.publish("0.6.14", &python, &wheel(&python, "replaced"));
+    let refused = pip_install(&rendered);
+    assert!(
+        !refused.status.success(),
+        "pip must refuse the changed file"
+    );
+    assert_contains(
+        &String::from_utf8_lossy(&refused.stderr),
+        "THESE PACKAGES DO NOT MATCH THE HASHES",
+    );
+
+    assert!(
+        !run.stderr.contains("sha256"),
+        "every hash is recorded, nothing to warn about:\n{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("NOT CHECKED BY HASH"),
+        "{}",
+        run.stdout
+    );
+    let wanted: Vec<String> = flashinfer_files("0.6.14")
+        .iter()
+        .zip(&hashes)
+        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.14", file)))
+        .collect();
+    assert_eq!(rendered, wanted);
+    assert_hadolint_passes(&run.stdout);
+}
+
+#[test]
+fn a_wheel_without_a_hash_is_named_in_the_render_and_a_warning() {
+    let server = ReleaseServer::start();
+    let (context, hashes) = recipe_on(&server, "released");
+    let [_, cubin, _] = flashinfer_files("0.6.14");
+    context.edit("pins.toml", &format!(", sha256 = \"{}\"", hashes[1]), "");
+    let run = context.forge(&["render"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: pin `flashinfer`: no sha256 recorded for flashinfer-cubin, so the Dockerfile installs it unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)",
+    );
+    assert_contains(
+        &run.stdout,
+        "# NOT CHECKED BY HASH: no sha256 is recorded for flashinfer-cubin, so pip installs",
+    );
+    let urls = downloads(&run.stdout);
+    assert_eq!(urls[1], server.url("0.6.14", &cubin));
+    assert!(urls[0].contains("#sha256=") && urls[2].contains("#sha256="));
+    assert_hadolint_passes(&run.stdout);
+}
+
+#[test]
+fn the_default_recipe_downloads_the_release_assets_and_says_which_hashes_are_missing() {
+    let run = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked",
+    );
+    let base = "https://github.com/flashinfer-ai/flashinfer/releases/download/v0.6.14";
+    let wanted: Vec<String> = flashinfer_files("0.6.14")
+        .iter()
+        .map(|file| format!("{base}/{file}"))
+        .collect();
+    assert_eq!(downloads(&run.stdout), wanted);
+}
+
+#[test]
+fn url_and_file_templates_keep_to_their_grammar() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let refusals = [
+        (
+            DEFAULT_URL,
+            "https://example.org/{name}/{file}",
+            "invalid url \"https://example.org/{name}/{file}\"",
+        ),
+        (
+            DEFAULT_URL,
+            "https://example.org/v{version}/{file};id",
+            "invalid url",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_python-{version}-py3-none-any.whl$(id)",
+            "invalid wheel file",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_python-0.6.14-py3-none-any.whl",
+            "its version part is not {version}",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_cubin-{version}-py3-none-any.whl",
+            "wheel `flashinfer-python` of set `flashinfer`: its file `flashinfer_cubin-{version}-py3-none-any.whl` is a wheel of `flashinfer_cubin`",
+        ),
+        (
+            "file = \"flashinfer_cubin-{version}-py3-none-any.whl\"",
+            "index = \"https://example.org/simple\"",
+            "wheel `flashinfer-cubin` of set `flashinfer` needs `file`",
+        ),
+        (
+            "\", file = \"flashinfer_cubin-{version}-py3-none-any.whl\"",
+            "\", file = \"flashinfer_cubin-{version}-py3-none-any.whl\", sha256 = \"ABC\"",
+            "invalid sha256 \"ABC\"",
+        ),
+        (
+            "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+            "url = \"https://github.com/deepseek-ai/{file}.git\"",
+            "a git pin's url `https://github.com/deepseek-ai/{file}.git` cannot hold {version} or {file}",
+        ),
+    ];
+    for (from, to, message) in refusals {
+        context.write("pins.toml", &before.replacen(from, to, 1));
+        let run = context.forge(&["render"]).expect_code(2);
+        assert_contains(&run.stderr, message);
+    }
+    // Without the set's url, a file (and its hash) has nowhere to come from.
+    context.write(
+        "pins.toml",
+        &before.replacen(&format!("url = \"{DEFAULT_URL}\"\n"), "", 1),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "wheel `flashinfer-python` of set `flashinfer` has a `file`, but the set has no `url`",
+    );
+}
