@@ -14,6 +14,7 @@
 //!    requests (`zip_range`), kept by the wheel's sha256 (`metadata_cache`).
 
 pub mod auth;
+pub mod download;
 pub mod metadata_cache;
 pub mod select;
 pub mod wheel;

@@ -5,6 +5,7 @@
 
 use std::process::Command;
 
+use crate::pin_bump::forge;
 use crate::release_server::{ReleaseServer, sha256_hex, wheel};
 use crate::render::assert_hadolint_passes;
 use crate::support::{TestContext, assert_contains};
@@ -227,4 +228,163 @@ fn url_and_file_templates_keep_to_their_grammar() {
         &run.stderr,
         "wheel `flashinfer-python` of set `flashinfer` has a `file`, but the set has no `url`",
     );
+}
+
+/// The default recipe with FlashInfer downloaded from `server`, no hash recorded.
+fn unhashed_recipe_on(server: &ReleaseServer) -> TestContext {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", DEFAULT_URL, &server.url_template());
+    context
+}
+
+/// Publishes the three files of `version` on `server`; their sha256, in order.
+fn release(server: &ReleaseServer, version: &str, files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .map(|file| {
+            let bytes = wheel(file, version);
+            server.publish(version, file, &bytes);
+            sha256_hex(&bytes)
+        })
+        .collect()
+}
+
+/// pins.toml's FlashInfer wheels as `before` has them, at `version` with `hashes` recorded.
+fn with_hashes(before: &str, version: &str, hashes: &[String]) -> String {
+    let mut text = before.replacen(
+        "kind = \"wheels\"\nversion = \"0.6.14\"",
+        &format!("kind = \"wheels\"\nversion = \"{version}\""),
+        1,
+    );
+    for (file, hash) in flashinfer_files("{version}").iter().zip(hashes) {
+        text = text.replacen(
+            &format!("file = \"{file}\" }}"),
+            &format!("file = \"{file}\", sha256 = \"{hash}\" }}"),
+            1,
+        );
+    }
+    text
+}
+
+#[test]
+fn pin_bump_to_downloads_every_file_and_records_its_sha256() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let hashes = release(&server, "0.6.15", &flashinfer_files("0.6.15"));
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "Hashing {}",
+            server.url("0.6.15", &flashinfer_files("0.6.15")[2])
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15 sha256:{}",
+            &hashes[0][..12]
+        ),
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.15", &hashes)
+    );
+
+    // The committed render installs each file by its hash, and pip holds the release to it.
+    let rendered = downloads(&context.read("ci/Dockerfile.rendered"));
+    let wanted: Vec<String> = flashinfer_files("0.6.15")
+        .iter()
+        .zip(&hashes)
+        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.15", file)))
+        .collect();
+    assert_eq!(rendered, wanted);
+    assert!(pip_install(&rendered).status.success());
+    let render = context.forge(&["render"]).expect_code(0);
+    assert!(!render.stderr.contains("sha256"), "{}", render.stderr);
+}
+
+#[test]
+fn pin_bump_to_the_current_version_fills_in_the_missing_hashes() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let hashes = release(&server, "0.6.14", &flashinfer_files("0.6.14"));
+    forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.14", &hashes)
+    );
+    let again = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(&again.stderr, "flashinfer is already at 0.6.14");
+}
+
+#[test]
+fn pin_bump_refuses_a_release_missing_a_file_or_too_large_and_changes_nothing() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let rendered = context.read("ci/Dockerfile.rendered");
+    let files = flashinfer_files("0.6.15");
+    release(&server, "0.6.15", &files[..2]);
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: refusing to move flashinfer to 0.6.15: the release has no file for flashinfer-jit-cache (HTTP 404 from {})",
+            server.url("0.6.15", &files[2])
+        ),
+    );
+    assert_eq!(context.read("pins.toml"), before);
+    assert_eq!(context.read("ci/Dockerfile.rendered"), rendered);
+
+    release(&server, "0.6.15", &files[2..]);
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[("FORGE_DOWNLOAD_LIMIT", "100")],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "sent more than 100 bytes");
+    assert_eq!(context.read("pins.toml"), before);
+
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: pin `flashinfer` downloads its wheels from {}, where forge lists no versions: name the version with --to",
+            server.url_template()
+        ),
+    );
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15+cu130"],
+        &[],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "without a local label");
+    assert_eq!(context.read("pins.toml"), before);
 }
