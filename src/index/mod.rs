@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod download;
 pub mod metadata_cache;
+pub mod releases;
 pub mod select;
 pub mod wheel;
 pub mod zip_range;

@@ -99,6 +99,7 @@ fn pin_json(pin: &Pin) -> Value {
             version,
             wheels,
             url,
+            ..
         } => {
             let mut fields = json!({
                 "version": version.as_str(),

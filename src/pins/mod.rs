@@ -218,6 +218,10 @@ pub enum Source {
         /// Where the files are downloaded from instead of an index: `{version}` and each
         /// wheel's `{file}` filled in.
         url: Option<UrlTemplate>,
+        /// Where the versions of a set with a `url` are listed: a GitHub releases API URL
+        /// (`releases`, else derived from a `https://github.com/OWNER/REPO/releases/download/`
+        /// url).
+        releases: Option<Url>,
     },
     /// A git repository built from source.
     Git {
@@ -778,23 +782,14 @@ impl Loader<'_> {
                     None => None,
                 },
             },
-            PinKind::Wheels => {
-                let raw_wheels = raw.wheels.expect("required");
-                if raw_wheels.is_empty() {
-                    return Err(self.error(
-                        span,
-                        format!("wheel set `{name}` lists no wheel"),
-                        "list at least one { package = \"...\" }",
-                    ));
-                }
-                let version = version.expect("required").into_inner();
-                let wheels = self.wheels(&name, raw.url.as_ref(), raw_wheels, &span)?;
-                Source::Wheels {
-                    version,
-                    wheels,
-                    url: raw.url,
-                }
-            }
+            PinKind::Wheels => self.wheel_set(
+                &name,
+                version.expect("required").into_inner(),
+                raw.wheels.expect("required"),
+                raw.url,
+                raw.releases,
+                &span,
+            )?,
             PinKind::Git => {
                 let rev = raw.rev.expect("required");
                 if !rev.is_full() {
@@ -842,6 +837,40 @@ impl Loader<'_> {
             group: raw.group.map(Spanned::into_inner),
             deny,
             allow: raw.allow,
+        })
+    }
+
+    /// A wheel set: its wheels, where they come from, and where its versions are listed.
+    fn wheel_set(
+        &self,
+        name: &PinName,
+        version: Version,
+        raw_wheels: Vec<schema::RawWheel>,
+        url: Option<UrlTemplate>,
+        releases: Option<Url>,
+        span: &Range<usize>,
+    ) -> Result<Source, LoadError> {
+        if raw_wheels.is_empty() {
+            return Err(self.error(
+                span.clone(),
+                format!("wheel set `{name}` lists no wheel"),
+                "list at least one { package = \"...\" }",
+            ));
+        }
+        let wheels = self.wheels(name, url.as_ref(), raw_wheels, span)?;
+        if releases.is_some() && url.is_none() {
+            return Err(self.error(
+                span.clone(),
+                format!("wheel set `{name}` has `releases` but no `url`"),
+                "`releases` lists the versions of files downloaded from the pin's `url`; an index lists its own",
+            ));
+        }
+        let releases = releases.or_else(|| url.as_ref().and_then(UrlTemplate::github_releases));
+        Ok(Source::Wheels {
+            version,
+            wheels,
+            url,
+            releases,
         })
     }
 
@@ -952,7 +981,7 @@ impl Loader<'_> {
             ),
             PinKind::Wheels => (
                 &[
-                    "module", "version", "group", "deny", "allow", "wheels", "url",
+                    "module", "version", "group", "deny", "allow", "wheels", "url", "releases",
                 ],
                 &["version", "wheels"],
             ),

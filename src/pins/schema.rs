@@ -168,6 +168,8 @@ pub(crate) struct RawPin {
     /// A git pin's remote, or where a wheel set's files are downloaded from (`{version}`,
     /// `{file}`).
     pub url: Option<UrlTemplate>,
+    /// Where a wheel set downloaded by URL lists its versions (a GitHub releases API URL).
+    pub releases: Option<Url>,
     pub branch: Option<BranchName>,
     pub rev: Option<GitRev>,
     pub probe: Option<Probe>,
@@ -193,6 +195,7 @@ impl RawPin {
         note(self.shim.is_some(), "shim");
         note(self.wheels.is_some(), "wheels");
         note(self.url.is_some(), "url");
+        note(self.releases.is_some(), "releases");
         note(self.branch.is_some(), "branch");
         note(self.rev.is_some(), "rev");
         note(self.probe.is_some(), "probe");

@@ -598,6 +598,7 @@ impl PinView {
                 version,
                 wheels,
                 url,
+                ..
             } => SourceView::Wheels {
                 version: version.to_string(),
                 wheels: wheels

@@ -67,6 +67,28 @@ impl UrlTemplate {
         (!self.has_placeholders()).then(|| Url(self.0.clone()))
     }
 
+    /// The GitHub releases API list of a template on GitHub's release downloads
+    /// (`https://github.com/OWNER/REPO/releases/download/...`):
+    /// `https://api.github.com/repos/OWNER/REPO/releases`.
+    pub fn github_releases(&self) -> Option<Url> {
+        let rest = self.0.strip_prefix("https://github.com/")?;
+        let mut parts = rest.splitn(4, '/');
+        let (owner, repository) = (parts.next()?, parts.next()?);
+        let rest = parts.next()?;
+        if rest != "releases" || !parts.next()?.starts_with("download/") {
+            return None;
+        }
+        if [owner, repository]
+            .iter()
+            .any(|part| part.is_empty() || part.contains('{'))
+        {
+            return None;
+        }
+        format!("https://api.github.com/repos/{owner}/{repository}/releases")
+            .parse()
+            .ok()
+    }
+
     /// The URL of `file` at `version`. Both come from checked grammars (a PEP 440 version and
     /// a wheel file name), whose characters the URL grammar allows.
     pub fn expand(&self, version: &str, file: &str) -> Url {
@@ -120,6 +142,15 @@ mod template_tests {
                 "{bad:?} must be refused"
             );
         }
+        let github: UrlTemplate =
+            "https://github.com/flashinfer-ai/flashinfer/releases/download/v{version}/{file}"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            github.github_releases().unwrap().as_str(),
+            "https://api.github.com/repos/flashinfer-ai/flashinfer/releases"
+        );
+        assert_eq!(template.github_releases(), None);
         let plain: UrlTemplate = "https://example.org/x.git".parse().unwrap();
         assert_eq!(plain.plain().unwrap().as_str(), "https://example.org/x.git");
     }

@@ -1,6 +1,9 @@
-//! A project's release downloads on 127.0.0.1, as a forge served by GitHub lays them out:
-//! `GET /download/v<version>/<file>` answers the file published for that version, anything else
-//! 404. `wheel` builds a real (tiny) wheel with Python's zipfile, so that pip can install it.
+//! A project's releases on 127.0.0.1, laid out as GitHub serves them: `GET
+//! /download/v<version>/<file>` answers the file published for that version, and `GET
+//! /repos/o/r/releases` lists the releases in the GitHub releases API's shape (`tag_name`,
+//! `draft`, `prerelease`, `assets[].name` and `browser_download_url`), newest first, two to a
+//! page with a `Link: <...>; rel="next"` header to the next page. Anything else is 404. `wheel`
+//! builds a real (tiny) wheel with Python's zipfile, so that pip can install it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -33,6 +36,33 @@ impl ReleaseServer {
             "http://{}/download/v{{version}}/{{file}}",
             self.server.address()
         )
+    }
+
+    /// The GitHub releases API list of the project.
+    pub fn releases_url(&self) -> String {
+        format!("http://{}/repos/o/r/releases", self.server.address())
+    }
+
+    /// Marks release `version` a draft (left out of every listing but the API's).
+    pub fn draft(&self, version: &str) -> &Self {
+        self.mark(version, "draft")
+    }
+
+    /// Marks release `version` a pre-release.
+    pub fn prerelease(&self, version: &str) -> &Self {
+        self.mark(version, "prerelease")
+    }
+
+    fn mark(&self, version: &str, mark: &str) -> &Self {
+        let folder = self.root.path().join(format!("v{version}"));
+        std::fs::create_dir_all(&folder).expect("a release folder");
+        std::fs::write(self.root.path().join(format!("v{version}.{mark}")), "").expect("a mark");
+        self
+    }
+
+    /// The request paths served so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.server.requests()
     }
 
     /// The URL of `file` at `version`.
@@ -115,6 +145,21 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         .unwrap_or("/")
         .to_owned();
     requests.lock().expect("the request log").push(path.clone());
+    if let Some(query) = path.strip_prefix("/repos/o/r/releases") {
+        let address = stream.local_addr().expect("an address").to_string();
+        let (body, link) = releases_page(root, &address, query);
+        let link = link.map_or_else(String::new, |next| {
+            format!("Link: <{next}>; rel=\"next\"\r\n")
+        });
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{link}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        let _ = stream.flush();
+        return;
+    }
     let file = path
         .strip_prefix("/download/")
         .map(|rest| rest.replace("%2B", "+"))
@@ -131,4 +176,62 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     let _ = stream.write_all(head.as_bytes());
     let _ = stream.write_all(&body);
     let _ = stream.flush();
+}
+
+/// The page of the releases list `query` asks for (`?page=N`, else the first), and the URL of
+/// the next page if there is one.
+fn releases_page(root: &Path, address: &str, query: &str) -> (String, Option<String>) {
+    let page: usize = query
+        .split(['?', '&'])
+        .find_map(|part| part.strip_prefix("page="))
+        .and_then(|page| page.parse().ok())
+        .unwrap_or(1);
+    let mut versions: Vec<String> = std::fs::read_dir(root)
+        .expect("the release folder")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| {
+            entry
+                .file_name()
+                .to_str()?
+                .strip_prefix('v')
+                .map(ToOwned::to_owned)
+        })
+        .collect();
+    // Newest first, as the API lists them (by the numbers of the version, enough for the tests).
+    let key = |version: &String| -> Vec<u64> {
+        version
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|part| part.parse().ok())
+            .collect()
+    };
+    versions.sort_by_key(|version| std::cmp::Reverse(key(version)));
+    let releases: Vec<serde_json::Value> = versions
+        .iter()
+        .map(|version| {
+            let mut assets: Vec<String> = std::fs::read_dir(root.join(format!("v{version}")))
+                .expect("a release")
+                .filter_map(|entry| Some(entry.ok()?.file_name().to_str()?.to_owned()))
+                .collect();
+            assets.sort();
+            serde_json::json!({
+                "tag_name": format!("v{version}"),
+                "draft": root.join(format!("v{version}.draft")).exists(),
+                "prerelease": root.join(format!("v{version}.prerelease")).exists(),
+                "assets": assets.iter().map(|name| serde_json::json!({
+                    "name": name,
+                    "browser_download_url": format!("http://{address}/download/v{version}/{}", name.replace('+', "%2B")),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let chunk: Vec<serde_json::Value> = releases
+        .iter()
+        .skip((page - 1) * 2)
+        .take(2)
+        .cloned()
+        .collect();
+    let next = (releases.len() > page * 2)
+        .then(|| format!("http://{address}/repos/o/r/releases?page={}", page + 1));
+    (serde_json::Value::Array(chunk).to_string(), next)
 }

@@ -388,3 +388,70 @@ fn pin_bump_refuses_a_release_missing_a_file_or_too_large_and_changes_nothing() 
     assert_contains(&run.stderr, "without a local label");
     assert_eq!(context.read("pins.toml"), before);
 }
+
+#[test]
+fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    context.edit(
+        "pins.toml",
+        &format!("url = \"{}\"", server.url_template()),
+        &format!(
+            "url = \"{}\"\nreleases = \"{}\"",
+            server.url_template(),
+            server.releases_url()
+        ),
+    );
+    let before = context.read("pins.toml");
+    release(&server, "0.6.14", &flashinfer_files("0.6.14"));
+    let hashes = release(&server, "0.6.15", &flashinfer_files("0.6.15"));
+    release(&server, "0.6.16", &flashinfer_files("0.6.16")[..2]);
+    release(&server, "0.6.17rc1", &flashinfer_files("0.6.17rc1"));
+    server.prerelease("0.6.17rc1");
+    release(&server, "0.7.0", &flashinfer_files("0.7.0"));
+    server.draft("0.7.0");
+
+    let run = forge(&context, &["pin", "bump", "flashinfer", "--dry-run"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: skipping flashinfer 0.6.16: the release has no flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-manylinux_2_28_aarch64.whl",
+    );
+    assert!(
+        !run.stderr.contains("0.6.17rc1") && !run.stderr.contains("0.7.0"),
+        "{}",
+        run.stderr
+    );
+    assert_contains(&run.stderr, "Would bump flashinfer 0.6.14 -> 0.6.15");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|path| path.contains("releases?page=2")),
+        "the listing follows the next page: {:?}",
+        server.requests()
+    );
+    assert_eq!(context.read("pins.toml"), before);
+
+    forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.15", &hashes)
+    );
+
+    // Nothing newer with every file: the pin stays, saying so.
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "flashinfer is at 0.6.15, the newest release with every file of the set that pins.toml allows (1 newer held back)",
+    );
+    let with_pre = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--pre", "--dry-run"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &with_pre.stderr,
+        "Would bump flashinfer 0.6.15 -> 0.6.17rc1",
+    );
+}

@@ -5,15 +5,18 @@
 
 use std::str::FromStr;
 
+use anyhow::Context as _;
+
 use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::{Assignment, Segment};
-use crate::bump::{BumpError, Refusal};
+use crate::bump::{BumpError, Prereleases, Refusal};
 use crate::diagnostics::CheckFailed;
 use crate::index::download::{self, Fetched};
+use crate::index::releases;
 use crate::pins::{Pin, Source, Wheel};
 use crate::printer::Printer;
 use crate::types::python::{FileSha256, Version};
-use crate::types::url::UrlTemplate;
+use crate::types::url::{Url, UrlTemplate};
 
 /// Plans the move of `pin`, a wheel set with a `url`, to `--to`; `None` when it is already there
 /// with every hash recorded.
@@ -26,24 +29,33 @@ pub(super) fn plan_download(
         version: current,
         wheels,
         url: Some(url),
+        releases,
     } = &pin.source
     else {
         unreachable!("only a wheel set with a url is downloaded");
     };
-    let Some(text) = &options.to else {
-        return Err(BumpError::NeedsTarget {
-            pin: pin.name.clone(),
-            url: url.to_string(),
+    let version = match &options.to {
+        Some(text) => Version::from_str(text)
+            .ok()
+            .filter(|version| !version.as_str().contains('+'))
+            .ok_or_else(|| BumpError::InvalidTarget {
+                value: text.clone(),
+                message: "expected the set's version without a local label (each wheel's file carries its own)".to_owned(),
+            })?,
+        None => {
+            let Some(releases) = releases else {
+                return Err(BumpError::NeedsTarget {
+                    pin: pin.name.clone(),
+                    url: url.to_string(),
+                }
+                .into());
+            };
+            match newest_release(pin, releases, options, printer)? {
+                Some(version) => version,
+                None => return Ok(None),
+            }
         }
-        .into());
     };
-    let version = Version::from_str(text)
-        .ok()
-        .filter(|version| !version.as_str().contains('+'))
-        .ok_or_else(|| BumpError::InvalidTarget {
-            value: text.clone(),
-            message: "expected the set's version without a local label (each wheel's file carries its own)".to_owned(),
-        })?;
     check_constraints(pin, &version, options.constraints, printer)?;
     if &version == current && wheels.iter().all(|wheel| wheel.sha256.is_some()) {
         printer.status(
@@ -82,6 +94,100 @@ pub(super) fn plan_download(
         assignments,
         patches: Vec::new(),
     }))
+}
+
+/// The newest release newer than the pin that has every file of the set and that the
+/// constraints allow, warning about each newer one skipped; `None` (said as such) when there is
+/// none.
+fn newest_release(
+    pin: &Pin,
+    releases: &Url,
+    options: &PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<Option<Version>> {
+    let Source::Wheels {
+        version: current,
+        wheels,
+        ..
+    } = &pin.source
+    else {
+        unreachable!("only a wheel set is listed by release");
+    };
+    let listed = releases::list(releases).with_context(|| {
+        format!(
+            "cannot look up the versions of {}; pins.toml was not changed",
+            pin.name
+        )
+    })?;
+    let mut newer: Vec<(Version, Vec<String>)> = listed
+        .into_iter()
+        .filter_map(|release| {
+            let version = release.version?;
+            let pre = release.prerelease || version.pep440().any_prerelease();
+            let offered = version.pep440() > current.pep440()
+                && (options.prereleases == Prereleases::Include || !pre);
+            offered.then(|| {
+                let refusals =
+                    refusals(pin, wheels, &version, &release.assets, options.constraints);
+                (version, refusals)
+            })
+        })
+        .collect();
+    newer.sort_by_key(|(version, _)| std::cmp::Reverse(version.pep440()));
+    newer.dedup_by(|a, b| a.0 == b.0);
+    let pick = newer.iter().position(|(_, refusals)| refusals.is_empty());
+    for (version, refusals) in &newer[..pick.unwrap_or(newer.len())] {
+        printer.warn(format_args!(
+            "skipping {} {version}: {}",
+            pin.name,
+            refusals.join("; ")
+        ));
+    }
+    let Some(pick) = pick else {
+        printer.status(
+            "Fresh",
+            format_args!(
+                "{} is at {current}, the newest release with every file of the set that pins.toml allows ({} newer held back)",
+                pin.name,
+                newer.len()
+            ),
+        );
+        return Ok(None);
+    };
+    Ok(Some(newer[pick].0.clone()))
+}
+
+/// Why the release of `version` holding `assets` is not a move: denied, outside the allowed
+/// range (unless forced), or missing a file of the set.
+fn refusals(
+    pin: &Pin,
+    wheels: &[Wheel],
+    version: &Version,
+    assets: &std::collections::BTreeSet<String>,
+    constraints: Constraints,
+) -> Vec<String> {
+    let mut refusals = Vec::new();
+    if let Some(denied) = pin.denied(version) {
+        refusals.push(format!("denied: {}", denied.reason));
+    }
+    if let Some(allow) = pin
+        .allow
+        .as_ref()
+        .filter(|allow| !allow.contains(&version.pep440()))
+        .filter(|_| constraints == Constraints::Enforce)
+    {
+        refusals.push(format!("outside the allowed range {}", allow.as_str()));
+    }
+    let missing: Vec<String> = wheels
+        .iter()
+        .filter_map(|wheel| wheel.file.as_ref())
+        .map(|file| file.expand(version))
+        .filter(|file| !assets.contains(file))
+        .collect();
+    if !missing.is_empty() {
+        refusals.push(format!("the release has no {}", missing.join(", ")));
+    }
+    refusals
 }
 
 /// The deny list always holds; the allowed range unless `--force`.
