@@ -15,6 +15,7 @@
 
 pub mod edit;
 pub mod group;
+pub mod release;
 pub mod requires;
 pub mod steps;
 

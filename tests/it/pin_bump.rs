@@ -2797,7 +2797,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
 
 /// The cells of `pin outdated`'s row for the pin `name`.
 #[track_caller]
-fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+pub fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
     stdout
         .lines()
         .find(|line| line.starts_with(&format!("{name} ")))

@@ -405,11 +405,13 @@ fn base_tags_in_a_loopback_registry(sandbox: &mut Sandbox, step: usize) {
 }
 
 /// Upstream on loopback: DeepGEMM's pin following a git remote made here (its `nv_dev` head a
-/// commit ahead), and a package index where FlashInfer has 0.6.15 and the tvm group 0.1.12.
+/// commit ahead), and a package index where FlashInfer (its wheels looked up there) has 0.6.15
+/// and the tvm group 0.1.12.
 fn upstream_on_loopback(sandbox: &mut Sandbox, step: usize) {
     if step > 0 {
         return;
     }
+    flashinfer_on_indexes(sandbox);
     let remote = crate::pin_bump::GitRemote::new();
     sandbox.edit(
         "pins.toml",

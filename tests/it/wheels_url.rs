@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::pin_bump::forge;
+use crate::pin_bump::{forge, outdated_row};
 use crate::release_server::{ReleaseServer, sha256_hex, wheel};
 use crate::render::assert_hadolint_passes;
 use crate::support::{TestContext, assert_contains};
@@ -402,7 +402,6 @@ fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
             server.releases_url()
         ),
     );
-    let before = context.read("pins.toml");
     release(&server, "0.6.14", &flashinfer_files("0.6.14"));
     let hashes = release(&server, "0.6.15", &flashinfer_files("0.6.15"));
     release(&server, "0.6.16", &flashinfer_files("0.6.16")[..2]);
@@ -410,6 +409,28 @@ fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
     server.prerelease("0.6.17rc1");
     release(&server, "0.7.0", &flashinfer_files("0.7.0"));
     server.draft("0.7.0");
+
+    // Every pin is looked up: the others on loopback addresses nothing answers, so that
+    // nothing leaves the machine; only this row counts.
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        "url = \"http://127.0.0.1:1/DeepGEMM.git\"",
+    );
+    let before = context.read("pins.toml");
+    let outdated = forge(
+        &context,
+        &["pin", "outdated"],
+        &[("FORGE_INDEX_URL", "http://127.0.0.1:1/simple")],
+    );
+    assert_eq!(
+        outdated_row(&outdated.stdout, "flashinfer"),
+        ["flashinfer", "0.6.14", "0.6.15", "0.6.16", "outdated"]
+    );
+    assert_contains(
+        &outdated.stdout,
+        "flashinfer 0.6.16: the release has no flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-manylinux_2_28_aarch64.whl (wheel-set)",
+    );
 
     let run = forge(&context, &["pin", "bump", "flashinfer", "--dry-run"], &[]).expect_code(0);
     assert_contains(

@@ -9,10 +9,9 @@ use anyhow::Context as _;
 
 use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::{Assignment, Segment};
-use crate::bump::{BumpError, Prereleases, Refusal};
+use crate::bump::{BumpError, Refusal, release};
 use crate::diagnostics::CheckFailed;
 use crate::index::download::{self, Fetched};
-use crate::index::releases;
 use crate::pins::{Pin, Source, Wheel};
 use crate::printer::Printer;
 use crate::types::python::{FileSha256, Version};
@@ -105,89 +104,47 @@ fn newest_release(
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Option<Version>> {
-    let Source::Wheels {
-        version: current,
-        wheels,
-        ..
-    } = &pin.source
-    else {
-        unreachable!("only a wheel set is listed by release");
-    };
-    let listed = releases::list(releases).with_context(|| {
+    let newer = release::candidates(
+        pin,
+        releases,
+        options.prereleases,
+        options.constraints == Constraints::Enforce,
+    )
+    .with_context(|| {
         format!(
             "cannot look up the versions of {}; pins.toml was not changed",
             pin.name
         )
     })?;
-    let mut newer: Vec<(Version, Vec<String>)> = listed
-        .into_iter()
-        .filter_map(|release| {
-            let version = release.version?;
-            let pre = release.prerelease || version.pep440().any_prerelease();
-            let offered = version.pep440() > current.pep440()
-                && (options.prereleases == Prereleases::Include || !pre);
-            offered.then(|| {
-                let refusals =
-                    refusals(pin, wheels, &version, &release.assets, options.constraints);
-                (version, refusals)
-            })
-        })
-        .collect();
-    newer.sort_by_key(|(version, _)| std::cmp::Reverse(version.pep440()));
-    newer.dedup_by(|a, b| a.0 == b.0);
-    let pick = newer.iter().position(|(_, refusals)| refusals.is_empty());
-    for (version, refusals) in &newer[..pick.unwrap_or(newer.len())] {
+    let pick = newer
+        .iter()
+        .position(|candidate| candidate.refusals.is_empty());
+    for skipped in &newer[..pick.unwrap_or(newer.len())] {
+        let reasons: Vec<&str> = skipped
+            .refusals
+            .iter()
+            .map(|(_, reason)| reason.as_str())
+            .collect();
         printer.warn(format_args!(
-            "skipping {} {version}: {}",
+            "skipping {} {}: {}",
             pin.name,
-            refusals.join("; ")
+            skipped.version,
+            reasons.join("; ")
         ));
     }
     let Some(pick) = pick else {
         printer.status(
             "Fresh",
             format_args!(
-                "{} is at {current}, the newest release with every file of the set that pins.toml allows ({} newer held back)",
+                "{} is at {}, the newest release with every file of the set that pins.toml allows ({} newer held back)",
                 pin.name,
+                pin.current(),
                 newer.len()
             ),
         );
         return Ok(None);
     };
-    Ok(Some(newer[pick].0.clone()))
-}
-
-/// Why the release of `version` holding `assets` is not a move: denied, outside the allowed
-/// range (unless forced), or missing a file of the set.
-fn refusals(
-    pin: &Pin,
-    wheels: &[Wheel],
-    version: &Version,
-    assets: &std::collections::BTreeSet<String>,
-    constraints: Constraints,
-) -> Vec<String> {
-    let mut refusals = Vec::new();
-    if let Some(denied) = pin.denied(version) {
-        refusals.push(format!("denied: {}", denied.reason));
-    }
-    if let Some(allow) = pin
-        .allow
-        .as_ref()
-        .filter(|allow| !allow.contains(&version.pep440()))
-        .filter(|_| constraints == Constraints::Enforce)
-    {
-        refusals.push(format!("outside the allowed range {}", allow.as_str()));
-    }
-    let missing: Vec<String> = wheels
-        .iter()
-        .filter_map(|wheel| wheel.file.as_ref())
-        .map(|file| file.expand(version))
-        .filter(|file| !assets.contains(file))
-        .collect();
-    if !missing.is_empty() {
-        refusals.push(format!("the release has no {}", missing.join(", ")));
-    }
-    refusals
+    Ok(Some(newer[pick].version.clone()))
 }
 
 /// The deny list always holds; the allowed range unless `--force`.
