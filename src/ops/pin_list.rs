@@ -47,11 +47,19 @@ fn source_summary(pin: &Pin) -> String {
             install: false,
             ..
         } => format!("{package} (in base, not installed)"),
-        Source::Wheels { wheels, .. } => wheels
-            .iter()
-            .map(|wheel| wheel.package.to_string())
-            .collect::<Vec<_>>()
-            .join(" + "),
+        Source::Wheels { wheels, url, .. } => {
+            let packages = wheels
+                .iter()
+                .map(|wheel| wheel.package.to_string())
+                .collect::<Vec<_>>()
+                .join(" + ");
+            let unhashed = crate::pins::unhashed(wheels).len();
+            match (url, unhashed) {
+                (None, _) => packages,
+                (Some(_), 0) => format!("{packages} by URL"),
+                (Some(_), unhashed) => format!("{packages} by URL ({unhashed} without sha256)"),
+            }
+        }
         Source::Git { url, branch, rev } => {
             let branch = branch
                 .as_ref()
