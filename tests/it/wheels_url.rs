@@ -208,6 +208,16 @@ fn url_and_file_templates_keep_to_their_grammar() {
             "invalid sha256 \"ABC\"",
         ),
         (
+            "{ package = \"flashinfer-jit-cache\", file",
+            "{ package = \"flashinfer-jit-cache\", local = \"cu128\", file",
+            "wheel `flashinfer-jit-cache` of set `flashinfer`: `local` is cu128 but its file carries +cu130",
+        ),
+        (
+            "package = \"apache-tvm-ffi\"\n",
+            "package = \"apache-tvm-ffi\"\nreleases = \"https://api.github.com/repos/a/b/releases\"\n",
+            "pin `apache-tvm-ffi` of kind python cannot have `releases`",
+        ),
+        (
             "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
             "url = \"https://github.com/deepseek-ai/{file}.git\"",
             "a git pin's url `https://github.com/deepseek-ai/{file}.git` cannot hold {version} or {file}",
