@@ -12,6 +12,9 @@
 //!    the recipe does not pin against what the last build's image holds (`from_base`).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
+//! 4. A wheel set downloaded by URL is offered what the project's releases hold instead
+//!    (`release`): each release newer than the pin, held back by the deny list, the allowed
+//!    range, or a file of the set it lacks.
 
 pub mod edit;
 pub mod group;
