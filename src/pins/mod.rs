@@ -464,6 +464,7 @@ impl Loader<'_> {
 
         let tags = self.tags(raw.image.tags)?;
         let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
+        self.downloads_fit(&pins, &platforms, raw.base.python.as_ref())?;
 
         let mut patches = Vec::new();
         for entry in raw.patches {
@@ -838,6 +839,47 @@ impl Loader<'_> {
             deny,
             allow: raw.allow,
         })
+    }
+
+    /// Every file a wheel set downloads by URL fits each platform the image is built for (by its
+    /// tags, and the base's Python when pins.toml declares it): the one file is installed on
+    /// every platform, and pip would refuse it at build time on one it does not fit.
+    fn downloads_fit(
+        &self,
+        pins: &BTreeMap<PinName, Pin>,
+        platforms: &[Platform],
+        python: Option<&PythonVersion>,
+    ) -> Result<(), LoadError> {
+        for pin in pins.values() {
+            let Source::Wheels {
+                version, wheels, ..
+            } = &pin.source
+            else {
+                continue;
+            };
+            for (wheel, file) in wheels
+                .iter()
+                .filter_map(|wheel| Some((wheel, wheel.file.as_ref()?.expand(version))))
+            {
+                let target = platforms
+                    .iter()
+                    .filter_map(|platform| crate::index::wheel::Target::new(platform, python))
+                    .find(|target| !target.fits_wheel(&file));
+                if let Some(target) = target {
+                    return Err(self.error(
+                        self.find(&format!("[pins.{}]", pin.name)),
+                        format!(
+                            "wheel `{}` of set `{}`: its file {file} does not fit {}",
+                            wheel.package,
+                            pin.name,
+                            target.describe()
+                        ),
+                        "name the file built for the image's platform and Python (`[image] platform`, `[base] python`)",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A wheel set: its wheels, where they come from, and where its versions are listed.

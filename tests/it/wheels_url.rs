@@ -213,6 +213,16 @@ fn url_and_file_templates_keep_to_their_grammar() {
             "wheel `flashinfer-jit-cache` of set `flashinfer`: `local` is cu128 but its file carries +cu130",
         ),
         (
+            "+cu130-cp39-abi3-manylinux_2_28_aarch64.whl",
+            "+cu130-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "wheel `flashinfer-jit-cache` of set `flashinfer`: its file flashinfer_jit_cache-0.6.14+cu130-cp39-abi3-manylinux_2_28_x86_64.whl does not fit linux/aarch64, Python 3.12",
+        ),
+        (
+            "flashinfer_cubin-{version}-py3-none-any.whl",
+            "flashinfer_cubin-{version}-cp313-cp313-manylinux_2_28_aarch64.whl",
+            "its file flashinfer_cubin-0.6.14-cp313-cp313-manylinux_2_28_aarch64.whl does not fit linux/aarch64, Python 3.12",
+        ),
+        (
             "package = \"apache-tvm-ffi\"\n",
             "package = \"apache-tvm-ffi\"\nreleases = \"https://api.github.com/repos/a/b/releases\"\n",
             "pin `apache-tvm-ffi` of kind python cannot have `releases`",
