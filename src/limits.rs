@@ -4,3 +4,13 @@
 /// How much work a template may do (minijinja's fuel): far more than a recipe's templates
 /// need, far less than a loop that would hold every command up.
 pub const TEMPLATE_FUEL: u64 = 1_000_000;
+
+/// The largest file forge downloads to hash it (a wheel of a set downloaded by URL):
+/// `FORGE_DOWNLOAD_LIMIT` bytes, else 8 GiB, several times the largest CUDA wheels.
+pub fn download_limit() -> u64 {
+    std::env::var("FORGE_DOWNLOAD_LIMIT")
+        .ok()
+        .and_then(|bytes| bytes.trim().parse::<u64>().ok())
+        .filter(|bytes| *bytes > 0)
+        .unwrap_or(8 * 1024 * 1024 * 1024)
+}

@@ -139,6 +139,9 @@ pub fn plan(
         "Rendered",
         format_args!("Dockerfile {}", dockerfile.digest()),
     );
+    for warning in render::unhashed_warnings(recipe) {
+        printer.warn(warning);
+    }
 
     let trees = patched_trees(recipe, printer)?;
     let mut members: Vec<Member> = recipe

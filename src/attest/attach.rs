@@ -99,7 +99,9 @@ pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
                 url: None,
                 in_base: pin.in_base(),
             }),
-            Source::Wheels { version, wheels } => {
+            Source::Wheels {
+                version, wheels, ..
+            } => {
                 facts.extend(wheels.iter().map(|wheel| PinFact {
                     name: format!("{name}/{}", wheel.package),
                     package: Some(wheel.package.to_string()),

@@ -117,18 +117,30 @@ pub fn apply(text: &str, assignments: &[Assignment]) -> Result<String, EditError
         let missing = || EditError::NoTable(assignment.table_path());
         let mut table = document.as_table_mut() as &mut dyn toml_edit::TableLike;
         let mut segments = assignment.table.iter().peekable();
+        // Whether the table is written inline (`{ a = "1", b = "2" }`).
+        let mut inline = false;
         while let Some(segment) = segments.next() {
             let Segment::Key(key) = segment else {
                 return Err(missing());
             };
             let item = table.get_mut(key).ok_or_else(missing)?;
+            inline = item.is_inline_table() || item.is_array();
             table = match segments.peek() {
                 Some(Segment::Index(index)) => {
                     segments.next();
-                    item.as_array_of_tables_mut()
-                        .and_then(|array| array.get_mut(*index))
-                        .map(|entry| entry as &mut dyn toml_edit::TableLike)
-                        .ok_or_else(missing)?
+                    if item.is_array_of_tables() {
+                        item.as_array_of_tables_mut()
+                            .and_then(|array| array.get_mut(*index))
+                            .map(|entry| entry as &mut dyn toml_edit::TableLike)
+                            .ok_or_else(missing)?
+                    } else {
+                        // `key = [{ ... }, { ... }]`: an inline table in an array value.
+                        item.as_array_mut()
+                            .and_then(|array| array.get_mut(*index))
+                            .and_then(Value::as_inline_table_mut)
+                            .map(|entry| entry as &mut dyn toml_edit::TableLike)
+                            .ok_or_else(missing)?
+                    }
                 }
                 _ => item.as_table_like_mut().ok_or_else(missing)?,
             };
@@ -148,10 +160,23 @@ pub fn apply(text: &str, assignments: &[Assignment]) -> Result<String, EditError
             }
             Some(_) => return Err(EditError::NotAString(assignment.place())),
             None => {
-                table.insert(
-                    &assignment.key,
-                    Item::Value(string_value(&assignment.value, false)),
-                );
+                let mut value = string_value(&assignment.value, false);
+                if inline {
+                    // The space before the closing brace follows the last key, now the new one.
+                    let last = table
+                        .iter_mut()
+                        .last()
+                        .and_then(|(_, item)| item.as_value_mut());
+                    if let Some(last) = last {
+                        let suffix = last.decor().suffix().cloned();
+                        if let Some(suffix) = suffix {
+                            last.decor_mut().set_suffix("");
+                            value.decor_mut().set_suffix(suffix);
+                        }
+                    }
+                    value.decor_mut().set_prefix(" ");
+                }
+                table.insert(&assignment.key, Item::Value(value));
             }
         }
     }
@@ -206,6 +231,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(edited, text.replace("1111111", "2222222"));
+    }
+
+    #[test]
+    fn edits_and_adds_keys_of_inline_tables_in_an_array_value() {
+        let text = "[pins.w]\nwheels = [\n  { package = \"a\", sha256 = \"00\" },  # a\n  { package = \"b\" },\n]\n";
+        let at = |index| {
+            let mut assignment = Assignment::new(&["pins", "w", "wheels"], "sha256", "11");
+            assignment.table.push(Segment::Index(index));
+            assignment
+        };
+        let edited = apply(text, &[at(0), at(1)]).unwrap();
+        assert_eq!(
+            edited,
+            "[pins.w]\nwheels = [\n  { package = \"a\", sha256 = \"11\" },  # a\n  { package = \"b\", sha256 = \"11\" },\n]\n"
+        );
     }
 
     #[test]

@@ -12,9 +12,13 @@
 //!    the recipe does not pin against what the last build's image holds (`from_base`).
 //! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
 //!    Dockerfile steps the move invalidates.
+//! 4. A wheel set downloaded by URL is offered what the project's releases hold instead
+//!    (`release`): each release newer than the pin, held back by the deny list, the allowed
+//!    range, or a file of the set it lacks.
 
 pub mod edit;
 pub mod group;
+pub mod release;
 pub mod requires;
 pub mod steps;
 
@@ -1280,6 +1284,16 @@ pub enum BumpError {
         /// The index asked.
         index: Url,
     },
+    /// A wheel set downloaded by URL moves only to a version named with `--to`.
+    #[error(
+        "pin `{pin}` downloads its wheels from {url}, where forge lists no versions: name the version with --to"
+    )]
+    NeedsTarget {
+        /// The pin.
+        pin: PinName,
+        /// Its URL template.
+        url: String,
+    },
 }
 
 impl Advise for BumpError {
@@ -1296,6 +1310,7 @@ impl Advise for BumpError {
             BumpError::InBase { pin, .. } => format!("moving {pin} alone would only change what the build asserts about the base: `forge pin bump base` moves the base image, then set {pin}'s version in pins.toml to what the new base ships"),
             BumpError::InvalidTarget { .. } => "give --to an exact version (0.6.15), a git commit (7 to 40 hex digits) or an image tag, as the pin's kind needs".to_owned(),
             BumpError::NotOnIndex { pin, .. } => format!("`forge pin outdated` lists the versions on offer; leave --to out to move {pin} to the newest allowed one"),
+            BumpError::NeedsTarget { pin, .. } => format!("`forge pin bump {pin} --to VERSION` downloads every file of the set at VERSION and records their sha256"),
         })
     }
 }

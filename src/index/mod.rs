@@ -12,9 +12,13 @@
 //!    every file is yanked is not offered. `wheel` says which files fit the image.
 //! 4. A wheel's METADATA comes from its PEP 658 metadata file, else out of the wheel by range
 //!    requests (`zip_range`), kept by the wheel's sha256 (`metadata_cache`).
+//! 5. A wheel set downloaded by URL instead: `releases` lists the versions a project's GitHub
+//!    releases offer and the files each holds; `download` fetches a file to learn its sha256.
 
 pub mod auth;
+pub mod download;
 pub mod metadata_cache;
+pub mod releases;
 pub mod select;
 pub mod wheel;
 pub mod zip_range;

@@ -47,11 +47,19 @@ fn source_summary(pin: &Pin) -> String {
             install: false,
             ..
         } => format!("{package} (in base, not installed)"),
-        Source::Wheels { wheels, .. } => wheels
-            .iter()
-            .map(|wheel| wheel.package.to_string())
-            .collect::<Vec<_>>()
-            .join(" + "),
+        Source::Wheels { wheels, url, .. } => {
+            let packages = wheels
+                .iter()
+                .map(|wheel| wheel.package.to_string())
+                .collect::<Vec<_>>()
+                .join(" + ");
+            let unhashed = crate::pins::unhashed(wheels).len();
+            match (url, unhashed) {
+                (None, _) => packages,
+                (Some(_), 0) => format!("{packages} by URL"),
+                (Some(_), unhashed) => format!("{packages} by URL ({unhashed} without sha256)"),
+            }
+        }
         Source::Git { url, branch, rev } => {
             let branch = branch
                 .as_ref()
@@ -95,14 +103,32 @@ fn pin_json(pin: &Pin) -> Value {
             "index": index.as_ref().map(|index| index.as_str()),
             "shim": shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
         }),
-        Source::Wheels { version, wheels } => json!({
-            "version": version.as_str(),
-            "wheels": wheels.iter().map(|wheel| json!({
-                "package": wheel.package.as_str(),
-                "version": wheel.version(version),
-                "index": wheel.index.as_ref().map(|index| index.as_str()),
-            })).collect::<Vec<_>>(),
-        }),
+        Source::Wheels {
+            version,
+            wheels,
+            url,
+            ..
+        } => {
+            let mut fields = json!({
+                "version": version.as_str(),
+                "wheels": wheels.iter().map(|wheel| {
+                    let mut fields = json!({
+                        "package": wheel.package.as_str(),
+                        "version": wheel.version(version),
+                        "index": wheel.index.as_ref().map(|index| index.as_str()),
+                    });
+                    if let Some(download) = wheel.url(url.as_ref(), version) {
+                        fields["url"] = json!(download.as_str());
+                        fields["sha256"] = json!(wheel.sha256.as_ref().map(|hash| hash.as_str()));
+                    }
+                    fields
+                }).collect::<Vec<_>>(),
+            });
+            if let Some(url) = url {
+                fields["url"] = json!(url.as_str());
+            }
+            fields
+        }
         Source::Git { url, branch, rev } => json!({
             "url": url.as_str(),
             "branch": branch.as_ref().map(|branch| branch.as_str()),

@@ -267,6 +267,11 @@ fn pin_standing(
         return standing;
     }
     match &pin.source {
+        Source::Wheels {
+            url: Some(_),
+            releases,
+            ..
+        } => url_set_standing(pin, releases.as_ref(), options, &mut standing),
         Source::Python { .. } | Source::Wheels { .. } => {
             match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
                 Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
@@ -429,6 +434,63 @@ fn group_standing(
             })
             .collect(),
     );
+}
+
+/// Where a wheel set downloaded by URL stands: against the releases `releases` lists, or not
+/// followed when nothing lists them.
+fn url_set_standing(
+    pin: &Pin,
+    releases: Option<&crate::types::url::Url>,
+    options: &PinOutdatedOptions,
+    standing: &mut Standing,
+) {
+    match releases {
+        Some(releases) => {
+            match bump::release::candidates(pin, releases, options.prereleases, true) {
+                Ok(newer) => release_standing(&newer, standing),
+                Err(error) => fail(standing, &error),
+            }
+        }
+        None => {
+            standing.state = State::NotFollowed;
+            standing.note = Some(format!(
+                "downloaded by URL and no `releases` lists its versions: move with `forge pin bump {} --to VERSION`",
+                pin.name
+            ));
+        }
+    }
+}
+
+/// Where a wheel set downloaded by URL stands against the project's releases newer than it.
+fn release_standing(newer: &[bump::release::ReleaseCandidate], standing: &mut Standing) {
+    let newest = newer.first().map(|candidate| candidate.version.to_string());
+    let allowed = newer
+        .iter()
+        .find(|candidate| candidate.refusals.is_empty())
+        .map(|candidate| candidate.version.to_string());
+    standing.state = match (&newest, &allowed) {
+        (None, _) => State::UpToDate,
+        (Some(_), Some(_)) => State::Outdated,
+        (Some(_), None) => State::Held,
+    };
+    standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
+    standing.newest_allowed = Some(allowed.unwrap_or_else(|| standing.current.clone()));
+    standing.held = newer
+        .iter()
+        .filter(|candidate| !candidate.refusals.is_empty())
+        .map(|candidate| Held {
+            version: candidate.version.to_string(),
+            reasons: candidate
+                .refusals
+                .iter()
+                .map(|(kind, message)| Reason {
+                    kind,
+                    message: message.clone(),
+                    summary: message.clone(),
+                })
+                .collect(),
+        })
+        .collect();
 }
 
 fn fail(standing: &mut Standing, error: &dyn std::error::Error) {

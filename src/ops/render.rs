@@ -36,6 +36,9 @@ pub fn render(
     printer: &Printer,
 ) -> anyhow::Result<Dockerfile> {
     let dockerfile = render::dockerfile(recipe)?;
+    for warning in render::unhashed_warnings(recipe) {
+        printer.warn(warning);
+    }
     let digest = dockerfile.digest();
     match &options.mode {
         RenderMode::Stdout => {

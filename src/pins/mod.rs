@@ -28,10 +28,11 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
 use crate::types::python::{
-    Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers, Version,
+    FileSha256, Identifier, LocalLabel, ModulePath, PackageName, PythonVersion, Specifiers,
+    Version, WheelFile,
 };
 use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
-use crate::types::url::Url;
+use crate::types::url::{Url, UrlTemplate};
 
 /// The recipe: everything pins.toml says, typed and checked.
 #[derive(Debug, Clone)]
@@ -224,6 +225,13 @@ pub enum Source {
         version: Version,
         /// The wheels.
         wheels: Vec<Wheel>,
+        /// Where the files are downloaded from instead of an index: `{version}` and each
+        /// wheel's `{file}` filled in.
+        url: Option<UrlTemplate>,
+        /// Where the versions of a set with a `url` are listed: a GitHub releases API URL
+        /// (`releases`, else derived from a `https://github.com/OWNER/REPO/releases/download/`
+        /// url).
+        releases: Option<Url>,
     },
     /// A git repository built from source.
     Git {
@@ -252,9 +260,19 @@ pub struct Wheel {
     pub local: Option<LocalLabel>,
     /// An index of its own.
     pub index: Option<Url>,
+    /// Its file name at `{version}`, when the set is downloaded from a URL.
+    pub file: Option<WheelFile>,
+    /// The sha256 of that file at the set's version, once recorded.
+    pub sha256: Option<FileSha256>,
 }
 
 impl Wheel {
+    /// Where this wheel's file is at `version`, for a set downloaded from `url`.
+    pub fn url(&self, url: Option<&UrlTemplate>, version: &Version) -> Option<Url> {
+        let file = self.file.as_ref()?;
+        Some(url?.expand(version.as_str(), &file.expand(version)))
+    }
+
     /// The version this wheel carries for the set's `version`: `0.6.14+cu130`.
     pub fn version(&self, version: &Version) -> String {
         match &self.local {
@@ -272,6 +290,15 @@ impl Wheel {
             self.version(version)
         )
     }
+}
+
+/// The packages of `wheels` downloaded without a recorded sha256.
+pub fn unhashed(wheels: &[Wheel]) -> Vec<String> {
+    wheels
+        .iter()
+        .filter(|wheel| wheel.file.is_some() && wheel.sha256.is_none())
+        .map(|wheel| wheel.package.to_string())
+        .collect()
 }
 
 /// A module shim: a file appended to an installed module to restore names it lost.
@@ -447,6 +474,7 @@ impl Loader<'_> {
 
         let tags = self.tags(raw.image.tags)?;
         let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
+        self.downloads_fit(&pins, &platforms, raw.base.python.as_ref())?;
 
         let mut patches = Vec::new();
         for entry in raw.patches {
@@ -765,29 +793,14 @@ impl Loader<'_> {
                     None => None,
                 },
             },
-            PinKind::Wheels => {
-                let wheels: Vec<Wheel> = raw
-                    .wheels
-                    .expect("required")
-                    .into_iter()
-                    .map(|wheel| Wheel {
-                        package: wheel.package,
-                        local: wheel.local,
-                        index: wheel.index,
-                    })
-                    .collect();
-                if wheels.is_empty() {
-                    return Err(self.error(
-                        span,
-                        format!("wheel set `{name}` lists no wheel"),
-                        "list at least one { package = \"...\" }",
-                    ));
-                }
-                Source::Wheels {
-                    version: version.expect("required").into_inner(),
-                    wheels,
-                }
-            }
+            PinKind::Wheels => self.wheel_set(
+                &name,
+                version.expect("required").into_inner(),
+                raw.wheels.expect("required"),
+                raw.url,
+                raw.releases,
+                &span,
+            )?,
             PinKind::Git => {
                 let rev = raw.rev.expect("required");
                 if !rev.is_full() {
@@ -798,8 +811,16 @@ impl Loader<'_> {
                         ),
                     });
                 }
+                let url = raw.url.expect("required");
+                let Some(url) = url.plain() else {
+                    return Err(self.error(
+                        span,
+                        format!("pin `{name}`: a git pin's url `{url}` cannot hold {{version}} or {{file}}"),
+                        "placeholders belong to a wheel set's url; a git pin names its remote as it is",
+                    ));
+                };
                 Source::Git {
-                    url: raw.url.expect("required"),
+                    url,
                     branch: raw.branch,
                     rev,
                 }
@@ -830,6 +851,170 @@ impl Loader<'_> {
         })
     }
 
+    /// Every file a wheel set downloads by URL fits each platform the image is built for (by its
+    /// tags, and the base's Python when pins.toml declares it): the one file is installed on
+    /// every platform, and pip would refuse it at build time on one it does not fit.
+    fn downloads_fit(
+        &self,
+        pins: &BTreeMap<PinName, Pin>,
+        platforms: &[Platform],
+        python: Option<&PythonVersion>,
+    ) -> Result<(), LoadError> {
+        for pin in pins.values() {
+            let Source::Wheels {
+                version, wheels, ..
+            } = &pin.source
+            else {
+                continue;
+            };
+            for (wheel, file) in wheels
+                .iter()
+                .filter_map(|wheel| Some((wheel, wheel.file.as_ref()?.expand(version))))
+            {
+                let target = platforms
+                    .iter()
+                    .filter_map(|platform| crate::index::wheel::Target::new(platform, python))
+                    .find(|target| !target.fits_wheel(&file));
+                if let Some(target) = target {
+                    return Err(self.error(
+                        self.find(&format!("[pins.{}]", pin.name)),
+                        format!(
+                            "wheel `{}` of set `{}`: its file {file} does not fit {}",
+                            wheel.package,
+                            pin.name,
+                            target.describe()
+                        ),
+                        "name the file built for the image's platform and Python (`[image] platform`, `[base] python`)",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A wheel set: its wheels, where they come from, and where its versions are listed.
+    fn wheel_set(
+        &self,
+        name: &PinName,
+        version: Version,
+        raw_wheels: Vec<schema::RawWheel>,
+        url: Option<UrlTemplate>,
+        releases: Option<Url>,
+        span: &Range<usize>,
+    ) -> Result<Source, LoadError> {
+        if raw_wheels.is_empty() {
+            return Err(self.error(
+                span.clone(),
+                format!("wheel set `{name}` lists no wheel"),
+                "list at least one { package = \"...\" }",
+            ));
+        }
+        let wheels = self.wheels(name, url.as_ref(), raw_wheels, span)?;
+        if releases.is_some() && url.is_none() {
+            return Err(self.error(
+                span.clone(),
+                format!("wheel set `{name}` has `releases` but no `url`"),
+                "`releases` lists the versions of files downloaded from the pin's `url`; an index lists its own",
+            ));
+        }
+        let releases = releases.or_else(|| url.as_ref().and_then(UrlTemplate::github_releases));
+        Ok(Source::Wheels {
+            version,
+            wheels,
+            url,
+            releases,
+        })
+    }
+
+    /// The wheels of set `name`: from an index each (`package`, `local`, `index`), or, when the
+    /// set has a `url`, each a `file` of the named package with its `sha256`.
+    fn wheels(
+        &self,
+        name: &PinName,
+        url: Option<&UrlTemplate>,
+        raw: Vec<schema::RawWheel>,
+        span: &Range<usize>,
+    ) -> Result<Vec<Wheel>, LoadError> {
+        let refuse = |message: String, hint: &str| Err(self.error(span.clone(), message, hint));
+        let mut wheels = Vec::new();
+        for wheel in raw {
+            let package = wheel.package;
+            let mut local = wheel.local;
+            match (url, &wheel.file) {
+                (None, Some(_)) => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` has a `file`, but the set has no `url`"
+                        ),
+                        "set the pin's url = \"https://.../{file}\" to download the files, or drop `file` and `sha256` to install from the index",
+                    );
+                }
+                (None, None) if wheel.sha256.is_some() => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` has a `sha256`, but the set has no `url`"
+                        ),
+                        "a hash pins a downloaded file: set the pin's `url` and the wheel's `file`",
+                    );
+                }
+                (Some(_), None) => {
+                    return refuse(
+                        format!(
+                            "wheel `{package}` of set `{name}` needs `file`: the set is downloaded from its `url`"
+                        ),
+                        "name the wheel's file with {version} for the version, such as file = \"name-{version}-py3-none-any.whl\"",
+                    );
+                }
+                (Some(_), Some(file)) => {
+                    if wheel.index.is_some() {
+                        return refuse(
+                            format!(
+                                "wheel `{package}` of set `{name}` has an `index`, but the set is downloaded from its `url`"
+                            ),
+                            "drop the wheel's `index`, or the pin's `url` to install from indexes",
+                        );
+                    }
+                    let spelled: PackageName = file
+                        .distribution()
+                        .parse()
+                        .expect("a wheel file's name part is a package name");
+                    if spelled.normalized() != package.normalized() {
+                        return refuse(
+                            format!(
+                                "wheel `{package}` of set `{name}`: its file `{file}` is a wheel of `{}`",
+                                file.distribution()
+                            ),
+                            "the file name starts with the package's name, with _ for -",
+                        );
+                    }
+                    match (&local, file.local()) {
+                        (Some(label), Some(in_file)) if label.as_str() != in_file => {
+                            return refuse(
+                                format!(
+                                    "wheel `{package}` of set `{name}`: `local` is {label} but its file carries +{in_file}"
+                                ),
+                                "drop `local`: a file's +LOCAL label says it",
+                            );
+                        }
+                        (None, Some(in_file)) => {
+                            local = Some(in_file.parse().expect("a wheel file's label is checked"));
+                        }
+                        _ => {}
+                    }
+                }
+                (None, None) => {}
+            }
+            wheels.push(Wheel {
+                package,
+                local,
+                index: wheel.index,
+                file: wheel.file,
+                sha256: wheel.sha256,
+            });
+        }
+        Ok(wheels)
+    }
+
     /// The keys of `raw` are those its kind takes, and those it needs are there.
     fn check_keys(
         &self,
@@ -847,7 +1032,9 @@ impl Loader<'_> {
                 &["package", "version"],
             ),
             PinKind::Wheels => (
-                &["module", "version", "group", "deny", "allow", "wheels"],
+                &[
+                    "module", "version", "group", "deny", "allow", "wheels", "url", "releases",
+                ],
                 &["version", "wheels"],
             ),
             PinKind::Git => (

@@ -13,10 +13,11 @@ use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
 use crate::types::python::{
-    Identifier, LocalLabel, ModulePath, PackageName, PythonExpr, PythonVersion, Specifiers, Version,
+    FileSha256, Identifier, LocalLabel, ModulePath, PackageName, PythonExpr, PythonVersion,
+    Specifiers, Version, WheelFile,
 };
 use crate::types::recipe::{ContextPath, Date, FixName, PinName, RecipePath};
-use crate::types::url::Url;
+use crate::types::url::{Url, UrlTemplate};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,7 +165,11 @@ pub(crate) struct RawPin {
     pub allow: Option<Specifiers>,
     pub shim: Option<RawShim>,
     pub wheels: Option<Vec<RawWheel>>,
-    pub url: Option<Url>,
+    /// A git pin's remote, or where a wheel set's files are downloaded from (`{version}`,
+    /// `{file}`).
+    pub url: Option<UrlTemplate>,
+    /// Where a wheel set downloaded by URL lists its versions (a GitHub releases API URL).
+    pub releases: Option<Url>,
     pub branch: Option<BranchName>,
     pub rev: Option<GitRev>,
     pub probe: Option<Probe>,
@@ -190,6 +195,7 @@ impl RawPin {
         note(self.shim.is_some(), "shim");
         note(self.wheels.is_some(), "wheels");
         note(self.url.is_some(), "url");
+        note(self.releases.is_some(), "releases");
         note(self.branch.is_some(), "branch");
         note(self.rev.is_some(), "rev");
         note(self.probe.is_some(), "probe");
@@ -218,6 +224,10 @@ pub(crate) struct RawWheel {
     pub package: PackageName,
     pub local: Option<LocalLabel>,
     pub index: Option<Url>,
+    /// Its file name at `{version}`, for a set downloaded from the pin's `url`.
+    pub file: Option<WheelFile>,
+    /// The sha256 of that file at the pin's version.
+    pub sha256: Option<FileSha256>,
 }
 
 #[derive(Debug, Deserialize)]

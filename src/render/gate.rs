@@ -52,7 +52,9 @@ pub fn for_pin(pin: &Pin) -> String {
         Source::Python {
             package, version, ..
         } => versions_check(import, &[(package.to_string(), version.to_string())]),
-        Source::Wheels { version, wheels } => {
+        Source::Wheels {
+            version, wheels, ..
+        } => {
             let wanted: Vec<(String, String)> = wheels
                 .iter()
                 .map(|wheel| (wheel.package.to_string(), wheel.version(version)))

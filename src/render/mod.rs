@@ -117,6 +117,33 @@ impl Advise for RenderError {
 
 crate::advised!(RenderError);
 
+/// What the render installs unchecked: for each wheel set downloaded from a URL, the wheels
+/// with no recorded sha256, as a warning to show with the render.
+pub fn unhashed_warnings(recipe: &Recipe) -> Vec<String> {
+    recipe
+        .pins
+        .pins
+        .values()
+        .filter_map(|pin| match &pin.source {
+            Source::Wheels {
+                version, wheels, ..
+            } => {
+                let unhashed = crate::pins::unhashed(wheels);
+                (!unhashed.is_empty()).then(|| {
+                    format!(
+                        "pin `{}`: no sha256 recorded for {}, so the Dockerfile installs {} unchecked (`forge pin bump {} --to {version}` downloads and records them)",
+                        pin.name,
+                        unhashed.join(", "),
+                        if unhashed.len() == 1 { "it" } else { "them" },
+                        pin.name
+                    )
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Renders the recipe's Dockerfile.
 pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
     let templates = recipe.templates_dir();
@@ -384,6 +411,11 @@ enum SourceView {
     Wheels {
         version: String,
         wheels: Vec<WheelView>,
+        /// The packages downloaded without a recorded sha256 (pip installs them unchecked):
+        /// the template says so where it installs them.
+        unhashed: Vec<String>,
+        /// Where the files are downloaded from (`{version}`, `{file}`), if not from an index.
+        url: Option<String>,
     },
     Git {
         url: String,
@@ -410,8 +442,13 @@ struct ShimView {
 struct WheelView {
     package: String,
     version: String,
+    /// What pip installs: `package==version` from an index, or the file's URL with
+    /// `#sha256=HEX` (which pip checks the download against) when the set has a `url`.
     requirement: String,
     index: Option<String>,
+    /// The file's URL, for a set downloaded from a `url`.
+    url: Option<String>,
+    sha256: Option<String>,
 }
 
 /// A git pin's patch series: `COPY {{ from }}/ {{ to }}`, then apply `{{ to }}*.patch` in
@@ -505,6 +542,28 @@ fn name_values<K: std::fmt::Display, V: std::fmt::Display>(map: &BTreeMap<K, V>)
         .collect()
 }
 
+/// What the template sees of one wheel of a set at `version`.
+fn wheel_view(
+    wheel: &crate::pins::Wheel,
+    version: &crate::types::python::Version,
+    url: Option<&crate::types::url::UrlTemplate>,
+) -> WheelView {
+    let download = wheel.url(url, version);
+    let requirement = match (&download, &wheel.sha256) {
+        (Some(download), Some(sha256)) => format!("{download}#sha256={sha256}"),
+        (Some(download), None) => download.to_string(),
+        (None, _) => format!("{}=={}", wheel.package, wheel.version(version)),
+    };
+    WheelView {
+        package: wheel.package.to_string(),
+        version: wheel.version(version),
+        requirement,
+        index: wheel.index.as_ref().map(ToString::to_string),
+        url: download.as_ref().map(ToString::to_string),
+        sha256: wheel.sha256.as_ref().map(ToString::to_string),
+    }
+}
+
 impl PinView {
     fn of(pin: &Pin, recipe: &Recipe) -> Self {
         let fixes: Vec<&Fix> = recipe
@@ -535,17 +594,19 @@ impl PinView {
                     gate: gate::with_fixes(gate::for_shim(shim), fixes.iter().copied()),
                 }),
             },
-            Source::Wheels { version, wheels } => SourceView::Wheels {
+            Source::Wheels {
+                version,
+                wheels,
+                url,
+                ..
+            } => SourceView::Wheels {
                 version: version.to_string(),
                 wheels: wheels
                     .iter()
-                    .map(|wheel| WheelView {
-                        package: wheel.package.to_string(),
-                        version: wheel.version(version),
-                        requirement: format!("{}=={}", wheel.package, wheel.version(version)),
-                        index: wheel.index.as_ref().map(ToString::to_string),
-                    })
+                    .map(|wheel| wheel_view(wheel, version, url.as_ref()))
                     .collect(),
+                unhashed: crate::pins::unhashed(wheels),
+                url: url.as_ref().map(ToString::to_string),
             },
             Source::Git { url, branch, rev } => SourceView::Git {
                 url: url.to_string(),

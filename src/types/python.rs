@@ -307,3 +307,149 @@ mod tests {
         );
     }
 }
+
+/// A wheel's file name written as a template of the set's version, such as
+/// `flashinfer_jit_cache-{version}+cu130-cp39-abi3-manylinux_2_28_aarch64.whl`: the wheel file
+/// name grammar (`NAME-VERSION[-BUILD]-PYTHON-ABI-PLATFORM.whl`, each part letters, digits, `.`,
+/// `_` or `+`), with the version part `{version}` and an optional `+LOCAL` label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelFile(String);
+string_newtype!(WheelFile);
+
+impl WheelFile {
+    /// The file name at `version`.
+    pub fn expand(&self, version: &Version) -> String {
+        self.0.replace("{version}", version.as_str())
+    }
+
+    /// The distribution part, as the file spells it (`flashinfer_jit_cache`).
+    pub fn distribution(&self) -> &str {
+        self.0.split('-').next().unwrap_or_default()
+    }
+
+    /// The local version label the file carries after `{version}` (`cu130`), if any.
+    pub fn local(&self) -> Option<&str> {
+        let version = self.0.split('-').nth(1).unwrap_or_default();
+        version.strip_prefix("{version}+")
+    }
+}
+
+impl FromStr for WheelFile {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let refuse = |why: &str| {
+            GrammarError::new(
+                "wheel file",
+                value,
+                format!(
+                    "{why}; expected a wheel file name with {{version}} as its version, such as name-{{version}}-py3-none-any.whl"
+                ),
+            )
+        };
+        let stem = value
+            .strip_suffix(".whl")
+            .ok_or_else(|| refuse("it does not end in .whl"))?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        if !(5..=6).contains(&parts.len()) {
+            return Err(refuse("a wheel file name has 5 or 6 parts separated by -"));
+        }
+        let part_ok = |part: &str| {
+            all_chars(part, |c| {
+                c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+')
+            }) && !part.starts_with('.')
+        };
+        if !parts
+            .iter()
+            .skip(2)
+            .chain([&parts[0]])
+            .all(|part| part_ok(part))
+        {
+            return Err(refuse("each part is letters, digits, '.', '_' or '+'"));
+        }
+        let local = match parts[1].strip_prefix("{version}") {
+            Some("") => None,
+            Some(rest) => Some(
+                rest.strip_prefix('+')
+                    .ok_or_else(|| refuse("after {version} comes only +LOCAL"))?,
+            ),
+            None => return Err(refuse("its version part is not {version}")),
+        };
+        if let Some(local) = local {
+            local
+                .parse::<LocalLabel>()
+                .map_err(|_| refuse("the local label after {version}+ is lowercase letters and digits separated by '.'"))?;
+        }
+        Ok(Self(value.to_owned()))
+    }
+}
+
+/// The sha256 of a file, 64 lowercase hex digits, as pip's `#sha256=` and `--hash` take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSha256(String);
+string_newtype!(FileSha256);
+
+impl FileSha256 {
+    /// The hash of some bytes already hashed with SHA-256.
+    pub fn from_sha256(hash: &[u8]) -> Self {
+        Self(hex::encode(hash))
+    }
+}
+
+impl FromStr for FileSha256 {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        if value.len() == 64
+            && value
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "sha256",
+                value,
+                "expected 64 lowercase hex digits (the file's sha256, as `sha256sum` prints it)",
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod wheel_file_tests {
+    use super::*;
+
+    #[test]
+    fn wheel_files_are_templates_of_the_version() {
+        let file: WheelFile =
+            "flashinfer_jit_cache-{version}+cu130-cp39-abi3-manylinux_2_28_aarch64.whl"
+                .parse()
+                .unwrap();
+        assert_eq!(file.distribution(), "flashinfer_jit_cache");
+        assert_eq!(file.local(), Some("cu130"));
+        let version: Version = "0.6.14".parse().unwrap();
+        assert_eq!(
+            file.expand(&version),
+            "flashinfer_jit_cache-0.6.14+cu130-cp39-abi3-manylinux_2_28_aarch64.whl"
+        );
+        let plain: WheelFile = "flashinfer_python-{version}-py3-none-any.whl"
+            .parse()
+            .unwrap();
+        assert_eq!(plain.local(), None);
+        for bad in [
+            "flashinfer_python-0.6.14-py3-none-any.whl",
+            "flashinfer_python-{version}-py3-none-any.tar.gz",
+            "flashinfer_python-{version}-py3-none-any.whl; rm -rf /",
+            "flashinfer_python-{version}-py3-none-$(id).whl",
+            "flashinfer python-{version}-py3-none-any.whl",
+            "flashinfer_python-{version}-py3-any.whl",
+            "a/b-{version}-py3-none-any.whl",
+            "x-{version}+CU-py3-none-any.whl",
+            "x-{version}-{file}-none-any.whl",
+        ] {
+            assert!(bad.parse::<WheelFile>().is_err(), "{bad:?} must be refused");
+        }
+        assert!("a".repeat(64).parse::<FileSha256>().is_ok());
+        assert!("A".repeat(64).parse::<FileSha256>().is_err());
+        assert!("a".repeat(63).parse::<FileSha256>().is_err());
+    }
+}

@@ -46,3 +46,112 @@ impl FromStr for Url {
         }
     }
 }
+
+/// Where a wheel set's files are downloaded from: a `Url` in which `{file}` stands for each
+/// wheel's file name and `{version}` for the set's version, such as
+/// `https://github.com/OWNER/REPO/releases/download/v{version}/{file}`. No other `{` or `}`:
+/// with every placeholder filled the result must still be a `Url`, so the template is checked
+/// with each placeholder standing for a character the URL grammar allows.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UrlTemplate(String);
+string_newtype!(UrlTemplate);
+
+impl UrlTemplate {
+    /// Whether the template names a placeholder at all (a git remote's URL must not).
+    pub fn has_placeholders(&self) -> bool {
+        self.0.contains('{')
+    }
+
+    /// The template as a plain URL, when it has no placeholder.
+    pub fn plain(&self) -> Option<Url> {
+        (!self.has_placeholders()).then(|| Url(self.0.clone()))
+    }
+
+    /// The GitHub releases API list of a template on GitHub's release downloads
+    /// (`https://github.com/OWNER/REPO/releases/download/...`):
+    /// `https://api.github.com/repos/OWNER/REPO/releases`.
+    pub fn github_releases(&self) -> Option<Url> {
+        let rest = self.0.strip_prefix("https://github.com/")?;
+        let mut parts = rest.splitn(4, '/');
+        let (owner, repository) = (parts.next()?, parts.next()?);
+        let rest = parts.next()?;
+        if rest != "releases" || !parts.next()?.starts_with("download/") {
+            return None;
+        }
+        if [owner, repository]
+            .iter()
+            .any(|part| part.is_empty() || part.contains('{'))
+        {
+            return None;
+        }
+        format!("https://api.github.com/repos/{owner}/{repository}/releases")
+            .parse()
+            .ok()
+    }
+
+    /// The URL of `file` at `version`. Both come from checked grammars (a PEP 440 version and
+    /// a wheel file name), whose characters the URL grammar allows.
+    pub fn expand(&self, version: &str, file: &str) -> Url {
+        let url = self.0.replace("{version}", version).replace("{file}", file);
+        url.parse()
+            .expect("a version and a wheel file name keep a URL template a URL")
+    }
+}
+
+impl FromStr for UrlTemplate {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let sample = value.replace("{version}", "0").replace("{file}", "x");
+        match sample.parse::<Url>() {
+            Ok(_) => Ok(Self(value.to_owned())),
+            Err(_) => Err(GrammarError::new(
+                "url",
+                value,
+                "expected an https://, http://, ssh:// or file:// URL without spaces, quotes or shell metacharacters (a wheel set's url may hold {version} and {file})",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    use super::*;
+
+    #[test]
+    fn url_templates_take_only_version_and_file() {
+        let template: UrlTemplate = "https://example.org/releases/download/v{version}/{file}"
+            .parse()
+            .unwrap();
+        assert!(template.has_placeholders());
+        assert_eq!(
+            template
+                .expand("0.6.14", "a-0.6.14+cu130-py3-none-any.whl")
+                .as_str(),
+            "https://example.org/releases/download/v0.6.14/a-0.6.14+cu130-py3-none-any.whl"
+        );
+        for bad in [
+            "https://example.org/{name}/{file}",
+            "https://example.org/{version/{file}",
+            "https://example.org/$(id)/{file}",
+            "https://example.org/{file} x",
+            "https://example.org/{file}#sha256=00",
+            "https://example.org/{file}\n",
+        ] {
+            assert!(
+                bad.parse::<UrlTemplate>().is_err(),
+                "{bad:?} must be refused"
+            );
+        }
+        let github: UrlTemplate =
+            "https://github.com/flashinfer-ai/flashinfer/releases/download/v{version}/{file}"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            github.github_releases().unwrap().as_str(),
+            "https://api.github.com/repos/flashinfer-ai/flashinfer/releases"
+        );
+        assert_eq!(template.github_releases(), None);
+        let plain: UrlTemplate = "https://example.org/x.git".parse().unwrap();
+        assert_eq!(plain.plain().unwrap().as_str(), "https://example.org/x.git");
+    }
+}

@@ -43,7 +43,9 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
                 pin: name,
                 value: version.to_string(),
             }),
-            Source::Wheels { version, wheels } => {
+            Source::Wheels {
+                version, wheels, ..
+            } => {
                 for wheel in wheels {
                     wanted.push(Wanted {
                         kind: "python",

@@ -533,7 +533,7 @@ fn credentials_in_git_and_index_urls_are_never_printed() {
     const INDEX_SECRET: &str = "s3cret-in-the-index-url";
     let port = free_port();
     let git_url = format!("http://robot:{GIT_SECRET}@127.0.0.1:{port}/deepgemm.git");
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     context.edit(
         "pins.toml",
         "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",

@@ -52,14 +52,14 @@ fn forge_on(context: &TestContext, index: &IndexServer, args: &[&str]) -> Run {
 /// The default recipe, its pins.toml as it stands, and an index offering everything it pins
 /// at its current versions.
 fn recipe_and_index() -> (TestContext, String, IndexServer) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     (context, before, default_index())
 }
 
 /// `recipe_and_index`, with the first `from` in pins.toml made `to` first.
 fn edited_recipe_and_index(from: &str, to: &str) -> (TestContext, String, IndexServer) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     context.edit("pins.toml", from, to);
     let before = context.read("pins.toml");
     (context, before, default_index())
@@ -67,7 +67,7 @@ fn edited_recipe_and_index(from: &str, to: &str) -> (TestContext, String, IndexS
 
 /// `recipe_and_index` with the tvm group declared lockstep: one version for both members.
 fn lockstep_recipe_and_index() -> (TestContext, String, IndexServer) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let text = context.read("pins.toml");
     context.write(
         "pins.toml",
@@ -1328,7 +1328,7 @@ fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
 
 #[test]
 fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_an_error() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     let index = IndexServer::start();
     index
@@ -1406,7 +1406,7 @@ fn prereleases_are_offered_only_with_pre_and_yanked_files_never() {
 
 #[test]
 fn dry_run_prints_both_diffs_and_writes_nothing() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     let modified = std::fs::metadata(context.path().join("pins.toml"))
         .unwrap()
@@ -1446,7 +1446,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
 
 #[test]
 fn json_reports_the_assignments_and_the_invalidated_steps() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let index = default_index();
     offer_flashinfer_0_6_15(&index);
     let run = forge_on(&context, &index, &["--json", "pin", "bump", "flashinfer"]).expect_code(0);
@@ -1465,7 +1465,7 @@ fn json_reports_the_assignments_and_the_invalidated_steps() {
 
 #[test]
 fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let main = default_index();
     main.wheel("flashinfer-python", "0.6.15")
         .wheel("flashinfer-cubin", "0.6.15");
@@ -1648,7 +1648,7 @@ fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
 
 #[test]
 fn the_pypi_json_api_is_read_for_an_index_url_ending_in_pypi() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let index = default_index();
     offer_flashinfer_0_6_15(&index);
     index.wheel("flashinfer-python", "0.6.16").yank(
@@ -1683,7 +1683,7 @@ fn the_pypi_json_api_is_read_for_an_index_url_ending_in_pypi() {
 
 #[test]
 fn the_index_of_pins_toml_is_used_when_pip_names_none() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let index = default_index();
     index
         .wheel("tilelang", "0.1.13")
@@ -1708,7 +1708,7 @@ fn the_index_of_pins_toml_is_used_when_pip_names_none() {
 
 #[test]
 fn an_unknown_pin_suggests_the_closest_name() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     let run = forge(&context, &["pin", "bump", "flashinfr"], &[]).expect_code(2);
     assert_unchanged_saying(
@@ -1724,7 +1724,7 @@ fn an_unknown_pin_suggests_the_closest_name() {
 
 #[test]
 fn an_unreachable_index_names_the_url_and_changes_nothing() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     // A port nobody listens on: bind one, note it, close it.
     let port = free_port();
@@ -1764,7 +1764,7 @@ fn a_version_missing_from_the_index_is_an_error() {
 
 #[test]
 fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
@@ -1830,7 +1830,7 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
 /// The default recipe with DeepGEMM at the head of a local remote, so that only the index
 /// decides what can move; the remote is returned to live as long as the recipe.
 fn recipe_at_the_git_head() -> (TestContext, GitRemote) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
     context.edit(
@@ -1888,7 +1888,7 @@ fn outdated_notes_say_each_kind_of_reason_once_with_the_versions_it_holds_back()
 
 #[test]
 fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
     let port = free_port();
@@ -2051,7 +2051,7 @@ pub(crate) fn with_series_onto(
 pub(crate) fn with_a_deepgemm_series(
     commits: &[(&str, &[(&str, &str)])],
 ) -> (TestContext, GitRemote) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let remote = GitRemote::new();
     with_git_remote(&context, &remote);
     remote.series(
@@ -2140,7 +2140,7 @@ fn deepgemm_from(context: &TestContext, url: &str) -> String {
 
 #[test]
 fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let remote = GitRemote::new();
     let before = with_git_remote(&context, &remote);
 
@@ -2161,7 +2161,7 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
 
 #[test]
 fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let remote = GitRemote::new();
     let before = with_git_remote(&context, &remote);
 
@@ -2181,7 +2181,7 @@ fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
 
 #[test]
 fn an_unreachable_git_remote_is_an_error() {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     let missing = context.path().join("no-such-remote.git");
     let before = deepgemm_from(&context, &format!("file://{}", missing.display()));
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
@@ -2208,7 +2208,12 @@ fn over_http(remote: &GitRemote) -> (GitHttpServer, String) {
 fn recipe_and_remote_over_http() -> (TestContext, GitRemote, GitHttpServer, String) {
     let remote = GitRemote::new();
     let (server, url) = over_http(&remote);
-    (TestContext::default_recipe(), remote, server, url)
+    (
+        TestContext::default_recipe_on_indexes(),
+        remote,
+        server,
+        url,
+    )
 }
 
 /// Panics, saying `what`, unless `server` was sent `request` (method and path) by forge's own
@@ -2379,7 +2384,7 @@ fn pypi_answers_for_flashinfer_python() {
         eprintln!("skipped: set FORGE_TEST_PYPI=1 to ask the real PyPI for flashinfer-python");
         return;
     }
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     // Only the wheel PyPI serves: the cu130 jit-cache wheel lives on FlashInfer's own index.
     context.edit(
         "pins.toml",
@@ -2440,7 +2445,7 @@ const BASE_TAG: &str = "2026-07-01-v0.24.0";
 /// The default recipe with its base at `BASE_TAG` on `registry`, following dated tags, and
 /// its pins.toml then.
 fn recipe_on_local_base(registry: &RegistryServer) -> (TestContext, String) {
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     context.edit(
         "pins.toml",
         "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
@@ -2548,7 +2553,7 @@ fn a_base_without_a_tag_pattern_only_records_the_digest_of_its_tag() {
     };
     let digest = registry.push("aeon-7/base", BASE_TAG);
     registry.push("aeon-7/base", "2026-07-15-v0.25.0");
-    let context = TestContext::default_recipe();
+    let context = TestContext::default_recipe_on_indexes();
     context.edit(
         "pins.toml",
         "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
@@ -2792,7 +2797,7 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
 
 /// The cells of `pin outdated`'s row for the pin `name`.
 #[track_caller]
-fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+pub fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
     stdout
         .lines()
         .find(|line| line.starts_with(&format!("{name} ")))

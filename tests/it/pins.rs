@@ -304,7 +304,12 @@ fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
     assert_eq!(summary, expected);
     let jit_cache = &pins[3]["wheels"][2];
     assert_eq!(jit_cache["version"], "0.6.14+cu130");
-    assert_eq!(jit_cache["index"], "https://flashinfer.ai/whl/cu130");
+    assert_eq!(jit_cache["index"], serde_json::Value::Null);
+    assert_eq!(
+        jit_cache["url"],
+        "https://github.com/flashinfer-ai/flashinfer/releases/download/v0.6.14/flashinfer_jit_cache-0.6.14+cu130-cp39-abi3-manylinux_2_28_aarch64.whl"
+    );
+    assert_eq!(jit_cache["sha256"], serde_json::Value::Null);
     assert_eq!(
         pins[0]["deny"][0]["reason"],
         "aborts tilelang: duplicate type-attr registration"

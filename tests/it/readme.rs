@@ -320,6 +320,7 @@ const SETUPS: &[Setup] = &[
         needs: Needs::Nothing,
         before: |sandbox, _| {
             if sandbox.keep.is_empty() {
+                flashinfer_on_indexes(sandbox);
                 sandbox.index(crate::pin_bump::recorded_index());
             }
         },
@@ -367,7 +368,11 @@ const SETUPS: &[Setup] = &[
         name: "pin-bump-unknown",
         folder: "",
         needs: Needs::Nothing,
-        before: nothing,
+        before: |sandbox, step| {
+            if step == 2 {
+                flashinfer_on_indexes(sandbox);
+            }
+        },
         varying: nothing_varies,
     },
 ];
@@ -400,11 +405,13 @@ fn base_tags_in_a_loopback_registry(sandbox: &mut Sandbox, step: usize) {
 }
 
 /// Upstream on loopback: DeepGEMM's pin following a git remote made here (its `nv_dev` head a
-/// commit ahead), and a package index where FlashInfer has 0.6.15 and the tvm group 0.1.12.
+/// commit ahead), and a package index where FlashInfer (its wheels looked up there) has 0.6.15
+/// and the tvm group 0.1.12.
 fn upstream_on_loopback(sandbox: &mut Sandbox, step: usize) {
     if step > 0 {
         return;
     }
+    flashinfer_on_indexes(sandbox);
     let remote = crate::pin_bump::GitRemote::new();
     sandbox.edit(
         "pins.toml",
@@ -433,11 +440,21 @@ fn upstream_on_loopback(sandbox: &mut Sandbox, step: usize) {
     sandbox.index(index);
 }
 
-/// A package index on loopback offering FlashInfer's three wheels at 0.6.14 and 0.6.15.
+/// The sandbox's FlashInfer wheels looked up on the package index, not downloaded from the
+/// release assets.
+fn flashinfer_on_indexes(sandbox: &Sandbox) {
+    let pins = sandbox.checkout().join("pins.toml");
+    let text = std::fs::read_to_string(&pins).unwrap();
+    std::fs::write(&pins, crate::support::flashinfer_on_indexes(&text)).unwrap();
+}
+
+/// FlashInfer's wheels looked up on the package index (not the release assets), and a package
+/// index on loopback offering its three wheels at 0.6.14 and 0.6.15.
 fn flashinfer_0_6_15(sandbox: &mut Sandbox, step: usize) {
     if step > 0 {
         return;
     }
+    flashinfer_on_indexes(sandbox);
     let index = IndexServer::start();
     for version in ["0.6.14", "0.6.15"] {
         index

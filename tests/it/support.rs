@@ -59,6 +59,21 @@ impl Run {
     }
 }
 
+/// The default recipe's pins.toml `text` with FlashInfer's wheels looked up on package indexes
+/// (the jit-cache wheel on its own) instead of downloaded from the release assets.
+pub fn flashinfer_on_indexes(text: &str) -> String {
+    let start = text
+        .find("# The project's release assets")
+        .expect("the default recipe's FlashInfer url");
+    let end = start
+        + text[start..]
+            .find("]\n")
+            .expect("the end of the wheel list")
+        + 2;
+    let indexed = "wheels = [\n  { package = \"flashinfer-python\" },\n  { package = \"flashinfer-cubin\" },\n  { package = \"flashinfer-jit-cache\", local = \"cu130\", index = \"https://flashinfer.ai/whl/cu130\" },\n]\n";
+    format!("{}{indexed}{}", &text[..start], &text[end..])
+}
+
 /// A temporary recipe folder.
 pub struct TestContext {
     dir: tempfile::TempDir,
@@ -87,6 +102,21 @@ impl TestContext {
         ] {
             copy_tree(&root.join(entry), &context.path().join(entry));
         }
+        context
+    }
+
+    /// The default recipe with FlashInfer's wheels looked up on package indexes (the jit-cache
+    /// wheel on its own) instead of downloaded from the release assets, its committed render
+    /// brought up to date: the shape the index-driven pin moves are tested on.
+    pub fn default_recipe_on_indexes() -> Self {
+        let context = Self::default_recipe();
+        context.write(
+            "pins.toml",
+            &flashinfer_on_indexes(&context.read("pins.toml")),
+        );
+        context
+            .forge(&["render", "--out", "ci/Dockerfile.rendered"])
+            .expect_code(0);
         context
     }
 

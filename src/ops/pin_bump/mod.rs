@@ -3,6 +3,7 @@
 //! moved values changed; re-render and say which Dockerfile steps the move invalidates.
 
 mod base;
+mod download;
 mod git;
 mod group;
 mod write;
@@ -127,6 +128,7 @@ pub fn pin_bump_with(
             .into());
         }
         match &pin.source {
+            Source::Wheels { url: Some(_), .. } => download::plan_download(pin, options, printer)?,
             Source::Python { .. } | Source::Wheels { .. } => {
                 plan_version(recipe, pin, options, upstream, printer)?
             }

@@ -1,0 +1,100 @@
+//! The versions a wheel set downloaded by URL may move to: the project's releases newer than
+//! the pin (drafts never, pre-releases only when asked), newest first, each with what holds it
+//! back: the deny list, the allowed range, or a file of the set the release does not hold.
+
+use std::collections::BTreeSet;
+
+use crate::index::releases::{self, ReleasesError};
+use crate::pins::{Pin, Source, Wheel};
+use crate::types::python::Version;
+use crate::types::url::Url;
+
+use super::Prereleases;
+
+/// One release newer than the pin.
+#[derive(Debug, Clone)]
+pub struct ReleaseCandidate {
+    /// Its version.
+    pub version: Version,
+    /// What holds it back, each as (`denied`, `range` or `wheel-set`, the reason in words);
+    /// empty when nothing does.
+    pub refusals: Vec<(&'static str, String)>,
+}
+
+/// Lists the releases at `url` newer than `pin` (a wheel set), newest first; `enforce_range`
+/// false lets versions outside `allow` through (`--force`).
+pub fn candidates(
+    pin: &Pin,
+    url: &Url,
+    prereleases: Prereleases,
+    enforce_range: bool,
+) -> Result<Vec<ReleaseCandidate>, ReleasesError> {
+    let Source::Wheels {
+        version: current,
+        wheels,
+        ..
+    } = &pin.source
+    else {
+        unreachable!("only a wheel set is listed by release");
+    };
+    let mut newer: Vec<ReleaseCandidate> = releases::list(url)?
+        .into_iter()
+        .filter_map(|release| {
+            let version = release.version?;
+            let pre = release.prerelease || version.pep440().any_prerelease();
+            let offered = version.pep440() > current.pep440()
+                && (prereleases == Prereleases::Include || !pre);
+            offered.then(|| ReleaseCandidate {
+                refusals: refusals(pin, wheels, &version, &release.assets, enforce_range),
+                version,
+            })
+        })
+        .collect();
+    newer.sort_by_key(|candidate| std::cmp::Reverse(candidate.version.pep440()));
+    newer.dedup_by(|a, b| a.version == b.version);
+    Ok(newer)
+}
+
+/// What holds back the release of `version` holding `assets`.
+fn refusals(
+    pin: &Pin,
+    wheels: &[Wheel],
+    version: &Version,
+    assets: &BTreeSet<String>,
+    enforce_range: bool,
+) -> Vec<(&'static str, String)> {
+    let mut refusals = Vec::new();
+    if let Some(denied) = pin.denied(version) {
+        refusals.push((
+            "denied",
+            format!("denied for {}: {}", pin.name, denied.reason),
+        ));
+    }
+    if let Some(allow) = pin
+        .allow
+        .as_ref()
+        .filter(|allow| enforce_range && !allow.contains(&version.pep440()))
+    {
+        refusals.push((
+            "range",
+            format!(
+                "outside the allowed range {} of {}",
+                allow.as_str(),
+                pin.name
+            ),
+        ));
+    }
+    let missing: Vec<String> = wheels
+        .iter()
+        .filter_map(|wheel| wheel.file.as_ref())
+        .map(|file| file.expand(version))
+        .filter(|file| !assets.contains(file))
+        .collect();
+    if !missing.is_empty() {
+        refusals.push((
+            "wheel-set",
+            format!("the release has no {}", missing.join(", ")),
+        ));
+    }
+    refusals
+}

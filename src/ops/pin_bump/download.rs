@@ -1,0 +1,219 @@
+//! A wheel set downloaded from a URL moves by `--to`: every file of the new version is
+//! downloaded and hashed (a range request or a listing proves nothing about a file's bytes), and
+//! the move records the version with each wheel's sha256. A file missing from the release
+//! refuses the whole move, as a set moves together.
+
+use std::str::FromStr;
+
+use anyhow::Context as _;
+
+use super::{Constraints, Move, PinBumpOptions, refused};
+use crate::bump::edit::{Assignment, Segment};
+use crate::bump::{BumpError, Refusal, release};
+use crate::diagnostics::CheckFailed;
+use crate::index::download::{self, Fetched};
+use crate::pins::{Pin, Source, Wheel};
+use crate::printer::Printer;
+use crate::types::python::{FileSha256, Version};
+use crate::types::url::{Url, UrlTemplate};
+
+/// Plans the move of `pin`, a wheel set with a `url`, to `--to`; `None` when it is already there
+/// with every hash recorded.
+pub(super) fn plan_download(
+    pin: &Pin,
+    options: &PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<Option<Move>> {
+    let Source::Wheels {
+        version: current,
+        wheels,
+        url: Some(url),
+        releases,
+    } = &pin.source
+    else {
+        unreachable!("only a wheel set with a url is downloaded");
+    };
+    let version = match &options.to {
+        Some(text) => Version::from_str(text)
+            .ok()
+            .filter(|version| !version.as_str().contains('+'))
+            .ok_or_else(|| BumpError::InvalidTarget {
+                value: text.clone(),
+                message: "expected the set's version without a local label (each wheel's file carries its own)".to_owned(),
+            })?,
+        None => {
+            let Some(releases) = releases else {
+                return Err(BumpError::NeedsTarget {
+                    pin: pin.name.clone(),
+                    url: url.to_string(),
+                }
+                .into());
+            };
+            match newest_release(pin, releases, options, printer)? {
+                Some(version) => version,
+                None => return Ok(None),
+            }
+        }
+    };
+    check_constraints(pin, &version, options.constraints, printer)?;
+    if &version == current && wheels.iter().all(|wheel| wheel.sha256.is_some()) {
+        printer.status(
+            "Fresh",
+            format_args!("{} is already at {version}", pin.name),
+        );
+        return Ok(None);
+    }
+    let hashes = hash_files(pin, url, wheels, &version, printer)?;
+    let mut assignments = vec![Assignment::new(
+        &["pins", pin.name.as_str()],
+        "version",
+        version.as_str(),
+    )];
+    let mut detail = Vec::new();
+    for (index, (wheel, (sha256, size))) in wheels.iter().zip(&hashes).enumerate() {
+        let mut assignment = Assignment::new(
+            &["pins", pin.name.as_str(), "wheels"],
+            "sha256",
+            sha256.as_str(),
+        );
+        assignment.table.push(Segment::Index(index));
+        assignments.push(assignment);
+        detail.push(format!(
+            "{} {} sha256:{} ({size} bytes)",
+            wheel.package,
+            wheel.version(&version),
+            &sha256.as_str()[..12]
+        ));
+    }
+    Ok(Some(Move {
+        subject: pin.name.to_string(),
+        from: current.to_string(),
+        to: version.to_string(),
+        detail: detail.join(", "),
+        assignments,
+        patches: Vec::new(),
+    }))
+}
+
+/// The newest release newer than the pin that has every file of the set and that the
+/// constraints allow, warning about each newer one skipped; `None` (said as such) when there is
+/// none.
+fn newest_release(
+    pin: &Pin,
+    releases: &Url,
+    options: &PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<Option<Version>> {
+    let newer = release::candidates(
+        pin,
+        releases,
+        options.prereleases,
+        options.constraints == Constraints::Enforce,
+    )
+    .with_context(|| {
+        format!(
+            "cannot look up the versions of {}; pins.toml was not changed",
+            pin.name
+        )
+    })?;
+    let pick = newer
+        .iter()
+        .position(|candidate| candidate.refusals.is_empty());
+    for skipped in &newer[..pick.unwrap_or(newer.len())] {
+        let reasons: Vec<&str> = skipped
+            .refusals
+            .iter()
+            .map(|(_, reason)| reason.as_str())
+            .collect();
+        printer.warn(format_args!(
+            "skipping {} {}: {}",
+            pin.name,
+            skipped.version,
+            reasons.join("; ")
+        ));
+    }
+    let Some(pick) = pick else {
+        printer.status(
+            "Fresh",
+            format_args!(
+                "{} is at {}, the newest release with every file of the set that pins.toml allows ({} newer held back)",
+                pin.name,
+                pin.current(),
+                newer.len()
+            ),
+        );
+        return Ok(None);
+    };
+    Ok(Some(newer[pick].version.clone()))
+}
+
+/// The deny list always holds; the allowed range unless `--force`.
+fn check_constraints(
+    pin: &Pin,
+    version: &Version,
+    constraints: Constraints,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    if let Some(denied) = pin.denied(version) {
+        let refusal = Refusal::Denied {
+            pin: pin.name.clone(),
+            reason: denied.reason.clone(),
+        };
+        return Err(refused(&pin.name, version, &[&refusal]).into());
+    }
+    if let Some(allow) = pin
+        .allow
+        .as_ref()
+        .filter(|allow| !allow.contains(&version.pep440()))
+    {
+        let refusal = Refusal::OutsideRange {
+            pin: pin.name.clone(),
+            range: allow.as_str().to_owned(),
+        };
+        if constraints == Constraints::Enforce {
+            return Err(refused(&pin.name, version, &[&refusal]).into());
+        }
+        printer.warn(format_args!(
+            "--force: moving {} to {version} although it is {refusal}",
+            pin.name
+        ));
+    }
+    Ok(())
+}
+
+/// Downloads every file of the set at `version` and returns each one's sha256 and size, or
+/// refuses the move naming every file the server does not have.
+fn hash_files(
+    pin: &Pin,
+    url: &UrlTemplate,
+    wheels: &[Wheel],
+    version: &Version,
+    printer: &Printer,
+) -> anyhow::Result<Vec<(FileSha256, u64)>> {
+    let mut hashes = Vec::new();
+    let mut missing = Vec::new();
+    for wheel in wheels {
+        let file_url = wheel
+            .url(Some(url), version)
+            .expect("every wheel of a set with a url has a file");
+        printer.status("Hashing", format_args!("{file_url}"));
+        match download::sha256(&file_url)? {
+            Fetched::Found { sha256, size } => hashes.push((sha256, size)),
+            Fetched::Missing { status } => {
+                missing.push(format!("{} (HTTP {status} from {file_url})", wheel.package));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(CheckFailed::new(
+            format!(
+                "refusing to move {} to {version}: the release has no file for {}",
+                pin.name,
+                missing.join(", ")
+            ),
+            "every wheel of a set moves together: wait until the release has every file, or check the pin's `url` and each wheel's `file` in pins.toml; pins.toml was not changed",
+        )
+        .into());
+    }
+    Ok(hashes)
+}

@@ -1,0 +1,237 @@
+//! A project's releases on 127.0.0.1, laid out as GitHub serves them: `GET
+//! /download/v<version>/<file>` answers the file published for that version, and `GET
+//! /repos/o/r/releases` lists the releases in the GitHub releases API's shape (`tag_name`,
+//! `draft`, `prerelease`, `assets[].name` and `browser_download_url`), newest first, two to a
+//! page with a `Link: <...>; rel="next"` header to the next page. Anything else is 404. `wheel`
+//! builds a real (tiny) wheel with Python's zipfile, so that pip can install it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::support::LoopbackServer;
+
+/// A running release server; stops when dropped.
+pub struct ReleaseServer {
+    // Stopped before its folder goes.
+    server: LoopbackServer,
+    root: tempfile::TempDir,
+}
+
+impl ReleaseServer {
+    /// Starts a server with nothing released on a free port.
+    pub fn start() -> Self {
+        let root = tempfile::tempdir().expect("a temporary folder");
+        let folder = root.path().to_owned();
+        let server =
+            LoopbackServer::start(move |stream, requests| serve(stream, &folder, requests));
+        Self { server, root }
+    }
+
+    /// The URL template of its files, as a wheel set's `url` takes it.
+    pub fn url_template(&self) -> String {
+        format!(
+            "http://{}/download/v{{version}}/{{file}}",
+            self.server.address()
+        )
+    }
+
+    /// The GitHub releases API list of the project.
+    pub fn releases_url(&self) -> String {
+        format!("http://{}/repos/o/r/releases", self.server.address())
+    }
+
+    /// Marks release `version` a draft (left out of every listing but the API's).
+    pub fn draft(&self, version: &str) -> &Self {
+        self.mark(version, "draft")
+    }
+
+    /// Marks release `version` a pre-release.
+    pub fn prerelease(&self, version: &str) -> &Self {
+        self.mark(version, "prerelease")
+    }
+
+    fn mark(&self, version: &str, mark: &str) -> &Self {
+        let folder = self.root.path().join(format!("v{version}"));
+        std::fs::create_dir_all(&folder).expect("a release folder");
+        std::fs::write(self.root.path().join(format!("v{version}.{mark}")), "").expect("a mark");
+        self
+    }
+
+    /// The request paths served so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.server.requests()
+    }
+
+    /// The URL of `file` at `version`.
+    pub fn url(&self, version: &str, file: &str) -> String {
+        format!(
+            "http://{}/download/v{version}/{file}",
+            self.server.address()
+        )
+    }
+
+    /// Publishes `bytes` as `file` of release `version` (replacing what was there).
+    pub fn publish(&self, version: &str, file: &str, bytes: &[u8]) -> &Self {
+        let folder = self.root.path().join(format!("v{version}"));
+        std::fs::create_dir_all(&folder).expect("a release folder");
+        std::fs::write(folder.join(file), bytes).expect("write a release file");
+        self
+    }
+}
+
+/// The sha256 of `bytes`, in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// A wheel file named `file` (its name and version read from the file name) whose one module
+/// holds `marker`, built by Python's zipfile.
+pub fn wheel(file: &str, marker: &str) -> Vec<u8> {
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let mut parts = file.trim_end_matches(".whl").split('-');
+    let (name, version) = (parts.next().unwrap(), parts.next().unwrap());
+    let tag = file.trim_end_matches(".whl").splitn(3, '-').nth(2).unwrap();
+    let info = folder.path().join(format!("{name}-{version}.dist-info"));
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::create_dir_all(folder.path().join(name)).unwrap();
+    std::fs::write(
+        folder.path().join(name).join("__init__.py"),
+        format!("MARKER = {marker:?}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("METADATA"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("WHEEL"),
+        format!("Wheel-Version: 1.0\nGenerator: forge-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"),
+    )
+    .unwrap();
+    std::fs::write(info.join("RECORD"), "").unwrap();
+    let out = folder.path().join(file);
+    let status = Command::new("python3")
+        .args(["-m", "zipfile", "-c"])
+        .arg(&out)
+        .arg(name)
+        .arg(format!("{name}-{version}.dist-info"))
+        .current_dir(folder.path())
+        .status()
+        .expect("python3 builds the wheel");
+    assert!(status.success(), "python3 -m zipfile failed");
+    std::fs::read(out).unwrap()
+}
+
+fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+    }
+    let path = request_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .to_owned();
+    requests.lock().expect("the request log").push(path.clone());
+    if let Some(query) = path.strip_prefix("/repos/o/r/releases") {
+        let address = stream.local_addr().expect("an address").to_string();
+        let (body, link) = releases_page(root, &address, query);
+        let link = link.map_or_else(String::new, |next| {
+            format!("Link: <{next}>; rel=\"next\"\r\n")
+        });
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{link}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        let _ = stream.flush();
+        return;
+    }
+    let file = path
+        .strip_prefix("/download/")
+        .map(|rest| rest.replace("%2B", "+"))
+        .filter(|rest| !rest.contains("..") && rest.matches('/').count() == 1)
+        .and_then(|rest| std::fs::read(root.join(rest)).ok());
+    let (status, body) = match file {
+        Some(bytes) => ("200 OK", bytes),
+        None => ("404 Not Found", b"not found\n".to_vec()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
+    let _ = stream.flush();
+}
+
+/// The page of the releases list `query` asks for (`?page=N`, else the first), and the URL of
+/// the next page if there is one.
+fn releases_page(root: &Path, address: &str, query: &str) -> (String, Option<String>) {
+    let page: usize = query
+        .split(['?', '&'])
+        .find_map(|part| part.strip_prefix("page="))
+        .and_then(|page| page.parse().ok())
+        .unwrap_or(1);
+    let mut versions: Vec<String> = std::fs::read_dir(root)
+        .expect("the release folder")
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| {
+            entry
+                .file_name()
+                .to_str()?
+                .strip_prefix('v')
+                .map(ToOwned::to_owned)
+        })
+        .collect();
+    // Newest first, as the API lists them (by the numbers of the version, enough for the tests).
+    let key = |version: &String| -> Vec<u64> {
+        version
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|part| part.parse().ok())
+            .collect()
+    };
+    versions.sort_by_key(|version| std::cmp::Reverse(key(version)));
+    let releases: Vec<serde_json::Value> = versions
+        .iter()
+        .map(|version| {
+            let mut assets: Vec<String> = std::fs::read_dir(root.join(format!("v{version}")))
+                .expect("a release")
+                .filter_map(|entry| Some(entry.ok()?.file_name().to_str()?.to_owned()))
+                .collect();
+            assets.sort();
+            serde_json::json!({
+                "tag_name": format!("v{version}"),
+                "draft": root.join(format!("v{version}.draft")).exists(),
+                "prerelease": root.join(format!("v{version}.prerelease")).exists(),
+                "assets": assets.iter().map(|name| serde_json::json!({
+                    "name": name,
+                    "browser_download_url": format!("http://{address}/download/v{version}/{}", name.replace('+', "%2B")),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let chunk: Vec<serde_json::Value> = releases
+        .iter()
+        .skip((page - 1) * 2)
+        .take(2)
+        .cloned()
+        .collect();
+    let next = (releases.len() > page * 2)
+        .then(|| format!("http://{address}/repos/o/r/releases?page={}", page + 1));
+    (serde_json::Value::Array(chunk).to_string(), next)
+}

@@ -1,0 +1,498 @@
+//! A wheel set downloaded from a URL template (a project's release assets) instead of an index:
+//! each wheel's file is installed as `URL#sha256=HEX`, and pip itself is the judge that this
+//! refuses a changed file. A wheel without a recorded hash is named in the render and in a
+//! warning, never installed silently.
+
+use std::process::Command;
+
+use crate::pin_bump::{forge, outdated_row};
+use crate::release_server::{ReleaseServer, sha256_hex, wheel};
+use crate::render::assert_hadolint_passes;
+use crate::support::{TestContext, assert_contains};
+
+/// The three files of the default recipe's FlashInfer set at `version`.
+fn flashinfer_files(version: &str) -> [String; 3] {
+    [
+        format!("flashinfer_python-{version}-py3-none-any.whl"),
+        format!("flashinfer_cubin-{version}-py3-none-any.whl"),
+        format!("flashinfer_jit_cache-{version}+cu130-cp39-abi3-manylinux_2_28_aarch64.whl"),
+    ]
+}
+
+const DEFAULT_URL: &str =
+    "https://github.com/flashinfer-ai/flashinfer/releases/download/v{version}/{file}";
+
+/// The default recipe with FlashInfer downloaded from `server`, each wheel's sha256 that of the
+/// file published there for 0.6.14 (published with `marker`); with the sha256 of each file.
+fn recipe_on(server: &ReleaseServer, marker: &str) -> (TestContext, Vec<String>) {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", DEFAULT_URL, &server.url_template());
+    let mut hashes = Vec::new();
+    for file in flashinfer_files("0.6.14") {
+        let bytes = wheel(&file, marker);
+        hashes.push(sha256_hex(&bytes));
+        server.publish("0.6.14", &file, &bytes);
+        let template = file.replacen("0.6.14", "{version}", 1);
+        context.edit(
+            "pins.toml",
+            &format!("file = \"{template}\" }}"),
+            &format!(
+                "file = \"{template}\", sha256 = \"{}\" }}",
+                sha256_hex(&bytes)
+            ),
+        );
+    }
+    (context, hashes)
+}
+
+/// The arguments of the rendered FlashInfer step's `pip install` that name downloads.
+fn downloads(dockerfile: &str) -> Vec<String> {
+    let line = dockerfile
+        .lines()
+        .find(|line| line.starts_with("RUN python3 -m pip install") && line.contains("flashinfer"))
+        .expect("the FlashInfer install step");
+    line.split_whitespace()
+        .filter(|word| word.starts_with("http"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs pip as the rendered step does (`--no-cache-dir --no-deps`), on `requirements`, into a
+/// scratch folder for the image's platform, with no configuration of this machine.
+fn pip_install(requirements: &[String]) -> std::process::Output {
+    let target = tempfile::tempdir().expect("a scratch folder");
+    Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--isolated",
+            "--no-cache-dir",
+            "--no-deps",
+        ])
+        .args(["--disable-pip-version-check", "--only-binary=:all:"])
+        .args([
+            "--platform",
+            "manylinux_2_28_aarch64",
+            "--python-version",
+            "3.12",
+        ])
+        .arg("--target")
+        .arg(target.path())
+        .args(requirements)
+        .env("PIP_CONFIG_FILE", "/dev/null")
+        .output()
+        .expect("python3 -m pip runs")
+}
+
+#[test]
+fn each_wheel_installs_by_url_and_sha256_and_pip_refuses_a_changed_file() {
+    let server = ReleaseServer::start();
+    let (context, hashes) = recipe_on(&server, "released");
+    let run = context.forge(&["render"]).expect_code(0);
+    let rendered = downloads(&run.stdout);
+    let installed = pip_install(&rendered);
+    assert!(
+        installed.status.success(),
+        "pip installs the files whose hashes were recorded:\n{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    // The release is replaced by another build: same names, other bytes.
+    let [python, ..] = flashinfer_files("0.6.14");
+    server.publish("0.6.14", &python, &wheel(&python, "replaced"));
+    let refused = pip_install(&rendered);
+    assert!(
+        !refused.status.success(),
+        "pip must refuse the changed file"
+    );
+    assert_contains(
+        &String::from_utf8_lossy(&refused.stderr),
+        "THESE PACKAGES DO NOT MATCH THE HASHES",
+    );
+
+    assert!(
+        !run.stderr.contains("sha256"),
+        "every hash is recorded, nothing to warn about:\n{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("NOT CHECKED BY HASH"),
+        "{}",
+        run.stdout
+    );
+    let wanted: Vec<String> = flashinfer_files("0.6.14")
+        .iter()
+        .zip(&hashes)
+        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.14", file)))
+        .collect();
+    assert_eq!(rendered, wanted);
+    assert_hadolint_passes(&run.stdout);
+}
+
+#[test]
+fn a_wheel_without_a_hash_is_named_in_the_render_and_a_warning() {
+    let server = ReleaseServer::start();
+    let (context, hashes) = recipe_on(&server, "released");
+    let [_, cubin, _] = flashinfer_files("0.6.14");
+    context.edit("pins.toml", &format!(", sha256 = \"{}\"", hashes[1]), "");
+    let run = context.forge(&["render"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: pin `flashinfer`: no sha256 recorded for flashinfer-cubin, so the Dockerfile installs it unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)",
+    );
+    assert_contains(
+        &run.stdout,
+        "# NOT CHECKED BY HASH: no sha256 is recorded for flashinfer-cubin, so pip installs",
+    );
+    let urls = downloads(&run.stdout);
+    assert_eq!(urls[1], server.url("0.6.14", &cubin));
+    assert!(urls[0].contains("#sha256=") && urls[2].contains("#sha256="));
+    assert_hadolint_passes(&run.stdout);
+}
+
+#[test]
+fn the_default_recipe_downloads_the_release_assets_and_says_which_hashes_are_missing() {
+    let run = TestContext::default_recipe()
+        .forge(&["render"])
+        .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked",
+    );
+    let base = "https://github.com/flashinfer-ai/flashinfer/releases/download/v0.6.14";
+    let wanted: Vec<String> = flashinfer_files("0.6.14")
+        .iter()
+        .map(|file| format!("{base}/{file}"))
+        .collect();
+    assert_eq!(downloads(&run.stdout), wanted);
+}
+
+#[test]
+fn url_and_file_templates_keep_to_their_grammar() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    let refusals = [
+        (
+            DEFAULT_URL,
+            "https://example.org/{name}/{file}",
+            "invalid url \"https://example.org/{name}/{file}\"",
+        ),
+        (
+            DEFAULT_URL,
+            "https://example.org/v{version}/{file};id",
+            "invalid url",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_python-{version}-py3-none-any.whl$(id)",
+            "invalid wheel file",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_python-0.6.14-py3-none-any.whl",
+            "its version part is not {version}",
+        ),
+        (
+            "flashinfer_python-{version}-py3-none-any.whl",
+            "flashinfer_cubin-{version}-py3-none-any.whl",
+            "wheel `flashinfer-python` of set `flashinfer`: its file `flashinfer_cubin-{version}-py3-none-any.whl` is a wheel of `flashinfer_cubin`",
+        ),
+        (
+            "file = \"flashinfer_cubin-{version}-py3-none-any.whl\"",
+            "index = \"https://example.org/simple\"",
+            "wheel `flashinfer-cubin` of set `flashinfer` needs `file`",
+        ),
+        (
+            "\", file = \"flashinfer_cubin-{version}-py3-none-any.whl\"",
+            "\", file = \"flashinfer_cubin-{version}-py3-none-any.whl\", sha256 = \"ABC\"",
+            "invalid sha256 \"ABC\"",
+        ),
+        (
+            "{ package = \"flashinfer-jit-cache\", file",
+            "{ package = \"flashinfer-jit-cache\", local = \"cu128\", file",
+            "wheel `flashinfer-jit-cache` of set `flashinfer`: `local` is cu128 but its file carries +cu130",
+        ),
+        (
+            "+cu130-cp39-abi3-manylinux_2_28_aarch64.whl",
+            "+cu130-cp39-abi3-manylinux_2_28_x86_64.whl",
+            "wheel `flashinfer-jit-cache` of set `flashinfer`: its file flashinfer_jit_cache-0.6.14+cu130-cp39-abi3-manylinux_2_28_x86_64.whl does not fit linux/aarch64, Python 3.12",
+        ),
+        (
+            "flashinfer_cubin-{version}-py3-none-any.whl",
+            "flashinfer_cubin-{version}-cp313-cp313-manylinux_2_28_aarch64.whl",
+            "its file flashinfer_cubin-0.6.14-cp313-cp313-manylinux_2_28_aarch64.whl does not fit linux/aarch64, Python 3.12",
+        ),
+        (
+            "package = \"apache-tvm-ffi\"\n",
+            "package = \"apache-tvm-ffi\"\nreleases = \"https://api.github.com/repos/a/b/releases\"\n",
+            "pin `apache-tvm-ffi` of kind python cannot have `releases`",
+        ),
+        (
+            "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+            "url = \"https://github.com/deepseek-ai/{file}.git\"",
+            "a git pin's url `https://github.com/deepseek-ai/{file}.git` cannot hold {version} or {file}",
+        ),
+    ];
+    for (from, to, message) in refusals {
+        context.write("pins.toml", &before.replacen(from, to, 1));
+        let run = context.forge(&["render"]).expect_code(2);
+        assert_contains(&run.stderr, message);
+    }
+    // Without the set's url, a file (and its hash) has nowhere to come from.
+    context.write(
+        "pins.toml",
+        &before.replacen(&format!("url = \"{DEFAULT_URL}\"\n"), "", 1),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "wheel `flashinfer-python` of set `flashinfer` has a `file`, but the set has no `url`",
+    );
+}
+
+/// The default recipe with FlashInfer downloaded from `server`, no hash recorded.
+fn unhashed_recipe_on(server: &ReleaseServer) -> TestContext {
+    let context = TestContext::default_recipe();
+    context.edit("pins.toml", DEFAULT_URL, &server.url_template());
+    context
+}
+
+/// Publishes the three files of `version` on `server`; their sha256, in order.
+fn release(server: &ReleaseServer, version: &str, files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .map(|file| {
+            let bytes = wheel(file, version);
+            server.publish(version, file, &bytes);
+            sha256_hex(&bytes)
+        })
+        .collect()
+}
+
+/// pins.toml's FlashInfer wheels as `before` has them, at `version` with `hashes` recorded.
+fn with_hashes(before: &str, version: &str, hashes: &[String]) -> String {
+    let mut text = before.replacen(
+        "kind = \"wheels\"\nversion = \"0.6.14\"",
+        &format!("kind = \"wheels\"\nversion = \"{version}\""),
+        1,
+    );
+    for (file, hash) in flashinfer_files("{version}").iter().zip(hashes) {
+        text = text.replacen(
+            &format!("file = \"{file}\" }}"),
+            &format!("file = \"{file}\", sha256 = \"{hash}\" }}"),
+            1,
+        );
+    }
+    text
+}
+
+#[test]
+fn pin_bump_to_downloads_every_file_and_records_its_sha256() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let hashes = release(&server, "0.6.15", &flashinfer_files("0.6.15"));
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "Hashing {}",
+            server.url("0.6.15", &flashinfer_files("0.6.15")[2])
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15 sha256:{}",
+            &hashes[0][..12]
+        ),
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.15", &hashes)
+    );
+
+    // The committed render installs each file by its hash, and pip holds the release to it.
+    let rendered = downloads(&context.read("ci/Dockerfile.rendered"));
+    let wanted: Vec<String> = flashinfer_files("0.6.15")
+        .iter()
+        .zip(&hashes)
+        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.15", file)))
+        .collect();
+    assert_eq!(rendered, wanted);
+    assert!(pip_install(&rendered).status.success());
+    let render = context.forge(&["render"]).expect_code(0);
+    assert!(!render.stderr.contains("sha256"), "{}", render.stderr);
+}
+
+#[test]
+fn pin_bump_to_the_current_version_fills_in_the_missing_hashes() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let hashes = release(&server, "0.6.14", &flashinfer_files("0.6.14"));
+    forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[],
+    )
+    .expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.14", &hashes)
+    );
+    let again = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(&again.stderr, "flashinfer is already at 0.6.14");
+}
+
+#[test]
+fn pin_bump_refuses_a_release_missing_a_file_or_too_large_and_changes_nothing() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let rendered = context.read("ci/Dockerfile.rendered");
+    let files = flashinfer_files("0.6.15");
+    release(&server, "0.6.15", &files[..2]);
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: refusing to move flashinfer to 0.6.15: the release has no file for flashinfer-jit-cache (HTTP 404 from {})",
+            server.url("0.6.15", &files[2])
+        ),
+    );
+    assert_eq!(context.read("pins.toml"), before);
+    assert_eq!(context.read("ci/Dockerfile.rendered"), rendered);
+
+    release(&server, "0.6.15", &files[2..]);
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[("FORGE_DOWNLOAD_LIMIT", "100")],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "sent more than 100 bytes");
+    assert_eq!(context.read("pins.toml"), before);
+
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: pin `flashinfer` downloads its wheels from {}, where forge lists no versions: name the version with --to",
+            server.url_template()
+        ),
+    );
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15+cu130"],
+        &[],
+    )
+    .expect_code(2);
+    assert_contains(&run.stderr, "without a local label");
+    assert_eq!(context.read("pins.toml"), before);
+}
+
+#[test]
+fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    context.edit(
+        "pins.toml",
+        &format!("url = \"{}\"", server.url_template()),
+        &format!(
+            "url = \"{}\"\nreleases = \"{}\"",
+            server.url_template(),
+            server.releases_url()
+        ),
+    );
+    release(&server, "0.6.14", &flashinfer_files("0.6.14"));
+    let hashes = release(&server, "0.6.15", &flashinfer_files("0.6.15"));
+    release(&server, "0.6.16", &flashinfer_files("0.6.16")[..2]);
+    release(&server, "0.6.17rc1", &flashinfer_files("0.6.17rc1"));
+    server.prerelease("0.6.17rc1");
+    release(&server, "0.7.0", &flashinfer_files("0.7.0"));
+    server.draft("0.7.0");
+
+    // Every pin is looked up: the others on loopback addresses nothing answers, so that
+    // nothing leaves the machine; only this row counts.
+    context.edit(
+        "pins.toml",
+        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
+        "url = \"http://127.0.0.1:1/DeepGEMM.git\"",
+    );
+    let before = context.read("pins.toml");
+    let outdated = forge(
+        &context,
+        &["pin", "outdated"],
+        &[("FORGE_INDEX_URL", "http://127.0.0.1:1/simple")],
+    );
+    assert_eq!(
+        outdated_row(&outdated.stdout, "flashinfer"),
+        ["flashinfer", "0.6.14", "0.6.15", "0.6.16", "outdated"]
+    );
+    assert_contains(
+        &outdated.stdout,
+        "flashinfer 0.6.16: the release has no flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-manylinux_2_28_aarch64.whl (wheel-set)",
+    );
+
+    let run = forge(&context, &["pin", "bump", "flashinfer", "--dry-run"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "warning: skipping flashinfer 0.6.16: the release has no flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-manylinux_2_28_aarch64.whl",
+    );
+    assert!(
+        !run.stderr.contains("0.6.17rc1") && !run.stderr.contains("0.7.0"),
+        "{}",
+        run.stderr
+    );
+    assert_contains(&run.stderr, "Would bump flashinfer 0.6.14 -> 0.6.15");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|path| path.contains("releases?page=2")),
+        "the listing follows the next page: {:?}",
+        server.requests()
+    );
+    assert_eq!(context.read("pins.toml"), before);
+
+    forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(0);
+    assert_eq!(
+        context.read("pins.toml"),
+        with_hashes(&before, "0.6.15", &hashes)
+    );
+
+    // Nothing newer with every file: the pin stays, saying so.
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "flashinfer is at 0.6.15, the newest release with every file of the set that pins.toml allows (1 newer held back)",
+    );
+    let with_pre = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--pre", "--dry-run"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &with_pre.stderr,
+        "Would bump flashinfer 0.6.15 -> 0.6.17rc1",
+    );
+}
