@@ -25,8 +25,8 @@ use crate::publish::{self, BuildError, Publication, RemoteTags, Signals, Stop as
 use crate::recipe::Recipe;
 use crate::types::oci::ImageRef;
 
-use super::build_request::build_request;
 pub use super::build_request::{BuildMode, BuildOptions};
+use super::build_request::{build_credentials, build_request};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -225,7 +225,14 @@ async fn run<E: Engine>(
         .as_ref()
         .unwrap_or(&recipe.pins.image.platform);
     let revision = pipeline::revision(&recipe.root);
-    let request = build_request(recipe, options, plan, platform, printer);
+    let request = build_request(
+        recipe,
+        options,
+        plan,
+        platform,
+        revision.as_deref(),
+        build_credentials(recipe, printer),
+    );
     for source in &request.cache_from {
         printer.status("Caching", format_args!("from {source}"));
     }

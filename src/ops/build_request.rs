@@ -10,6 +10,7 @@ use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::progress::ProgressMode;
 use crate::recipe::Recipe;
+use crate::registry::Credentials;
 use crate::types::oci::Platform;
 
 /// How far `forge build` goes.
@@ -56,15 +57,17 @@ pub struct BuildOptions {
     pub nodes: Vec<String>,
 }
 
-/// What the daemon is asked to build for `platform`.
+/// What the daemon is asked to build for `platform`, from the recipe's commit `revision` and
+/// the `credentials` of `build_credentials` (both looked up once per build, whatever the
+/// number of platforms).
 pub(super) fn build_request<'a>(
     recipe: &Recipe,
     options: &BuildOptions,
     plan: &'a Plan,
     platform: &'a Platform,
-    printer: &Printer,
+    revision: Option<&str>,
+    credentials: Vec<Credentials>,
 ) -> BuildRequest<'a> {
-    let revision = pipeline::revision(&recipe.root);
     BuildRequest {
         context: plan
             .context
@@ -73,9 +76,9 @@ pub(super) fn build_request<'a>(
         builder: options.builder,
         no_cache: options.no_cache,
         platform: Some(platform),
-        args: pipeline::build_args(recipe, revision.as_deref()),
+        args: pipeline::build_args(recipe, revision),
         labels: plan.labels(),
-        credentials: build_credentials(recipe, printer),
+        credentials,
         cache_from: options.cache_from.clone(),
     }
 }
@@ -85,7 +88,7 @@ pub(super) fn build_request<'a>(
 /// one forge's variables are kept for, so that the base and every other stage's image pull as
 /// after `docker login`. The daemon uses each only for its own registry. A lookup that fails is
 /// a warning: the images may be public.
-fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<crate::registry::Credentials> {
+pub(super) fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<Credentials> {
     let recipe_registry = recipe.pins.image.repository.registry();
     let (credentials, errors) = crate::registry::credentials::all(&recipe_registry);
     for error in errors {

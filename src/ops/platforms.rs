@@ -13,7 +13,7 @@
 
 use anyhow::Context as _;
 
-use super::build_request::{BuildOptions, build_request};
+use super::build_request::{BuildOptions, build_credentials, build_request};
 use crate::engine::steps::Event;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::PlatformRecord;
@@ -147,40 +147,71 @@ pub(super) async fn run(
         .as_str()
         .parse()
         .expect("a repository is a reference");
-    let remote = RemoteRepository::of(&reference);
     let lookup = registry::credentials::lookup(reference.registry(), reference.registry())?;
-    let client =
-        RegistryClient::new(options.insecure_registries.clone()).with_lookup(lookup.clone());
+    let target = index::Target {
+        client: RegistryClient::new(options.insecure_registries.clone())
+            .with_lookup(lookup.clone()),
+        repository: RemoteRepository::of(&reference),
+    };
+    let revision = pipeline::revision(&recipe.root);
+    let credentials = build_credentials(recipe, printer);
     let first = &plan.tags.first().expect("a recipe has a tag").tag;
     let mut display = Display::new(options.progress, printer, options.verbose);
     let mut events = |event: Event<'_>| display.event(event);
-    let mut built: Vec<(Platform, ImageId, Digest, String)> = Vec::new();
-    for (platform, engine) in &nodes {
-        let request = build_request(recipe, options, plan, platform, printer);
+    let mut built = Vec::new();
+    for (platform, engine) in nodes {
+        let request = build_request(
+            recipe,
+            options,
+            plan,
+            &platform,
+            revision.as_deref(),
+            credentials.clone(),
+        );
         printer.status(
             "Building",
             format_args!("{repository} for {platform} on {}", engine.host()),
         );
         let image = engine.build(&request, &mut events).await?;
-        let tag = index::platform_tag(first, platform);
+        let tag = index::platform_tag(first, &platform);
         engine.tag(&image, repository, &tag).await?;
         let manifest = engine
             .push(repository, &tag, lookup.credentials.as_ref(), &mut events)
             .await?;
         printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
-        built.push((platform.clone(), image, manifest, engine.host().to_owned()));
+        built.push(Built {
+            platform,
+            image,
+            manifest,
+            engine,
+        });
     }
     display.finish();
     let entries: Vec<(Platform, Digest)> = built
         .iter()
-        .map(|(platform, _, manifest, _)| (platform.clone(), manifest.clone()))
+        .map(|built| (built.platform.clone(), built.manifest.clone()))
         .collect();
-    let index = index::compose(&client, &remote, &entries)?;
-    index::refuse_moved(&client, &remote, &plan.tags, &index, options.force)?;
+    let index = target.compose(&entries)?;
+    target.refuse_moved(&plan.tags, &index, options.force)?;
     publish_index(
-        recipe, options, plan, &nodes, &built, &client, &remote, &index, printer,
+        recipe,
+        options,
+        plan,
+        &built,
+        &target,
+        &index,
+        revision.as_deref(),
+        printer,
     )
     .await
+}
+
+/// One platform's image, built on its node and pushed under its platform tag.
+struct Built {
+    platform: Platform,
+    image: ImageId,
+    manifest: Digest,
+    engine: Docker,
 }
 
 /// Publishes the first platform's image on its node (tags, forge.lock), then points the
@@ -190,15 +221,18 @@ async fn publish_index(
     recipe: &Recipe,
     options: &BuildOptions,
     plan: &Plan,
-    nodes: &[(Platform, Docker)],
-    built: &[(Platform, ImageId, Digest, String)],
-    client: &RegistryClient,
-    remote: &RemoteRepository,
+    built: &[Built],
+    target: &index::Target,
     index: &index::Index,
+    revision: Option<&str>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let (platform, image, _, _) = &built[0];
-    let revision = pipeline::revision(&recipe.root);
+    let Built {
+        platform,
+        image,
+        engine,
+        ..
+    } = &built[0];
     let publication = Publication {
         recipe,
         image,
@@ -206,7 +240,7 @@ async fn publish_index(
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
         patches: &plan.patches,
-        revision: revision.as_deref(),
+        revision,
         push: false,
         force: options.force,
     };
@@ -219,17 +253,17 @@ async fn publish_index(
     let mut events = |_: Event<'_>| {};
     let mut published = publish::publish(
         &publication,
-        &nodes[0].1,
+        engine,
         registry,
         &mut stop,
         &mut events,
         printer,
     )
     .await?;
-    let stored = index::put(client, remote, &plan.tags, index).with_context(|| {
+    let stored = target.put(&plan.tags, index).with_context(|| {
         format!(
-            "cannot put the index {} under the tags of {remote}",
-            index.digest
+            "cannot put the index {} under the tags of {}",
+            index.digest, target.repository
         )
     })?;
     for tag in &plan.tags {
@@ -247,11 +281,11 @@ async fn publish_index(
     }
     record.platforms = built
         .iter()
-        .map(|(platform, image, manifest, node)| PlatformRecord {
-            platform: platform.clone(),
-            id: image.0.clone(),
-            manifest: manifest.clone(),
-            node: node.clone(),
+        .map(|built| PlatformRecord {
+            platform: built.platform.clone(),
+            id: built.image.0.clone(),
+            manifest: built.manifest.clone(),
+            node: built.engine.host().to_owned(),
         })
         .collect();
     record.write(&recipe.root)?;

@@ -117,7 +117,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = runtime.block_on(async {
+    let (report, reached) = runtime.block_on(async {
         let nodes = expectations(recipe, &record, connect(&options.hosts).await?).await?;
         let display = RefCell::new(Display::new(options.progress, printer, options.verbose));
         let pulled = pull_everywhere(
@@ -145,7 +145,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
             expected.image.id = node.image.clone();
             report.extend(verify::tags(&expected, node.engine.host(), &resolved));
         }
-        anyhow::Ok(report)
+        anyhow::Ok((report, nodes.len()))
     })?;
     printer.stderr(report.table(options.wide));
     if printer.is_json() {
@@ -165,15 +165,10 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         "Pulled",
         format_args!(
             "{}@{digest} on {} node(s)",
-            record.image.repository,
-            nodes_count(options)
+            record.image.repository, reached
         ),
     );
     Ok(())
-}
-
-fn nodes_count(options: &PullOptions) -> usize {
-    options.hosts.len().max(1)
 }
 
 /// The one manifest digest the record's pushed tags name.

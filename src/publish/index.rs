@@ -32,59 +32,66 @@ pub struct Index {
     pub digest: Digest,
 }
 
-/// The index listing `entries` (each platform with the manifest digest the registry stored),
-/// each entry's size and media type read back from `repository`.
-pub fn compose(
-    client: &RegistryClient,
-    repository: &RemoteRepository,
-    entries: &[(Platform, Digest)],
-) -> Result<Index, RegistryError> {
-    let mut manifests = Vec::new();
-    for (platform, digest) in entries {
-        let manifest = client.manifest(repository, digest.as_str())?;
-        let mut parts = platform.as_str().split('/');
-        let (os, architecture, variant) = (parts.next(), parts.next(), parts.next());
-        let mut platform = json!({ "architecture": architecture, "os": os });
-        if let Some(variant) = variant {
-            platform["variant"] = json!(variant);
-        }
-        manifests.push(json!({
-            "mediaType": manifest.media_type.as_str(),
-            "digest": digest.as_str(),
-            "size": manifest.body.len(),
-            "platform": platform,
-        }));
-    }
-    let body = serde_json::to_vec(&json!({
-        "schemaVersion": 2,
-        "mediaType": OCI_INDEX,
-        "manifests": manifests,
-    }))
-    .expect("an index serializes");
-    let digest = Digest::from_sha256(&sha2::Sha256::digest(&body));
-    Ok(Index { body, digest })
+/// The repository an index goes to, and the client that reaches its registry.
+#[derive(Debug)]
+pub struct Target {
+    /// The registry client, with the repository's credentials.
+    pub client: RegistryClient,
+    /// The repository.
+    pub repository: RemoteRepository,
 }
 
-/// Refuses, before any recipe tag moves, a dated tag the registry holds for another manifest
-/// than `index`.
-pub fn refuse_moved(
-    client: &RegistryClient,
-    repository: &RemoteRepository,
-    tags: &[ResolvedTag],
-    index: &Index,
-    force: bool,
-) -> anyhow::Result<()> {
-    for tag in tags
-        .iter()
-        .filter(|tag| tag.mutability == Mutability::Immutable)
-    {
-        let held = match client.manifest_digest(repository, tag.tag.as_str()) {
-            Ok(held) => held,
-            Err(RegistryError::NotFound { .. }) => continue,
-            Err(error) => return Err(error.into()),
-        };
-        if held != index.digest && !force {
-            return Err(CheckFailed::new(
+impl Target {
+    /// The index listing `entries` (each platform with the manifest digest the registry stored),
+    /// each entry's size and media type read back from the repository.
+    pub fn compose(&self, entries: &[(Platform, Digest)]) -> Result<Index, RegistryError> {
+        let (client, repository) = (&self.client, &self.repository);
+        let mut manifests = Vec::new();
+        for (platform, digest) in entries {
+            let manifest = client.manifest(repository, digest.as_str())?;
+            let mut parts = platform.as_str().split('/');
+            let (os, architecture, variant) = (parts.next(), parts.next(), parts.next());
+            let mut platform = json!({ "architecture": architecture, "os": os });
+            if let Some(variant) = variant {
+                platform["variant"] = json!(variant);
+            }
+            manifests.push(json!({
+                "mediaType": manifest.media_type.as_str(),
+                "digest": digest.as_str(),
+                "size": manifest.body.len(),
+                "platform": platform,
+            }));
+        }
+        let body = serde_json::to_vec(&json!({
+            "schemaVersion": 2,
+            "mediaType": OCI_INDEX,
+            "manifests": manifests,
+        }))
+        .expect("an index serializes");
+        let digest = Digest::from_sha256(&sha2::Sha256::digest(&body));
+        Ok(Index { body, digest })
+    }
+
+    /// Refuses, before any recipe tag moves, a dated tag the registry holds for another manifest
+    /// than `index`.
+    pub fn refuse_moved(
+        &self,
+        tags: &[ResolvedTag],
+        index: &Index,
+        force: bool,
+    ) -> anyhow::Result<()> {
+        let (client, repository) = (&self.client, &self.repository);
+        for tag in tags
+            .iter()
+            .filter(|tag| tag.mutability == Mutability::Immutable)
+        {
+            let held = match client.manifest_digest(repository, tag.tag.as_str()) {
+                Ok(held) => held,
+                Err(RegistryError::NotFound { .. }) => continue,
+                Err(error) => return Err(error.into()),
+            };
+            if held != index.digest && !force {
+                return Err(CheckFailed::new(
                 format!(
                     "tag {} in {repository} already names {held}, not the index of this build ({})",
                     tag.tag, index.digest
@@ -92,25 +99,22 @@ pub fn refuse_moved(
                 "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it",
             )
             .into());
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// Puts `index` under every tag, dated tags first; returns the digest the registry stored.
-pub fn put(
-    client: &RegistryClient,
-    repository: &RemoteRepository,
-    tags: &[ResolvedTag],
-    index: &Index,
-) -> Result<Digest, RegistryError> {
-    let mut order: Vec<&ResolvedTag> = tags.iter().collect();
-    order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
-    let mut stored = index.digest.clone();
-    for tag in order {
-        stored = client.push_manifest(repository, tag.tag.as_str(), OCI_INDEX, &index.body)?;
+    /// Puts `index` under every tag, dated tags first; returns the digest the registry stored.
+    pub fn put(&self, tags: &[ResolvedTag], index: &Index) -> Result<Digest, RegistryError> {
+        let (client, repository) = (&self.client, &self.repository);
+        let mut order: Vec<&ResolvedTag> = tags.iter().collect();
+        order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
+        let mut stored = index.digest.clone();
+        for tag in order {
+            stored = client.push_manifest(repository, tag.tag.as_str(), OCI_INDEX, &index.body)?;
+        }
+        Ok(stored)
     }
-    Ok(stored)
 }
 
 #[cfg(test)]

@@ -157,6 +157,6 @@ pub fn with_fixes<'a>(gate: String, fixes: impl IntoIterator<Item = &'a Fix>) ->
 }
 
 /// `text` in single quotes for the shell.
-fn quote(text: &str) -> String {
+pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }

@@ -74,6 +74,15 @@ impl FromStr for LabelKey {
     }
 }
 
+/// Whether `value` may stand inside a double-quoted Dockerfile or shell string as it is: at most
+/// 1024 printable ASCII characters and spaces, none of `"`, `\`, `$` or backtick.
+pub(crate) fn fits_double_quotes(value: &str) -> bool {
+    value.len() <= 1024
+        && value
+            .chars()
+            .all(|c| (c == ' ' || c.is_ascii_graphic()) && !matches!(c, '"' | '\\' | '$' | '`'))
+}
+
 /// Free text for a label value or a reason: printable ASCII and spaces, without the characters
 /// that end or escape a double-quoted Dockerfile string (`"`, `\`, `$`, backtick).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -83,10 +92,7 @@ string_newtype!(Text);
 impl FromStr for Text {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let ok = value.len() <= 1024
-            && value.chars().all(|c| {
-                (c == ' ' || c.is_ascii_graphic()) && !matches!(c, '"' | '\\' | '$' | '`')
-            });
+        let ok = fits_double_quotes(value);
         if ok {
             Ok(Self(value.to_owned()))
         } else {

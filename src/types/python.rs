@@ -233,11 +233,7 @@ string_newtype!(PythonExpr);
 impl FromStr for PythonExpr {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let ok = !value.trim().is_empty()
-            && value.len() <= 1024
-            && value.chars().all(|c| {
-                (c == ' ' || c.is_ascii_graphic()) && !matches!(c, '"' | '\\' | '$' | '`')
-            });
+        let ok = !value.trim().is_empty() && super::dockerfile::fits_double_quotes(value);
         if ok {
             Ok(Self(value.to_owned()))
         } else {

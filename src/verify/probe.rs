@@ -82,7 +82,7 @@ pub fn command<'a>(
     let pins: Vec<&Pin> = pins.into_iter().collect();
     let mut script = String::new();
     if !files.is_empty() {
-        let quoted: Vec<String> = files.iter().map(|file| quote(&file.path)).collect();
+        let quoted: Vec<String> = files.iter().map(|file| gate::quote(&file.path)).collect();
         script.push_str(&format!("sha256sum {} 2>/dev/null\n", quoted.join(" ")));
     }
     for pin in &pins {
@@ -90,7 +90,7 @@ pub fn command<'a>(
             script.push_str(&format!(
                 "printf 'revision %s %s\\n' {} \"$(head -n 1 {} 2>/dev/null)\"\n",
                 pin.name,
-                quote(&gate::revision_file(pin))
+                gate::quote(&gate::revision_file(pin))
             ));
         }
     }
@@ -140,11 +140,6 @@ fn fix_probe(fix: &Fix) -> String {
         fix.check,
         fix.name
     )
-}
-
-/// `text` in single quotes for the shell.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// The distributions installed in the image (PEP 503 normalized name to version), from the

@@ -5,15 +5,13 @@
 
 use std::process::Command;
 
-use serde_json::Value;
-
 use crate::build::{
     BASE_IMAGE, DATED_TAG, Example, daemon_host, docker_available, ensure_base_image, image_id,
 };
 use crate::node::SecondDaemon;
 use crate::registry_server::RegistryServer;
 use crate::support::{Run, assert_contains};
-use crate::verify::{registry_tools_missing, verify};
+use crate::verify::{registry_tools_missing, rows_where, verify};
 
 fn pull(example: &Example, hosts: &[&str]) -> Run {
     let mut args = vec!["--json", "pull", "--progress", "plain"];
@@ -43,23 +41,6 @@ fn retag(host: &str, from: &str, to: &str) {
         .status()
         .unwrap();
     assert!(status.success(), "docker tag {from} {to} on {host}");
-}
-
-/// The subjects of the table's rows that hold.
-fn holding(json: &Value) -> Vec<String> {
-    json["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .filter(|check| check["ok"] == true)
-        .map(|check| {
-            format!(
-                "{} {}",
-                check["name"].as_str().unwrap(),
-                check["subject"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -118,7 +99,7 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
     let json = run.json();
     assert_eq!(json["ok"], true, "{json:#}");
     assert_eq!(
-        holding(&json),
+        rows_where(&json, true),
         [
             format!("tag {main}: {latest}"),
             format!("tag {main}: {dated}"),

@@ -51,11 +51,16 @@ pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
 
 /// The subjects of the failing rows, as `name subject`.
 pub(crate) fn failing(json: &Value) -> Vec<String> {
+    rows_where(json, false)
+}
+
+/// The subjects of the rows whose `ok` is `ok`, as `name subject`.
+pub(crate) fn rows_where(json: &Value, ok: bool) -> Vec<String> {
     json["checks"]
         .as_array()
         .expect("checks")
         .iter()
-        .filter(|check| check["ok"] == false)
+        .filter(|check| check["ok"] == ok)
         .map(|check| {
             format!(
                 "{} {}",
