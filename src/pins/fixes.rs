@@ -50,12 +50,12 @@ impl std::fmt::Display for FixedBy {
 impl Fix {
     /// Whether the fix comes with `pin`'s step.
     pub fn by_pin(&self, pin: &PinName) -> bool {
-        self.by == FixedBy::Pin(pin.clone())
+        matches!(&self.by, FixedBy::Pin(name) if name == pin)
     }
 
     /// Whether the fix comes with the step that copies `overlay`.
     pub fn by_overlay(&self, overlay: &Overlay) -> bool {
-        self.by == FixedBy::Overlay(overlay.from.clone())
+        matches!(&self.by, FixedBy::Overlay(folder) if *folder == overlay.from)
     }
 }
 
