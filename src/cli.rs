@@ -45,6 +45,8 @@ pub enum Command {
     Render(RenderArgs),
     /// Render, patch, assemble the context, build, tag both tags, push, and record forge.lock.
     Build(BuildArgs),
+    /// Record the recipe's inputs in forge.lock without building, for `build --locked`.
+    Lock,
     /// Apply or check a `git format-patch` series, keeping every author.
     Patch {
         /// The patch command.

@@ -337,17 +337,17 @@ fn check_out(patched: &Patched, folder: &str) -> anyhow::Result<tempfile::TempDi
 }
 
 /// `--locked`: refuses when the inputs `current` of `recipe` differ from those forge.lock
-/// records.
+/// records (a build's record, or the inputs `forge lock` wrote).
 pub fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
     let path = lock::path(&recipe.root);
-    let Some(record) = lock::read(&recipe.root)? else {
+    let Some(recorded) = lock::load(&recipe.root)? else {
         return Err(CheckFailed::new(
             format!("--locked: {} does not exist", path.display()),
-            "run `forge build` without --locked once and commit forge.lock",
+            "run `forge lock` to record the recipe's inputs, and commit forge.lock",
         )
         .into());
     };
-    let differences = record.inputs.differences(current);
+    let differences = recorded.inputs().differences(current);
     if differences.is_empty() {
         return Ok(());
     }
@@ -361,7 +361,7 @@ pub fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
             path.display(),
             listed.join("; ")
         ),
-        "build without --locked to record the new inputs, and commit forge.lock",
+        "run `forge lock` to record the new inputs (`forge pin bump` does it as it moves a pin), and commit forge.lock",
     )
     .into())
 }

@@ -8,6 +8,7 @@ pub mod cosign;
 pub mod dsse;
 pub mod keys;
 pub mod provenance;
+pub mod record;
 pub mod sbom;
 
 use std::collections::BTreeMap;

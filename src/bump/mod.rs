@@ -98,10 +98,10 @@ impl Clients {
                 .chain(&own),
         );
         // A record that cannot be read says nothing about the base here; the build reports it.
-        let installed = crate::lock::read(&recipe.root)
+        let installed = crate::lock::load(&recipe.root)
             .ok()
             .flatten()
-            .map(|record| record.base.packages)
+            .and_then(|lock| lock.base().map(|base| base.packages.clone()))
             .unwrap_or_default();
         Ok(Self {
             installed,

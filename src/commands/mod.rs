@@ -1,6 +1,7 @@
 //! Thin commands: each turns its clap arguments into options and calls the operations layer.
 
 mod build;
+mod lock;
 mod patch;
 mod pin_bump;
 mod pin_list;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     let result = match &cli.command {
         Command::Render(args) => render::run(&cli, args, &printer),
         Command::Build(args) => build::run(&cli, args, &printer),
+        Command::Lock => lock::run(&cli, &printer),
         Command::Patch { command } => patch::run(&cli, command, &printer),
         Command::Report => report::run(&cli, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),

@@ -11,7 +11,7 @@ use crate::types::oci::Digest;
 use crate::types::recipe::RecipePath;
 
 /// One file the recipe copies into the image, with the digest it must have there.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExpectedFile {
     /// Its absolute path in the image.
     pub path: String,

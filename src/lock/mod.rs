@@ -5,6 +5,12 @@
 //! The record is TOML, like pins.toml beside it: it is read in review next to the pins it
 //! records, diffs line by line, and carries a comment saying what it is. `--locked` compares
 //! a fresh computation of `Inputs` with the record and refuses to build when they differ.
+//!
+//! forge.lock holds one of two things (`Lock`): a build's whole `Record`, or only the recipe's
+//! `[inputs]` (with the base's `[base]` when a build recorded one), which `forge lock` and
+//! `forge pin bump` write without a build so that a fresh clone can build `--locked`. A record
+//! is kept only while its inputs are the recipe's: once they move, the build it describes is
+//! not of this recipe any more, and what stays is the inputs and the base.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +34,98 @@ const FORMAT_VERSION: u32 = 1;
 const HEADER: &str = "# forge.lock: the record of the last successful `forge build` of this recipe.\n\
 # Written by forge after the build, its tags and its pushes succeeded; do not edit by hand.\n\
 # `forge build --locked` refuses to build when the inputs no longer match [inputs].\n\n";
+
+const INPUTS_HEADER: &str = "# forge.lock: the inputs of this recipe, as `forge lock` (or `forge pin bump`) computed them;\n\
+# no build of them is recorded yet. Do not edit by hand.\n\
+# `forge build --locked` refuses to build when the inputs no longer match [inputs].\n\n";
+
+/// What forge.lock holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lock {
+    /// The recipe's inputs without a build of them, and the base as the last build recorded it.
+    Inputs {
+        /// The inputs.
+        inputs: Inputs,
+        /// The base of the last build, kept for what it says the base holds.
+        base: Option<BaseRecord>,
+    },
+    /// A build's whole record.
+    Built(Record),
+}
+
+impl Lock {
+    /// The inputs it records.
+    pub fn inputs(&self) -> &Inputs {
+        match self {
+            Lock::Inputs { inputs, .. } => inputs,
+            Lock::Built(record) => &record.inputs,
+        }
+    }
+
+    /// The base as the last build recorded it.
+    pub fn base(&self) -> Option<&BaseRecord> {
+        match self {
+            Lock::Inputs { base, .. } => base.as_ref(),
+            Lock::Built(record) => Some(&record.base),
+        }
+    }
+
+    /// The build it records, if it records one.
+    pub fn built(self) -> Option<Record> {
+        match self {
+            Lock::Inputs { .. } => None,
+            Lock::Built(record) => Some(record),
+        }
+    }
+
+    /// The lock with `inputs` as the recipe's: unchanged when they are the recorded ones, else
+    /// the inputs alone with the recorded base.
+    pub fn with_inputs(self, inputs: Inputs) -> Lock {
+        if *self.inputs() == inputs {
+            return self;
+        }
+        Lock::Inputs {
+            base: self.base().cloned(),
+            inputs,
+        }
+    }
+
+    /// The file as forge writes it.
+    pub fn to_text(&self) -> String {
+        match self {
+            Lock::Built(record) => record.to_text(),
+            Lock::Inputs { inputs, base } => {
+                let body = toml::to_string(&InputsFile {
+                    version: FORMAT_VERSION,
+                    inputs: inputs.clone(),
+                    base: base.clone(),
+                })
+                .expect("inputs serialize");
+                format!("{INPUTS_HEADER}{body}")
+            }
+        }
+    }
+
+    /// Writes the lock to `root`/forge.lock through a temporary file and a rename, only when
+    /// its text changes.
+    pub fn write(&self, root: &Path) -> Result<Written, LockError> {
+        let path = path(root);
+        write_if_changed(&path, self.to_text().as_bytes()).map_err(|source| LockError::Io {
+            action: "write",
+            path,
+            source,
+        })
+    }
+}
+
+/// forge.lock without a build: its version, the inputs, and the base when known.
+#[derive(Debug, Serialize, Deserialize)]
+struct InputsFile {
+    version: u32,
+    inputs: Inputs,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base: Option<BaseRecord>,
+}
 
 /// Everything `forge.lock` records.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +166,8 @@ pub enum AttachmentKind {
     Attestation,
     /// The SBOM.
     Sbom,
+    /// The build record (`attest::record`).
+    Record,
 }
 
 impl AttachmentKind {
@@ -77,6 +177,7 @@ impl AttachmentKind {
             AttachmentKind::Signature => "sig",
             AttachmentKind::Attestation => "att",
             AttachmentKind::Sbom => "sbom",
+            AttachmentKind::Record => "record",
         }
     }
 
@@ -86,6 +187,7 @@ impl AttachmentKind {
             AttachmentKind::Signature => "signature",
             AttachmentKind::Attestation => "provenance",
             AttachmentKind::Sbom => "SBOM",
+            AttachmentKind::Record => "build record",
         }
     }
 
@@ -381,8 +483,13 @@ pub fn path(root: &Path) -> PathBuf {
     root.join(LOCK_FILE)
 }
 
-/// Reads the record in `root`, if there is one.
+/// Reads the build recorded in `root`, if forge.lock records one.
 pub fn read(root: &Path) -> Result<Option<Record>, LockError> {
+    Ok(load(root)?.and_then(Lock::built))
+}
+
+/// Reads forge.lock in `root`, if there is one.
+pub fn load(root: &Path) -> Result<Option<Lock>, LockError> {
     let path = path(root);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -398,10 +505,10 @@ pub fn read(root: &Path) -> Result<Option<Record>, LockError> {
     parse(&path, &text).map(Some)
 }
 
-/// The record `text` holds, checked: its format version first (a record of another version is
-/// refused before its fields are read), then its fields, then that it records at least one tag.
-/// Every refusal names `path` with the line and column of what is wrong.
-fn parse(path: &Path, text: &str) -> Result<Record, LockError> {
+/// What `text` holds, checked: its format version first (a file of another version is refused
+/// before its fields are read), then its fields; a build's record must record at least one
+/// tag. Every refusal names `path` with the line and column of what is wrong.
+fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
     let at = |span: Option<std::ops::Range<usize>>| match span {
         Some(span) => Location::from_offset(path, text, span.start).to_string(),
         None => path.display().to_string(),
@@ -410,16 +517,24 @@ fn parse(path: &Path, text: &str) -> Result<Record, LockError> {
         at: at(error.span()),
         message: error.message().trim_end().to_owned(),
     };
-    /// The one field read before the others.
+    /// The fields read before the others: the version, and whether a build is recorded.
     #[derive(Deserialize)]
     struct Header {
         version: toml::Spanned<i64>,
+        image: Option<toml::Value>,
     }
     let header: Header = toml::from_str(text).map_err(invalid)?;
     if *header.version.get_ref() != i64::from(FORMAT_VERSION) {
         return Err(LockError::Version {
             at: at(Some(header.version.span())),
             found: *header.version.get_ref(),
+        });
+    }
+    if header.image.is_none() {
+        let file: InputsFile = toml::from_str(text).map_err(invalid)?;
+        return Ok(Lock::Inputs {
+            inputs: file.inputs,
+            base: file.base,
         });
     }
     let record: Record = toml::from_str(text).map_err(invalid)?;
@@ -429,7 +544,7 @@ fn parse(path: &Path, text: &str) -> Result<Record, LockError> {
             message: "it records no tag; every build records the tags it applied".to_owned(),
         });
     }
-    Ok(record)
+    Ok(Lock::Built(record))
 }
 
 impl Record {
@@ -519,7 +634,10 @@ mod tests {
         let unsigned = Record::sample();
         let text = unsigned.to_text();
         assert!(!text.contains("attachments"), "{text}");
-        assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), unsigned);
+        assert_eq!(
+            parse(Path::new("forge.lock"), &text).unwrap(),
+            Lock::Built(unsigned)
+        );
         let mut signed = Record::sample();
         signed.attachments = vec![AttachmentRecord {
             kind: AttachmentKind::Signature,
@@ -533,7 +651,10 @@ mod tests {
             text.contains("[[attachments]]\nkind = \"signature\""),
             "{text}"
         );
-        assert_eq!(parse(Path::new("forge.lock"), &text).unwrap(), signed);
+        assert_eq!(
+            parse(Path::new("forge.lock"), &text).unwrap(),
+            Lock::Built(signed)
+        );
     }
 
     #[test]
@@ -547,6 +668,36 @@ mod tests {
         let text = std::fs::read_to_string(path(folder.path())).unwrap();
         assert!(text.starts_with("# forge.lock"), "{text}");
         assert!(text.contains("mutability = \"immutable\""), "{text}");
+    }
+
+    #[test]
+    fn inputs_alone_read_back_and_keep_the_base_the_last_build_recorded() {
+        let folder = tempfile::tempdir().unwrap();
+        let built = Lock::Built(Record::sample());
+        assert_eq!(
+            built.clone().with_inputs(Inputs::sample()),
+            built,
+            "the same inputs keep the build"
+        );
+        let mut moved = Inputs::sample();
+        moved.pins = Digest::filled('f');
+        let lock = built.with_inputs(moved.clone());
+        assert_eq!(
+            lock,
+            Lock::Inputs {
+                inputs: moved,
+                base: Some(Record::sample().base),
+            }
+        );
+        lock.write(folder.path()).unwrap();
+        let text = std::fs::read_to_string(path(folder.path())).unwrap();
+        assert!(
+            text.starts_with("# forge.lock: the inputs of this recipe"),
+            "{text}"
+        );
+        assert!(!text.contains("[image]"), "{text}");
+        assert_eq!(load(folder.path()).unwrap(), Some(lock));
+        assert_eq!(read(folder.path()).unwrap(), None, "no build is recorded");
     }
 
     #[test]

@@ -13,7 +13,6 @@ use std::str::FromStr as _;
 use anyhow::Context as _;
 
 use crate::attest::attach;
-use crate::attest::keys::SigningKey;
 use crate::context::Output;
 use crate::engine::steps::{Event, StepState};
 use crate::engine::{Builder, Docker, Engine};
@@ -289,17 +288,17 @@ async fn run<E: Engine>(
         printer,
     )
     .await?;
-    if let Some(key) = &options.sign {
-        let signing = Signing {
+    if options.push {
+        let attaching = Attaching {
             recipe,
             options,
             plan,
             started,
             daemon: engine.version().await,
         };
-        // The push is recorded by now, so a stop cannot put anything back: signing (well under
-        // a second) runs to its end, and SIGINT and SIGTERM stay caught until it has.
-        sign(&signing, &mut published.record, key, printer)?;
+        // The push is recorded by now, so a stop cannot put anything back: attaching (well
+        // under a second) runs to its end, and SIGINT and SIGTERM stay caught until it has.
+        attach(&attaching, &mut published.record, printer)?;
     }
     if printer.is_json() {
         let mut report = published.to_json(plan);
@@ -311,25 +310,25 @@ async fn run<E: Engine>(
     Ok(())
 }
 
-/// What signing a pushed build needs besides its record.
-struct Signing<'a> {
-    recipe: &'a Recipe,
-    options: &'a BuildOptions,
-    plan: &'a Plan,
-    started: chrono::DateTime<chrono::Utc>,
-    daemon: Option<String>,
+/// What attaching to a pushed build needs besides its record.
+pub(super) struct Attaching<'a> {
+    pub(super) recipe: &'a Recipe,
+    pub(super) options: &'a BuildOptions,
+    pub(super) plan: &'a Plan,
+    pub(super) started: chrono::DateTime<chrono::Utc>,
+    pub(super) daemon: Option<String>,
 }
 
-/// Attaches the signature, the SBOM and the provenance of the manifest `record`'s tags were
-/// pushed as, and records them in forge.lock. The push stands whatever happens here: forge.lock
-/// already records it, and a failure leaves the record without attachments.
-fn sign(
-    signing: &Signing<'_>,
+/// Attaches the build record to the manifest `record`'s tags were pushed as and, with
+/// `--sign`, the signature, the SBOM and the provenance, and records them in forge.lock. The
+/// push stands whatever happens here: forge.lock already records it, and a failure leaves the
+/// record without attachments.
+pub(super) fn attach(
+    attaching: &Attaching<'_>,
     record: &mut crate::lock::Record,
-    key: &SigningKey,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let (recipe, plan) = (signing.recipe, signing.plan);
+    let (recipe, plan) = (attaching.recipe, attaching.plan);
     let subject = record
         .tags
         .iter()
@@ -341,7 +340,57 @@ fn sign(
         .expect("a build assembles its context into a file");
     let files = crate::context::overlays::overlay_files(archive, &recipe.pins.overlay_paths())
         .with_context(|| format!("cannot read the build context {}", archive.display()))?;
-    let facts = crate::attest::Facts {
+    let pins_text = std::fs::read_to_string(recipe.pins_path())
+        .with_context(|| format!("cannot read {}", recipe.pins_path().display()))?;
+    let key = attaching.options.sign.as_ref();
+    let mut documents = vec![(
+        crate::attest::cosign::Kind::Record,
+        crate::attest::record::Document::new(record, pins_text, files.clone()).attachment(key),
+    )];
+    if let Some(key) = key {
+        documents.extend(attach::documents(
+            &facts(attaching, record, &subject, &files),
+            key,
+        ));
+    }
+    let reference: crate::types::oci::ImageRef = record
+        .image
+        .repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    let lookup = crate::registry::credentials::lookup(reference.registry(), reference.registry())?;
+    let client =
+        crate::registry::RegistryClient::new(attaching.options.insecure_registries.clone())
+            .with_lookup(lookup);
+    let remote = crate::registry::RemoteRepository::of(&reference);
+    let attached = attach::upload(&client, &remote, &subject, &documents)
+        .with_context(|| format!("cannot attach the build record{} of {reference}@{subject}; the push stands and forge.lock records it without them", if key.is_some() { ", the signature and the attestations" } else { "" }))?;
+    for attachment in &attached {
+        printer.status(
+            "Attached",
+            format_args!(
+                "{} {reference}:{} {}",
+                attachment.kind.noun(),
+                attachment.tag,
+                attachment.manifest
+            ),
+        );
+    }
+    record.attachments = attached;
+    record.write(&recipe.root)?;
+    Ok(())
+}
+
+/// What the SBOM and the provenance of the pushed manifest `subject` say.
+fn facts(
+    attaching: &Attaching<'_>,
+    record: &crate::lock::Record,
+    subject: &crate::types::oci::Digest,
+    files: &[crate::context::overlays::ExpectedFile],
+) -> crate::attest::Facts {
+    let recipe = attaching.recipe;
+    crate::attest::Facts {
         repository: record.image.repository.to_string(),
         manifest: subject.clone(),
         image_id: record.image.id.to_string(),
@@ -358,7 +407,7 @@ fn sign(
         },
         pins: attach::pin_facts(recipe.pins.pins.values()),
         patches: record.patches.clone(),
-        overlays: attach::overlay_facts(recipe, record, &files),
+        overlays: attach::overlay_facts(recipe, record, files),
         inputs: record
             .inputs
             .named()
@@ -366,43 +415,16 @@ fn sign(
             .map(|(name, digest)| ((*name).to_owned(), digest.to_string()))
             .collect(),
         build_args: pipeline::build_args(recipe, record.image.revision.as_deref()),
-        builder: match signing.options.builder {
+        builder: match attaching.options.builder {
             Builder::Buildkit => "buildkit",
             Builder::Classic => "classic",
         }
         .to_owned(),
         forge_version: env!("CARGO_PKG_VERSION").to_owned(),
-        daemon_version: signing.daemon.clone(),
-        started: signing
+        daemon_version: attaching.daemon.clone(),
+        started: attaching
             .started
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    };
-    let reference: crate::types::oci::ImageRef = record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    let lookup = crate::registry::credentials::lookup(reference.registry(), reference.registry())?;
-    let client = crate::registry::RegistryClient::new(signing.options.insecure_registries.clone())
-        .with_lookup(lookup);
-    let remote = crate::registry::RemoteRepository::of(&reference);
-    let documents = attach::documents(&facts, key);
-    let attached = attach::upload(&client, &remote, &subject, &documents)
-        .with_context(|| format!("cannot attach the signature and attestations of {reference}@{subject}; the push stands and forge.lock records it unsigned"))?;
-    for attachment in &attached {
-        printer.status(
-            "Attached",
-            format_args!(
-                "{} {reference}:{} {}",
-                attachment.kind.noun(),
-                attachment.tag,
-                attachment.manifest
-            ),
-        );
     }
-    record.attachments = attached;
-    record.write(&recipe.root)?;
-    Ok(())
 }

@@ -2,6 +2,7 @@
 
 pub mod build;
 mod build_request;
+pub mod lock;
 pub mod patch;
 pub mod pin_bump;
 pub mod pin_list;
@@ -13,6 +14,7 @@ pub mod report;
 pub mod verify_digest;
 
 pub use build::build;
+pub use lock::lock;
 pub use patch::patch;
 pub use pin_bump::pin_bump;
 pub use pin_list::pin_list;

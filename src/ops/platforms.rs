@@ -153,6 +153,7 @@ pub(super) async fn run(
             .with_lookup(lookup.clone()),
         repository: RemoteRepository::of(&reference),
     };
+    let started = chrono::Utc::now();
     let revision = pipeline::revision(&recipe.root);
     let credentials = build_credentials(recipe, printer);
     let first = &plan.tags.first().expect("a recipe has a tag").tag;
@@ -200,10 +201,19 @@ pub(super) async fn run(
         &built,
         &target,
         &index,
-        revision.as_deref(),
+        Stamp {
+            revision: revision.as_deref(),
+            started,
+        },
         printer,
     )
     .await
+}
+
+/// When the build started, and the recipe commit it was built from.
+struct Stamp<'a> {
+    revision: Option<&'a str>,
+    started: chrono::DateTime<chrono::Utc>,
 }
 
 /// One platform's image, built on its node and pushed under its platform tag.
@@ -224,7 +234,7 @@ async fn publish_index(
     built: &[Built],
     target: &index::Target,
     index: &index::Index,
-    revision: Option<&str>,
+    stamp: Stamp<'_>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let Built {
@@ -240,7 +250,7 @@ async fn publish_index(
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
         patches: &plan.patches,
-        revision,
+        revision: stamp.revision,
         push: false,
         force: options.force,
     };
@@ -289,6 +299,14 @@ async fn publish_index(
         })
         .collect();
     record.write(&recipe.root)?;
+    let attaching = super::build::Attaching {
+        recipe,
+        options,
+        plan,
+        started: stamp.started,
+        daemon: engine.version().await,
+    };
+    super::build::attach(&attaching, record, printer)?;
     if printer.is_json() {
         printer.json(&published.to_json(plan));
     } else {

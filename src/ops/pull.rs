@@ -26,7 +26,7 @@ use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform, Tag};
-use crate::verify::{self, Report, VerifyError};
+use crate::verify::{self, Report};
 
 /// Options of `forge pull`.
 #[derive(Debug, Clone)]
@@ -103,12 +103,7 @@ crate::advised!(PullError);
 /// Runs `forge pull` for `recipe`.
 pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow::Result<()> {
     super::verify_digest::settle_interrupted(recipe, printer)?;
-    let Some(record) = lock::read(&recipe.root)? else {
-        return Err(VerifyError::NoRecord {
-            path: lock::path(&recipe.root),
-        }
-        .into());
-    };
+    let record = verify::recorded_build(&recipe.root)?;
     let digest = recorded_manifest(recipe, &record)?;
     // No build of this recipe may move its tags on this machine while the nodes are tagged.
     let _exclusive = publish::lock_recipe(&recipe.root)?;

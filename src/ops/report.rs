@@ -43,12 +43,18 @@ pub enum ReportError {
         /// Where the record would be.
         path: std::path::PathBuf,
     },
+    /// forge.lock records the recipe's inputs, but no build of them.
+    #[error("{} records the recipe's inputs but no build of them: there is no recorded build to report on", path.display())]
+    NoBuild {
+        /// forge.lock.
+        path: std::path::PathBuf,
+    },
 }
 
 impl Advise for ReportError {
     fn advice(&self) -> Advice {
         match self {
-            ReportError::NoRecord { .. } => Advice::Hint(
+            ReportError::NoRecord { .. } | ReportError::NoBuild { .. } => Advice::Hint(
                 "run `forge build` (with --push to record registry digests) first; the report describes the build forge.lock records"
                     .to_owned(),
             ),
@@ -60,9 +66,21 @@ crate::advised!(ReportError);
 
 /// Prints the tester report for the build recorded in the recipe's forge.lock.
 pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
-    let record = lock::read(&recipe.root)?.ok_or_else(|| ReportError::NoRecord {
-        path: lock::path(&recipe.root),
-    })?;
+    let record = match lock::load(&recipe.root)? {
+        Some(lock::Lock::Built(record)) => record,
+        Some(lock::Lock::Inputs { .. }) => {
+            return Err(ReportError::NoBuild {
+                path: lock::path(&recipe.root),
+            }
+            .into());
+        }
+        None => {
+            return Err(ReportError::NoRecord {
+                path: lock::path(&recipe.root),
+            }
+            .into());
+        }
+    };
     let pins_changed = pins_digest(recipe)? != record.inputs.pins;
     if pins_changed {
         printer.warn(format_args!(

@@ -50,12 +50,7 @@ pub fn verify_digest(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     settle_interrupted(recipe, printer)?;
-    let Some(record) = lock::read(&recipe.root)? else {
-        return Err(VerifyError::NoRecord {
-            path: lock::path(&recipe.root),
-        }
-        .into());
-    };
+    let record = verify::recorded_build(&recipe.root)?;
     // A build with `--repository` recorded where its tags went: the checks follow the record.
     let recipe = &recipe
         .clone()

@@ -1,6 +1,6 @@
 //! A planned move applied: pins.toml edited in memory, the recipe rendered before and after,
-//! both written together with the committed render (or only shown, in a dry run), and the
-//! Dockerfile steps it invalidates reported.
+//! both written together with the committed render and, where the recipe has one, forge.lock's
+//! inputs (or only shown, in a dry run), and the Dockerfile steps it invalidates reported.
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -8,15 +8,20 @@ use serde_json::{Value, json};
 use super::{BumpMode, Bumped, Move, PinBumpOptions};
 use crate::bump::edit;
 use crate::bump::steps::{self, Invalidated};
-use crate::fs::{Written, write_if_changed, write_together};
+use crate::context::Output;
+use crate::fs::{Written, write_together};
+use crate::lock::{self, Lock};
 use crate::pins;
-use crate::printer::Printer;
+use crate::pipeline;
+use crate::printer::{OutputFormat, Printer, Verbosity};
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
+use crate::types::oci::Digest;
 
 /// pins.toml and the Dockerfile before and after a move.
 struct Edited {
     path: std::path::PathBuf,
+    new_recipe: Recipe,
     old_text: String,
     new_text: String,
     old_render: Dockerfile,
@@ -50,6 +55,7 @@ fn edit_recipe(recipe: &Recipe, planned: &Move) -> anyhow::Result<Edited> {
     })?;
     Ok(Edited {
         path,
+        new_recipe,
         old_text,
         new_text,
         old_render,
@@ -136,55 +142,110 @@ pub(super) fn apply(
     })
 }
 
-/// Writes pins.toml and, where the recipe declares one, its committed render, both or neither.
+/// Writes pins.toml, the committed render where the recipe declares one, and forge.lock's
+/// inputs where the recipe has a forge.lock: all of them or none.
 fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::Result<Written> {
     let path = &edited.path;
-    let Some(committed) = &recipe.pins.committed_render else {
-        return write_if_changed(path, edited.new_text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()));
-    };
-    let render_path = recipe.root.join(committed.as_str());
-    let written = write_together(&[
-        (path, edited.new_text.as_bytes()),
-        (&render_path, edited.new_render.as_str().as_bytes()),
-    ])
-    .map_err(|error| CommittedRenderError {
-        pins: path.clone(),
-        render: render_path.clone(),
-        source: error,
+    let mut files: Vec<(std::path::PathBuf, Vec<u8>)> =
+        vec![(path.clone(), edited.new_text.clone().into_bytes())];
+    if let Some(committed) = &recipe.pins.committed_render {
+        files.push((
+            recipe.root.join(committed.as_str()),
+            edited.new_render.as_str().as_bytes().to_vec(),
+        ));
+    }
+    let relocked = relocked(recipe, edited)?;
+    if let Some(lock) = &relocked {
+        files.push((lock::path(&recipe.root), lock.to_text().into_bytes()));
+    }
+    let staged: Vec<(&std::path::Path, &[u8])> = files
+        .iter()
+        .map(|(path, bytes)| (path.as_path(), bytes.as_slice()))
+        .collect();
+    let written = write_together(&staged).map_err(|source| WriteTogetherError {
+        files: files.iter().map(|(path, _)| path.clone()).collect(),
+        source,
     })?;
-    if written[1] == Written::Changed {
-        printer.status(
-            "Updated",
-            format_args!(
-                "{} (the committed render, {})",
-                render_path.display(),
-                edited.new_render.digest()
-            ),
-        );
+    for ((written_path, _), written) in files.iter().zip(&written).skip(1) {
+        if *written != Written::Changed {
+            continue;
+        }
+        if relocked.is_some() && *written_path == lock::path(&recipe.root) {
+            printer.status(
+                "Locked",
+                format_args!("the new inputs in {}", written_path.display()),
+            );
+        } else {
+            printer.status(
+                "Updated",
+                format_args!(
+                    "{} (the committed render, {})",
+                    written_path.display(),
+                    edited.new_render.digest()
+                ),
+            );
+        }
     }
     Ok(written[0])
 }
 
-/// pins.toml and the committed render could not be written together.
+/// forge.lock with the bumped recipe's inputs, when the recipe has a forge.lock: computed as
+/// `forge lock` computes them, from the edited pins.toml before anything is written.
+fn relocked(recipe: &Recipe, edited: &Edited) -> anyhow::Result<Option<Lock>> {
+    let Some(previous) = lock::load(&recipe.root)? else {
+        return Ok(None);
+    };
+    // The plan's own status lines and warnings were printed for the move already.
+    let quiet = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+    let plan = pipeline::plan(&edited.new_recipe, Output::Discard, true, None, &quiet)
+        .with_context(|| {
+            format!(
+                "cannot compute the inputs {} records for the bumped recipe; nothing was written",
+                lock::LOCK_FILE
+            )
+        })?;
+    let mut inputs = plan.inputs.expect("the plan computes the inputs");
+    // The plan read pins.toml from the folder, where the edit is not written yet.
+    inputs.pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(
+        edited.new_text.as_bytes(),
+    ));
+    Ok(Some(previous.with_inputs(inputs)))
+}
+
+/// pins.toml and the files written with it could not be written together.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write {} together with {}; neither was changed", pins.display(), render.display())]
-pub struct CommittedRenderError {
-    pins: std::path::PathBuf,
-    render: std::path::PathBuf,
+#[error(
+    "cannot write {} together with {}; {} was changed",
+    files[0].display(),
+    files[1..].iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(" and "),
+    if files.len() == 2 { "neither" } else { "none of them" }
+)]
+pub struct WriteTogetherError {
+    files: Vec<std::path::PathBuf>,
     source: std::io::Error,
 }
 
-impl crate::diagnostics::Advise for CommittedRenderError {
+impl crate::diagnostics::Advise for WriteTogetherError {
     fn advice(&self) -> crate::diagnostics::Advice {
+        let others: Vec<String> = self
+            .files
+            .iter()
+            .skip(1)
+            .map(|path| path.display().to_string())
+            .collect();
         crate::diagnostics::Advice::Hint(format!(
-            "{} must be a writable file (`[render] committed` in pins.toml names it); fix it and run the bump again",
-            self.render.display()
+            "{} must be {} (`[render] committed` in pins.toml names the render); fix it and run the bump again",
+            others.join(" and "),
+            if others.len() == 1 {
+                "a writable file"
+            } else {
+                "writable files"
+            }
         ))
     }
 }
 
-crate::advised!(CommittedRenderError);
+crate::advised!(WriteTogetherError);
 
 /// `pin bump --json`'s document.
 fn bump_json(
