@@ -53,11 +53,14 @@ pub enum Command {
         #[command(subcommand)]
         command: PatchCommand,
     },
-    /// Print the tester report for the build forge.lock records, as Markdown (or --json).
-    Report,
-    /// Prove from forge.lock that the tags, base, inputs, registry, nodes and contents still hold.
+    /// Print the tester report for the build forge.lock records (or REF's attached record), as
+    /// Markdown (or --json).
+    Report(ReportArgs),
+    /// Prove from forge.lock (or REF's attached record) that the tags, base, inputs, registry,
+    /// nodes and contents still hold.
     VerifyDigest(VerifyDigestArgs),
-    /// Pull the image forge.lock records, by digest, on every node and tag it there.
+    /// Pull the image forge.lock (or REF's attached record) names, by digest, on every node and
+    /// tag it there.
     Pull(PullArgs),
     /// Inspect and move pins.
     Pin {
@@ -203,10 +206,42 @@ impl From<ProgressChoice> for ProgressMode {
     }
 }
 
+/// An image named by reference, read from its registry instead of a recipe's forge.lock.
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// The image (REGISTRY/REPOSITORY:TAG or @DIGEST): read the build record attached to it in
+    /// its registry; no recipe folder is read and nothing is written.
+    #[arg(value_name = "REF")]
+    pub reference: Option<crate::types::oci::ImageRef>,
+
+    /// The public key (PEM) whose signature the record (and, for verify-digest, the signature,
+    /// provenance and SBOM) must carry; without it the record is trusted only as far as the
+    /// registry is.
+    #[arg(long, value_name = "PUB.pem")]
+    pub key: Option<PathBuf>,
+
+    /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<String>,
+}
+
+/// `forge report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The image, and how far to trust its record.
+    #[command(flatten)]
+    pub image: ReferenceArgs,
+}
+
 /// `forge verify-digest`.
 #[derive(Debug, Args)]
 pub struct VerifyDigestArgs {
-    /// Also ask the registry for each tag's manifest digest (not the local daemon).
+    /// The image, and how far to trust its record.
+    #[command(flatten)]
+    pub image: ReferenceArgs,
+
+    /// Also ask the registry for each tag's manifest digest (not the local daemon); implied by
+    /// REF and by --key.
     #[arg(long)]
     pub remote: bool,
 
@@ -223,20 +258,15 @@ pub struct VerifyDigestArgs {
     /// digests to 12 hex digits to fit 120 columns).
     #[arg(long)]
     pub wide: bool,
-
-    /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
-    #[arg(long, value_name = "HOST")]
-    pub insecure_registry: Vec<String>,
-
-    /// With --remote: check the signature, the provenance and the SBOM attached to the
-    /// manifest each tag holds, with this public key (PEM).
-    #[arg(long, value_name = "PUB.pem", requires = "remote")]
-    pub key: Option<PathBuf>,
 }
 
 /// `forge pull`.
 #[derive(Debug, Args)]
 pub struct PullArgs {
+    /// The image, and how far to trust its record.
+    #[command(flatten)]
+    pub image: ReferenceArgs,
+
     /// Pull on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]) instead of
     /// the default one; repeat for every node.
     #[arg(long, value_name = "URL")]

@@ -129,9 +129,9 @@ pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
     facts
 }
 
-/// The pins of `recipe` as `(name, version)`, sorted: what the SBOM must list.
-pub fn pins_expected(recipe: &Recipe) -> Vec<(String, String)> {
-    let mut pins: Vec<(String, String)> = pin_facts(recipe.pins.pins.values())
+/// The pins of `pins` as `(name, version)`, sorted: what the SBOM must list.
+pub fn pins_expected(pins: &crate::pins::Pins) -> Vec<(String, String)> {
+    let mut pins: Vec<(String, String)> = pin_facts(pins.pins.values())
         .into_iter()
         .map(|pin| (pin.name, pin.version))
         .collect();

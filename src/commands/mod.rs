@@ -37,7 +37,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Build(args) => build::run(&cli, args, &printer),
         Command::Lock => lock::run(&cli, &printer),
         Command::Patch { command } => patch::run(&cli, command, &printer),
-        Command::Report => report::run(&cli, &printer),
+        Command::Report(args) => report::run(&cli, args, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
         Command::Pull(args) => pull::run(&cli, args, &printer),
         Command::Keygen { out } => keygen(out, &printer),
@@ -101,6 +101,47 @@ fn man_page(printer: &Printer) -> anyhow::Result<ExitStatus> {
     printer.data(&String::from_utf8(page).expect("clap_mangen writes UTF-8"));
     Ok(ExitStatus::Success)
 }
+
+/// The public key `--key` names, read.
+fn public_key(
+    image: &crate::cli::ReferenceArgs,
+) -> anyhow::Result<Option<crate::attest::keys::VerifyingKey>> {
+    Ok(image
+        .key
+        .as_deref()
+        .map(crate::attest::keys::VerifyingKey::read)
+        .transpose()?)
+}
+
+/// Refuses `--key` and `--insecure-registry` for `command`'s recipe form, which reads no
+/// record from a registry.
+fn recipe_only(image: &crate::cli::ReferenceArgs, command: &str) -> anyhow::Result<()> {
+    if image.key.is_some() || !image.insecure_registry.is_empty() {
+        return Err(ReferenceFlags {
+            command: command.to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// `--key` or `--insecure-registry` given to a command's recipe form.
+#[derive(Debug, thiserror::Error)]
+#[error("`forge {command}` takes --key and --insecure-registry only with an image reference (REF)")]
+struct ReferenceFlags {
+    command: String,
+}
+
+impl diagnostics::Advise for ReferenceFlags {
+    fn advice(&self) -> diagnostics::Advice {
+        diagnostics::Advice::Hint(format!(
+            "name the image to read its record from its registry: `forge {} REGISTRY/REPOSITORY:TAG --key PUB.pem`",
+            self.command
+        ))
+    }
+}
+
+crate::advised!(ReferenceFlags);
 
 /// Opens the recipe named by `-C`, else the one found from the working folder up, and shows
 /// what pins.toml flags.

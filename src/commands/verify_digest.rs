@@ -1,4 +1,4 @@
-//! `forge verify-digest [--remote] [--contents] [--host URL]... [--insecure-registry HOST]...`.
+//! `forge verify-digest [REF] [--key PUB] [--remote] [--contents] [--host URL]...`.
 
 use crate::cli::{Cli, VerifyDigestArgs};
 use crate::diagnostics::ExitStatus;
@@ -10,19 +10,24 @@ pub(super) fn run(
     args: &VerifyDigestArgs,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let recipe = super::open_recipe(cli, printer)?;
+    let key = super::public_key(&args.image)?;
     let options = VerifyOptions {
-        remote: args.remote,
+        // A key is checked against what the registry holds, as `cosign verify --key` is.
+        remote: args.remote || key.is_some(),
         wide: args.wide,
         contents: args.contents,
         hosts: args.host.clone(),
-        insecure_registries: args.insecure_registry.clone(),
-        key: args
-            .key
-            .as_deref()
-            .map(crate::attest::keys::VerifyingKey::read)
-            .transpose()?,
+        insecure_registries: args.image.insecure_registry.clone(),
+        key,
     };
-    crate::ops::verify_digest(&recipe, &options, printer)?;
+    match &args.image.reference {
+        Some(reference) => {
+            crate::ops::verify_digest::verify_reference(reference, &options, printer)?
+        }
+        None => {
+            let recipe = super::open_recipe(cli, printer)?;
+            crate::ops::verify_digest(&recipe, &options, printer)?;
+        }
+    }
     Ok(ExitStatus::Success)
 }

@@ -1,5 +1,6 @@
 //! The operations layer: what each command does, in terms of the pipeline stages.
 
+mod attached;
 pub mod build;
 mod build_request;
 pub mod lock;

@@ -100,25 +100,63 @@ impl Advise for PullError {
 
 crate::advised!(PullError);
 
-/// Runs `forge pull` for `recipe`.
+/// Runs `forge pull` for `recipe`: the image its forge.lock records.
 pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow::Result<()> {
     super::verify_digest::settle_interrupted(recipe, printer)?;
     let record = verify::recorded_build(&recipe.root)?;
     let digest = recorded_manifest(recipe, &record)?;
     // No build of this recipe may move its tags on this machine while the nodes are tagged.
     let _exclusive = publish::lock_recipe(&recipe.root)?;
-    let credentials = credentials(&record, printer);
+    pull_record(
+        &record,
+        &digest,
+        &recipe.pins.image.platform,
+        options,
+        printer,
+    )
+}
+
+/// Runs `forge pull REF`: the image `reference` names, by the manifest digest it names now,
+/// as the build record attached to it describes it; nothing is read from or written to the
+/// working folder.
+pub fn pull_reference(
+    reference: &crate::types::oci::ImageRef,
+    key: Option<&crate::attest::keys::VerifyingKey>,
+    insecure_registries: &[String],
+    options: &PullOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let attached = super::attached::fetch(reference, key, insecure_registries, printer)?;
+    pull_record(
+        attached.record(),
+        &attached.manifest,
+        &attached.pins.image.platform,
+        options,
+        printer,
+    )
+}
+
+/// Pulls `repository@digest` of `record` on every node, checks each ends on the recorded
+/// image (of its own platform, `platform` for a record that names none), then tags it.
+fn pull_record(
+    record: &Record,
+    digest: &Digest,
+    platform: &Platform,
+    options: &PullOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let credentials = credentials(record, printer);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let (report, reached) = runtime.block_on(async {
-        let nodes = expectations(recipe, &record, connect(&options.hosts).await?).await?;
+        let nodes = expectations(platform, record, connect(&options.hosts).await?).await?;
         let display = RefCell::new(Display::new(options.progress, printer, options.verbose));
         let pulled = pull_everywhere(
             &nodes,
-            &record,
-            &digest,
+            record,
+            digest,
             credentials.as_ref(),
             &display,
             printer,
@@ -126,7 +164,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         .await;
         display.borrow_mut().finish();
         pulled?;
-        tag_everywhere(&nodes, &record, printer).await?;
+        tag_everywhere(&nodes, record, printer).await?;
         let mut report = Report::default();
         for node in &nodes {
             let mut resolved = Vec::new();
@@ -212,15 +250,11 @@ struct Node {
 /// What each node pulls: for a multi-platform record, the platform the node runs on, which the
 /// record must hold an image for (before anything is pulled).
 async fn expectations(
-    recipe: &Recipe,
+    platform: &Platform,
     record: &Record,
     engines: Vec<Docker>,
 ) -> anyhow::Result<Vec<Node>> {
-    let recorded = record
-        .image
-        .platform
-        .as_ref()
-        .unwrap_or(&recipe.pins.image.platform);
+    let recorded = record.image.platform.as_ref().unwrap_or(platform);
     let mut nodes = Vec::new();
     for engine in engines {
         if record.platforms.is_empty() {

@@ -16,10 +16,15 @@ use crate::recipe::Recipe;
 use crate::types::oci::Digest;
 
 /// The fields a tester fills in, in the order the report asks for them: (key, label).
-const RIG_FIELDS: [(&str, &str); 4] = [
+const RIG_FIELDS: [(&str, &str); 6] = [
     ("hardware", "Hardware (nodes, GPU, memory)"),
     ("driver", "Driver and CUDA"),
     ("fabric", "Fabric (link, NICs)"),
+    (
+        "serve",
+        "Serve settings (graph mode or eager, --max-num-seqs, KV cache dtype)",
+    ),
+    ("model", "Model and its revision (the checkpoint's commit)"),
     ("nccl", "NCCL settings"),
 ];
 
@@ -93,13 +98,59 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
         pins: recipe.pins.pins.values().collect(),
         fixes: &recipe.pins.fixes,
         pins_changed,
+        attachments: &record.attachments,
+        from: From::Lock,
     };
+    print(&report, printer);
+    Ok(())
+}
+
+/// Prints the tester report for the image `reference` names, from the build record attached
+/// to it in its registry; nothing is read from or written to the working folder.
+pub fn report_reference(
+    reference: &crate::types::oci::ImageRef,
+    key: Option<&crate::attest::keys::VerifyingKey>,
+    insecure_registries: &[String],
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let attached = super::attached::fetch(reference, key, insecure_registries, printer)?;
+    let listed = attached.listed()?;
+    let report = Report {
+        record: attached.record(),
+        pins: attached.pins.pins.values().collect(),
+        fixes: &attached.pins.fixes,
+        pins_changed: false,
+        attachments: &listed,
+        from: From::Reference {
+            reference: reference.to_string(),
+            signed_by: key
+                .filter(|_| attached.signed == crate::attest::record::Signed::ByKey)
+                .map(|key| key.origin.clone()),
+        },
+    };
+    print(&report, printer);
+    Ok(())
+}
+
+fn print(report: &Report<'_>, printer: &Printer) {
     if printer.is_json() {
         printer.json(&report.to_json());
     } else {
         printer.stdout(&report.to_markdown());
     }
-    Ok(())
+}
+
+/// Where the report's record came from.
+enum From {
+    /// The recipe's forge.lock.
+    Lock,
+    /// The record attached to an image in its registry.
+    Reference {
+        /// The image reference the tester gave.
+        reference: String,
+        /// The key whose signature the record carries, when one was asked for.
+        signed_by: Option<String>,
+    },
 }
 
 fn pins_digest(recipe: &Recipe) -> anyhow::Result<Digest> {
@@ -119,6 +170,10 @@ struct Report<'a> {
     fixes: &'a [Fix],
     /// pins.toml no longer hashes to the recorded digest.
     pins_changed: bool,
+    /// What is attached to the pushed image.
+    attachments: &'a [crate::lock::AttachmentRecord],
+    /// Where the record came from.
+    from: From,
 }
 
 impl Report<'_> {
@@ -168,7 +223,7 @@ impl Report<'_> {
             ));
         }
 
-        text.push_str(&attachments_markdown(record));
+        text.push_str(&self.attachments_markdown());
 
         text.push_str("\n## Pins\n\n");
         if self.pins_changed {
@@ -273,7 +328,7 @@ impl Report<'_> {
                 "mutability": mutability(tag.mutability),
                 "digest": tag.pushed.as_ref().map(Digest::as_str),
             })).collect::<Vec<_>>(),
-            "attachments": record.attachments.iter().map(|attachment| json!({
+            "attachments": self.attachments.iter().map(|attachment| json!({
                 "kind": attachment.kind,
                 "subject": attachment.subject.as_str(),
                 "reference": format!("{repository}:{}", attachment.tag),
@@ -307,34 +362,62 @@ impl Report<'_> {
     }
 }
 
-/// The signature, provenance and SBOM attached to the pushed image, when the build was signed.
-fn attachments_markdown(record: &Record) -> String {
-    let repository = record.image.repository.as_str();
-    let mut text = String::from("\n## Signature and attestations\n\n");
-    let Some(subject) = record
-        .attachments
-        .first()
-        .map(|attachment| &attachment.subject)
-    else {
-        text.push_str("None: the build was not signed (`forge build --push --sign`).\n");
-        return text;
-    };
-    text.push_str(&format!(
-        "Attached to `{repository}@{subject}`:\n\n| what | tag | manifest | content |\n|---|---|---|---|\n"
-    ));
-    for attachment in &record.attachments {
+impl Report<'_> {
+    /// The build record, signature, provenance and SBOM attached to the pushed image.
+    fn attachments_markdown(&self) -> String {
+        let repository = self.record.image.repository.as_str();
+        let mut text = String::from("\n## Signature and attestations\n\n");
+        if let From::Reference {
+            reference,
+            signed_by,
+        } = &self.from
+        {
+            text.push_str(&match signed_by {
+                Some(key) => format!(
+                    "This report was read from the build record attached to `{reference}`, signed by {key}.\n\n"
+                ),
+                None => format!(
+                    "This report was read from the build record attached to `{reference}`, trusted only as far as its registry is (no key was given).\n\n"
+                ),
+            });
+        }
+        let Some(subject) = self
+            .attachments
+            .first()
+            .map(|attachment| &attachment.subject)
+        else {
+            text.push_str("None: the build was not pushed (`forge build --push --sign`).\n");
+            return text;
+        };
         text.push_str(&format!(
-            "| {} | `{}` | `{}` | `{}` |\n",
-            attachment.kind.noun(),
-            attachment.tag,
-            attachment.manifest,
-            attachment.content
+            "Attached to `{repository}@{subject}`:\n\n| what | tag | manifest | content |\n|---|---|---|---|\n"
         ));
+        for attachment in self.attachments {
+            text.push_str(&format!(
+                "| {} | `{}` | `{}` | `{}` |\n",
+                attachment.kind.noun(),
+                attachment.tag,
+                attachment.manifest,
+                attachment.content
+            ));
+        }
+        if !self
+            .attachments
+            .iter()
+            .any(|attachment| attachment.kind == crate::lock::AttachmentKind::Signature)
+        {
+            text.push_str("\nNot signed: the build was pushed without `--sign`.\n");
+            return text;
+        }
+        let command = match &self.from {
+            From::Lock => "forge verify-digest --remote --key PUB.pem".to_owned(),
+            From::Reference { reference, .. } => {
+                format!("forge verify-digest {reference} --key PUB.pem")
+            }
+        };
+        text.push_str(&format!("\nCheck them with the public key: `{command}`\n"));
+        text
     }
-    text.push_str(
-        "\nCheck them with the public key: `forge verify-digest --remote --key PUB.pem`\n",
-    );
-    text
 }
 
 fn mutability(mutability: Mutability) -> &'static str {

@@ -43,7 +43,7 @@ pub struct VerifyOptions {
     pub key: Option<crate::attest::keys::VerifyingKey>,
 }
 
-/// Runs `forge verify-digest` on `recipe`.
+/// Runs `forge verify-digest` on `recipe`: against its forge.lock.
 pub fn verify_digest(
     recipe: &Recipe,
     options: &VerifyOptions,
@@ -56,7 +56,6 @@ pub fn verify_digest(
         .clone()
         .with_repository(record.image.repository.clone());
     let mut report = Report::default();
-    let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
 
     // The context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says
     // now, so that only a changed input can change its digest.
@@ -80,25 +79,119 @@ pub fn verify_digest(
     } else {
         Vec::new()
     };
+    let repository = remote_repository(&record);
+    let client = RegistryClient::new(options.insecure_registries.clone()).with_credentials_for(
+        &repository.registry,
+        &recipe.pins.image.repository.registry(),
+    );
+    let subject = Subject {
+        record: &record,
+        pins: &recipe.pins,
+        inputs: current,
+        files,
+        platform: record
+            .image
+            .platform
+            .as_ref()
+            .unwrap_or(&recipe.pins.image.platform),
+        client: &client,
+        repository,
+        recipe: Some(recipe),
+        origin: lock::path(&recipe.root).display().to_string(),
+    };
+    run_checks(&subject, options, options.remote, report, printer)
+}
 
-    daemon_checks(
-        recipe,
-        &record,
-        options,
-        &files,
+/// Runs `forge verify-digest REF`: against the build record attached to the image `reference`
+/// names in its registry, with no recipe folder. The registry is always asked.
+pub fn verify_reference(
+    reference: &ImageRef,
+    options: &VerifyOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let attached = super::attached::fetch(
+        reference,
+        options.key.as_ref(),
+        &options.insecure_registries,
         printer,
-        &mut report,
-        &mut unreached,
     )?;
+    let record = attached.record();
+    let subject = Subject {
+        record,
+        pins: &attached.pins,
+        // The provenance must name the inputs the record names.
+        inputs: &record.inputs,
+        files: if options.contents {
+            attached.document.files.clone()
+        } else {
+            Vec::new()
+        },
+        platform: record
+            .image
+            .platform
+            .as_ref()
+            .unwrap_or(&attached.pins.image.platform),
+        client: &attached.client,
+        repository: attached.repository.clone(),
+        recipe: None,
+        origin: attached.origin(),
+    };
+    run_checks(&subject, options, true, Report::default(), printer)
+}
 
-    if options.remote {
-        match registry_checks(recipe, &record, current, options, printer) {
+/// What is verified, and against what: a recipe's forge.lock, or the record attached to an
+/// image in its registry.
+struct Subject<'a> {
+    /// The build record.
+    record: &'a Record,
+    /// The pins the image was built from.
+    pins: &'a crate::pins::Pins,
+    /// The inputs the provenance must name.
+    inputs: &'a crate::lock::Inputs,
+    /// With `--contents`: the files the overlays put in the image.
+    files: Vec<probe::ExpectedFile>,
+    /// The platform the image was built for.
+    platform: &'a crate::types::oci::Platform,
+    /// A client for the record's registry.
+    client: &'a RegistryClient,
+    /// The record's repository on that registry.
+    repository: RemoteRepository,
+    /// The recipe, when verifying against its forge.lock: the base is checked on the first
+    /// node, and what the image holds is recorded there.
+    recipe: Option<&'a Recipe>,
+    /// Where the record came from, for the closing line.
+    origin: String,
+}
+
+/// The record's repository on its registry.
+fn remote_repository(record: &Record) -> RemoteRepository {
+    let reference: ImageRef = record
+        .image
+        .repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    RemoteRepository::of(&reference)
+}
+
+/// The checks on the nodes and, with `remote`, in the registry, added to `report`; then the
+/// table and the verdict.
+fn run_checks(
+    subject: &Subject<'_>,
+    options: &VerifyOptions,
+    remote: bool,
+    mut report: Report,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
+    daemon_checks(subject, options, printer, &mut report, &mut unreached)?;
+    if remote {
+        match registry_checks(subject, options, printer) {
             Ok(checks) => report.extend(checks),
-            Err((subject, error)) => unreached.push((subject, error)),
+            Err((what, error)) => unreached.push((what, error)),
         }
     }
-
-    conclude(recipe, &report, unreached, options.wide, printer)
+    conclude(&subject.origin, &report, unreached, options.wide, printer)
 }
 
 /// A publication killed part way is settled before its record is judged, unless a build of
@@ -130,14 +223,13 @@ pub(crate) fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::
 /// `--contents`, what the image holds. A daemon that cannot be reached is added to
 /// `unreached`.
 fn daemon_checks(
-    recipe: &Recipe,
-    record: &Record,
+    subject: &Subject<'_>,
     options: &VerifyOptions,
-    files: &[probe::ExpectedFile],
     printer: &Printer,
     report: &mut Report,
     unreached: &mut Vec<(String, anyhow::Error)>,
 ) -> anyhow::Result<()> {
+    let record = subject.record;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -173,9 +265,14 @@ fn daemon_checks(
             let outcome = async {
                 node_checks(record, &engine, report).await?;
                 if first {
-                    base_checks(record, &engine, report).await?;
+                    // A tester's node holds the layer's image, whose layers hold the base's,
+                    // not the base under its own name: the base is checked on the
+                    // maintainer's daemon only.
+                    if subject.recipe.is_some() {
+                        base_checks(record, &engine, report).await?;
+                    }
                     if options.contents {
-                        content_checks(recipe, record, files, &engine, report, printer).await?;
+                        content_checks(subject, &engine, report, printer).await?;
                     }
                 }
                 anyhow::Ok(())
@@ -193,7 +290,7 @@ fn daemon_checks(
 
 /// Prints the table (and the JSON document) and says how the run ends.
 fn conclude(
-    recipe: &Recipe,
+    origin: &str,
     report: &Report,
     unreached: Vec<(String, anyhow::Error)>,
     wide: bool,
@@ -237,11 +334,7 @@ fn conclude(
     }
     printer.status(
         "Verified",
-        format_args!(
-            "{} checks against {}",
-            report.checks.len(),
-            lock::path(&recipe.root).display()
-        ),
+        format_args!("{} checks against {origin}", report.checks.len()),
     );
     Ok(())
 }
@@ -267,13 +360,12 @@ async fn base_checks(record: &Record, engine: &Docker, report: &mut Report) -> a
 
 /// Runs the recorded image and compares what it reports with the recipe's pins and files.
 async fn content_checks(
-    recipe: &Recipe,
-    record: &Record,
-    files: &[probe::ExpectedFile],
+    subject: &Subject<'_>,
     engine: &Docker,
     report: &mut Report,
     printer: &Printer,
 ) -> anyhow::Result<()> {
+    let (record, pins, files) = (subject.record, subject.pins, &subject.files);
     let image = ImageId(record.image.id.clone());
     if engine.image(image.0.as_str()).await?.is_none() {
         report.extend([Check::new(
@@ -289,19 +381,23 @@ async fn content_checks(
         "Running",
         format_args!("{} to read back its contents", image.short()),
     );
-    let command = probe::command(recipe.pins.pins.values(), files, &recipe.pins.fixes);
+    let command = probe::command(pins.pins.values(), files, &pins.fixes);
     let output = engine.run(&image, &command).await?;
     printer.detail(
         "Probe",
         format_args!("exit {}, stderr: {}", output.code, output.stderr.trim()),
     );
     report.extend(probe::checks(
-        recipe.pins.pins.values(),
+        pins.pins.values(),
         files,
-        &recipe.pins.fixes,
+        &pins.fixes,
         &output.stdout,
     ));
-    record_installed(recipe, record, &output.stdout, printer)
+    match subject.recipe {
+        Some(recipe) => record_installed(recipe, record, &output.stdout, printer),
+        // Nothing is written where a tester verifies a reference.
+        None => Ok(()),
+    }
 }
 
 /// Records in forge.lock the distributions the image holds, when they changed: what the base
@@ -333,29 +429,16 @@ fn record_installed(
 /// Each recorded tag's manifest and the image it holds, from the registry of the image's
 /// repository.
 fn registry_checks(
-    recipe: &Recipe,
-    record: &Record,
-    current: &crate::lock::Inputs,
+    subject: &Subject<'_>,
     options: &VerifyOptions,
     printer: &Printer,
 ) -> Result<Vec<Check>, (String, anyhow::Error)> {
-    let reference: ImageRef = record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    let repository = RemoteRepository::of(&reference);
-    let client = RegistryClient::new(options.insecure_registries.clone()).with_credentials_for(
-        &repository.registry,
-        &recipe.pins.image.repository.registry(),
+    let (record, client, repository, platform) = (
+        subject.record,
+        subject.client,
+        &subject.repository,
+        subject.platform,
     );
-    // The platform the image was built for, which `--platform` may have chosen.
-    let platform = record
-        .image
-        .platform
-        .as_ref()
-        .unwrap_or(&recipe.pins.image.platform);
     let mut served = Vec::new();
     let mut absent = Vec::new();
     for tag in &record.tags {
@@ -379,7 +462,7 @@ fn registry_checks(
             }
             Err(error) => return Err((reference, error.into())),
         };
-        let image = match registry::image_of(&client, &repository, &manifest, platform) {
+        let image = match registry::image_of(client, repository, &manifest, platform) {
             Ok(image) => image,
             // An index whose entry the registry no longer holds names no image: drift, as above.
             Err(RegistryError::NotFound { .. }) => None,
@@ -394,12 +477,12 @@ fn registry_checks(
     }
     let mut checks = verify::registry(&served, platform.as_str(), &record.image.id);
     checks.extend(absent);
-    checks.extend(platform_checks(&client, &repository, record, &served));
+    checks.extend(platform_checks(client, repository, record, &served));
     if let Some(key) = &options.key {
-        let pins = crate::attest::attach::pins_expected(recipe);
+        let pins = crate::attest::attach::pins_expected(subject.pins);
         let expected = attached::Expected {
             repository: &repository.to_string(),
-            inputs: current,
+            inputs: subject.inputs,
             pins: &pins,
         };
         for served in &served {
@@ -412,7 +495,7 @@ fn registry_checks(
                 "Asking",
                 format_args!("{} for what is attached to {held}", served.reference),
             );
-            let found = fetch_attached(&client, &repository, &held)
+            let found = fetch_attached(client, repository, &held)
                 .map_err(|error| (served.reference.clone(), error.into()))?;
             checks.extend(attached::checks(
                 &served.reference,
