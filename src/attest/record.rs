@@ -84,7 +84,7 @@ impl Document {
     /// The pins it was built from, loaded as pins.toml is; `origin` names where they came from
     /// in messages.
     pub fn pins(&self, origin: &str) -> Result<Pins, crate::pins::LoadError> {
-        crate::pins::parse(std::path::Path::new(origin), &self.pins)
+        crate::pins::parse_detached(std::path::Path::new(origin), &self.pins)
     }
 }
 
@@ -137,6 +137,20 @@ pub enum RecordRefused {
         recorded: String,
     },
 }
+
+impl crate::diagnostics::Advise for RecordRefused {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Nothing(
+            "the command that read the record says what to do with the image",
+        )
+    }
+
+    fn exit_status(&self) -> crate::diagnostics::ExitStatus {
+        crate::diagnostics::ExitStatus::Failure
+    }
+}
+
+crate::advised!(RecordRefused);
 
 /// One layer of a record attachment, as the registry lists it and serves its blob.
 #[derive(Debug, Clone)]

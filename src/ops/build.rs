@@ -68,7 +68,14 @@ fn checked_plan(
     printer: &Printer,
 ) -> anyhow::Result<Plan> {
     let with_inputs = options.mode == BuildMode::Build || options.locked;
-    let plan = pipeline::plan(recipe, output, with_inputs, None, printer)?;
+    // `--locked` builds the context the lock records, with the mtime its entries carried then,
+    // whatever SOURCE_DATE_EPOCH says now.
+    let mtime = if options.locked {
+        crate::lock::load(&recipe.root)?.map(|lock| lock.inputs().context_mtime)
+    } else {
+        None
+    };
+    let plan = pipeline::plan(recipe, output, with_inputs, mtime, printer)?;
     if options.locked {
         pipeline::check_locked(
             recipe,

@@ -386,7 +386,12 @@ impl Report<'_> {
             .first()
             .map(|attachment| &attachment.subject)
         else {
-            text.push_str("None: the build was not pushed (`forge build --push --sign`).\n");
+            let pushed = self.record.tags.iter().any(|tag| tag.pushed.is_some());
+            text.push_str(if pushed {
+                "None recorded for the pushed image (`forge build --push` attaches the build record; with `--sign` also the SBOM, the provenance and the signature).\n"
+            } else {
+                "None: the build was not pushed (`forge build --push` attaches the build record; with `--sign` also the SBOM, the provenance and the signature).\n"
+            });
             return text;
         };
         text.push_str(&format!(

@@ -425,7 +425,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Pins, LoadError> {
         path,
         text,
         root,
-        folder: crate::fs::Confined::new(root)?,
+        folder: Some(crate::fs::Confined::new(root)?),
+    };
+    let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
+    loader.recipe(raw)
+}
+
+/// Checks the recipe `text` away from its folder (the pins.toml a build record carries),
+/// naming `origin` in errors: every value against its grammar, as `parse` does, but no path it
+/// names is looked up, since the folder it names them in is not here.
+pub fn parse_detached(origin: &Path, text: &str) -> Result<Pins, LoadError> {
+    let loader = Loader {
+        path: origin,
+        text,
+        root: Path::new("."),
+        folder: None,
     };
     let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
     loader.recipe(raw)
@@ -435,8 +449,9 @@ struct Loader<'a> {
     path: &'a Path,
     text: &'a str,
     root: &'a Path,
-    /// The recipe folder, which every path pins.toml names must resolve inside.
-    folder: crate::fs::Confined,
+    /// The recipe folder, which every path pins.toml names must resolve inside; `None` for a
+    /// pins.toml read away from its folder, whose paths are not looked up.
+    folder: Option<crate::fs::Confined>,
 }
 
 impl Loader<'_> {
@@ -484,7 +499,7 @@ impl Loader<'_> {
             let pin = match &onto {
                 Onto::Folder(folder) => {
                     self.inside(span.clone(), folder, "patch target folder")?;
-                    if !self.root.join(folder.as_str()).is_dir() {
+                    if self.folder.is_some() && !self.root.join(folder.as_str()).is_dir() {
                         return Err(self.error(
                             span,
                             format!("patch target folder `{folder}` does not exist"),
@@ -633,7 +648,10 @@ impl Loader<'_> {
 
     /// Refuses `path` (at `span`) unless it resolves inside the recipe folder.
     fn inside(&self, span: Range<usize>, path: &RecipePath, what: &str) -> Result<(), LoadError> {
-        match self.folder.resolve(&self.root.join(path.as_str())) {
+        let Some(folder) = &self.folder else {
+            return Ok(());
+        };
+        match folder.resolve(&self.root.join(path.as_str())) {
             Ok(_) => Ok(()),
             Err(crate::fs::PathError::Outside {
                 target,
@@ -677,7 +695,7 @@ impl Loader<'_> {
                 "name the file the rendered Dockerfile is committed to, such as ci/Dockerfile.rendered",
             ));
         }
-        if !self.root.join(folder).is_dir() {
+        if self.folder.is_some() && !self.root.join(folder).is_dir() {
             return Err(self.error(
                 path.span(),
                 format!(
@@ -741,7 +759,7 @@ impl Loader<'_> {
         what: &str,
     ) -> Result<RecipePath, LoadError> {
         self.inside(path.span(), path.get_ref(), what)?;
-        if self.root.join(path.get_ref().as_str()).is_dir() {
+        if self.folder.is_none() || self.root.join(path.get_ref().as_str()).is_dir() {
             Ok(path.into_inner())
         } else {
             Err(self.error(
@@ -777,7 +795,7 @@ impl Loader<'_> {
                     Some(shim) => {
                         let file = shim.file.get_ref().clone();
                         self.inside(shim.file.span(), &file, "shim file")?;
-                        if !self.root.join(file.as_str()).is_file() {
+                        if self.folder.is_some() && !self.root.join(file.as_str()).is_file() {
                             return Err(self.error(
                                 shim.file.span(),
                                 format!("shim file `{file}` does not exist"),

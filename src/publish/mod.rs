@@ -488,7 +488,8 @@ impl<'a> Journal<'a> {
 
 /// The record of the publication, with the registry digest of each tag in `pushed`. A tag not
 /// pushed now keeps the digest `recorded` holds for it when that record is of the same image
-/// in the same repository: the registry still holds what was pushed of it.
+/// in the same repository: the registry still holds what was pushed of it, and what was
+/// attached to it.
 fn record(
     publication: &Publication<'_>,
     base: BaseRecord,
@@ -507,7 +508,7 @@ fn record(
             .pushed
             .clone()
     };
-    Record::new(
+    let mut record = Record::new(
         publication.inputs.clone(),
         base,
         ImageRecord {
@@ -529,7 +530,22 @@ fn record(
             })
             .collect(),
         publication.patches.to_vec(),
-    )
+    );
+    // What is attached to a manifest the record still names stays attached to it.
+    if let Some(recorded) = same_image {
+        record.attachments = recorded
+            .attachments
+            .iter()
+            .filter(|attachment| {
+                record
+                    .tags
+                    .iter()
+                    .any(|tag| tag.pushed.as_ref() == Some(&attachment.subject))
+            })
+            .cloned()
+            .collect();
+    }
+    record
 }
 
 /// The failure of a push that stopped after `record`'s pushed tags reached the registry.

@@ -61,9 +61,10 @@ fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example>
         )
         .expect_code(0);
     let attachments = run.json()["attachments"].clone();
+    // The build record, the SBOM, the provenance and the signature.
     assert_eq!(
         attachments.as_array().map(Vec::len),
-        Some(3),
+        Some(4),
         "{attachments:#}"
     );
     Some(example)

@@ -19,6 +19,7 @@ mod host_image;
 mod hostile;
 mod image_guard;
 mod index_server;
+mod journeys;
 mod json;
 mod node;
 mod patch;

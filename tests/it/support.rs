@@ -487,6 +487,14 @@ fn placeholders(text: &str, root: &str) -> String {
             at += 7 + 64;
             continue;
         }
+        // An attachment's tag names the manifest it is attached to.
+        if let Some(after) = rest.strip_prefix("sha256-")
+            && hex_run(after, 0) == 64
+        {
+            result.push_str("sha256-<digest>");
+            at += 7 + 64;
+            continue;
+        }
         let run = hex_run(&out, at);
         let boundary = at == 0 || !out.as_bytes()[at - 1].is_ascii_alphanumeric();
         if boundary

@@ -1,25 +1,48 @@
-//! The pipeline job, `ci/workflows/forge.yml`: it validates against GitHub's workflow schema,
-//! the render it checks is current, and every `forge` line it runs works as written.
+//! The pipeline job, `.github/workflows/forge.yml`, where GitHub reads it: it validates against
+//! GitHub's workflow schema, pins every action to a commit, bounds every job, hands secrets only
+//! to the steps that run forge, signs and verifies what it publishes; and CI's journey runs the
+//! `run:` scripts of its jobs, read from the YAML, in a fresh clone on an empty daemon.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{Example, docker_ready};
+use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::build::{BASE_IMAGE, copy_example, docker_ready};
+use crate::image_guard::ImageGuard;
+use crate::journeys::{Keys, Tagged, docker};
+use crate::node::SecondDaemon;
+use crate::pin_bump::{GitRemote, git};
 use crate::registry_server::RegistryServer;
-use crate::support::{TestContext, assert_check_catches_a_stale_render, repository_root};
+use crate::support::{
+    TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
+};
+use crate::verify::registry_tools_missing;
 
-const WORKFLOW: &str = "ci/workflows/forge.yml";
+const WORKFLOW: &str = ".github/workflows/forge.yml";
 const RENDERED: &str = "ci/Dockerfile.rendered";
+const PUBLIC_KEY: &str = "ci/signing.pub";
 
-/// The `forge` command lines of the workflow's `run:` steps, in file order.
-fn forge_lines() -> Vec<String> {
+fn workflow() -> Yaml {
     let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).expect("the workflow");
-    text.lines()
-        .map(|line| line.trim())
-        .map(|line| line.strip_prefix("run: ").unwrap_or(line))
-        .filter(|line| line.starts_with("forge "))
-        .map(str::to_owned)
+    YamlLoader::load_from_str(&text)
+        .expect("the workflow is YAML")
+        .remove(0)
+}
+
+/// Each job by name, in file order.
+fn jobs(workflow: &Yaml) -> Vec<(String, &Yaml)> {
+    workflow["jobs"]
+        .as_hash()
+        .expect("jobs")
+        .iter()
+        .map(|(name, job)| (name.as_str().unwrap().to_owned(), job))
         .collect()
+}
+
+fn steps(job: &Yaml) -> &[Yaml] {
+    job["steps"].as_vec().expect("steps")
 }
 
 fn check_jsonschema(file: &Path) -> std::process::Output {
@@ -33,7 +56,11 @@ fn check_jsonschema(file: &Path) -> std::process::Output {
 }
 
 #[test]
-fn the_workflow_validates_against_the_github_workflow_schema() {
+fn the_workflow_is_where_github_reads_it_and_validates_against_its_schema() {
+    assert!(
+        !repository_root().join("ci/workflows").exists(),
+        "GitHub reads workflows from .github/workflows only"
+    );
     let output = check_jsonschema(&repository_root().join(WORKFLOW));
     assert!(
         output.status.success(),
@@ -50,24 +77,132 @@ fn the_workflow_validates_against_the_github_workflow_schema() {
     assert!(!check_jsonschema(&broken).status.success());
 }
 
+/// Every action pinned to a full commit with its release beside it, every job bounded in
+/// time, every checkout without stored credentials, and cargo's cache in every job that
+/// builds forge.
 #[test]
-fn the_workflow_logs_in_with_its_own_token_and_writes_packages_only_when_publishing() {
+fn every_action_is_pinned_to_a_commit_and_every_job_has_a_timeout() {
     let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).unwrap();
-    assert!(text.starts_with("# forge's pipeline job, installed as .github/workflows/forge.yml"));
-    assert_eq!(text.matches("packages: write").count(), 1, "{text}");
-    let publish = &text[text.find("  publish:").expect("a publish job")..];
-    assert!(publish.contains("packages: write"));
-    assert!(publish.contains("runs-on: [self-hosted, linux, arm64]"));
-    for line in text.lines().filter(|line| line.contains("secrets.")) {
-        assert_eq!(
-            line.trim(),
-            "FORGE_REGISTRY_PASSWORD: ${{ secrets.GITHUB_TOKEN }}",
-            "the only secret is the workflow's token, passed in the environment"
+    let pinned =
+        regex::Regex::new(r"^[a-z0-9-]+/[a-z0-9-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$").unwrap();
+    let uses: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.trim().trim_start_matches("- ").strip_prefix("uses: "))
+        .collect();
+    assert!(uses.len() >= 4, "{uses:?}");
+    for action in uses {
+        assert!(pinned.is_match(action), "not pinned to a commit: {action}");
+    }
+    let workflow = workflow();
+    for (name, job) in jobs(&workflow) {
+        let minutes = job["timeout-minutes"].as_i64();
+        assert!(
+            minutes.is_some_and(|minutes| (1..=240).contains(&minutes)),
+            "job {name} has no timeout-minutes (GitHub's default is six hours)"
+        );
+        let steps = steps(job);
+        for step in steps {
+            if step["uses"]
+                .as_str()
+                .is_some_and(|uses| uses.starts_with("actions/checkout@"))
+            {
+                assert_eq!(
+                    step["with"]["persist-credentials"].as_bool(),
+                    Some(false),
+                    "job {name}: checkout keeps no token in .git/config"
+                );
+            }
+        }
+        let builds_forge = steps.iter().any(|step| {
+            step["run"]
+                .as_str()
+                .is_some_and(|run| run.contains("cargo build"))
+        });
+        let cached = steps.iter().any(|step| {
+            step["uses"]
+                .as_str()
+                .is_some_and(|uses| uses.starts_with("actions/cache@"))
+        });
+        assert!(
+            !builds_forge || cached,
+            "job {name} builds forge without cargo's cache"
         );
     }
+}
+
+/// Secrets reach only the steps that run forge (never `cargo build`, whose build scripts run
+/// crates' code), only the publishing job writes packages, and it signs with the secret key and
+/// verifies with the committed public key; a weekly job says which pins can move.
+#[test]
+fn secrets_reach_only_forge_and_publish_signs_and_verifies_with_the_committed_key() {
+    let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).unwrap();
+    let workflow = workflow();
+    assert_eq!(text.matches("packages: write").count(), 1, "{text}");
+    for (name, job) in jobs(&workflow) {
+        assert!(
+            !job["env"].as_hash().is_some_and(|env| !env.is_empty()),
+            "job {name}: environment goes on the steps that need it"
+        );
+        for step in steps(job) {
+            let env = step["env"].as_hash().map(|env| {
+                env.values()
+                    .filter_map(Yaml::as_str)
+                    .any(|value| value.contains("secrets."))
+            });
+            if env == Some(true) {
+                let run = step["run"].as_str().unwrap_or_default();
+                assert!(
+                    run.lines().all(|line| line.trim().starts_with("forge ")),
+                    "job {name}: a step with secrets runs something other than forge: {run}"
+                );
+            }
+        }
+    }
     assert!(
-        !text.contains("echo $FORGE_REGISTRY") && !text.contains("echo \"$FORGE_REGISTRY"),
-        "the token is never echoed"
+        !text.contains("echo $FORGE_") && !text.contains("echo \"$FORGE_"),
+        "no secret is echoed"
+    );
+    let publish = &workflow["jobs"]["publish"];
+    assert_eq!(publish["permissions"]["packages"].as_str(), Some("write"));
+    let runs: Vec<&str> = steps(publish)
+        .iter()
+        .filter_map(|step| step["run"].as_str())
+        .collect();
+    assert!(
+        runs.contains(&"forge build --locked --push --sign --progress plain"),
+        "{runs:?}"
+    );
+    let signing = steps(publish)
+        .iter()
+        .find(|step| {
+            step["run"]
+                .as_str()
+                .is_some_and(|run| run.contains("--sign"))
+        })
+        .unwrap();
+    assert_eq!(
+        signing["env"]["FORGE_SIGNING_KEY"].as_str(),
+        Some("${{ secrets.FORGE_SIGNING_KEY }}")
+    );
+    assert!(
+        runs.iter().any(|run| run.starts_with(&format!("forge verify-digest --remote --key {PUBLIC_KEY}"))),
+        "{runs:?}"
+    );
+    let key = std::fs::read_to_string(repository_root().join(PUBLIC_KEY)).unwrap();
+    assert!(key.starts_with("-----BEGIN PUBLIC KEY-----\n"), "{key}");
+    let outdated = jobs(&workflow)
+        .into_iter()
+        .find(|(_, job)| {
+            steps(job)
+                .iter()
+                .any(|step| step["run"].as_str() == Some("forge pin outdated --exit-code"))
+        })
+        .expect("a job runs `forge pin outdated --exit-code`");
+    assert_contains(outdated.1["if"].as_str().unwrap(), "schedule");
+    assert!(
+        workflow["on"]["schedule"]
+            .as_vec()
+            .is_some_and(|cron| !cron.is_empty())
     );
 }
 
@@ -97,89 +232,303 @@ fn the_committed_render_is_current_and_a_stale_one_fails_the_check() {
     assert_check_catches_a_stale_render(&context, RENDERED);
 }
 
-/// Each `forge` line of the workflow, run as written by `sh` in the order the jobs run them,
-/// against the offline example pushed to a registry on 127.0.0.1: the check job, the pull
-/// request's build, then main's locked build, push, verification and report.
+/// A fresh clone of this repository builds `--locked`: the committed forge.lock records the
+/// default recipe's inputs as they are.
 #[test]
-fn every_forge_line_of_the_workflow_runs_as_written() {
-    let lines = forge_lines();
-    let expected = [
-        "forge render --out ci/Dockerfile.rendered --check",
-        "forge patch check",
-        "forge build --dry-run",
-        "forge build --progress plain",
-        "forge report >> \"$GITHUB_STEP_SUMMARY\"",
-        "forge build --locked --push --progress plain",
-        "forge verify-digest --remote --json > verify-digest.json",
-        "forge report > tester-report.md",
-    ];
-    assert_eq!(
-        lines, expected,
-        "the workflow's forge lines changed: update this test"
-    );
-    if !docker_ready() {
-        return;
+fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
+    let clone = tempfile::tempdir().unwrap();
+    let root = repository_root();
+    for entry in [
+        "pins.toml",
+        "templates",
+        "patches",
+        "overlays",
+        "ci",
+        "forge.lock",
+    ] {
+        crate::support::copy_tree(&root.join(entry), &clone.path().join(entry));
     }
-    let registry = RegistryServer::start();
-    let example = Example::with_repository(&format!(
-        "{}/forge-test/workflow-{}",
-        registry.address(),
-        std::process::id()
-    ));
-    let folder = example.context.path();
-    std::fs::create_dir_all(folder.join("ci")).unwrap();
-    example
-        .context
-        .forge(&["-q", "render", "--out", RENDERED])
-        .expect_code(0);
-    let summary = folder.join("summary.md");
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_forge"));
-    let path = format!(
-        "{}:{}",
-        binary.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    for line in &lines {
-        let output = Command::new("sh")
-            .args(["-c", line])
-            .current_dir(folder)
-            .env("PATH", &path)
-            .env("GITHUB_STEP_SUMMARY", &summary)
-            .env("SOURCE_DATE_EPOCH", "1783500000")
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_forge"))
+            .args(args)
+            .current_dir(clone.path())
+            .env_remove("SOURCE_DATE_EPOCH")
             .env("NO_COLOR", "1")
             .output()
-            .expect("sh runs");
-        assert!(
-            output.status.success(),
-            "`{line}` failed ({})\n--- stdout\n{}\n--- stderr\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-
-    // What the job keeps: the record names the pushed digests, the verification passed, and
-    // the report and the summary name the image and its patch author.
-    let lock = std::fs::read_to_string(folder.join("forge.lock")).unwrap();
-    let pushed: Vec<&str> = lock
-        .lines()
-        .filter_map(|line| line.strip_prefix("pushed = \""))
-        .map(|line| line.trim_end_matches('"'))
-        .collect();
-    assert_eq!(pushed.len(), 2, "{lock}");
-    let verified: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(folder.join("verify-digest.json")).unwrap())
-            .expect("verify-digest.json is one JSON document");
-    assert!(verified.is_object(), "{verified}");
-    let report = std::fs::read_to_string(folder.join("tester-report.md")).unwrap();
-    assert!(report.contains(&format!("`{}`", pushed[0])), "{report}");
-    assert!(
-        report.contains("Ada Lovelace <ada@example.org>"),
-        "{report}"
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&["build", "--locked", "--dry-run"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "forge.lock does not record the default recipe's inputs: run `cargo run -- lock` and commit it\n{stderr}"
     );
-    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert_contains(&stderr, "Locked inputs match forge.lock");
+}
+
+/// How the workflow's `${{ }}` expressions read on the journey's runner.
+struct Expressions {
+    signing_key: String,
+}
+
+impl Expressions {
+    /// The value of an `env:` entry, its expression filled in.
+    fn value(&self, value: &str) -> String {
+        match value {
+            "${{ secrets.GITHUB_TOKEN }}" => "token-of-the-run".to_owned(),
+            "${{ github.actor }}" => "ci".to_owned(),
+            "${{ secrets.FORGE_SIGNING_KEY }}" => self.signing_key.clone(),
+            other => {
+                assert!(!other.contains("${{"), "the journey cannot fill in {other}");
+                other.to_owned()
+            }
+        }
+    }
+}
+
+/// A job's `run:` scripts as a runner runs them: the step's environment, `bash -e`, in the
+/// checkout. The step that builds forge is the one left out: the binary under test stands in.
+struct Runner<'a> {
+    workflow: &'a Yaml,
+    expressions: &'a Expressions,
+    daemon: &'a str,
+    path: String,
+}
+
+impl Runner<'_> {
+    fn run_job(&self, job: &str, checkout: &Path) -> Result<(), String> {
+        let summary = checkout.join("step-summary.md");
+        for step in steps(&self.workflow["jobs"][job]) {
+            let Some(script) = step["run"].as_str() else {
+                continue;
+            };
+            if script.contains("cargo build") {
+                continue;
+            }
+            let env: BTreeMap<String, String> = step["env"]
+                .as_hash()
+                .into_iter()
+                .flatten()
+                .map(|(key, value)| {
+                    (
+                        key.as_str().unwrap().to_owned(),
+                        self.expressions.value(value.as_str().unwrap()),
+                    )
+                })
+                .collect();
+            let output = Command::new("bash")
+                .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+                .current_dir(checkout)
+                .env_clear()
+                .env("PATH", &self.path)
+                .env("HOME", checkout)
+                .env("CI", "true")
+                .env("NO_COLOR", "1")
+                .env("CARGO_TERM_COLOR", "never")
+                .env("DOCKER_HOST", self.daemon)
+                .env("GITHUB_STEP_SUMMARY", &summary)
+                .envs(env)
+                .output()
+                .unwrap();
+            if !output.status.success() {
+                return Err(format!(
+                    "job {job}: `{script}` failed ({})\n--- stdout\n{}\n--- stderr\n{}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The recipe repository of CI's journey: the offline example publishing to `repository`, its
+/// base in the registry (a runner pulls it), its git pin on `remote`, with the workflow, the
+/// committed render, the public key and forge.lock's inputs, all committed.
+fn recipe_repository(repository: &str, base: &str, remote: &GitRemote, keys: &Keys) -> TestContext {
+    let source = TestContext::empty();
+    copy_example(source.path());
+    let guard = ImageGuard::new(repository);
+    let pins = source
+        .read("pins.toml")
+        .replace(
+            "repository = \"forge-example/offline\"",
+            &format!("repository = \"{repository}\""),
+        )
+        .replace(
+            &format!("image = \"{BASE_IMAGE}\""),
+            &format!("image = \"{base}\""),
+        )
+        .replace("https://example.org/forge/offline-app.git", &remote.url())
+        .replace("branch = \"main\"", "branch = \"nv_dev\"")
+        .replace("3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293", &remote.first)
+        .replace(
+            "\"dev.forge.example\" = \"offline\"",
+            &format!(
+                "\"dev.forge.example\" = \"offline\"\n{}",
+                guard.label_entry()
+            ),
+        )
+        .replace(
+            "[env]",
+            &format!("[render]\ncommitted = \"{RENDERED}\"\n\n[env]"),
+        );
+    source.write("pins.toml", &pins);
+    std::fs::create_dir_all(source.path().join(".github/workflows")).unwrap();
+    std::fs::copy(
+        repository_root().join(WORKFLOW),
+        source.path().join(WORKFLOW),
+    )
+    .unwrap();
+    source.write(PUBLIC_KEY, &keys.public_text());
+    source
+        .forge(&["-q", "render", "--out", RENDERED])
+        .expect_code(0);
+    source.forge(&["-q", "lock"]).expect_code(0);
+    git(source.path(), &["init", "--quiet"]);
+    git(source.path(), &["add", "--all"]);
+    git(source.path(), &["commit", "--quiet", "-m", "the recipe"]);
+    source
+}
+
+/// A fresh clone of `source` in a folder of its own, as `actions/checkout` makes one.
+fn fresh_clone(source: &TestContext) -> tempfile::TempDir {
+    let folder = tempfile::tempdir().unwrap();
+    git(
+        folder.path(),
+        &[
+            "clone",
+            "--quiet",
+            source.path().to_str().unwrap(),
+            "checkout",
+        ],
+    );
+    folder
+}
+
+/// CI has a fresh clone and an empty daemon: the `check` job, then `publish`, then `publish`
+/// again (a re-run of the same commit), then a commit that bumps a pin and `publish` once more;
+/// each run of `publish` signs with the key from its secret and verifies with the committed
+/// public key. A commit that moves an input without `forge lock` fails `check`, naming the
+/// command.
+#[test]
+fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
+    let registry = RegistryServer::start();
+    if !docker_ready() || registry_tools_missing() {
+        return;
+    }
+    let id = std::process::id();
+    let repository = format!("{}/forge-ci/journey-{id}", registry.address());
+    let base = format!("{}/forge-ci/base-{id}:busybox", registry.address());
+    let tagged = Tagged(vec![base.clone()]);
+    docker(&["tag", BASE_IMAGE, &base]);
+    docker(&["push", "--quiet", &base]);
+    drop(tagged);
+    let Some(node) = SecondDaemon::start_or_skip() else {
+        return;
+    };
+    let _bridge = node.reach(registry.port());
+    let remote = GitRemote::new();
+    let keys = Keys::new();
+    let source = recipe_repository(&repository, &base, &remote, &keys);
+    let workflow = workflow();
+    let expressions = Expressions {
+        signing_key: std::fs::read_to_string(keys.private()).unwrap(),
+    };
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_forge"));
+    let runner = Runner {
+        workflow: &workflow,
+        expressions: &expressions,
+        daemon: &node.host,
+        path: format!(
+            "{}:{}",
+            binary.parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    };
+
+    // The first push to main.
+    let first = fresh_clone(&source);
+    let checkout = first.path().join("checkout");
+    runner.run_job("check", &checkout).unwrap();
+    runner.run_job("publish", &checkout).unwrap();
+    let verified: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(checkout.join("verify-digest.json")).unwrap())
+            .unwrap();
+    assert_eq!(verified["ok"], true, "{verified:#}");
+    let rows = verified["checks"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|row| row["name"] == "signature" && row["ok"] == true),
+        "{verified:#}"
+    );
+    let report = std::fs::read_to_string(checkout.join("tester-report.md")).unwrap();
+    assert_contains(&report, "Ada Lovelace <ada@example.org>");
+    let summary = std::fs::read_to_string(checkout.join("step-summary.md")).unwrap();
     assert!(
         summary.starts_with("# Tester report: 127.0.0.1:"),
         "{summary}"
+    );
+    let pushed = |checkout: &Path| -> String {
+        let lock = std::fs::read_to_string(checkout.join("forge.lock")).unwrap();
+        lock.lines()
+            .find_map(|line| line.strip_prefix("pushed = \""))
+            .map(|digest| digest.trim_end_matches('"').to_owned())
+            .expect("the publish job recorded the pushed digest")
+    };
+    let published = pushed(&checkout);
+
+    // A re-run of the same commit: a fresh checkout on the same runner ends on the same image,
+    // which the dated tag keeps.
+    let rerun = fresh_clone(&source);
+    let checkout = rerun.path().join("checkout");
+    runner.run_job("publish", &checkout).unwrap();
+    assert_eq!(
+        pushed(&checkout),
+        published,
+        "a re-run publishes the same image"
+    );
+
+    // A pull request that moves an input without `forge lock` fails the check, naming it.
+    source.write("overlays/app/conf/extra.conf", "colour = blue\n");
+    git(source.path(), &["add", "--all"]);
+    git(
+        source.path(),
+        &["commit", "--quiet", "-m", "an overlay gains a file"],
+    );
+    let stale = fresh_clone(&source);
+    let failed = runner
+        .run_job("check", &stale.path().join("checkout"))
+        .expect_err("the check fails while forge.lock is stale");
+    assert_contains(&failed, "--locked: the inputs no longer match");
+    assert_contains(&failed, "run `forge lock`");
+
+    // The maintainer locks it, bumps the git pin under a new date, and pushes: CI publishes it.
+    source.forge(&["-q", "lock"]).expect_code(0);
+    source.edit(
+        "pins.toml",
+        "date = \"2026-07-08\"",
+        "date = \"2026-07-09\"",
+    );
+    source
+        .forge(&["pin", "bump", "app", "--to", &remote.second])
+        .expect_code(0);
+    git(
+        source.path(),
+        &["commit", "--quiet", "--all", "-m", "app moves"],
+    );
+    let bumped = fresh_clone(&source);
+    let checkout = bumped.path().join("checkout");
+    runner.run_job("check", &checkout).unwrap();
+    runner.run_job("publish", &checkout).unwrap();
+    assert_ne!(
+        pushed(&checkout),
+        published,
+        "the bump publishes a new image"
     );
 }

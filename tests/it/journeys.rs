@@ -1,0 +1,309 @@
+//! Each user's journey, from what that user has, through the real binary, with real daemons and
+//! a real registry on loopback:
+//!
+//! - the tester has an image reference and the lab's public key, in an otherwise empty folder;
+//! - the maintainer has the recipe, with its committed forge.lock (CI's journey, a fresh clone
+//!   and an empty daemon, is in `workflow.rs`, where the workflow's own lines are read).
+//!
+//! Every step's exit code is asserted, so a journey fails at the step that broke.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::build::{BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image};
+use crate::node::SecondDaemon;
+use crate::registry_server::RegistryServer;
+use crate::release_server::{ReleaseServer, sha256_hex, wheel};
+use crate::support::{Run, TestContext, assert_contains};
+use crate::verify::registry_tools_missing;
+
+/// A key pair written by `forge keygen`, in a folder of its own.
+pub(crate) struct Keys {
+    folder: tempfile::TempDir,
+}
+
+impl Keys {
+    pub(crate) fn new() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let prefix = folder.path().join("lab");
+        TestContext::empty()
+            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
+            .expect_code(0);
+        Self { folder }
+    }
+
+    pub(crate) fn private(&self) -> String {
+        self.folder.path().join("lab.key").display().to_string()
+    }
+
+    pub(crate) fn public_text(&self) -> String {
+        std::fs::read_to_string(self.folder.path().join("lab.pub")).unwrap()
+    }
+}
+
+/// Tags the daemon was given by the test itself (not by forge, whose images `ImageGuard`
+/// removes), untagged when dropped.
+pub(crate) struct Tagged(pub(crate) Vec<String>);
+
+impl Drop for Tagged {
+    fn drop(&mut self) {
+        for reference in &self.0 {
+            let _ = Command::new("docker").args(["rmi", reference]).output();
+        }
+    }
+}
+
+/// Runs `docker ARGS`, panicking with its stderr when it fails.
+pub(crate) fn docker(args: &[&str]) {
+    let output = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "docker {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `forge ARGS` run in `folder` without `-C`, as a user in that folder types it.
+fn forge_in(folder: &Path, args: &[&str]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
+    command
+        .args(args)
+        .current_dir(folder)
+        .env_remove("SOURCE_DATE_EPOCH")
+        .env_remove("FORGE_SIGNING_KEY")
+        .env("NO_COLOR", "1");
+    Run::of(&mut command)
+}
+
+/// The names in `folder`, sorted.
+fn names_in(folder: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The tests' own daemon, as `--host` names it.
+fn default_host() -> String {
+    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_owned())
+}
+
+/// The tester has `REPOSITORY:latest` and `lab.pub`: pulls on both nodes of a two-node rig,
+/// verifies the record's signature, the registry, both nodes and the image's contents, and
+/// prints the report, writing nothing. Then the tag is re-pointed, first at an image forge
+/// pushed unsigned, then at one pushed by hand: every command refuses it (exit 1).
+#[test]
+fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::with_repository(&format!(
+        "{}/forge-journey/tester-{}",
+        registry.address(),
+        std::process::id()
+    ));
+    let keys = Keys::new();
+    build_in(
+        &example.context,
+        &["--push", "--sign", "--sign-key", &keys.private()],
+        &[],
+    )
+    .expect_code(0);
+    let Some(node) = SecondDaemon::start_or_skip() else {
+        return;
+    };
+    let _bridge = node.reach(registry.port());
+
+    let tester = TestContext::empty();
+    tester.write("lab.pub", &keys.public_text());
+    let folder = tester.path();
+    let reference = format!("{}:latest", example.repository);
+    let (first, second) = (default_host(), node.host.clone());
+    let hosts = ["--host", first.as_str(), "--host", second.as_str()];
+
+    let pulled = forge_in(folder, &[&["pull", &reference][..], &hosts].concat()).expect_code(0);
+    assert_contains(&pulled.stderr, "Pulled");
+    assert_eq!(
+        pulled.stderr.matches("is trusted only as far as").count(),
+        1,
+        "without --key forge says once how far the record is trusted:\n{}",
+        pulled.stderr
+    );
+    let id = example.tag_id("latest").expect("the build tagged latest");
+    let on_node = Command::new("docker")
+        .args(["-H", &second, "image", "inspect", "--format", "{{.Id}}"])
+        .arg(format!("{}:{DATED_TAG}", example.repository))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&on_node.stdout).trim(), id);
+
+    let verified = forge_in(
+        folder,
+        &[
+            &[
+                "verify-digest",
+                &reference,
+                "--key",
+                "lab.pub",
+                "--contents",
+            ][..],
+            &hosts,
+        ]
+        .concat(),
+    )
+    .expect_code(0);
+    for row in [
+        "signature",
+        "provenance subject",
+        "sbom",
+        "file",
+        "pin",
+        "tags agree",
+    ] {
+        assert_contains(&verified.stderr, &format!("{row} "));
+    }
+    assert_contains(&verified.stderr, &second);
+    assert_contains(
+        &verified.stderr,
+        &format!("checks against the record attached to {reference}"),
+    );
+    assert!(
+        !verified.stderr.contains("trusted only as far"),
+        "{}",
+        verified.stderr
+    );
+
+    let report = forge_in(folder, &["report", &reference]).expect_code(0);
+    assert_contains(
+        &report.stdout,
+        &format!("# Tester report: {}", example.repository),
+    );
+    assert_contains(&report.stdout, "Ada Lovelace <ada@example.org>");
+    assert_contains(&report.stdout, "| build record | `sha256-");
+    assert_contains(&report.stdout, "- Model and its revision");
+    assert_contains(
+        &report.stdout,
+        "- Serve settings (graph mode or eager, --max-num-seqs, KV cache dtype)",
+    );
+    assert_eq!(
+        names_in(folder),
+        ["lab.pub"],
+        "a tester's folder gets nothing written"
+    );
+
+    // The tag re-pointed at an image forge pushed without --sign: its record is not signed.
+    example
+        .context
+        .edit("pins.toml", "GREETING = \"hello\"", "GREETING = \"hi\"");
+    example.context.edit(
+        "pins.toml",
+        "date = \"2026-07-08\"",
+        "date = \"2026-07-09\"",
+    );
+    build_in(&example.context, &["--push"], &[]).expect_code(0);
+    let unsigned =
+        forge_in(folder, &["verify-digest", &reference, "--key", "lab.pub"]).expect_code(1);
+    assert_contains(
+        &unsigned.stderr,
+        "the attached build record is not signed (found a plain record, signed by no key)",
+    );
+    forge_in(
+        folder,
+        &[&["pull", &reference, "--key", "lab.pub"][..], &hosts].concat(),
+    )
+    .expect_code(1);
+
+    // The tag re-pointed at an image pushed by hand: no record at all.
+    let by_hand = Tagged(vec![reference.clone()]);
+    docker(&["tag", BASE_IMAGE, &reference]);
+    docker(&["push", "--quiet", &reference]);
+    let foreign =
+        forge_in(folder, &["verify-digest", &reference, "--key", "lab.pub"]).expect_code(1);
+    assert_contains(&foreign.stderr, "which has no build record attached");
+    forge_in(folder, &["report", &reference, "--key", "lab.pub"]).expect_code(1);
+    assert_eq!(names_in(folder), ["lab.pub"]);
+    drop(by_hand);
+}
+
+/// A wheel set downloaded by URL from `server`, added to the offline example: what the
+/// maintainer moves with `pin bump`. The example's template does not install it (the busybox
+/// base has no Python); its version reaches the image through the render's labels and forge.lock.
+/// Returns the sha256 of each published file, 1.0.0's first.
+fn with_tool_pin(example: &Example, server: &ReleaseServer) -> [String; 2] {
+    let file = "forge_tool-{version}-py3-none-any.whl";
+    let published = ["1.0.0", "1.1.0"].map(|version| {
+        let name = file.replace("{version}", version);
+        let bytes = wheel(&name, version);
+        server.publish(version, &name, &bytes);
+        sha256_hex(&bytes)
+    });
+    let pins = example.context.read("pins.toml");
+    example.context.write(
+        "pins.toml",
+        &pins.replace(
+            "[[patches]]",
+            &format!(
+                "[pins.tool]\nkind = \"wheels\"\nversion = \"1.0.0\"\nmodule = \"forge_tool\"\nurl = \"{}\"\nreleases = \"{}\"\nwheels = [\n  {{ package = \"forge-tool\", file = \"{file}\", sha256 = \"{}\" }},\n]\n\n[[patches]]",
+                server.url_template(),
+                server.releases_url(),
+                published[0]
+            ),
+        ),
+    );
+    published
+}
+
+/// The maintainer has the recipe and its committed forge.lock: moves a wheel set with `pin
+/// bump` against the project's releases on loopback (which keeps forge.lock's inputs current),
+/// builds `--locked --push --sign`, and verifies the registry with the public key.
+#[test]
+fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let server = ReleaseServer::start();
+    let example = Example::with_repository(&format!(
+        "{}/forge-journey/maintainer-{}",
+        registry.address(),
+        std::process::id()
+    ));
+    let [_, expected] = with_tool_pin(&example, &server);
+    let context = &example.context;
+    context.forge(&["lock"]).expect_code(0);
+    let keys = Keys::new();
+
+    let bumped = context.forge(&["pin", "bump", "tool"]).expect_code(0);
+    assert_contains(&bumped.stderr, "tool 1.0.0 -> 1.1.0");
+    assert_contains(&bumped.stderr, "Locked the new inputs in");
+    assert_contains(&context.read("pins.toml"), "version = \"1.1.0\"");
+    assert_contains(&context.read("pins.toml"), &expected);
+
+    let built = build_in(
+        context,
+        &[
+            "--locked",
+            "--push",
+            "--sign",
+            "--sign-key",
+            &keys.private(),
+        ],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(&built.stderr, "Locked inputs match forge.lock");
+    assert_contains(&built.stderr, "Attached build record");
+    let public = context.path().join("lab.pub");
+    std::fs::write(&public, keys.public_text()).unwrap();
+    let verified = context
+        .forge(&["verify-digest", "--key", public.to_str().unwrap()])
+        .expect_code(0);
+    assert_contains(&verified.stderr, "signature ");
+    assert_contains(&verified.stderr, "registry ");
+}
