@@ -299,6 +299,7 @@ const SETUPS: &[Setup] = &[
         varying: |sandbox| {
             let mut ids = daemon_ids(sandbox);
             ids.extend(pushed_digests(sandbox));
+            ids.extend(attached_digests(sandbox));
             ids.push(
                 git_in(&sandbox.checkout(), &["rev-parse", "HEAD"], &[])
                     .trim()
@@ -521,6 +522,21 @@ fn daemon_ids(_: &Sandbox) -> Vec<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(str::to_owned)
+        .collect()
+}
+
+/// The digests of what the push attached (each attachment's manifest and content), as the
+/// offline example's forge.lock records them: they name the image, whose id varies.
+fn attached_digests(sandbox: &Sandbox) -> Vec<String> {
+    let lock = sandbox.checkout().join("examples/offline/forge.lock");
+    std::fs::read_to_string(lock)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| {
+            line.strip_prefix("manifest = \"")
+                .or_else(|| line.strip_prefix("content = \""))
+        })
+        .map(|digest| digest.trim_end_matches('"').to_owned())
         .collect()
 }
 
