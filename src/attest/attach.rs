@@ -84,6 +84,55 @@ pub fn upload(
     Ok(records)
 }
 
+/// One layer of an attachment manifest, as the registry lists it.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ListedLayer {
+    /// Its media type.
+    #[serde(rename = "mediaType", default)]
+    pub media_type: String,
+    /// Its blob's digest.
+    pub digest: Digest,
+    /// Its annotations.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// An attachment manifest as the registry holds it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The manifest's digest.
+    pub manifest: Digest,
+    /// Its layers, in order (none when the manifest does not read as an image manifest).
+    pub layers: Vec<ListedLayer>,
+}
+
+/// What `repository` holds under the tag of `kind` for the manifest `subject`; `None` when the
+/// tag does not exist.
+pub fn listed(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    kind: Kind,
+    subject: &Digest,
+) -> Result<Option<Listed>, RegistryError> {
+    #[derive(serde::Deserialize)]
+    struct Layers {
+        #[serde(default)]
+        layers: Vec<ListedLayer>,
+    }
+    use crate::registry::Registry as _;
+    let served = match client.manifest(repository, &kind.tag(subject)) {
+        Ok(served) => served,
+        Err(RegistryError::NotFound { .. }) => return Ok(None),
+        Err(error) => return Err(error),
+    };
+    Ok(Some(Listed {
+        layers: serde_json::from_slice::<Layers>(&served.body)
+            .map(|manifest| manifest.layers)
+            .unwrap_or_default(),
+        manifest: served.claimed.unwrap_or(served.received),
+    }))
+}
+
 /// Each pin as the SBOM and the provenance list it: a wheel set as one entry per wheel.
 pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
     let mut facts = Vec::new();

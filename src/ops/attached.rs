@@ -10,7 +10,7 @@
 //!
 //! Nothing is read from or written to the working folder.
 
-use crate::attest::cosign;
+use crate::attest::{attach, cosign};
 use crate::attest::keys::VerifyingKey;
 use crate::attest::record::{self, Document, FoundLayer, Signed};
 use crate::diagnostics::CheckFailed;
@@ -153,27 +153,11 @@ fn record_layers(
     repository: &RemoteRepository,
     manifest: &Digest,
 ) -> Result<Option<Vec<FoundLayer>>, RegistryError> {
-    #[derive(serde::Deserialize)]
-    struct Layers {
-        #[serde(default)]
-        layers: Vec<Layer>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Layer {
-        #[serde(rename = "mediaType", default)]
-        media_type: String,
-        digest: Digest,
-    }
-    let served = match client.manifest(repository, &cosign::Kind::Record.tag(manifest)) {
-        Ok(served) => served,
-        Err(RegistryError::NotFound { .. }) => return Ok(None),
-        Err(error) => return Err(error),
+    let Some(listed) = attach::listed(client, repository, cosign::Kind::Record, manifest)? else {
+        return Ok(None);
     };
-    let layers = serde_json::from_slice::<Layers>(&served.body)
-        .map(|manifest| manifest.layers)
-        .unwrap_or_default();
     let mut found = Vec::new();
-    for layer in layers {
+    for layer in listed.layers {
         found.push(FoundLayer {
             bytes: client.blob(repository, &layer.digest)?,
             media_type: layer.media_type,
@@ -186,15 +170,6 @@ impl Attached {
     /// What the registry holds under each attachment tag of the manifest, in the order forge
     /// uploads them: the record, the SBOM, the provenance, the signature.
     pub fn listed(&self) -> anyhow::Result<Vec<crate::lock::AttachmentRecord>> {
-        #[derive(serde::Deserialize)]
-        struct Layers {
-            #[serde(default)]
-            layers: Vec<Layer>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Layer {
-            digest: Digest,
-        }
         let mut listed = Vec::new();
         for kind in [
             cosign::Kind::Record,
@@ -202,27 +177,24 @@ impl Attached {
             cosign::Kind::Attestation,
             cosign::Kind::Signature,
         ] {
-            let tag = kind.tag(&self.manifest);
-            let served = match self.client.manifest(&self.repository, &tag) {
-                Ok(served) => served,
-                Err(RegistryError::NotFound { .. }) => continue,
-                Err(error) => {
-                    return Err(anyhow::Error::from(error)
-                        .context(format!("cannot ask for {}:{tag}", self.repository)));
-                }
-            };
-            let Some(first) = serde_json::from_slice::<Layers>(&served.body)
-                .ok()
-                .and_then(|manifest| manifest.layers.into_iter().next())
-            else {
+            let found = attach::listed(&self.client, &self.repository, kind, &self.manifest)
+                .map_err(|error| {
+                    anyhow::Error::from(error).context(format!(
+                        "cannot ask for {}:{}",
+                        self.repository,
+                        kind.tag(&self.manifest)
+                    ))
+                })?;
+            let Some(found) = found else { continue };
+            let Some(first) = found.layers.first() else {
                 continue;
             };
             listed.push(crate::lock::AttachmentRecord {
                 kind,
                 subject: self.manifest.clone(),
-                tag,
-                manifest: served.claimed.unwrap_or(served.received),
-                content: first.digest,
+                tag: kind.tag(&self.manifest),
+                manifest: found.manifest,
+                content: first.digest.clone(),
             });
         }
         Ok(listed)

@@ -515,29 +515,9 @@ fn fetch_attached(
     repository: &RemoteRepository,
     held: &crate::types::oci::Digest,
 ) -> Result<attached::Attached, RegistryError> {
-    #[derive(serde::Deserialize)]
-    struct Layers {
-        #[serde(default)]
-        layers: Vec<Layer>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Layer {
-        #[serde(rename = "mediaType", default)]
-        media_type: String,
-        digest: crate::types::oci::Digest,
-        #[serde(default)]
-        annotations: std::collections::BTreeMap<String, String>,
-    }
-    let layers = |kind: cosign::Kind| -> Result<Option<Vec<Layer>>, RegistryError> {
-        match client.manifest(repository, &kind.tag(held)) {
-            Ok(manifest) => Ok(Some(
-                serde_json::from_slice::<Layers>(&manifest.body)
-                    .map(|manifest| manifest.layers)
-                    .unwrap_or_default(),
-            )),
-            Err(RegistryError::NotFound { .. }) => Ok(None),
-            Err(error) => Err(error),
-        }
+    let layers = |kind: cosign::Kind| -> Result<_, RegistryError> {
+        Ok(crate::attest::attach::listed(client, repository, kind, held)?
+            .map(|listed| listed.layers))
     };
     let mut found = attached::Attached::default();
     if let Some(layers) = layers(cosign::Kind::Signature)? {

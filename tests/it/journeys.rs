@@ -230,13 +230,14 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     drop(by_hand);
 }
 
-/// A wheel set downloaded by URL from `server`, added to the offline example: what the
-/// maintainer moves with `pin bump`. The example's template does not install it (the busybox
-/// base has no Python); its version reaches the image through the render's labels and forge.lock.
-/// Returns the sha256 of each published file, 1.0.0's first.
-fn with_tool_pin(example: &Example, server: &ReleaseServer) -> [String; 2] {
-    let file = "forge_tool-{version}-py3-none-any.whl";
-    let published = ["1.0.0", "1.1.0"].map(|version| {
+/// FlashInfer's python wheel as a set downloaded by URL from `server` (the project's releases
+/// on loopback), added to the offline example: what the maintainer moves with `pin bump`. The
+/// example's template does not install it (the busybox base has no Python); its move reaches
+/// the build through pins.toml, the inputs and forge.lock. Returns the sha256 of each
+/// published file, 0.6.14's first.
+fn with_flashinfer_pin(example: &Example, server: &ReleaseServer) -> [String; 2] {
+    let file = "flashinfer_python-{version}-py3-none-any.whl";
+    let published = ["0.6.14", "0.6.15"].map(|version| {
         let name = file.replace("{version}", version);
         let bytes = wheel(&name, version);
         server.publish(version, &name, &bytes);
@@ -248,7 +249,7 @@ fn with_tool_pin(example: &Example, server: &ReleaseServer) -> [String; 2] {
         &pins.replace(
             "[[patches]]",
             &format!(
-                "[pins.tool]\nkind = \"wheels\"\nversion = \"1.0.0\"\nmodule = \"forge_tool\"\nurl = \"{}\"\nreleases = \"{}\"\nwheels = [\n  {{ package = \"forge-tool\", file = \"{file}\", sha256 = \"{}\" }},\n]\n\n[[patches]]",
+                "[pins.flashinfer]\nkind = \"wheels\"\nversion = \"0.6.14\"\nmodule = \"flashinfer\"\nurl = \"{}\"\nreleases = \"{}\"\nwheels = [\n  {{ package = \"flashinfer-python\", file = \"{file}\", sha256 = \"{}\" }},\n]\n\n[[patches]]",
                 server.url_template(),
                 server.releases_url(),
                 published[0]
@@ -258,7 +259,7 @@ fn with_tool_pin(example: &Example, server: &ReleaseServer) -> [String; 2] {
     published
 }
 
-/// The maintainer has the recipe and its committed forge.lock: moves a wheel set with `pin
+/// The maintainer has the recipe and its committed forge.lock: moves FlashInfer with `pin
 /// bump` against the project's releases on loopback (which keeps forge.lock's inputs current),
 /// builds `--locked --push --sign`, and verifies the registry with the public key.
 #[test]
@@ -274,15 +275,15 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
         registry.address(),
         std::process::id()
     ));
-    let [_, expected] = with_tool_pin(&example, &server);
+    let [_, expected] = with_flashinfer_pin(&example, &server);
     let context = &example.context;
     context.forge(&["lock"]).expect_code(0);
     let keys = Keys::new();
 
-    let bumped = context.forge(&["pin", "bump", "tool"]).expect_code(0);
-    assert_contains(&bumped.stderr, "tool 1.0.0 -> 1.1.0");
+    let bumped = context.forge(&["pin", "bump", "flashinfer"]).expect_code(0);
+    assert_contains(&bumped.stderr, "flashinfer 0.6.14 -> 0.6.15");
     assert_contains(&bumped.stderr, "Locked the new inputs in");
-    assert_contains(&context.read("pins.toml"), "version = \"1.1.0\"");
+    assert_contains(&context.read("pins.toml"), "version = \"0.6.15\"");
     assert_contains(&context.read("pins.toml"), &expected);
 
     let built = build_in(
