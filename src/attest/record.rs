@@ -169,6 +169,19 @@ pub fn read(
     subject: &Digest,
     key: Option<&VerifyingKey>,
 ) -> Result<(Document, Signed), RecordRefused> {
+    let (bytes, signed) = chosen(layers, key)?;
+    let document: Document = serde_json::from_slice(&bytes)
+        .map_err(|error| RecordRefused::Invalid(error.to_string()))?;
+    bound(&document, subject)?;
+    Ok((document, signed))
+}
+
+/// The record's bytes among `layers`: with `key`, the payload of an envelope it signed; without,
+/// a plain record, else any envelope's payload.
+fn chosen(
+    layers: &[FoundLayer],
+    key: Option<&VerifyingKey>,
+) -> Result<(Vec<u8>, Signed), RecordRefused> {
     let mut plain = None;
     let mut envelopes = Vec::new();
     for layer in layers {
@@ -184,49 +197,48 @@ pub fn read(
             _ => {}
         }
     }
-    let (bytes, signed) = match key {
-        Some(key) => {
-            let verified = envelopes
-                .iter()
-                .find_map(|envelope| envelope.verified_payload(key));
-            match verified {
-                Some(payload) => (payload, Signed::ByKey),
-                None if envelopes.is_empty() && plain.is_some() => {
-                    return Err(RecordRefused::Unsigned);
-                }
-                None if envelopes.is_empty() => return Err(RecordRefused::Empty),
-                None => {
-                    let ids: Vec<String> = envelopes
-                        .iter()
-                        .flat_map(|envelope| &envelope.signatures)
-                        .map(|signature| format!("key id {}", short(&signature.keyid)))
-                        .collect();
-                    return Err(RecordRefused::OtherKey {
-                        key: format!("{} (key id {})", key.origin, short(&dsse::key_id(key))),
-                        found: if ids.is_empty() {
-                            "an envelope without signatures".to_owned()
-                        } else {
-                            format!("signatures by {}", ids.join(", "))
-                        },
-                    });
-                }
-            }
-        }
-        None => match plain {
-            Some(bytes) => (bytes, Signed::NotChecked),
-            None => {
-                let payload = envelopes.iter().find_map(|envelope| {
-                    use base64::Engine as _;
-                    base64::engine::general_purpose::STANDARD
-                        .decode(&envelope.payload)
-                        .ok()
-                });
-                (payload.ok_or(RecordRefused::Empty)?, Signed::NotChecked)
-            }
-        },
+    let Some(key) = key else {
+        let payload = plain.or_else(|| {
+            use base64::Engine as _;
+            envelopes.iter().find_map(|envelope| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(&envelope.payload)
+                    .ok()
+            })
+        });
+        return Ok((payload.ok_or(RecordRefused::Empty)?, Signed::NotChecked));
     };
-    let document: Document = serde_json::from_slice(&bytes)
-        .map_err(|error| RecordRefused::Invalid(error.to_string()))?;
+    if let Some(payload) = envelopes
+        .iter()
+        .find_map(|envelope| envelope.verified_payload(key))
+    {
+        return Ok((payload, Signed::ByKey));
+    }
+    if envelopes.is_empty() {
+        return Err(if plain.is_some() {
+            RecordRefused::Unsigned
+        } else {
+            RecordRefused::Empty
+        });
+    }
+    let ids: Vec<String> = envelopes
+        .iter()
+        .flat_map(|envelope| &envelope.signatures)
+        .map(|signature| format!("key id {}", short(&signature.keyid)))
+        .collect();
+    Err(RecordRefused::OtherKey {
+        key: format!("{} (key id {})", key.origin, short(&dsse::key_id(key))),
+        found: if ids.is_empty() {
+            "an envelope without signatures".to_owned()
+        } else {
+            format!("signatures by {}", ids.join(", "))
+        },
+    })
+}
+
+/// Refuses a document whose pins.toml is not the one it records, or that does not describe
+/// the manifest `subject` it is attached to.
+fn bound(document: &Document, subject: &Digest) -> Result<(), RecordRefused> {
     if document.media_type != MEDIA_TYPE {
         return Err(RecordRefused::Invalid(format!(
             "its mediaType is {:?}, not {MEDIA_TYPE}",
@@ -240,25 +252,28 @@ pub fn read(
             found,
         });
     }
-    let pushed: Vec<&Digest> = document
+    let mut pushed: Vec<&Digest> = document
         .record
         .tags
         .iter()
         .filter_map(|tag| tag.pushed.as_ref())
         .collect();
-    if !pushed.contains(&subject) {
-        let mut named: Vec<String> = pushed.iter().map(ToString::to_string).collect();
-        named.dedup();
-        return Err(RecordRefused::OtherSubject {
-            subject: subject.clone(),
-            recorded: if named.is_empty() {
-                "no pushed manifest".to_owned()
-            } else {
-                named.join(", ")
-            },
-        });
+    if pushed.contains(&subject) {
+        return Ok(());
     }
-    Ok((document, signed))
+    pushed.dedup();
+    Err(RecordRefused::OtherSubject {
+        subject: subject.clone(),
+        recorded: if pushed.is_empty() {
+            "no pushed manifest".to_owned()
+        } else {
+            pushed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    })
 }
 
 fn short(id: &str) -> &str {

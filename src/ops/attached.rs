@@ -87,41 +87,9 @@ pub fn fetch(
                 "the tag names an image `forge build --push` did not publish (re-pointed by hand, or pushed by another tool): pull and verify the image the lab published, or ask for its reference",
             )
         })?;
-    let (document, signed) = record::read(&layers, &manifest, key).map_err(|refused| {
-        CheckFailed::new(
-            format!("{reference} ({manifest}): {refused}"),
-            match (&refused, key) {
-                (record::RecordRefused::Unsigned | record::RecordRefused::OtherKey { .. }, Some(_)) => {
-                    "the image was not published with the lab's key: do not run it; ask the maintainer which key signs the lab's pushes"
-                }
-                _ => "the record attached to the image is not one forge wrote for it: do not trust it; ask the maintainer to push again",
-            },
-        )
-    })?;
-    let recorded: ImageRef = document
-        .record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    if RemoteRepository::of(&recorded) != repository {
-        return Err(CheckFailed::new(
-            format!(
-                "{reference} ({manifest}) carries the record of an image published to {}, not to {repository}",
-                document.record.image.repository
-            ),
-            "name the image in the repository it was published to",
-        )
-        .into());
-    }
-    let origin = format!("pins.toml in the record attached to {reference}");
-    let pins = document.pins(&origin).map_err(|error| {
-        CheckFailed::new(
-            format!("{reference} ({manifest}): {error}"),
-            "the record was written by a forge whose pins.toml this forge does not read: use the maintainer's forge version",
-        )
-    })?;
+    let (document, signed) = record::read(&layers, &manifest, key)
+        .map_err(|refused| refused_record(reference, &manifest, &refused, key.is_some()))?;
+    let pins = checked(reference, &manifest, &repository, &document)?;
     match signed {
         Signed::ByKey => printer.status(
             "Trusted",
@@ -143,6 +111,58 @@ pub fn fetch(
         document,
         pins,
         signed,
+    })
+}
+
+/// Why the record attached to `reference`'s manifest is not taken, with what to do.
+fn refused_record(
+    reference: &ImageRef,
+    manifest: &Digest,
+    refused: &record::RecordRefused,
+    keyed: bool,
+) -> CheckFailed {
+    let hint = match refused {
+        record::RecordRefused::Unsigned | record::RecordRefused::OtherKey { .. } if keyed => {
+            "the image was not published with the lab's key: do not run it; ask the maintainer which key signs the lab's pushes"
+        }
+        _ => {
+            "the record attached to the image is not one forge wrote for it: do not trust it; ask the maintainer to push again"
+        }
+    };
+    CheckFailed::new(format!("{reference} ({manifest}): {refused}"), hint)
+}
+
+/// The pins of `document`, once it is known to be of `reference`'s repository.
+fn checked(
+    reference: &ImageRef,
+    manifest: &Digest,
+    repository: &RemoteRepository,
+    document: &Document,
+) -> anyhow::Result<Pins> {
+    let recorded: ImageRef = document
+        .record
+        .image
+        .repository
+        .as_str()
+        .parse()
+        .expect("a repository is a valid reference");
+    if RemoteRepository::of(&recorded) != *repository {
+        return Err(CheckFailed::new(
+            format!(
+                "{reference} ({manifest}) carries the record of an image published to {}, not to {repository}",
+                document.record.image.repository
+            ),
+            "name the image in the repository it was published to",
+        )
+        .into());
+    }
+    let origin = format!("pins.toml in the record attached to {reference}");
+    document.pins(&origin).map_err(|error| {
+        CheckFailed::new(
+            format!("{reference} ({manifest}): {error}"),
+            "the record was written by a forge whose pins.toml this forge does not read: use the maintainer's forge version",
+        )
+        .into()
     })
 }
 

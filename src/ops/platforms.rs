@@ -142,8 +142,10 @@ pub(super) async fn run(
         .into());
     }
     let nodes = nodes(recipe, options).await?;
-    let repository = &recipe.pins.image.repository;
-    let reference: ImageRef = repository
+    let reference: ImageRef = recipe
+        .pins
+        .image
+        .repository
         .as_str()
         .parse()
         .expect("a repository is a reference");
@@ -153,9 +155,44 @@ pub(super) async fn run(
             .with_lookup(lookup.clone()),
         repository: RemoteRepository::of(&reference),
     };
-    let started = chrono::Utc::now();
-    let revision = pipeline::revision(&recipe.root);
-    let credentials = build_credentials(recipe, printer);
+    let job = Job {
+        recipe,
+        options,
+        plan,
+        started: chrono::Utc::now(),
+        revision: pipeline::revision(&recipe.root),
+    };
+    let built = build_everywhere(&job, nodes, lookup.credentials.as_ref(), printer).await?;
+    let entries: Vec<(Platform, Digest)> = built
+        .iter()
+        .map(|built| (built.platform.clone(), built.manifest.clone()))
+        .collect();
+    let index = target.compose(&entries)?;
+    target.refuse_moved(&plan.tags, &index, options.force)?;
+    publish_index(&job, &built, &target, &index, printer).await
+}
+
+/// One multi-platform build: the recipe, the options and plan, when it started, and the recipe
+/// commit it was built from.
+struct Job<'a> {
+    recipe: &'a Recipe,
+    options: &'a BuildOptions,
+    plan: &'a Plan,
+    started: chrono::DateTime<chrono::Utc>,
+    revision: Option<String>,
+}
+
+/// Builds the plan on every node, each for its platform, and pushes each image under its
+/// platform tag with `credentials`.
+async fn build_everywhere(
+    job: &Job<'_>,
+    nodes: Vec<(Platform, Docker)>,
+    credentials: Option<&crate::registry::Credentials>,
+    printer: &Printer,
+) -> anyhow::Result<Vec<Built>> {
+    let (recipe, options, plan) = (job.recipe, job.options, job.plan);
+    let repository = &recipe.pins.image.repository;
+    let build_credentials = build_credentials(recipe, printer);
     let first = &plan.tags.first().expect("a recipe has a tag").tag;
     let mut display = Display::new(options.progress, printer, options.verbose);
     let mut events = |event: Event<'_>| display.event(event);
@@ -166,8 +203,8 @@ pub(super) async fn run(
             options,
             plan,
             &platform,
-            revision.as_deref(),
-            credentials.clone(),
+            job.revision.as_deref(),
+            build_credentials.clone(),
         );
         printer.status(
             "Building",
@@ -177,7 +214,7 @@ pub(super) async fn run(
         let tag = index::platform_tag(first, &platform);
         engine.tag(&image, repository, &tag).await?;
         let manifest = engine
-            .push(repository, &tag, lookup.credentials.as_ref(), &mut events)
+            .push(repository, &tag, credentials, &mut events)
             .await?;
         printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
         built.push(Built {
@@ -188,32 +225,7 @@ pub(super) async fn run(
         });
     }
     display.finish();
-    let entries: Vec<(Platform, Digest)> = built
-        .iter()
-        .map(|built| (built.platform.clone(), built.manifest.clone()))
-        .collect();
-    let index = target.compose(&entries)?;
-    target.refuse_moved(&plan.tags, &index, options.force)?;
-    publish_index(
-        recipe,
-        options,
-        plan,
-        &built,
-        &target,
-        &index,
-        Stamp {
-            revision: revision.as_deref(),
-            started,
-        },
-        printer,
-    )
-    .await
-}
-
-/// When the build started, and the recipe commit it was built from.
-struct Stamp<'a> {
-    revision: Option<&'a str>,
-    started: chrono::DateTime<chrono::Utc>,
+    Ok(built)
 }
 
 /// One platform's image, built on its node and pushed under its platform tag.
@@ -226,17 +238,14 @@ struct Built {
 
 /// Publishes the first platform's image on its node (tags, forge.lock), then points the
 /// recipe's tags at `index` and records it with every platform's image.
-#[allow(clippy::too_many_arguments)]
 async fn publish_index(
-    recipe: &Recipe,
-    options: &BuildOptions,
-    plan: &Plan,
+    job: &Job<'_>,
     built: &[Built],
     target: &index::Target,
     index: &index::Index,
-    stamp: Stamp<'_>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
+    let (recipe, options, plan) = (job.recipe, job.options, job.plan);
     let Built {
         platform,
         image,
@@ -250,7 +259,7 @@ async fn publish_index(
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
         patches: &plan.patches,
-        revision: stamp.revision,
+        revision: job.revision.as_deref(),
         push: false,
         force: options.force,
     };
@@ -303,7 +312,7 @@ async fn publish_index(
         recipe,
         options,
         plan,
-        started: stamp.started,
+        started: job.started,
         daemon: engine.version().await,
     };
     super::build::attach(&attaching, record, printer)?;

@@ -17,6 +17,54 @@ use crate::types::git::GitRev;
 use crate::types::recipe::RecipePath;
 use crate::types::url::Url;
 
+/// Refuses the move to `target` when a series checked there conflicts, unless `--force`
+/// (then it warns, naming each conflict).
+fn refuse_conflicts(
+    pin: &Pin,
+    target: &GitRev,
+    checks: &[SeriesCheck],
+    options: &PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let conflicts: Vec<String> = checks
+        .iter()
+        .flat_map(|check| {
+            check
+                .applied
+                .patches
+                .iter()
+                .filter_map(move |result| match &result.outcome {
+                    Outcome::Conflict { file, hunk } => {
+                        Some(format!("{}/{} ({file}: {hunk})", check.series, result.name))
+                    }
+                    _ => None,
+                })
+        })
+        .collect();
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    if options.constraints == Constraints::Force {
+        printer.warn(format_args!(
+            "--force: moving {} to {} although these patches conflict there: {}",
+            pin.name,
+            target.short(),
+            conflicts.join(", ")
+        ));
+        return Ok(());
+    }
+    Err(CheckFailed::new(
+        format!(
+            "refusing to move {} to {}: its patch series would not apply there: {}",
+            pin.name,
+            target.short(),
+            conflicts.join(", ")
+        ),
+        "rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway",
+    )
+    .into())
+}
+
 pub(super) fn plan_git(
     recipe: &Recipe,
     pin: &Pin,
@@ -77,42 +125,7 @@ pub(super) fn plan_git(
         ));
         checks.push(check);
     }
-    let conflicts: Vec<String> = checks
-        .iter()
-        .flat_map(|check| {
-            check
-                .applied
-                .patches
-                .iter()
-                .filter_map(move |result| match &result.outcome {
-                    Outcome::Conflict { file, hunk } => {
-                        Some(format!("{}/{} ({file}: {hunk})", check.series, result.name))
-                    }
-                    _ => None,
-                })
-        })
-        .collect();
-    if !conflicts.is_empty() {
-        if options.constraints == Constraints::Force {
-            printer.warn(format_args!(
-                "--force: moving {} to {} although these patches conflict there: {}",
-                pin.name,
-                target.short(),
-                conflicts.join(", ")
-            ));
-        } else {
-            return Err(CheckFailed::new(
-                format!(
-                    "refusing to move {} to {}: its patch series would not apply there: {}",
-                    pin.name,
-                    target.short(),
-                    conflicts.join(", ")
-                ),
-                "rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway",
-            )
-            .into());
-        }
-    }
+    refuse_conflicts(pin, &target, &checks, options, printer)?;
     Ok(Some(Move {
         subject: pin.name.to_string(),
         from: rev.short().to_owned(),
