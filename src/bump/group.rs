@@ -134,20 +134,14 @@ fn refusals(
 
 /// Plans the move of the group of `offer` (not a lockstep one). `fixed` pins one member to a
 /// version (`--to`); `forced` lets refusals `--force` may cross through.
-pub fn plan(
-    pins: &Pins,
-    offer: &mut VersionOffer,
-    upstream: &Upstream<'_>,
-    fixed: Option<(&PinName, &Version)>,
-    forced: bool,
-) -> GroupPlan {
-    let members = offer.members.clone();
-    let options: Vec<Vec<Version>> = members
+/// The versions each member may take, in the order they are tried: with a version fixed the
+/// others stay where they can (the smallest move), else each takes its newest that fits.
+fn member_options(offer: &VersionOffer, fixed: Option<(&PinName, &Version)>) -> Vec<Vec<Version>> {
+    offer
+        .members
         .iter()
         .map(|member| match fixed {
             Some((pin, version)) if pin == member => vec![version.clone()],
-            // With a version fixed the others stay where they can (the smallest move), else
-            // each takes its newest version that fits.
             _ if fixed.is_some() => {
                 let mut options = vec![offer.currents[member].clone()];
                 options.extend(offer.available[member].iter().cloned());
@@ -159,7 +153,35 @@ pub fn plan(
                 options
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Moves the odometer `digits` over `options` one step: the last digit advances and carries
+/// leftwards. `false` once the first digit runs over (every combination was tried).
+fn advance(digits: &mut [usize], options: &[Vec<Version>]) -> bool {
+    let mut at = digits.len();
+    loop {
+        if at == 0 {
+            return false;
+        }
+        at -= 1;
+        digits[at] += 1;
+        if digits[at] < options[at].len() {
+            return true;
+        }
+        digits[at] = 0;
+    }
+}
+
+pub fn plan(
+    pins: &Pins,
+    offer: &mut VersionOffer,
+    upstream: &Upstream<'_>,
+    fixed: Option<(&PinName, &Version)>,
+    forced: bool,
+) -> GroupPlan {
+    let members = offer.members.clone();
+    let options = member_options(offer, fixed);
     let yanked = if fixed.is_some() {
         YankedFiles::Allowed
     } else {
@@ -191,20 +213,7 @@ pub fn plan(
                 break;
             }
         }
-        // Advance the last digit; carry leftwards; done when the first one runs over.
-        let mut at = members.len();
-        let done = loop {
-            if at == 0 {
-                break true;
-            }
-            at -= 1;
-            digits[at] += 1;
-            if digits[at] < options[at].len() {
-                break false;
-            }
-            digits[at] = 0;
-        };
-        if done {
+        if !advance(&mut digits, &options) {
             break;
         }
     }

@@ -215,6 +215,47 @@ impl Docker {
     }
 }
 
+/// The Engine API's options for `request`: Dockerfile, build arguments, labels, platform,
+/// cache sources and builder.
+fn build_options(request: &BuildRequest<'_>) -> bollard::query_parameters::BuildImageOptions {
+    let mut args: HashMap<&str, &str> = request
+        .args
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    // A build that reads another image's cache also writes its own into the image, so that
+    // the next runner can read it in turn. Only then: BuildKit writes that metadata in no
+    // stable order, so an image carrying it gets a new id on every build, even from cache.
+    if request.builder == Builder::Buildkit && !request.cache_from.is_empty() {
+        args.insert("BUILDKIT_INLINE_CACHE", "1");
+    }
+    let labels: HashMap<&str, &str> = request
+        .labels
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let mut options = BuildImageOptionsBuilder::default()
+        .dockerfile(crate::context::DOCKERFILE)
+        .rm(true)
+        .forcerm(true)
+        .nocache(request.no_cache)
+        .buildargs(&args)
+        .labels(&labels);
+    if let Some(platform) = request.platform {
+        options = options.platform(platform.as_str());
+    }
+    if !request.cache_from.is_empty() {
+        options = options.cachefrom(&request.cache_from);
+    }
+    options = match request.builder {
+        Builder::Buildkit => options
+            .version(BuilderVersion::BuilderBuildKit)
+            .session(&session_id()),
+        Builder::Classic => options.version(BuilderVersion::BuilderV1),
+    };
+    options.build()
+}
+
 /// `error` and its causes: bollard's own text for a failed connection is only
 /// `client error (Connect)`, and what went wrong (a refused connection, a certificate the
 /// daemon would not accept) is in the causes.
@@ -359,42 +400,6 @@ impl Engine for Docker {
         request: &BuildRequest<'_>,
         events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageId, EngineError> {
-        let mut args: HashMap<&str, &str> = request
-            .args
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-            .collect();
-        // A build that reads another image's cache also writes its own into the image, so that
-        // the next runner can read it in turn. Only then: BuildKit writes that metadata in no
-        // stable order, so an image carrying it gets a new id on every build, even from cache.
-        if request.builder == Builder::Buildkit && !request.cache_from.is_empty() {
-            args.insert("BUILDKIT_INLINE_CACHE", "1");
-        }
-        let labels: HashMap<&str, &str> = request
-            .labels
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-            .collect();
-        let mut options = BuildImageOptionsBuilder::default()
-            .dockerfile(crate::context::DOCKERFILE)
-            .rm(true)
-            .forcerm(true)
-            .nocache(request.no_cache)
-            .buildargs(&args)
-            .labels(&labels);
-        if let Some(platform) = request.platform {
-            options = options.platform(platform.as_str());
-        }
-        if !request.cache_from.is_empty() {
-            options = options.cachefrom(&request.cache_from);
-        }
-        options = match request.builder {
-            Builder::Buildkit => options
-                .version(BuilderVersion::BuilderBuildKit)
-                .session(&session_id()),
-            Builder::Classic => options.version(BuilderVersion::BuilderV1),
-        };
-
         let file = tokio::fs::File::open(request.context)
             .await
             .map_err(|source| EngineError::Context {
@@ -403,9 +408,11 @@ impl Engine for Docker {
             })?;
         let body =
             bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20));
-        let mut stream =
-            self.client
-                .build_image(options.build(), pull_credentials(request), Some(body));
+        let mut stream = self.client.build_image(
+            build_options(request),
+            pull_credentials(request),
+            Some(body),
+        );
         let mut steps = Steps::default();
         let mut image = None;
         let mut failure = None;

@@ -10,9 +10,9 @@
 //!
 //! Nothing is read from or written to the working folder.
 
-use crate::attest::{attach, cosign};
 use crate::attest::keys::VerifyingKey;
 use crate::attest::record::{self, Document, FoundLayer, Signed};
+use crate::attest::{attach, cosign};
 use crate::diagnostics::CheckFailed;
 use crate::lock::Record;
 use crate::pins::Pins;

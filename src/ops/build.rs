@@ -216,6 +216,40 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     printer.stdout(&text);
 }
 
+/// Says what the build reuses and what it builds, for which platform, with which builder.
+fn announce(
+    cache_from: &[String],
+    repository: &crate::types::oci::Repository,
+    platform: &crate::types::oci::Platform,
+    builder: Builder,
+    printer: &Printer,
+) {
+    for source in cache_from {
+        printer.status("Caching", format_args!("from {source}"));
+    }
+    printer.status(
+        "Building",
+        format_args!(
+            "{repository} for {platform} with the {} builder",
+            match builder {
+                Builder::Buildkit => "BuildKit",
+                Builder::Classic => "classic",
+            }
+        ),
+    );
+}
+
+/// How the publication reaches the registry of `repository`, when it asks.
+fn registry_of(
+    options: &BuildOptions,
+    repository: &crate::types::oci::Repository,
+    platform: &crate::types::oci::Platform,
+) -> impl FnOnce() -> anyhow::Result<RemoteTags> + Send + 'static {
+    let (repository, platform) = (repository.clone(), platform.clone());
+    let insecure = options.insecure_registries.clone();
+    move || RemoteTags::connect(&repository, platform, insecure)
+}
+
 /// The daemon part: build, racing the stop signals, then publish.
 async fn run<E: Engine>(
     recipe: &Recipe,
@@ -239,18 +273,12 @@ async fn run<E: Engine>(
         revision.as_deref(),
         build_credentials(recipe, printer),
     );
-    for source in &request.cache_from {
-        printer.status("Caching", format_args!("from {source}"));
-    }
-    printer.status(
-        "Building",
-        format_args!(
-            "{repository} for {platform} with the {} builder",
-            match options.builder {
-                Builder::Buildkit => "BuildKit",
-                Builder::Classic => "classic",
-            }
-        ),
+    announce(
+        &request.cache_from,
+        repository,
+        platform,
+        options.builder,
+        printer,
     );
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
@@ -280,11 +308,7 @@ async fn run<E: Engine>(
         push: options.push,
         force: options.force,
     };
-    let registry = {
-        let (repository, platform) = (repository.clone(), platform.clone());
-        let insecure = options.insecure_registries.clone();
-        move || RemoteTags::connect(&repository, platform, insecure)
-    };
+    let registry = registry_of(options, repository, platform);
     let mut events = |event: Event<'_>| display.event(event);
     let mut published = publish::publish(
         &publication,

@@ -116,6 +116,64 @@ pub fn patch_jobs(
     Ok(jobs)
 }
 
+/// The closing line of one job: what applied, and where.
+fn summarise(job: &PatchJob, applied: &Applied, mode: Mode, printer: &Printer) {
+    let conflicts = applied.count(Status::Conflicts);
+    match (mode, &job.target) {
+        // A scratch repository was patched; the folder or remote it was made from is not.
+        (Mode::Write, Target::Folder(_) | Target::Git { .. }) => printer.status(
+            "Checked",
+            format_args!(
+                "{}: {} apply, {} already applied, in a scratch copy (tree {}); the source is unchanged, `forge build` applies the series in its own copy",
+                job.label,
+                applied.count(Status::Applied),
+                applied.count(Status::AlreadyApplied),
+                short(applied.tree),
+            ),
+        ),
+        (Mode::Write, Target::Repository(_)) => printer.status(
+            "Patched",
+            format_args!(
+                "{}: {} applied, {} already applied; head {}, tree {}",
+                job.label,
+                applied.count(Status::Applied),
+                applied.count(Status::AlreadyApplied),
+                short(applied.head),
+                short(applied.tree),
+            ),
+        ),
+        (Mode::Check, _) => printer.status(
+            "Checked",
+            format_args!(
+                "{}: {} apply, {} already applied, {conflicts} conflict{}",
+                job.label,
+                applied.count(Status::Applies),
+                applied.count(Status::AlreadyApplied),
+                if conflicts == 1 { "" } else { "s" },
+            ),
+        ),
+    }
+}
+
+/// One target of the `--json` document.
+fn target_json(job: &PatchJob, applied: &Applied, mode: Mode) -> serde_json::Value {
+    json!({
+        "onto": job.label,
+        "kind": match job.target {
+            Target::Repository(_) => "repository",
+            Target::Folder(_) => "folder",
+            Target::Git { .. } => "git",
+        },
+        "base": applied.base.to_string(),
+        // A check keeps no commit: its head and tree are what an apply would give, when
+        // nothing conflicts (committer times aside).
+        "head": (mode == Mode::Write && matches!(job.target, Target::Repository(_)))
+            .then(|| applied.head.to_string()),
+        "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
+        "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
+    })
+}
+
 /// Applies (or checks) each job's series onto its target and reports every patch. A conflict
 /// is an error in `Mode::Write` (nothing changed) and a failed check in `Mode::Check`.
 pub fn patch(
@@ -153,56 +211,8 @@ pub fn patch(
             )
         })?;
         report(printer, &applied);
-        let conflicts = applied.count(Status::Conflicts);
-        match (options.mode, &job.target) {
-            // A scratch repository was patched; the folder or remote it was made from is not.
-            (Mode::Write, Target::Folder(_) | Target::Git { .. }) => printer.status(
-                "Checked",
-                format_args!(
-                    "{}: {} apply, {} already applied, in a scratch copy (tree {}); the source is unchanged, `forge build` applies the series in its own copy",
-                    job.label,
-                    applied.count(Status::Applied),
-                    applied.count(Status::AlreadyApplied),
-                    short(applied.tree),
-                ),
-            ),
-            (Mode::Write, Target::Repository(_)) => printer.status(
-                "Patched",
-                format_args!(
-                    "{}: {} applied, {} already applied; head {}, tree {}",
-                    job.label,
-                    applied.count(Status::Applied),
-                    applied.count(Status::AlreadyApplied),
-                    short(applied.head),
-                    short(applied.tree),
-                ),
-            ),
-            (Mode::Check, _) => printer.status(
-                "Checked",
-                format_args!(
-                    "{}: {} apply, {} already applied, {conflicts} conflict{}",
-                    job.label,
-                    applied.count(Status::Applies),
-                    applied.count(Status::AlreadyApplied),
-                    if conflicts == 1 { "" } else { "s" },
-                ),
-            ),
-        }
-        documents.push(json!({
-            "onto": job.label,
-            "kind": match job.target {
-                Target::Repository(_) => "repository",
-                Target::Folder(_) => "folder",
-                Target::Git { .. } => "git",
-            },
-            "base": applied.base.to_string(),
-            // A check keeps no commit: its head and tree are what an apply would give, when
-            // nothing conflicts (committer times aside).
-            "head": (options.mode == Mode::Write && matches!(job.target, Target::Repository(_)))
-                .then(|| applied.head.to_string()),
-            "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
-            "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
-        }));
+        summarise(job, &applied, options.mode, printer);
+        documents.push(target_json(job, &applied, options.mode));
         reports.push(applied);
     }
     if printer.is_json() {

@@ -239,6 +239,44 @@ fn base_standing(recipe: &Recipe, upstream: &Upstream<'_>) -> Standing {
     standing
 }
 
+/// A version pin's standing from what the index offers it.
+fn version_standing(pin: &Pin, offer: &bump::VersionOffer, standing: &mut Standing) {
+    let shown = |candidate: &bump::Candidate| offer.pin_version(&pin.name, &candidate.version);
+    let newest = offer.newest().map(shown);
+    let allowed = offer.newest_allowed().map(shown);
+    standing.state = match (&newest, &allowed) {
+        (None, _) => State::UpToDate,
+        (Some(_), Some(_)) => State::Outdated,
+        (Some(_), None) => State::Held,
+    };
+    if let Some(reason) = &offer.current_yanked {
+        standing.state = State::Yanked;
+        let reason = if reason.is_empty() {
+            "no reason given".to_owned()
+        } else {
+            reason.clone()
+        };
+        standing.note = Some(format!(
+            "{} is yanked on the index ({reason}): move with `forge pin bump {}`{}",
+            standing.current,
+            pin.name,
+            if allowed.is_some() {
+                ""
+            } else {
+                " once a newer version is allowed"
+            }
+        ));
+    }
+    standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
+    standing.newest_allowed = Some(allowed.unwrap_or_else(|| standing.current.clone()));
+    standing.held = offer
+        .newer
+        .iter()
+        .filter(|candidate| !candidate.allowed())
+        .map(|candidate| held(offer, candidate))
+        .collect();
+}
+
 fn pin_standing(
     recipe: &Recipe,
     pin: &Pin,
@@ -277,45 +315,7 @@ fn pin_standing(
                 Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
                     group_standing(recipe, pin, &mut offer, upstream, &mut standing);
                 }
-                Ok(offer) => {
-                    let shown = |candidate: &bump::Candidate| {
-                        offer.pin_version(&pin.name, &candidate.version)
-                    };
-                    let newest = offer.newest().map(shown);
-                    let allowed = offer.newest_allowed().map(shown);
-                    standing.state = match (&newest, &allowed) {
-                        (None, _) => State::UpToDate,
-                        (Some(_), Some(_)) => State::Outdated,
-                        (Some(_), None) => State::Held,
-                    };
-                    if let Some(reason) = &offer.current_yanked {
-                        standing.state = State::Yanked;
-                        let reason = if reason.is_empty() {
-                            "no reason given".to_owned()
-                        } else {
-                            reason.clone()
-                        };
-                        standing.note = Some(format!(
-                            "{} is yanked on the index ({reason}): move with `forge pin bump {}`{}",
-                            standing.current,
-                            pin.name,
-                            if allowed.is_some() {
-                                ""
-                            } else {
-                                " once a newer version is allowed"
-                            }
-                        ));
-                    }
-                    standing.newest = Some(newest.unwrap_or_else(|| standing.current.clone()));
-                    standing.newest_allowed =
-                        Some(allowed.clone().unwrap_or_else(|| standing.current.clone()));
-                    standing.held = offer
-                        .newer
-                        .iter()
-                        .filter(|candidate| !candidate.allowed())
-                        .map(|candidate| held(&offer, candidate))
-                        .collect();
-                }
+                Ok(offer) => version_standing(pin, &offer, &mut standing),
                 Err(error) => fail(&mut standing, &error),
             }
         }

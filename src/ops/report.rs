@@ -224,8 +224,16 @@ impl Report<'_> {
         }
 
         text.push_str(&self.attachments_markdown());
+        text.push_str(&self.pins_markdown());
+        text.push_str(&patches_markdown(record));
+        text.push_str(&self.fixes_markdown());
+        text.push_str(&tester_markdown());
+        text
+    }
 
-        text.push_str("\n## Pins\n\n");
+    /// The pins the image was built from.
+    fn pins_markdown(&self) -> String {
+        let mut text = String::from("\n## Pins\n\n");
         if self.pins_changed {
             text.push_str("> pins.toml has changed since this build; these are its pins now.\n\n");
         }
@@ -238,41 +246,6 @@ impl Report<'_> {
                 pin.current(),
                 source(pin)
             ));
-        }
-
-        text.push_str("\n## Patches\n\n");
-        if record.patches.is_empty() {
-            text.push_str("None.\n");
-        } else {
-            text.push_str("| patch | author | from commit | applied as |\n|---|---|---|---|\n");
-            for patch in &record.patches {
-                text.push_str(&format!(
-                    "| `{}` | {} | {} | {} |\n",
-                    patch.file,
-                    patch.author,
-                    short(patch.original.as_deref()),
-                    patch.applied.as_deref().map_or_else(
-                        || "already there".to_owned(),
-                        |id| format!("`{}`", &id[..id.len().min(12)])
-                    )
-                ));
-            }
-        }
-
-        text.push_str(&self.fixes_markdown());
-        text.push_str("\n## Rig (tester)\n\n");
-        for (_, label) in RIG_FIELDS {
-            text.push_str(&format!("- {label}:\n"));
-        }
-        text.push_str("\n## Results (tester)\n\n");
-        text.push_str("| concurrency | output tokens/s | TTFT p50 | TTFT p99 | notes |\n");
-        text.push_str("|---|---|---|---|---|\n");
-        for level in CONCURRENCY {
-            text.push_str(&format!("| c={level} | | | | |\n"));
-        }
-        text.push('\n');
-        for (_, label) in RESULT_FIELDS {
-            text.push_str(&format!("- {label}:\n"));
         }
         text
     }
@@ -423,6 +396,48 @@ impl Report<'_> {
         text.push_str(&format!("\nCheck them with the public key: `{command}`\n"));
         text
     }
+}
+
+/// The patch series with its authors, as the record lists it.
+fn patches_markdown(record: &Record) -> String {
+    let mut text = String::from("\n## Patches\n\n");
+    if record.patches.is_empty() {
+        text.push_str("None.\n");
+        return text;
+    }
+    text.push_str("| patch | author | from commit | applied as |\n|---|---|---|---|\n");
+    for patch in &record.patches {
+        text.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            patch.file,
+            patch.author,
+            short(patch.original.as_deref()),
+            patch.applied.as_deref().map_or_else(
+                || "already there".to_owned(),
+                |id| format!("`{}`", &id[..id.len().min(12)])
+            )
+        ));
+    }
+    text
+}
+
+/// The fields the tester fills in: the rig, then the results.
+fn tester_markdown() -> String {
+    let mut text = String::from("\n## Rig (tester)\n\n");
+    for (_, label) in RIG_FIELDS {
+        text.push_str(&format!("- {label}:\n"));
+    }
+    text.push_str("\n## Results (tester)\n\n");
+    text.push_str("| concurrency | output tokens/s | TTFT p50 | TTFT p99 | notes |\n");
+    text.push_str("|---|---|---|---|---|\n");
+    for level in CONCURRENCY {
+        text.push_str(&format!("| c={level} | | | | |\n"));
+    }
+    text.push('\n');
+    for (_, label) in RESULT_FIELDS {
+        text.push_str(&format!("- {label}:\n"));
+    }
+    text
 }
 
 fn mutability(mutability: Mutability) -> &'static str {

@@ -444,7 +444,7 @@ fn registry_checks(
     for tag in &record.tags {
         let reference = format!("{repository}:{}", tag.name);
         printer.status("Asking", format_args!("{reference} of its registry"));
-        let manifest = match client.manifest(&repository, tag.name.as_str()) {
+        let manifest = match client.manifest(repository, tag.name.as_str()) {
             Ok(manifest) => manifest,
             // A tag the registry does not hold is drift, not an unreachable registry.
             Err(RegistryError::NotFound { .. }) => {
@@ -516,8 +516,10 @@ fn fetch_attached(
     held: &crate::types::oci::Digest,
 ) -> Result<attached::Attached, RegistryError> {
     let layers = |kind: cosign::Kind| -> Result<_, RegistryError> {
-        Ok(crate::attest::attach::listed(client, repository, kind, held)?
-            .map(|listed| listed.layers))
+        Ok(
+            crate::attest::attach::listed(client, repository, kind, held)?
+                .map(|listed| listed.layers),
+        )
     };
     let mut found = attached::Attached::default();
     if let Some(layers) = layers(cosign::Kind::Signature)? {

@@ -678,44 +678,7 @@ impl Replay<'_> {
                         Mode::Check => Outcome::Applies,
                     }
                 }
-                Err(refusal) => match refusal.kind {
-                    RefusalKind::UnsafePath => {
-                        return Err(PatchError::UnsafePath {
-                            patch: name,
-                            path: refusal.file,
-                            reason: refusal.reason,
-                        });
-                    }
-                    RefusalKind::SelfCheck => {
-                        return Err(PatchError::SelfCheck {
-                            patch: name,
-                            file: refusal.file,
-                            detail: refusal.reason,
-                        });
-                    }
-                    RefusalKind::Conflict => {
-                        let reversed: Vec<FilePatch> =
-                            files.iter().rev().map(FilePatch::reverse).collect();
-                        if let Some(commit) = self.carried_by(patch, &files, base.id())? {
-                            Outcome::AlreadyApplied { by: Some(commit) }
-                        } else if engine::apply(repository, &current, &reversed, Write::Nothing)
-                            .is_ok()
-                        {
-                            Outcome::AlreadyApplied { by: None }
-                        } else if self.mode == Mode::Write {
-                            return Err(PatchError::Conflict {
-                                patch: name,
-                                file: refusal.file,
-                                hunk: refusal.reason,
-                            });
-                        } else {
-                            Outcome::Conflict {
-                                file: refusal.file,
-                                hunk: refusal.reason,
-                            }
-                        }
-                    }
-                },
+                Err(refusal) => self.refused(patch, &files, &current, base.id(), refusal)?,
             };
             results.push(PatchResult {
                 name,
@@ -731,6 +694,55 @@ impl Replay<'_> {
             head: parent,
             tree,
             patches: results,
+        })
+    }
+
+    /// What a patch that did not apply to `current` is: already applied (a commit of the
+    /// branch carries it, or it reverse-applies), a conflict (an error when writing), or a
+    /// refusal that stops the series.
+    fn refused(
+        &mut self,
+        patch: &Patch,
+        files: &[FilePatch],
+        current: &git2::Tree<'_>,
+        base: Oid,
+        refusal: engine::Refusal,
+    ) -> Result<Outcome, PatchError> {
+        Ok(match refusal.kind {
+            RefusalKind::UnsafePath => {
+                return Err(PatchError::UnsafePath {
+                    patch: patch.name(),
+                    path: refusal.file,
+                    reason: refusal.reason,
+                });
+            }
+            RefusalKind::SelfCheck => {
+                return Err(PatchError::SelfCheck {
+                    patch: patch.name(),
+                    file: refusal.file,
+                    detail: refusal.reason,
+                });
+            }
+            RefusalKind::Conflict => {
+                let reversed: Vec<FilePatch> = files.iter().rev().map(FilePatch::reverse).collect();
+                if let Some(commit) = self.carried_by(patch, files, base)? {
+                    Outcome::AlreadyApplied { by: Some(commit) }
+                } else if engine::apply(self.repository, current, &reversed, Write::Nothing).is_ok()
+                {
+                    Outcome::AlreadyApplied { by: None }
+                } else if self.mode == Mode::Write {
+                    return Err(PatchError::Conflict {
+                        patch: patch.name(),
+                        file: refusal.file,
+                        hunk: refusal.reason,
+                    });
+                } else {
+                    Outcome::Conflict {
+                        file: refusal.file,
+                        hunk: refusal.reason,
+                    }
+                }
+            }
         })
     }
 

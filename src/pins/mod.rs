@@ -774,6 +774,24 @@ impl Loader<'_> {
         }
     }
 
+    /// A Python pin's `shim`: its file must lie in the recipe folder.
+    fn shim(&self, shim: schema::RawShim) -> Result<Shim, LoadError> {
+        let file = shim.file.get_ref().clone();
+        self.inside(shim.file.span(), &file, "shim file")?;
+        if self.folder.is_some() && !self.root.join(file.as_str()).is_file() {
+            return Err(self.error(
+                shim.file.span(),
+                format!("shim file `{file}` does not exist"),
+                "paths in pins.toml are relative to the folder that holds it",
+            ));
+        }
+        Ok(Shim {
+            file,
+            module: shim.module,
+            exports: shim.exports,
+        })
+    }
+
     fn pin(
         &self,
         name: PinName,
@@ -791,25 +809,7 @@ impl Loader<'_> {
                 version: version.expect("required").into_inner(),
                 install: raw.install.unwrap_or(true),
                 index: raw.index,
-                shim: match raw.shim {
-                    Some(shim) => {
-                        let file = shim.file.get_ref().clone();
-                        self.inside(shim.file.span(), &file, "shim file")?;
-                        if self.folder.is_some() && !self.root.join(file.as_str()).is_file() {
-                            return Err(self.error(
-                                shim.file.span(),
-                                format!("shim file `{file}` does not exist"),
-                                "paths in pins.toml are relative to the folder that holds it",
-                            ));
-                        }
-                        Some(Shim {
-                            file,
-                            module: shim.module,
-                            exports: shim.exports,
-                        })
-                    }
-                    None => None,
-                },
+                shim: raw.shim.map(|shim| self.shim(shim)).transpose()?,
             },
             PinKind::Wheels => self.wheel_set(
                 &name,

@@ -86,6 +86,20 @@ fn names_in(folder: &Path) -> Vec<String> {
     names
 }
 
+/// The image `reference` names on the daemon at `host`.
+fn id_on(host: &str, reference: &str) -> Option<String> {
+    let output = Command::new("docker")
+        .args([
+            "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
+        ])
+        .output()
+        .unwrap();
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
 /// The tests' own daemon, as `--host` names it.
 fn default_host() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_owned())
@@ -135,12 +149,8 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         pulled.stderr
     );
     let id = example.tag_id("latest").expect("the build tagged latest");
-    let on_node = Command::new("docker")
-        .args(["-H", &second, "image", "inspect", "--format", "{{.Id}}"])
-        .arg(format!("{}:{DATED_TAG}", example.repository))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&on_node.stdout).trim(), id);
+    let dated = format!("{}:{DATED_TAG}", example.repository);
+    assert_eq!(id_on(&second, &dated).as_deref(), Some(id.as_str()));
 
     let verified = forge_in(
         folder,
@@ -178,7 +188,20 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         verified.stderr
     );
 
-    let report = forge_in(folder, &["report", &reference]).expect_code(0);
+    assert_reported(&example, folder, &reference);
+    assert_eq!(
+        names_in(folder),
+        ["lab.pub"],
+        "a tester's folder gets nothing written"
+    );
+
+    refused_once_re_pointed(&example, folder, &reference, &hosts);
+}
+
+/// `forge report REF` names the image, its patch author and its build record, and asks for
+/// what the write-up asks a tester to record.
+fn assert_reported(example: &Example, folder: &Path, reference: &str) {
+    let report = forge_in(folder, &["report", reference]).expect_code(0);
     assert_contains(
         &report.stdout,
         &format!("# Tester report: {}", example.repository),
@@ -190,13 +213,11 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         &report.stdout,
         "- Serve settings (graph mode or eager, --max-num-seqs, KV cache dtype)",
     );
-    assert_eq!(
-        names_in(folder),
-        ["lab.pub"],
-        "a tester's folder gets nothing written"
-    );
+}
 
-    // The tag re-pointed at an image forge pushed without --sign: its record is not signed.
+/// The tag re-pointed at an image forge pushed without --sign (its record is not signed), then
+/// at one pushed by hand (no record at all): the tester's commands refuse it, writing nothing.
+fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, hosts: &[&str]) {
     example
         .context
         .edit("pins.toml", "GREETING = \"hello\"", "GREETING = \"hi\"");
@@ -207,25 +228,25 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     );
     build_in(&example.context, &["--push"], &[]).expect_code(0);
     let unsigned =
-        forge_in(folder, &["verify-digest", &reference, "--key", "lab.pub"]).expect_code(1);
+        forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
     assert_contains(
         &unsigned.stderr,
         "the attached build record is not signed (found a plain record, signed by no key)",
     );
     forge_in(
         folder,
-        &[&["pull", &reference, "--key", "lab.pub"][..], &hosts].concat(),
+        &[&["pull", reference, "--key", "lab.pub"][..], hosts].concat(),
     )
     .expect_code(1);
 
     // The tag re-pointed at an image pushed by hand: no record at all.
-    let by_hand = Tagged(vec![reference.clone()]);
-    docker(&["tag", BASE_IMAGE, &reference]);
-    docker(&["push", "--quiet", &reference]);
+    let by_hand = Tagged(vec![reference.to_owned()]);
+    docker(&["tag", BASE_IMAGE, reference]);
+    docker(&["push", "--quiet", reference]);
     let foreign =
-        forge_in(folder, &["verify-digest", &reference, "--key", "lab.pub"]).expect_code(1);
+        forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
     assert_contains(&foreign.stderr, "which has no build record attached");
-    forge_in(folder, &["report", &reference, "--key", "lab.pub"]).expect_code(1);
+    forge_in(folder, &["report", reference, "--key", "lab.pub"]).expect_code(1);
     assert_eq!(names_in(folder), ["lab.pub"]);
     drop(by_hand);
 }

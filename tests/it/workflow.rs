@@ -140,7 +140,7 @@ fn secrets_reach_only_forge_and_publish_signs_and_verifies_with_the_committed_ke
     assert_eq!(text.matches("packages: write").count(), 1, "{text}");
     for (name, job) in jobs(&workflow) {
         assert!(
-            !job["env"].as_hash().is_some_and(|env| !env.is_empty()),
+            job["env"].as_hash().is_none_or(|env| env.is_empty()),
             "job {name}: environment goes on the steps that need it"
         );
         for step in steps(job) {
@@ -411,6 +411,47 @@ fn fresh_clone(source: &TestContext) -> tempfile::TempDir {
     folder
 }
 
+/// `PATH` with the binary under test first, as the job's "Build forge" step leaves it.
+fn path_with_forge() -> String {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_forge"));
+    format!(
+        "{}:{}",
+        binary.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// What a publish job leaves in `checkout`: a verification that held, signature included,
+/// and the tester report, in the job summary too.
+fn assert_published_and_verified(checkout: &Path) {
+    let verified: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(checkout.join("verify-digest.json")).unwrap())
+            .unwrap();
+    assert_eq!(verified["ok"], true, "{verified:#}");
+    let rows = verified["checks"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|row| row["name"] == "signature" && row["ok"] == true),
+        "{verified:#}"
+    );
+    let report = std::fs::read_to_string(checkout.join("tester-report.md")).unwrap();
+    assert_contains(&report, "Ada Lovelace <ada@example.org>");
+    let summary = std::fs::read_to_string(checkout.join("step-summary.md")).unwrap();
+    assert!(
+        summary.starts_with("# Tester report: 127.0.0.1:"),
+        "{summary}"
+    );
+}
+
+/// The manifest digest the publish job in `checkout` recorded.
+fn pushed(checkout: &Path) -> String {
+    let lock = std::fs::read_to_string(checkout.join("forge.lock")).unwrap();
+    lock.lines()
+        .find_map(|line| line.strip_prefix("pushed = \""))
+        .map(|digest| digest.trim_end_matches('"').to_owned())
+        .expect("the publish job recorded the pushed digest")
+}
+
 /// CI has a fresh clone and an empty daemon: the `check` job, then `publish`, then `publish`
 /// again (a re-run of the same commit), then a commit that bumps a pin and `publish` once more;
 /// each run of `publish` signs with the key from its secret and verifies with the committed
@@ -440,16 +481,11 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
     let expressions = Expressions {
         signing_key: std::fs::read_to_string(keys.private()).unwrap(),
     };
-    let binary = PathBuf::from(env!("CARGO_BIN_EXE_forge"));
     let runner = Runner {
         workflow: &workflow,
         expressions: &expressions,
         daemon: &node.host,
-        path: format!(
-            "{}:{}",
-            binary.parent().unwrap().display(),
-            std::env::var("PATH").unwrap_or_default()
-        ),
+        path: path_with_forge(),
     };
 
     // The first push to main.
@@ -457,30 +493,7 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
     let checkout = first.path().join("checkout");
     runner.run_job("check", &checkout).unwrap();
     runner.run_job("publish", &checkout).unwrap();
-    let verified: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(checkout.join("verify-digest.json")).unwrap())
-            .unwrap();
-    assert_eq!(verified["ok"], true, "{verified:#}");
-    let rows = verified["checks"].as_array().unwrap();
-    assert!(
-        rows.iter()
-            .any(|row| row["name"] == "signature" && row["ok"] == true),
-        "{verified:#}"
-    );
-    let report = std::fs::read_to_string(checkout.join("tester-report.md")).unwrap();
-    assert_contains(&report, "Ada Lovelace <ada@example.org>");
-    let summary = std::fs::read_to_string(checkout.join("step-summary.md")).unwrap();
-    assert!(
-        summary.starts_with("# Tester report: 127.0.0.1:"),
-        "{summary}"
-    );
-    let pushed = |checkout: &Path| -> String {
-        let lock = std::fs::read_to_string(checkout.join("forge.lock")).unwrap();
-        lock.lines()
-            .find_map(|line| line.strip_prefix("pushed = \""))
-            .map(|digest| digest.trim_end_matches('"').to_owned())
-            .expect("the publish job recorded the pushed digest")
-    };
+    assert_published_and_verified(&checkout);
     let published = pushed(&checkout);
 
     // A re-run of the same commit: a fresh checkout on the same runner ends on the same image,
