@@ -7,7 +7,6 @@
 //! Everything written passes through `redact::text`: the user information and the tokens of a
 //! URL never reach the terminal, a log or a JSON document. The one exception is `data`, the
 //! rendered Dockerfile, which is the command's product and printed byte for byte.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt::Display;
 
@@ -88,24 +87,36 @@ impl Printer {
     /// `warning: message`, unless quiet.
     pub fn warn(&self, message: impl Display) {
         if self.verbosity >= Verbosity::Normal {
-            eprintln!("{}: {}", self.paint("warning", "1;33"), redacted(message));
+            to_stderr(format_args!(
+                "{}: {}\n",
+                self.paint("warning", "1;33"),
+                redacted(message)
+            ));
         }
     }
 
     /// `error: message`, always.
     pub fn error(&self, message: impl Display) {
-        eprintln!("{}: {}", self.paint("error", "1;31"), redacted(message));
+        to_stderr(format_args!(
+            "{}: {}\n",
+            self.paint("error", "1;31"),
+            redacted(message)
+        ));
     }
 
     /// A labelled continuation of an error or warning (`caused by:`, `hint:`), always.
     pub fn note(&self, label: &str, message: impl Display) {
-        eprintln!("{}: {}", self.paint(label, "1;34"), redacted(message));
+        to_stderr(format_args!(
+            "{}: {}\n",
+            self.paint(label, "1;34"),
+            redacted(message)
+        ));
     }
 
     /// Human text on stderr (tables and reports that are not the command's data).
     pub fn stderr(&self, text: impl Display) {
         if self.verbosity >= Verbosity::Normal {
-            eprint!("{}", redacted(text));
+            to_stderr(format_args!("{}", redacted(text)));
         }
     }
 
@@ -150,7 +161,11 @@ impl Printer {
 
     fn line(&self, verb: &str, color: &str, message: impl Display) {
         let padded = format!("{verb:>12}");
-        eprintln!("{} {}", self.paint(&padded, color), redacted(message));
+        to_stderr(format_args!(
+            "{} {}\n",
+            self.paint(&padded, color),
+            redacted(message)
+        ));
     }
 
     fn paint(&self, text: &str, color: &str) -> String {
@@ -165,4 +180,9 @@ impl Printer {
 /// `message` as text, with the secrets of its URLs masked.
 fn redacted(message: impl Display) -> String {
     crate::redact::text(&message.to_string()).into_owned()
+}
+
+/// Writes to stderr in one piece; a closed stderr is no reason to stop forge.
+fn to_stderr(text: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(text);
 }

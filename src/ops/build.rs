@@ -137,16 +137,7 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
         Some(crate::engine::EngineError::BuildFailed { message }) => (None, message),
         _ => return error,
     };
-    let lower = said.to_ascii_lowercase();
-    let refused = [
-        "no basic auth credentials",
-        "unauthorized",
-        "authentication required",
-        "access denied",
-        "401",
-    ]
-    .iter()
-    .any(|sign| lower.contains(sign));
+    let refused = credentials_refused(said);
     if !refused {
         return error;
     }
@@ -168,6 +159,19 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
         },
     }
     .into()
+}
+
+/// Whether the daemon's message says a registry refused it for want of credentials: the phrases
+/// registries and the daemon use, and the status 401 as a word of its own (a digest's hex may
+/// hold the digits `401`).
+fn credentials_refused(message: &str) -> bool {
+    static REFUSED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)no basic auth credentials|unauthorized|authentication required|access denied|\b401\b",
+        )
+        .expect("the pattern compiles")
+    });
+    REFUSED.is_match(message)
 }
 
 /// The image a failed pull step names: the word after `FROM ` (classic) or `load metadata for `
@@ -457,5 +461,25 @@ fn facts(
             .started
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::credentials_refused;
+
+    #[test]
+    fn a_refusal_is_read_from_its_words_and_not_from_the_digits_of_a_digest() {
+        assert!(credentials_refused(
+            "failed to resolve: unexpected status code 401 Unauthorized"
+        ));
+        assert!(credentials_refused(
+            "pull access denied for x, repository does not exist or may require 'docker login'"
+        ));
+        assert!(credentials_refused("HTTP 401"));
+        assert!(!credentials_refused(
+            "failed to copy: sha256:8f40190a2c1d401e9a3b: unexpected EOF"
+        ));
+        assert!(!credentials_refused("layer 4015 of 4016 is corrupt"));
     }
 }
