@@ -313,7 +313,7 @@ pub struct UpstreamArgs {
 pub struct PinBumpArgs {
     /// The pin to move, as named under [pins], or `base` for the base image.
     #[arg(value_name = "NAME")]
-    pub name: String,
+    pub name: crate::ops::pin_bump::BumpTarget,
 
     /// Move to this version, git commit or image tag instead of the newest allowed.
     #[arg(long, value_name = "VERSION")]

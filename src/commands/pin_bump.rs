@@ -8,7 +8,7 @@ use crate::printer::Printer;
 pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let recipe = super::open_recipe(cli, printer)?;
     let options = PinBumpOptions {
-        name: args.name.clone(),
+        target: args.name.clone(),
         to: args.to.clone(),
         mode: if args.dry_run {
             BumpMode::DryRun

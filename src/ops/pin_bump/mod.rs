@@ -30,6 +30,34 @@ use crate::types::recipe::PinName;
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
 
+/// What `forge pin bump NAME` moves: the base image, or one pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BumpTarget {
+    /// `base`: the base image's tag and digest.
+    Base,
+    /// A pin of pins.toml, by name.
+    Pin(PinName),
+}
+
+impl std::str::FromStr for BumpTarget {
+    type Err = crate::types::GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        if value == BASE {
+            return Ok(BumpTarget::Base);
+        }
+        value.parse().map(BumpTarget::Pin)
+    }
+}
+
+impl std::fmt::Display for BumpTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BumpTarget::Base => f.write_str(BASE),
+            BumpTarget::Pin(name) => name.fmt(f),
+        }
+    }
+}
+
 /// Whether pins.toml is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BumpMode {
@@ -52,8 +80,8 @@ pub enum Constraints {
 /// Options of `forge pin bump`.
 #[derive(Debug, Clone)]
 pub struct PinBumpOptions {
-    /// The pin, or `base`.
-    pub name: String,
+    /// The pin, or the base.
+    pub target: BumpTarget,
     /// The version, revision or tag to move to, instead of the newest allowed.
     pub to: Option<String>,
     /// Write or only show.
@@ -116,10 +144,8 @@ pub fn pin_bump_with(
     upstream: &Upstream<'_>,
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
-    let planned = if options.name == BASE {
-        base::plan_base(recipe, options, upstream, printer)?
-    } else {
-        let pin = find_pin(&recipe.pins, &options.name)?;
+    let planned = if let BumpTarget::Pin(name) = &options.target {
+        let pin = find_pin(&recipe.pins, name.as_str())?;
         if pin.in_base() {
             return Err(BumpError::InBase {
                 pin: pin.name.clone(),
@@ -135,10 +161,12 @@ pub fn pin_bump_with(
             Source::Git { .. } => git::plan_git(recipe, pin, options, upstream, printer)?,
             Source::Assert { .. } => unreachable!("the base supplies assert pins"),
         }
+    } else {
+        base::plan_base(recipe, options, upstream, printer)?
     };
     let Some(planned) = planned else {
         if printer.is_json() {
-            printer.json(&json!({ "name": options.name, "changed": false }));
+            printer.json(&json!({ "name": options.target.to_string(), "changed": false }));
         }
         return Ok(Bumped::UpToDate);
     };

@@ -257,7 +257,7 @@ fn bump_json(
     [pins_diff, dockerfile_diff]: [String; 2],
 ) -> Value {
     json!({
-        "name": options.name,
+        "name": options.target.to_string(),
         "changed": true,
         "from": planned.from,
         "to": planned.to,
