@@ -139,14 +139,7 @@ fn checked(
     repository: &RemoteRepository,
     document: &Document,
 ) -> anyhow::Result<Pins> {
-    let recorded: ImageRef = document
-        .record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    if RemoteRepository::of(&recorded) != *repository {
+    if RemoteRepository::from(&document.record.image.repository) != *repository {
         return Err(CheckFailed::new(
             format!(
                 "{reference} ({manifest}) carries the record of an image published to {}, not to {repository}",

@@ -388,17 +388,12 @@ pub(super) fn attach(
             key,
         ));
     }
-    let reference: crate::types::oci::ImageRef = record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    let lookup = crate::registry::credentials::lookup(reference.registry(), reference.registry())?;
-    let client =
-        crate::registry::RegistryClient::new(attaching.options.insecure_registries.clone())
-            .with_lookup(lookup);
-    let remote = crate::registry::RemoteRepository::of(&reference);
+    let reference = &record.image.repository;
+    let (client, _) = crate::registry::RegistryClient::for_recipe(
+        reference,
+        attaching.options.insecure_registries.clone(),
+    )?;
+    let remote = crate::registry::RemoteRepository::from(reference);
     let attached = attach::upload(&client, &remote, &subject, &documents)
         .with_context(|| format!("cannot attach the build record{} of {reference}@{subject}; the push stands and forge.lock records it without them", if key.is_some() { ", the signature and the attestations" } else { "" }))?;
     for attachment in &attached {

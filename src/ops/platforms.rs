@@ -22,8 +22,8 @@ use crate::printer::Printer;
 use crate::progress::Display;
 use crate::publish::{self, Publication, RemoteTags, Signals, index};
 use crate::recipe::Recipe;
-use crate::registry::{self, RegistryClient, RemoteRepository};
-use crate::types::oci::{Digest, ImageRef, Platform};
+use crate::registry::{RegistryClient, RemoteRepository};
+use crate::types::oci::{Digest, Platform};
 
 /// Why a multi-platform build cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -142,18 +142,12 @@ pub(super) async fn run(
         .into());
     }
     let nodes = nodes(recipe, options).await?;
-    let reference: ImageRef = recipe
-        .pins
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a reference");
-    let lookup = registry::credentials::lookup(reference.registry(), reference.registry())?;
+    let repository = &recipe.pins.image.repository;
+    let (client, lookup) =
+        RegistryClient::for_recipe(repository, options.insecure_registries.clone())?;
     let target = index::Target {
-        client: RegistryClient::new(options.insecure_registries.clone())
-            .with_lookup(lookup.clone()),
-        repository: RemoteRepository::of(&reference),
+        client,
+        repository: RemoteRepository::from(repository),
     };
     let job = Job {
         recipe,

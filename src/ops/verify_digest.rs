@@ -165,13 +165,7 @@ struct Subject<'a> {
 
 /// The record's repository on its registry.
 fn remote_repository(record: &Record) -> RemoteRepository {
-    let reference: ImageRef = record
-        .image
-        .repository
-        .as_str()
-        .parse()
-        .expect("a repository is a valid reference");
-    RemoteRepository::of(&reference)
+    RemoteRepository::from(&record.image.repository)
 }
 
 /// The checks on the nodes and, with `remote`, in the registry, added to `report`; then the

@@ -12,7 +12,7 @@ use crate::engine::{ImageId, ImageInfo};
 use crate::pins::Mutability;
 use crate::recipe::ResolvedTag;
 use crate::registry::{self, Credentials, Held, RegistryClient, RegistryError, RemoteRepository};
-use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
+use crate::types::oci::{Digest, Platform, Repository, Tag};
 
 /// What to do about a refusal.
 const IMMUTABLE_HINT: &str =
@@ -47,16 +47,12 @@ impl RemoteTags {
         platform: Platform,
         insecure: Vec<String>,
     ) -> anyhow::Result<Self> {
-        let reference: ImageRef = repository
-            .as_str()
-            .parse()
-            .expect("a repository is a valid reference");
         // The repository is the recipe's own: the environment's credentials are for it (unless
         // FORGE_REGISTRY_HOST names another registry).
-        let lookup = registry::credentials::lookup(reference.registry(), reference.registry())?;
+        let (client, lookup) = RegistryClient::for_recipe(repository, insecure)?;
         Ok(Self {
-            client: RegistryClient::new(insecure).with_lookup(lookup.clone()),
-            remote: RemoteRepository::of(&reference),
+            client,
+            remote: RemoteRepository::from(repository),
             platform,
             credentials: lookup.credentials,
         })

@@ -93,6 +93,15 @@ pub struct RemoteRepository {
     pub path: String,
 }
 
+impl From<&crate::types::oci::Repository> for RemoteRepository {
+    fn from(repository: &crate::types::oci::Repository) -> Self {
+        Self {
+            registry: repository.registry().to_owned(),
+            path: repository.path().to_owned(),
+        }
+    }
+}
+
 impl RemoteRepository {
     /// The repository an image reference points into.
     pub fn of(image: &ImageRef) -> Self {
@@ -427,6 +436,16 @@ impl RegistryClient {
     pub fn with_credentials_for(mut self, registry: &str, recipe_registry: &str) -> Self {
         self.credentials_for = Some((registry.to_owned(), recipe_registry.to_owned()));
         self
+    }
+
+    /// A client for the recipe's own `repository`, sending the credentials the environment (or
+    /// `docker login`) holds for its registry; with the lookup, for pushes through the daemon.
+    pub fn for_recipe(
+        repository: &crate::types::oci::Repository,
+        insecure: Vec<String>,
+    ) -> Result<(Self, Lookup), credentials::CredentialsError> {
+        let lookup = credentials::lookup(repository.registry(), repository.registry())?;
+        Ok((Self::new(insecure).with_lookup(lookup.clone()), lookup))
     }
 
     /// Sends the credentials of a lookup already made, when its registry asks for them.

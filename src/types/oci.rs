@@ -298,31 +298,74 @@ impl<'de> Deserialize<'de> for ImageRef {
     }
 }
 
-/// An image repository without tag or digest, such as `ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repository(String);
-string_newtype!(Repository);
+/// An image repository without tag or digest, such as `ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10`:
+/// the text as written, with its registry host and its path on that registry, split once when
+/// it is parsed.
+#[derive(Debug, Clone)]
+pub struct Repository {
+    text: String,
+    registry: String,
+    path: String,
+}
+
+impl PartialEq for Repository {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Repository {}
 
 impl Repository {
+    /// The repository as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
     /// The registry host (with its port) the repository is on, `docker.io` for bare names.
-    pub fn registry(&self) -> String {
-        ImageRef::from_str(&self.0)
-            .expect("a repository is a valid reference")
-            .registry()
-            .to_owned()
+    pub fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    /// The repository's path on its registry (`library/NAME` for a bare Docker Hub name).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl fmt::Display for Repository {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Repository {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Repository {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
 impl FromStr for Repository {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        ImageRef::from_str(value).map_err(|_| {
+        let reference = ImageRef::from_str(value).map_err(|_| {
             GrammarError::new("image repository", value, "expected [registry/]repository")
         })?;
         // Asked of the split text: a parsed reference names `latest` when no tag is written.
         let parts = Parts::split(value);
         if parts.tag.is_none() && parts.digest.is_none() {
-            Ok(Self(value.to_owned()))
+            Ok(Self {
+                text: value.to_owned(),
+                registry: reference.registry().to_owned(),
+                path: reference.repository().to_owned(),
+            })
         } else {
             Err(GrammarError::new(
                 "image repository",
