@@ -109,13 +109,19 @@ impl Lock {
     /// Writes the lock to `root`/forge.lock through a temporary file and a rename, only when
     /// its text changes.
     pub fn write(&self, root: &Path) -> Result<Written, LockError> {
-        let path = path(root);
-        write_if_changed(&path, self.to_text().as_bytes()).map_err(|source| LockError::Io {
-            action: "write",
-            path,
-            source,
-        })
+        write_text(root, &self.to_text())
     }
+}
+
+/// Writes `text` to `root`/forge.lock through a temporary file and a rename, only when it
+/// differs from what is there.
+fn write_text(root: &Path, text: &str) -> Result<Written, LockError> {
+    let path = path(root);
+    write_if_changed(&path, text.as_bytes()).map_err(|source| LockError::Io {
+        action: "write",
+        path,
+        source,
+    })
 }
 
 /// forge.lock without a build: its version, the inputs, and the base when known.
@@ -616,12 +622,7 @@ impl Record {
     /// Writes the record to `root`/forge.lock through a temporary file and a rename; a record
     /// equal to the one there leaves the file untouched.
     pub fn write(&self, root: &Path) -> Result<Written, LockError> {
-        let path = path(root);
-        write_if_changed(&path, self.to_text().as_bytes()).map_err(|source| LockError::Io {
-            action: "write",
-            path,
-            source,
-        })
+        write_text(root, &self.to_text())
     }
 }
 

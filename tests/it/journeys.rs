@@ -12,6 +12,7 @@ use std::process::Command;
 
 use crate::build::{BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image};
 use crate::node::SecondDaemon;
+use crate::pull::id_on;
 use crate::registry_server::RegistryServer;
 use crate::release_server::{ReleaseServer, sha256_hex, wheel};
 use crate::support::{Run, TestContext, assert_contains};
@@ -84,20 +85,6 @@ fn names_in(folder: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// The image `reference` names on the daemon at `host`.
-fn id_on(host: &str, reference: &str) -> Option<String> {
-    let output = Command::new("docker")
-        .args([
-            "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
-        ])
-        .output()
-        .unwrap();
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// The tests' own daemon, as `--host` names it.

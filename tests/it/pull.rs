@@ -22,7 +22,7 @@ fn pull(example: &Example, hosts: &[&str]) -> Run {
 }
 
 /// The image `reference` names on the daemon at `host`.
-fn id_on(host: &str, reference: &str) -> Option<String> {
+pub(crate) fn id_on(host: &str, reference: &str) -> Option<String> {
     let output = Command::new("docker")
         .args([
             "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
