@@ -22,7 +22,7 @@
 //!
 //! Shared services, each used by several stages and depending on none of them: `http` (one
 //! guarded client: timeouts, size caps from `limits`), `registry` (the OCI distribution API),
-//! `git_remote` (ref listing and fetches), `index` (the Python package index), `glob`
+//! `git_remote` (ref listing and fetches), `package_index` (the Python package index), `glob`
 //! (the one pattern matcher of tags and ignore files, Docker's), `fs` (atomic writes, and reads
 //! confined to the recipe folder that refuse special files), `location` (file:line:col),
 //! `redact` (credentials and tokens masked in URLs, for everything printed). `bump` plans pin
@@ -39,11 +39,11 @@ pub mod fs;
 pub mod git_remote;
 pub mod glob;
 pub mod http;
-pub mod index;
 pub mod limits;
 pub mod location;
 pub mod lock;
 pub mod ops;
+pub mod package_index;
 pub mod patch;
 pub mod pins;
 pub mod pipeline;

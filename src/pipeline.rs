@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::context::{self, BuildContext, Exclusions, Generated, Member, Output};
 use crate::diagnostics::CheckFailed;
 use crate::lock::{self, Inputs, PatchRecord};
-use crate::patch::{self, Outcome, Patched, Series, Target};
+use crate::patch::{self, Outcome, PatchTarget, Patched, Series};
 use crate::pins::Onto;
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
@@ -218,7 +218,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
     for entry in &recipe.pins.patches {
         let series_path = recipe.root.join(entry.series.as_str());
         let series = Series::read(std::slice::from_ref(&series_path), Some(&folder))?;
-        let target = Target::from_onto(&entry.onto, &recipe.root);
+        let target = PatchTarget::from_onto(&entry.onto, &recipe.root);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
         let count = patched.applied.count(patch::Status::Applied);
         printer.status(

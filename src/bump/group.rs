@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Candidate, Pins, Refusal, Upstream, VersionOffer, YankedFiles};
+use super::{Candidate, Pins, Upstream, VersionOffer, VersionRefusal, YankedFiles};
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
@@ -33,7 +33,7 @@ pub struct MemberPlan {
     pub held: Vec<Candidate>,
     /// For a member that moves: what would refuse its current version alongside the rest of the
     /// move (empty when it moves only because a newer version is allowed).
-    pub forced_by: Vec<Refusal>,
+    pub forced_by: Vec<VersionRefusal>,
 }
 
 impl MemberPlan {
@@ -53,7 +53,7 @@ pub struct GroupPlan {
     pub members: Vec<MemberPlan>,
     /// When a version was fixed (`--to`) and no combination holds: what refuses it with the
     /// others where they stand.
-    pub refused: Vec<Refusal>,
+    pub refused: Vec<VersionRefusal>,
 }
 
 impl GroupPlan {
@@ -123,7 +123,7 @@ fn refusals(
     offer: &VersionOffer,
     moves: &[(PinName, Version)],
     yanked: YankedFiles,
-) -> Vec<Refusal> {
+) -> Vec<VersionRefusal> {
     let moving: Vec<(PinName, Version)> = moves
         .iter()
         .filter(|(member, version)| offer.currents.get(member) != Some(version))
@@ -187,8 +187,8 @@ pub fn plan(
     } else {
         YankedFiles::Refused
     };
-    let acceptable = |refusals: &[Refusal]| {
-        refusals.is_empty() || forced && refusals.iter().all(Refusal::forceable)
+    let acceptable = |refusals: &[VersionRefusal]| {
+        refusals.is_empty() || forced && refusals.iter().all(VersionRefusal::forceable)
     };
     // An odometer over the options, the first member the slowest digit: the first combination
     // nothing refuses is the newest for the earlier members.
@@ -289,7 +289,7 @@ fn explain(
     } else {
         refusals(pins, offer, &with(&current), YankedFiles::Refused)
             .into_iter()
-            .filter(|refusal| matches!(refusal, Refusal::Requires { .. }))
+            .filter(|refusal| matches!(refusal, VersionRefusal::Requires { .. }))
             .collect()
     };
     MemberPlan {

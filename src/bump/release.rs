@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::index::releases::{self, ReleasesError};
+use crate::package_index::releases::{self, ReleasesError};
 use crate::pins::{Pin, Source, Wheel};
 use crate::types::python::Version;
 use crate::types::url::Url;

@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, Requirement, VersionOrUrl};
 
-use crate::index::wheel::Target;
+use crate::package_index::wheel::WheelTarget;
 
 /// One `Requires-Dist`: its text without the marker (`apache-tvm-ffi<0.1.13,>=0.1.11`, as the
 /// wheel spells it) and the parsed requirement.
@@ -31,7 +31,7 @@ pub fn requirements(metadata: &str) -> Vec<Declared> {
 
 /// The marker environment of the image: CPython on Linux, the target's architecture and Python;
 /// `None` when pins.toml declares no Python (then only extras decide, and there are none).
-pub fn environment(target: &Target) -> Option<MarkerEnvironment> {
+pub fn environment(target: &WheelTarget) -> Option<MarkerEnvironment> {
     let python = target.python.as_ref()?;
     MarkerEnvironment::try_from(MarkerEnvironmentBuilder {
         implementation_name: "cpython",
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn requirements_are_checked_against_the_pinned_set_for_the_image() {
-        let target = Target::new(
+        let target = WheelTarget::new(
             &"linux/arm64".parse().unwrap(),
             Some(&"3.12".parse().unwrap()),
         )

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
-use crate::patch::{self, Applied, Mode, Outcome, Series, Status, Target};
+use crate::patch::{self, Applied, Mode, Outcome, PatchTarget, Series, Status};
 use crate::pins::Onto;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -36,7 +36,7 @@ pub struct PatchJob {
     /// The series: files or folders, in order.
     pub series: Vec<PathBuf>,
     /// Where it applies.
-    pub target: Target,
+    pub target: PatchTarget,
     /// The target as the user named it.
     pub label: String,
     /// For a series pins.toml names, the recipe folder it must resolve inside.
@@ -51,9 +51,9 @@ pub fn patch_jobs(
 ) -> anyhow::Result<Vec<PatchJob>> {
     let given_target = options.onto.as_ref().map(|path| {
         let target = if path.is_dir() && !is_repository(path) {
-            Target::Folder(path.clone())
+            PatchTarget::Folder(path.clone())
         } else {
-            Target::Repository(path.clone())
+            PatchTarget::Repository(path.clone())
         };
         (target, path.display().to_string())
     });
@@ -78,7 +78,7 @@ pub fn patch_jobs(
             Onto::Folder(folder) => folder.to_string(),
             Onto::Git { git, rev } => format!("{git} at {rev}"),
         };
-        (Target::from_onto(onto, &recipe.root), label)
+        (PatchTarget::from_onto(onto, &recipe.root), label)
     };
     let within = Some(crate::fs::Confined::new(&recipe.root)?);
     let jobs = match (given_target, options.series.is_empty()) {
@@ -121,7 +121,7 @@ fn summarise(job: &PatchJob, applied: &Applied, mode: Mode, printer: &Printer) {
     let conflicts = applied.count(Status::Conflicts);
     match (mode, &job.target) {
         // A scratch repository was patched; the folder or remote it was made from is not.
-        (Mode::Write, Target::Folder(_) | Target::Git { .. }) => printer.status(
+        (Mode::Write, PatchTarget::Folder(_) | PatchTarget::Git { .. }) => printer.status(
             "Checked",
             format_args!(
                 "{}: {} apply, {} already applied, in a scratch copy (tree {}); the source is unchanged, `forge build` applies the series in its own copy",
@@ -131,7 +131,7 @@ fn summarise(job: &PatchJob, applied: &Applied, mode: Mode, printer: &Printer) {
                 short(applied.tree),
             ),
         ),
-        (Mode::Write, Target::Repository(_)) => printer.status(
+        (Mode::Write, PatchTarget::Repository(_)) => printer.status(
             "Patched",
             format_args!(
                 "{}: {} applied, {} already applied; head {}, tree {}",
@@ -160,14 +160,14 @@ fn target_json(job: &PatchJob, applied: &Applied, mode: Mode) -> serde_json::Val
     json!({
         "onto": job.label,
         "kind": match job.target {
-            Target::Repository(_) => "repository",
-            Target::Folder(_) => "folder",
-            Target::Git { .. } => "git",
+            PatchTarget::Repository(_) => "repository",
+            PatchTarget::Folder(_) => "folder",
+            PatchTarget::Git { .. } => "git",
         },
         "base": applied.base.to_string(),
         // A check keeps no commit: its head and tree are what an apply would give, when
         // nothing conflicts (committer times aside).
-        "head": (mode == Mode::Write && matches!(job.target, Target::Repository(_)))
+        "head": (mode == Mode::Write && matches!(job.target, PatchTarget::Repository(_)))
             .then(|| applied.head.to_string()),
         "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
         "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
@@ -243,7 +243,7 @@ fn run_job(
     printer: &Printer,
 ) -> anyhow::Result<Applied> {
     Ok(match &job.target {
-        Target::Repository(path) => {
+        PatchTarget::Repository(path) => {
             let repository = git2::Repository::open(path).map_err(patch::PatchError::git(
                 format!("{} is not a git repository", path.display()),
             ))?;
@@ -271,11 +271,11 @@ fn is_repository(path: &std::path::Path) -> bool {
     path.join(".git").exists() || (path.join("HEAD").is_file() && path.join("objects").is_dir())
 }
 
-fn describe(target: &Target, label: &str) -> String {
+fn describe(target: &PatchTarget, label: &str) -> String {
     match target {
-        Target::Repository(_) => label.to_owned(),
-        Target::Folder(_) => format!("{label} (a scratch repository of the folder)"),
-        Target::Git { .. } => format!("{label} (a scratch repository from the git cache)"),
+        PatchTarget::Repository(_) => label.to_owned(),
+        PatchTarget::Folder(_) => format!("{label} (a scratch repository of the folder)"),
+        PatchTarget::Git { .. } => format!("{label} (a scratch repository from the git cache)"),
     }
 }
 

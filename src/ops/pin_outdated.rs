@@ -348,7 +348,7 @@ fn held(offer: &bump::VersionOffer, candidate: &bump::Candidate) -> Held {
                 kind: refusal.kind(),
                 message: refusal.to_string(),
                 summary: match refusal {
-                    bump::Refusal::Requires { package, .. }
+                    bump::VersionRefusal::Requires { package, .. }
                         if !offer.packages.iter().any(|own| {
                             own.pin == offer.pin && own.name.normalized() == *package
                         }) =>

@@ -20,7 +20,7 @@ use crate::lock::PlatformRecord;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::progress::Display;
-use crate::publish::{self, Publication, RemoteTags, Signals, index};
+use crate::publish::{self, Publication, RemoteTags, Signals, image_index};
 use crate::recipe::Recipe;
 use crate::registry::{RegistryClient, RemoteRepository};
 use crate::types::oci::{Digest, Platform};
@@ -145,7 +145,7 @@ pub(super) async fn run(
     let repository = &recipe.pins.image.repository;
     let (client, lookup) =
         RegistryClient::for_recipe(repository, options.insecure_registries.clone())?;
-    let target = index::Target {
+    let target = image_index::PushTarget {
         client,
         repository: RemoteRepository::from(repository),
     };
@@ -205,7 +205,7 @@ async fn build_everywhere(
             format_args!("{repository} for {platform} on {}", engine.host()),
         );
         let image = engine.build(&request, &mut events).await?;
-        let tag = index::platform_tag(first, &platform);
+        let tag = image_index::platform_tag(first, &platform);
         engine.tag(&image, repository, &tag).await?;
         let manifest = engine
             .push(repository, &tag, credentials, &mut events)
@@ -235,8 +235,8 @@ struct Built {
 async fn publish_index(
     job: &Job<'_>,
     built: &[Built],
-    target: &index::Target,
-    index: &index::Index,
+    target: &image_index::PushTarget,
+    index: &image_index::ImageIndex,
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let (recipe, options, plan) = (job.recipe, job.options, job.plan);

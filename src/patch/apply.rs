@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use git2::{Commit, ObjectType, Oid, Repository};
 
 use super::diff::{self, FilePatch};
-use super::engine::{self, RefusalKind, Write};
+use super::engine::{self, ApplyRefusalKind, Write};
 use super::intent::{self, Intent};
 use super::mail::{Author, Patch, raw_date, without_crud};
 use super::{PatchError, Series, patch_id};
@@ -706,24 +706,24 @@ impl Replay<'_> {
         files: &[FilePatch],
         current: &git2::Tree<'_>,
         base: Oid,
-        refusal: engine::Refusal,
+        refusal: engine::ApplyRefusal,
     ) -> Result<Outcome, PatchError> {
         Ok(match refusal.kind {
-            RefusalKind::UnsafePath => {
+            ApplyRefusalKind::UnsafePath => {
                 return Err(PatchError::UnsafePath {
                     patch: patch.name(),
                     path: refusal.file,
                     reason: refusal.reason,
                 });
             }
-            RefusalKind::SelfCheck => {
+            ApplyRefusalKind::SelfCheck => {
                 return Err(PatchError::SelfCheck {
                     patch: patch.name(),
                     file: refusal.file,
                     detail: refusal.reason,
                 });
             }
-            RefusalKind::Conflict => {
+            ApplyRefusalKind::Conflict => {
                 let reversed: Vec<FilePatch> = files.iter().rev().map(FilePatch::reverse).collect();
                 if let Some(commit) = self.carried_by(patch, files, base)? {
                     Outcome::AlreadyApplied { by: Some(commit) }

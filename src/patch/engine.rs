@@ -33,19 +33,19 @@ use super::image::Image;
 
 /// Why a diff does not apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct ApplyRefusal {
     /// The file it fails on.
     pub file: String,
     /// What fails there, in git's terms: `hunk #2 (@@ -4,12 +4,18 @@) does not apply`,
     /// `already exists in index`, ...
     pub reason: String,
     /// What kind of failure this is.
-    pub kind: RefusalKind,
+    pub kind: ApplyRefusalKind,
 }
 
-/// The kinds of `Refusal`.
+/// The kinds of `ApplyRefusal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefusalKind {
+pub enum ApplyRefusalKind {
     /// The diff does not fit the tree: git refuses it too.
     Conflict,
     /// The diff names a path git never writes (or one beyond a symbolic link).
@@ -69,7 +69,7 @@ pub fn apply(
     tree: &Tree<'_>,
     patches: &[FilePatch],
     write: Write,
-) -> Result<Option<Oid>, Refusal> {
+) -> Result<Option<Oid>, ApplyRefusal> {
     let mut run = Run {
         repository,
         tree,
@@ -137,11 +137,11 @@ fn show(name: &[u8]) -> String {
 }
 
 impl Run<'_> {
-    fn refuse(&self, file: &[u8], reason: impl Into<String>) -> Refusal {
-        Refusal {
+    fn refuse(&self, file: &[u8], reason: impl Into<String>) -> ApplyRefusal {
+        ApplyRefusal {
             file: show(file),
             reason: reason.into(),
-            kind: RefusalKind::Conflict,
+            kind: ApplyRefusalKind::Conflict,
         }
     }
 
@@ -167,7 +167,7 @@ impl Run<'_> {
         self.entry(path).filter(|entry| entry.mode != DIRECTORY)
     }
 
-    fn check_all(&mut self) -> Result<(), Refusal> {
+    fn check_all(&mut self) -> Result<(), ApplyRefusal> {
         for patch in &self.patches {
             if let Some(old) = &patch.old_name
                 && patch.old_mode & TYPE_MASK == SYMLINK
@@ -194,7 +194,7 @@ impl Run<'_> {
 
     /// The earlier file patch whose result this one starts from; `Err` when an earlier one
     /// took its file away.
-    fn previous(&self, index: usize) -> Result<Option<usize>, Refusal> {
+    fn previous(&self, index: usize) -> Result<Option<usize>, ApplyRefusal> {
         let patch = &self.patches[index];
         if patch.is_copy || patch.is_rename {
             return Ok(None);
@@ -211,7 +211,7 @@ impl Run<'_> {
         }
     }
 
-    fn check(&mut self, index: usize) -> Result<(), Refusal> {
+    fn check(&mut self, index: usize) -> Result<(), ApplyRefusal> {
         self.check_preimage(index)?;
         let patch = &self.patches[index];
         let ok_if_exists = patch.new_name.as_ref().is_some_and(|new| {
@@ -263,10 +263,10 @@ impl Run<'_> {
             && let Some(new) = &patch.new_name
             && self.beyond_symlink(new)
         {
-            return Err(Refusal {
+            return Err(ApplyRefusal {
                 file: show(new),
                 reason: "it goes through a symbolic link".to_owned(),
-                kind: RefusalKind::UnsafePath,
+                kind: ApplyRefusalKind::UnsafePath,
             });
         }
         self.apply_data(index)
@@ -274,7 +274,7 @@ impl Run<'_> {
 
     /// The file to change, rename or delete exists with the right type; the modes the patch
     /// leaves out are filled in from it.
-    fn check_preimage(&mut self, index: usize) -> Result<(), Refusal> {
+    fn check_preimage(&mut self, index: usize) -> Result<(), ApplyRefusal> {
         let Some(old) = self.patches[index].old_name.clone() else {
             return Ok(());
         };
@@ -299,7 +299,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn check_paths(&self, index: usize) -> Result<(), Refusal> {
+    fn check_paths(&self, index: usize) -> Result<(), ApplyRefusal> {
         let patch = &self.patches[index];
         let old = if patch.is_delete || (!patch.is_new && !patch.is_copy) {
             patch.old_name.as_deref()
@@ -315,10 +315,10 @@ impl Run<'_> {
             if let Some(name) = name
                 && !verify_path(name, mode)
             {
-                return Err(Refusal {
+                return Err(ApplyRefusal {
                     file: show(name),
                     reason: "invalid path".to_owned(),
-                    kind: RefusalKind::UnsafePath,
+                    kind: ApplyRefusalKind::UnsafePath,
                 });
             }
         }
@@ -352,7 +352,7 @@ impl Run<'_> {
     }
 
     /// The content the patch starts from, and the blob it is when it comes from the tree.
-    fn preimage(&self, index: usize) -> Result<(Vec<u8>, Option<Oid>), Refusal> {
+    fn preimage(&self, index: usize) -> Result<(Vec<u8>, Option<Oid>), ApplyRefusal> {
         if let Some(previous) = self.previous(index)? {
             return Ok((self.results[previous].clone().unwrap_or_default(), None));
         }
@@ -375,7 +375,7 @@ impl Run<'_> {
         Ok((blob.content().to_vec(), Some(entry.id)))
     }
 
-    fn apply_data(&mut self, index: usize) -> Result<(), Refusal> {
+    fn apply_data(&mut self, index: usize) -> Result<(), ApplyRefusal> {
         let (preimage, from_blob) = self.preimage(index)?;
         let patch = &self.patches[index];
         let name = patch
@@ -429,7 +429,7 @@ impl Run<'_> {
         patch: &FilePatch,
         name: &[u8],
         preimage: Vec<u8>,
-    ) -> Result<Vec<u8>, Refusal> {
+    ) -> Result<Vec<u8>, ApplyRefusal> {
         let full = |id: &str| id.len() == 40 && id.bytes().all(|c| c.is_ascii_hexdigit());
         if !full(&patch.old_id) || !full(&patch.new_id) {
             return Err(self.refuse(name, "cannot apply binary patch without full index line"));
@@ -491,7 +491,7 @@ impl Run<'_> {
     }
 
     /// Removals first, then every new or changed file written where nothing is in its way.
-    fn write_out(self, write: Write) -> Result<Option<Oid>, Refusal> {
+    fn write_out(self, write: Write) -> Result<Option<Oid>, ApplyRefusal> {
         let mut stage = Stage {
             run: &self,
             removed: HashSet::new(),
@@ -582,7 +582,7 @@ impl Stage<'_> {
         remains
     }
 
-    fn add(&mut self, path: &[u8], mode: u32, content: &[u8]) -> Result<(), Refusal> {
+    fn add(&mut self, path: &[u8], mode: u32, content: &[u8]) -> Result<(), ApplyRefusal> {
         let content = if mode == GITLINK {
             let id = content
                 .strip_prefix(b"Subproject commit ")
@@ -615,7 +615,7 @@ impl Stage<'_> {
         Ok(())
     }
 
-    fn write(self) -> Result<Oid, Refusal> {
+    fn write(self) -> Result<Oid, ApplyRefusal> {
         let repository = self.run.repository;
         let failed = |path: &[u8], error: git2::Error| {
             self.run
@@ -643,13 +643,13 @@ impl Stage<'_> {
             if let Some(made) = made
                 && !made.to_string().starts_with(promised.as_str())
             {
-                return Err(Refusal {
+                return Err(ApplyRefusal {
                     file: show(path),
                     reason: format!(
                         "its index line says blob {} becomes {promised}, but its hunks make {made}",
                         patch.old_id
                     ),
-                    kind: RefusalKind::SelfCheck,
+                    kind: ApplyRefusalKind::SelfCheck,
                 });
             }
         }

@@ -11,7 +11,7 @@
 //!    reverse applies or the branch carries it (`patch_id`). Only when every patch has gone
 //!    through are the objects written, the worktree checked out and the branch moved; a
 //!    conflict leaves the repository exactly as it was.
-//! 3. `patched_tree(&Target, &Series, Mode) -> Patched` does the same onto a scratch repository
+//! 3. `patched_tree(&PatchTarget, &Series, Mode) -> Patched` does the same onto a scratch repository
 //!    made from a recipe folder, a git revision fetched into forge's cache, or a local
 //!    repository's HEAD, and hands back the scratch repository and the patched tree for the
 //!    build; the user's own files are never touched.
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 pub use apply::{Applied, Mode, Outcome, PatchResult, Status, apply};
 pub use mail::{Author, Patch};
-pub use target::{Patched, Target, patched_tree, scratch_from_folder};
+pub use target::{PatchTarget, Patched, patched_tree, scratch_from_folder};
 
 /// How many files a patch text changes, read as `git apply` reads it; the reason when git
 /// would not read it.

@@ -14,7 +14,7 @@ use crate::types::url::Url;
 
 /// A target resolved from the command line or pins.toml.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub enum PatchTarget {
     /// A repository of the user's: `apply` commits onto its branch and checks out.
     Repository(PathBuf),
     /// A recipe folder: its files become the first commit of a scratch repository.
@@ -28,15 +28,15 @@ pub enum Target {
     },
 }
 
-impl Target {
+impl PatchTarget {
     /// What a `[[patches]]` entry of pins.toml applies onto: its folder, found in `recipe_root`
     /// (written as `fs::in_folder` writes recipe paths), or its remote at its commit.
     pub fn from_onto(onto: &Onto, recipe_root: &Path) -> Self {
         match onto {
             Onto::Folder(folder) => {
-                Target::Folder(crate::fs::in_folder(recipe_root, folder.as_str()))
+                PatchTarget::Folder(crate::fs::in_folder(recipe_root, folder.as_str()))
             }
-            Onto::Git { git, rev } => Target::Git {
+            Onto::Git { git, rev } => PatchTarget::Git {
                 url: git.clone(),
                 rev: rev.clone(),
             },
@@ -44,12 +44,12 @@ impl Target {
     }
 }
 
-impl std::fmt::Display for Target {
+impl std::fmt::Display for PatchTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Target::Repository(path) => write!(f, "{}", path.display()),
-            Target::Folder(path) => write!(f, "{} (scratch repository)", path.display()),
-            Target::Git { url, rev } => write!(f, "{url} at {rev} (scratch repository)"),
+            PatchTarget::Repository(path) => write!(f, "{}", path.display()),
+            PatchTarget::Folder(path) => write!(f, "{} (scratch repository)", path.display()),
+            PatchTarget::Git { url, rev } => write!(f, "{url} at {rev} (scratch repository)"),
         }
     }
 }
@@ -128,14 +128,18 @@ fn slug(subject: &str) -> String {
     }
 }
 
-/// Applies `series` to a scratch repository made from `target` (`Target::Folder` or
-/// `Target::Git`; a `Target::Repository` is copied by reference, its branch untouched) and
+/// Applies `series` to a scratch repository made from `target` (`PatchTarget::Folder` or
+/// `PatchTarget::Git`; a `PatchTarget::Repository` is copied by reference, its branch untouched) and
 /// returns the patched tree. In `Mode::Check` nothing is committed even in the scratch copy.
-pub fn patched_tree(target: &Target, series: &Series, mode: Mode) -> Result<Patched, PatchError> {
+pub fn patched_tree(
+    target: &PatchTarget,
+    series: &Series,
+    mode: Mode,
+) -> Result<Patched, PatchError> {
     let (scratch, repository) = match target {
-        Target::Folder(folder) => scratch_from_folder(folder)?,
-        Target::Git { url, rev } => scratch_from_git(url, rev)?,
-        Target::Repository(path) => {
+        PatchTarget::Folder(folder) => scratch_from_folder(folder)?,
+        PatchTarget::Git { url, rev } => scratch_from_git(url, rev)?,
+        PatchTarget::Repository(path) => {
             let source = Repository::open(path)
                 .map_err(PatchError::git(format!("cannot open {}", path.display())))?;
             let head = source

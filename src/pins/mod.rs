@@ -891,7 +891,9 @@ impl Loader<'_> {
             {
                 let target = platforms
                     .iter()
-                    .filter_map(|platform| crate::index::wheel::Target::new(platform, python))
+                    .filter_map(|platform| {
+                        crate::package_index::wheel::WheelTarget::new(platform, python)
+                    })
                     .find(|target| !target.fits_wheel(&file));
                 if let Some(target) = target {
                     return Err(self.error(

@@ -17,7 +17,7 @@
 //! writes what is about to happen next to forge.lock, and the next forge settles it by the same
 //! rule.
 
-pub mod index;
+pub mod image_index;
 pub mod intent;
 mod refuse;
 #[cfg(test)]

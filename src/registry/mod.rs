@@ -26,7 +26,7 @@ use sha2::{Digest as _, Sha256};
 
 pub use auth::Challenge;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
-pub use trust::{Refusal, Trust};
+pub use trust::{Trust, UrlRefusal};
 
 use url::Url;
 
@@ -345,7 +345,7 @@ pub enum RegistryError {
         /// Where it leads.
         url: String,
         /// Why not.
-        refusal: Refusal,
+        refusal: UrlRefusal,
     },
 }
 
@@ -376,7 +376,7 @@ impl Advise for RegistryError {
             RegistryError::Body(error) => return error.advice(),
             RegistryError::NotFound { .. } => "check the image reference in pins.toml [base]".to_owned(),
             RegistryError::Status { .. } | RegistryError::Invalid { .. } => "try again later; `skopeo inspect docker://IMAGE` shows what the registry serves".to_owned(),
-            RegistryError::Refused { refusal: Refusal::OtherHost { .. }, .. } => "the distribution API continues a tag list on the registry's own host (its next links are relative); check the registry, or a proxy in front of it that rewrites its URLs".to_owned(),
+            RegistryError::Refused { refusal: UrlRefusal::OtherHost { .. }, .. } => "the distribution API continues a tag list on the registry's own host (its next links are relative); check the registry, or a proxy in front of it that rewrites its URLs".to_owned(),
             RegistryError::Refused { .. } => "a registry's redirects and token realms must be https (plain HTTP only for loopback hosts and --insecure-registry HOST) and carry no user name or password; check the registry's configuration".to_owned(),
         })
     }

@@ -18,7 +18,7 @@ const KNOWN_REALMS: &[(&str, &str)] = &[("registry-1.docker.io", "auth.docker.io
 
 /// Why forge will not follow a URL a registry sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum UrlRefusal {
     /// It is on another scheme, host or port than the registry (`registry` is the registry's
     /// origin).
     OtherHost {
@@ -36,21 +36,21 @@ pub enum Refusal {
     NotHttp(String),
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for UrlRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::OtherHost { registry } => write!(
+            UrlRefusal::OtherHost { registry } => write!(
                 f,
                 "it leads to another host than the registry at {registry}, and the registry's credentials stay with the registry"
             ),
-            Refusal::Downgrade => f.write_str("it moves from https to http"),
-            Refusal::PlainHttp => f.write_str(
+            UrlRefusal::Downgrade => f.write_str("it moves from https to http"),
+            UrlRefusal::PlainHttp => f.write_str(
                 "it is plain HTTP to a host that is neither loopback nor named with --insecure-registry",
             ),
-            Refusal::UserInformation => {
+            UrlRefusal::UserInformation => {
                 f.write_str("it carries user information (a user name or password)")
             }
-            Refusal::NotHttp(what) => write!(f, "it is not an https:// URL ({what})"),
+            UrlRefusal::NotHttp(what) => write!(f, "it is not an https:// URL ({what})"),
         }
     }
 }
@@ -77,15 +77,15 @@ impl<'a> Trust<'a> {
 
     /// The next page of a tag list: `link` (relative links are read against `current`, the
     /// page that named it), which must stay on the registry's origin.
-    pub fn next_link(&self, current: &Url, link: &str) -> Result<Url, Refusal> {
+    pub fn next_link(&self, current: &Url, link: &str) -> Result<Url, UrlRefusal> {
         let next = current
             .join(link)
-            .map_err(|error| Refusal::NotHttp(error.to_string()))?;
+            .map_err(|error| UrlRefusal::NotHttp(error.to_string()))?;
         if has_user_information(&next) {
-            return Err(Refusal::UserInformation);
+            return Err(UrlRefusal::UserInformation);
         }
         if !same_origin(self.registry, &next) {
-            return Err(Refusal::OtherHost {
+            return Err(UrlRefusal::OtherHost {
                 registry: self.registry.origin().ascii_serialization(),
             });
         }
@@ -94,10 +94,10 @@ impl<'a> Trust<'a> {
 
     /// Where a redirect from `from` to `location` leads: anywhere over https, over plain HTTP
     /// only from plain HTTP and to a host that may be spoken to so; never with user information.
-    pub fn redirect(&self, from: &Url, location: &str) -> Result<Url, Refusal> {
+    pub fn redirect(&self, from: &Url, location: &str) -> Result<Url, UrlRefusal> {
         let to = from
             .join(location)
-            .map_err(|error| Refusal::NotHttp(error.to_string()))?;
+            .map_err(|error| UrlRefusal::NotHttp(error.to_string()))?;
         self.check_scheme(&to, from.scheme() == "https")?;
         Ok(to)
     }
@@ -106,8 +106,8 @@ impl<'a> Trust<'a> {
     /// be https (or plain HTTP where the registry itself is, to a host that may be spoken to
     /// so) and carry no user information; it gets the credentials only on the registry's origin
     /// or as Docker Hub's own token service.
-    pub fn realm(&self, realm: &str) -> Result<(Url, bool), Refusal> {
-        let url = Url::parse(realm).map_err(|error| Refusal::NotHttp(error.to_string()))?;
+    pub fn realm(&self, realm: &str) -> Result<(Url, bool), UrlRefusal> {
+        let url = Url::parse(realm).map_err(|error| UrlRefusal::NotHttp(error.to_string()))?;
         self.check_scheme(&url, self.registry.scheme() == "https")?;
         let known = KNOWN_REALMS.iter().any(|(registry, realm)| {
             url.scheme() == "https"
@@ -126,16 +126,16 @@ impl<'a> Trust<'a> {
         is_loopback(url) || self.insecure.iter().any(|name| names(name, url))
     }
 
-    fn check_scheme(&self, url: &Url, from_https: bool) -> Result<(), Refusal> {
+    fn check_scheme(&self, url: &Url, from_https: bool) -> Result<(), UrlRefusal> {
         if has_user_information(url) {
-            return Err(Refusal::UserInformation);
+            return Err(UrlRefusal::UserInformation);
         }
         match url.scheme() {
             "https" => Ok(()),
-            "http" if from_https => Err(Refusal::Downgrade),
-            "http" if !self.may_be_plain(url) => Err(Refusal::PlainHttp),
+            "http" if from_https => Err(UrlRefusal::Downgrade),
+            "http" if !self.may_be_plain(url) => Err(UrlRefusal::PlainHttp),
             "http" => Ok(()),
-            other => Err(Refusal::NotHttp(format!("{other}:"))),
+            other => Err(UrlRefusal::NotHttp(format!("{other}:"))),
         }
     }
 }
@@ -188,19 +188,19 @@ mod tests {
         let trust = Trust::new(&registry, &[]);
         assert_eq!(
             trust.realm("http://[::1]@0.0.0.0:5000/token"),
-            Err(Refusal::UserInformation)
+            Err(UrlRefusal::UserInformation)
         );
         assert_eq!(
             trust.realm("http://0.0.0.0:5000/token"),
-            Err(Refusal::PlainHttp)
+            Err(UrlRefusal::PlainHttp)
         );
         assert_eq!(
             trust.realm("http://[::1]@127.0.0.1:5000/token"),
-            Err(Refusal::UserInformation)
+            Err(UrlRefusal::UserInformation)
         );
         assert_eq!(
             trust.realm("http://user:pw@127.0.0.1:5000/token"),
-            Err(Refusal::UserInformation)
+            Err(UrlRefusal::UserInformation)
         );
         assert_eq!(
             trust
@@ -222,9 +222,9 @@ mod tests {
         );
         assert!(matches!(
             trust.realm("ftp://127.0.0.1/token"),
-            Err(Refusal::NotHttp(_))
+            Err(UrlRefusal::NotHttp(_))
         ));
-        assert!(matches!(trust.realm("/token"), Err(Refusal::NotHttp(_))));
+        assert!(matches!(trust.realm("/token"), Err(UrlRefusal::NotHttp(_))));
     }
 
     #[test]
@@ -233,7 +233,7 @@ mod tests {
         let trust = Trust::new(&registry, &[]);
         assert_eq!(
             trust.realm("http://127.0.0.1/token"),
-            Err(Refusal::Downgrade)
+            Err(UrlRefusal::Downgrade)
         );
         assert_eq!(
             trust
@@ -300,15 +300,15 @@ mod tests {
         );
         assert!(matches!(
             trust.next_link(&page, "http://127.0.0.2:5000/v2/a/tags/list"),
-            Err(Refusal::OtherHost { .. })
+            Err(UrlRefusal::OtherHost { .. })
         ));
         assert!(matches!(
             trust.next_link(&page, "//127.0.0.1:5001/v2/a/tags/list"),
-            Err(Refusal::OtherHost { .. })
+            Err(UrlRefusal::OtherHost { .. })
         ));
         assert_eq!(
             trust.next_link(&page, "http://u:p@127.0.0.1:5000/v2/a/tags/list"),
-            Err(Refusal::UserInformation)
+            Err(UrlRefusal::UserInformation)
         );
     }
 
@@ -319,11 +319,11 @@ mod tests {
         let from = url("https://ghcr.io/v2/a/manifests/b");
         assert_eq!(
             trust.redirect(&from, "http://ghcr.io/x"),
-            Err(Refusal::Downgrade)
+            Err(UrlRefusal::Downgrade)
         );
         assert_eq!(
             trust.redirect(&from, "http://127.0.0.1/x"),
-            Err(Refusal::Downgrade)
+            Err(UrlRefusal::Downgrade)
         );
         let to = trust.redirect(&from, "https://cdn.example/x").unwrap();
         assert!(!trust.sends_credentials_to(&to));
@@ -334,7 +334,7 @@ mod tests {
         let from = url("http://127.0.0.1:5000/v2/a/manifests/b");
         assert_eq!(
             trust.redirect(&from, "http://cdn.example/x"),
-            Err(Refusal::PlainHttp)
+            Err(UrlRefusal::PlainHttp)
         );
         assert!(trust.redirect(&from, "https://cdn.example/x").is_ok());
     }
@@ -479,9 +479,9 @@ mod tests {
                         prop_assert!(registry.scheme == "http" && target.host.loopback, "{} -> {}", registry.text, target.text);
                     }
                 }
-                Err(Refusal::UserInformation) => prop_assert!(target.userinfo),
-                Err(Refusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
-                Err(Refusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
+                Err(UrlRefusal::UserInformation) => prop_assert!(target.userinfo),
+                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
+                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
                 Err(other) => prop_assert!(false, "{:?} for {}", other, target.text),
             }
 
@@ -490,8 +490,8 @@ mod tests {
                     prop_assert!(same && !target.userinfo, "{} -> {}", registry.text, target.text);
                     prop_assert!(trust.sends_credentials_to(&next));
                 }
-                Err(Refusal::OtherHost { .. }) => prop_assert!(!same),
-                Err(Refusal::UserInformation) => prop_assert!(target.userinfo),
+                Err(UrlRefusal::OtherHost { .. }) => prop_assert!(!same),
+                Err(UrlRefusal::UserInformation) => prop_assert!(target.userinfo),
                 Err(other) => prop_assert!(false, "{:?} for {}", other, target.text),
             }
 
@@ -501,9 +501,9 @@ mod tests {
                     prop_assert!(registry.scheme == "http" || target.scheme == "https");
                     prop_assert_eq!(trust.sends_credentials_to(&to), same);
                 }
-                Err(Refusal::UserInformation) => prop_assert!(target.userinfo),
-                Err(Refusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
-                Err(Refusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
+                Err(UrlRefusal::UserInformation) => prop_assert!(target.userinfo),
+                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
+                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
                 Err(other) => prop_assert!(false, "{:?} for {}", other, target.text),
             }
         }

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 
 use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::{Assignment, Segment};
-use crate::bump::{BumpError, Refusal, release};
+use crate::bump::{BumpError, VersionRefusal, release};
 use crate::diagnostics::CheckFailed;
-use crate::index::download::{self, Fetched};
+use crate::package_index::download::{self, Fetched};
 use crate::pins::{Pin, Source, Wheel};
 use crate::printer::Printer;
 use crate::types::python::{FileSha256, Version};
@@ -155,7 +155,7 @@ fn check_constraints(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     if let Some(denied) = pin.denied(version) {
-        let refusal = Refusal::Denied {
+        let refusal = VersionRefusal::Denied {
             pin: pin.name.clone(),
             reason: denied.reason.clone(),
         };
@@ -166,7 +166,7 @@ fn check_constraints(
         .as_ref()
         .filter(|allow| !allow.contains(&version.pep440()))
     {
-        let refusal = Refusal::OutsideRange {
+        let refusal = VersionRefusal::OutsideRange {
             pin: pin.name.clone(),
             range: allow.as_str().to_owned(),
         };

@@ -9,7 +9,7 @@ use super::{Constraints, Move, PinBumpOptions, SeriesCheck};
 use crate::bump::edit::Assignment;
 use crate::bump::{self, BumpError, Upstream};
 use crate::diagnostics::CheckFailed;
-use crate::patch::{self, Outcome, Series, Target};
+use crate::patch::{self, Outcome, PatchTarget, Series};
 use crate::pins::{Onto, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -149,7 +149,7 @@ fn check_series(
 ) -> anyhow::Result<SeriesCheck> {
     let folder = crate::fs::Confined::new(&recipe.root)?;
     let patches = Series::read(&[recipe.root.join(series.as_str())], Some(&folder))?;
-    let target = Target::Git {
+    let target = PatchTarget::Git {
         url: url.clone(),
         rev: revision.clone(),
     };

@@ -4,7 +4,7 @@
 use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::Assignment;
 use crate::bump::group::{self, GroupPlan, MemberPlan};
-use crate::bump::{Candidate, Refusal, Upstream, VersionOffer};
+use crate::bump::{Candidate, Upstream, VersionOffer, VersionRefusal};
 use crate::pins::Pin;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -62,7 +62,7 @@ pub(super) fn plan_to(
         force,
     );
     if !plan.refused.is_empty() {
-        let refusals: Vec<&Refusal> = plan.refused.iter().collect();
+        let refusals: Vec<&VersionRefusal> = plan.refused.iter().collect();
         return Err(refused(&pin.name, version, &refusals).into());
     }
     explain(&plan, printer);
@@ -120,7 +120,7 @@ pub fn held_back(member: &MemberPlan) -> String {
         } else {
             refusals
                 .iter()
-                .map(Refusal::held_by)
+                .map(VersionRefusal::held_by)
                 .collect::<Vec<_>>()
                 .join("; ")
         };
@@ -176,7 +176,7 @@ fn group_move(offer: &VersionOffer, plan: &GroupPlan) -> Move {
     }
 }
 
-fn join(refusals: &[Refusal]) -> String {
+fn join(refusals: &[VersionRefusal]) -> String {
     refusals
         .iter()
         .map(ToString::to_string)

@@ -16,8 +16,8 @@ use serde_json::json;
 use crate::bump::edit::Assignment;
 use crate::bump::steps::Invalidated;
 use crate::bump::{
-    self, BumpError, Candidate, Clients, Prereleases, Refusal, Sources, Upstream, VersionOffer,
-    YankedFiles,
+    self, BumpError, Candidate, Clients, Prereleases, Sources, Upstream, VersionOffer,
+    VersionRefusal, YankedFiles,
 };
 use crate::diagnostics::CheckFailed;
 use crate::patch::Applied;
@@ -242,7 +242,7 @@ fn plan_version(
                 );
             }
             if !(candidate.allowed() || force && candidate.forceable()) {
-                let refusals: Vec<&Refusal> = candidate.refusals.iter().collect();
+                let refusals: Vec<&VersionRefusal> = candidate.refusals.iter().collect();
                 return Err(refused(&pin.name, &version, &refusals).into());
             }
             warn_yanked(&offer, &version, printer);
@@ -348,7 +348,7 @@ fn coordinating(
         .collect();
     let mut others: Vec<PinName> = Vec::new();
     for refusal in &candidate.refusals {
-        let Refusal::Requires {
+        let VersionRefusal::Requires {
             package,
             dependency,
             ..
@@ -387,10 +387,10 @@ fn denied_or_absent(
     version: &Version,
     candidate: &Candidate,
 ) -> anyhow::Result<()> {
-    let denied: Vec<&Refusal> = candidate
+    let denied: Vec<&VersionRefusal> = candidate
         .refusals
         .iter()
-        .filter(|refusal| matches!(refusal, Refusal::Denied { .. }))
+        .filter(|refusal| matches!(refusal, VersionRefusal::Denied { .. }))
         .collect();
     if !denied.is_empty() {
         return Err(refused(&pin.name, version, &denied).into());
@@ -521,7 +521,11 @@ fn version_move(offer: &VersionOffer, version: &Version) -> Move {
 }
 
 /// The refusal of a move as a failed check (exit 1), with the hint the reasons call for.
-pub(crate) fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -> CheckFailed {
+pub(crate) fn refused(
+    pin: &PinName,
+    version: &Version,
+    refusals: &[&VersionRefusal],
+) -> CheckFailed {
     let message = format!(
         "refusing to move {pin} to {version}: {}",
         refusals
@@ -531,30 +535,30 @@ pub(crate) fn refused(pin: &PinName, version: &Version, refusals: &[&Refusal]) -
             .join("; ")
     );
     let hint = match refusals.first() {
-        Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke; neither --to nor --force moves past it".to_owned(),
-        Some(Refusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
-        Some(Refusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
-        Some(Refusal::Requires { requirement, .. }) => format!("the Dockerfile installs with --no-deps, so forge checks what each wheel declares: move the pin that provides {requirement} first (for a pin in the base, move the base), or pick a version whose requirements the pinned set meets"),
-        Some(Refusal::Base { requirement, .. }) => format!("the base must supply {requirement}: move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents` to record what it holds), or pick another version"),
-        Some(Refusal::NoFit { package, .. }) => format!("the image needs a wheel of {package} for its platform and Python (`[image] platform`, `[base] python` in pins.toml); wait until one is published, or pick a version that has one"),
-        Some(Refusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
+        Some(VersionRefusal::Denied { .. }) => "the deny list in pins.toml records what broke; neither --to nor --force moves past it".to_owned(),
+        Some(VersionRefusal::WheelMissing { package, version, .. }) => format!("every wheel of a set moves together: wait until {package} {version} is published on its index, or check the wheel's `index` in pins.toml"),
+        Some(VersionRefusal::PartnerMissing { pin: partner, version, .. }) => format!("a lockstep group moves together: wait for {partner} {version}, or pick a version every member has with --to"),
+        Some(VersionRefusal::Requires { requirement, .. }) => format!("the Dockerfile installs with --no-deps, so forge checks what each wheel declares: move the pin that provides {requirement} first (for a pin in the base, move the base), or pick a version whose requirements the pinned set meets"),
+        Some(VersionRefusal::Base { requirement, .. }) => format!("the base must supply {requirement}: move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents` to record what it holds), or pick another version"),
+        Some(VersionRefusal::NoFit { package, .. }) => format!("the image needs a wheel of {package} for its platform and Python (`[image] platform`, `[base] python` in pins.toml); wait until one is published, or pick a version that has one"),
+        Some(VersionRefusal::OutsideRange { .. }) => "pass --force to move outside the allowed range (a denied version can never be forced), or widen `allow` in pins.toml".to_owned(),
         None => "see `forge pin outdated`".to_owned(),
     };
     CheckFailed::new(message, hint)
 }
 
 /// What to do about the refusals of the newest version, when nothing newer is allowed.
-fn held_hint(refusals: &[Refusal]) -> &'static str {
+fn held_hint(refusals: &[VersionRefusal]) -> &'static str {
     match refusals.first() {
-        Some(Refusal::OutsideRange { .. }) => {
+        Some(VersionRefusal::OutsideRange { .. }) => {
             "pass --force to cross the allowed range, or widen `allow` in pins.toml"
         }
-        Some(Refusal::Denied { .. }) => "the deny list in pins.toml records what broke",
+        Some(VersionRefusal::Denied { .. }) => "the deny list in pins.toml records what broke",
         _ => "`forge pin outdated` says why",
     }
 }
 
-fn join(refusals: &[Refusal]) -> String {
+fn join(refusals: &[VersionRefusal]) -> String {
     refusals
         .iter()
         .map(ToString::to_string)

@@ -25,7 +25,7 @@ pub fn platform_tag(first: &Tag, platform: &Platform) -> Tag {
 
 /// An index, as bytes, and its digest.
 #[derive(Debug, Clone)]
-pub struct Index {
+pub struct ImageIndex {
     /// The JSON document.
     pub body: Vec<u8>,
     /// Its sha256.
@@ -34,17 +34,17 @@ pub struct Index {
 
 /// The repository an index goes to, and the client that reaches its registry.
 #[derive(Debug)]
-pub struct Target {
+pub struct PushTarget {
     /// The registry client, with the repository's credentials.
     pub client: RegistryClient,
     /// The repository.
     pub repository: RemoteRepository,
 }
 
-impl Target {
+impl PushTarget {
     /// The index listing `entries` (each platform with the manifest digest the registry stored),
     /// each entry's size and media type read back from the repository.
-    pub fn compose(&self, entries: &[(Platform, Digest)]) -> Result<Index, RegistryError> {
+    pub fn compose(&self, entries: &[(Platform, Digest)]) -> Result<ImageIndex, RegistryError> {
         let (client, repository) = (&self.client, &self.repository);
         let mut manifests = Vec::new();
         for (platform, digest) in entries {
@@ -69,7 +69,7 @@ impl Target {
         }))
         .expect("an index serializes");
         let digest = Digest::from_sha256(&sha2::Sha256::digest(&body));
-        Ok(Index { body, digest })
+        Ok(ImageIndex { body, digest })
     }
 
     /// Refuses, before any recipe tag moves, a dated tag the registry holds for another manifest
@@ -77,7 +77,7 @@ impl Target {
     pub fn refuse_moved(
         &self,
         tags: &[ResolvedTag],
-        index: &Index,
+        index: &ImageIndex,
         force: bool,
     ) -> anyhow::Result<()> {
         let (client, repository) = (&self.client, &self.repository);
@@ -105,7 +105,7 @@ impl Target {
     }
 
     /// Puts `index` under every tag, dated tags first; returns the digest the registry stored.
-    pub fn put(&self, tags: &[ResolvedTag], index: &Index) -> Result<Digest, RegistryError> {
+    pub fn put(&self, tags: &[ResolvedTag], index: &ImageIndex) -> Result<Digest, RegistryError> {
         let (client, repository) = (&self.client, &self.repository);
         let mut order: Vec<&ResolvedTag> = tags.iter().collect();
         order.sort_by_key(|tag| tag.mutability == Mutability::Moving);

@@ -11,14 +11,14 @@ use crate::types::python::PythonVersion;
 /// What a wheel must fit: the image's CPU architecture and, when pins.toml declares it, its
 /// Python.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub struct WheelTarget {
     /// The architecture as wheel tags spell it: `aarch64`, `x86_64`.
     pub arch: String,
     /// The image's Python (`[base] python`); without it only the platform is checked.
     pub python: Option<PythonVersion>,
 }
 
-impl Target {
+impl WheelTarget {
     /// The target of an image built for `platform` (`linux/arm64`) running `python`; `None` for
     /// an operating system other than Linux, where forge checks no tags.
     pub fn new(platform: &Platform, python: Option<&PythonVersion>) -> Option<Self> {
@@ -153,8 +153,8 @@ pub fn tag_triple(file: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn target(platform: &str, python: Option<&str>) -> Target {
-        Target::new(
+    fn target(platform: &str, python: Option<&str>) -> WheelTarget {
+        WheelTarget::new(
             &platform.parse().unwrap(),
             python.map(|python| python.parse().unwrap()).as_ref(),
         )

@@ -94,7 +94,7 @@ impl Releases {
 
     /// Whether `version` has a wheel for `target`: tags that fit and a `requires-python`
     /// that holds.
-    pub fn fit(&self, version: &pep440_rs::Version, target: &wheel::Target) -> Fit {
+    pub fn fit(&self, version: &pep440_rs::Version, target: &wheel::WheelTarget) -> Fit {
         let files: Vec<&IndexFile> = self
             .files
             .iter()
