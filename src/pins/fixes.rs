@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
+use super::load::Loader;
 use super::schema::RawFix;
-use super::{LoadError, Loader, Overlay, Pin};
+use super::{LoadError, Overlay, Pin};
 use crate::types::dockerfile::Text;
 use crate::types::python::PythonExpr;
 use crate::types::recipe::{FixName, PinName, RecipePath};

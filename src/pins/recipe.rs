@@ -1,0 +1,158 @@
+//! The typed recipe: the image, its tags and platforms, the base, the patch series, overlays and
+//! context settings; the pins themselves are in `pin`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::location::Location;
+use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
+use crate::types::python::PythonVersion;
+use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
+use crate::types::url::Url;
+
+use super::fixes::Fix;
+use super::pin::Pin;
+use super::schema::{Onto, TagTemplate};
+
+/// The recipe: everything pins.toml says, typed and checked.
+#[derive(Debug, Clone)]
+pub struct Pins {
+    /// The image this recipe builds.
+    pub image: Image,
+    /// The image it builds on.
+    pub base: Base,
+    /// The package index named in pins.toml, if any (pip's own configuration wins over it).
+    pub index: Option<Url>,
+    /// `ENV` lines of the image, in name order.
+    pub env: BTreeMap<EnvName, PlainValue>,
+    /// Build arguments passed to the engine, in name order.
+    pub args: BTreeMap<EnvName, PlainValue>,
+    /// Every pin, by name.
+    pub pins: BTreeMap<PinName, Pin>,
+    /// Patch series and what they apply onto.
+    pub patches: Vec<PatchSeries>,
+    /// Folders copied into the image.
+    pub overlays: Vec<Overlay>,
+    /// What the build context may hold.
+    pub context: ContextSettings,
+    /// Where the recipe keeps its committed render (`[render] committed`), which `pin bump`
+    /// rewrites together with pins.toml.
+    pub committed_render: Option<RecipePath>,
+    /// What the pins and overlays fix, in name order.
+    pub fixes: Vec<Fix>,
+    /// The groups that move in lockstep (`[groups.NAME] lockstep = true`): one version for
+    /// every member. Other groups move together, each member at its own version.
+    pub lockstep: BTreeSet<PinName>,
+    /// Things that load but deserve a look (a short git revision, say).
+    pub notices: Vec<Notice>,
+}
+
+impl Pins {
+    /// Each overlay as (folder in the recipe, where it lands in the image).
+    pub fn overlay_paths(&self) -> Vec<(&RecipePath, &ImagePath)> {
+        self.overlays
+            .iter()
+            .map(|overlay| (&overlay.from, &overlay.to))
+            .collect()
+    }
+}
+
+/// The image section.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// Where the tags are pushed.
+    pub repository: Repository,
+    /// Tag templates with whether each may move.
+    pub tags: Vec<TagSpec>,
+    /// The date fixed in the file, if any.
+    pub date: Option<Date>,
+    /// The platform built for; with `platforms`, the first of them, whose image forge.lock
+    /// names as the image.
+    pub platform: Platform,
+    /// Every platform the tags name an image for (one OCI image index when there are several),
+    /// `platform` first.
+    pub platforms: Vec<Platform>,
+    /// `org.opencontainers.image.source`.
+    pub source: Option<Url>,
+    /// The recipe's own labels.
+    pub labels: BTreeMap<LabelKey, Text>,
+}
+
+/// Whether a tag may be re-pointed at another image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mutability {
+    /// Follows every build.
+    Moving,
+    /// Names one image forever; re-pointing it is refused unless forced.
+    Immutable,
+}
+
+/// One tag template of the image.
+#[derive(Debug, Clone)]
+pub struct TagSpec {
+    /// The template, such as `{{ date }}-pr4-experimental`.
+    pub template: TagTemplate,
+    /// Whether it may move.
+    pub mutability: Mutability,
+}
+
+/// The base image.
+#[derive(Debug, Clone)]
+pub struct Base {
+    /// The reference as written.
+    pub image: ImageRef,
+    /// The digest it resolved to, once known.
+    pub digest: Option<Digest>,
+    /// The tags `forge pin bump base` may move the image to; the newest match wins.
+    pub tags: Option<TagPattern>,
+    /// The Python the base image runs (`[base] python`): which wheels fit the image.
+    pub python: Option<PythonVersion>,
+}
+
+impl Base {
+    /// What `FROM` names: `image@digest` when the digest is known, so the base cannot move.
+    pub fn reference(&self) -> String {
+        match &self.digest {
+            Some(digest) => format!("{}@{}", self.image, digest),
+            None => self.image.to_string(),
+        }
+    }
+}
+
+/// A patch series and its target.
+#[derive(Debug, Clone)]
+pub struct PatchSeries {
+    /// The folder of mbox files, applied in name order.
+    pub series: RecipePath,
+    /// What it applies onto.
+    pub onto: Onto,
+    /// For a series onto a git remote, the git pin the image builds from that remote: the
+    /// series reaches the image through that pin's build step.
+    pub pin: Option<PinName>,
+}
+
+/// A folder copied into the image.
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    /// The folder in the recipe.
+    pub from: RecipePath,
+    /// Where it lands in the image.
+    pub to: ImagePath,
+}
+
+/// The `[context]` table.
+#[derive(Debug, Clone, Default)]
+pub struct ContextSettings {
+    /// Secret-looking files that may go into the build context, by their path in it.
+    pub allow_secrets: Vec<ContextPath>,
+}
+
+/// Something that loaded but deserves the user's attention.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// Where in pins.toml.
+    pub location: Location,
+    /// What to look at.
+    pub message: String,
+}
