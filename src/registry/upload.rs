@@ -9,8 +9,10 @@
 use sha2::{Digest as _, Sha256};
 use url::Url;
 
-use super::{Method, RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::Digest;
+
+use super::client::{Method, read_body};
+use super::{RegistryClient, RegistryError, RemoteRepository};
 
 impl RegistryClient {
     /// Uploads `bytes` as a blob of `repository` unless the registry already holds it; returns
@@ -121,7 +123,7 @@ impl RegistryClient {
         )?;
         let mut response = self.send(Method::Get, &url, "*/*", repository)?;
         Self::check_status(&response, &url, || format!("blob {digest} of {repository}"))?;
-        let bytes = super::read_body(&mut response, &url)?;
+        let bytes = read_body(&mut response, &url)?;
         let received = Digest::from_sha256(&Sha256::digest(&bytes));
         if &received != digest {
             return Err(RegistryError::Invalid {

@@ -1,0 +1,115 @@
+//! What forge asks a registry (`Registry`), of which repository, and the order it reads tags in.
+
+use std::fmt;
+
+use crate::types::oci::{Digest, ImageRef};
+
+use super::error::RegistryError;
+use super::manifest::Manifest;
+
+/// A repository on a registry, such as `ghcr.io` + `aeon-7/aeon-vllm-ultimate`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRepository {
+    /// The registry host, with its port if it has one.
+    pub registry: String,
+    /// The repository path on that registry.
+    pub path: String,
+}
+
+impl From<&crate::types::oci::Repository> for RemoteRepository {
+    fn from(repository: &crate::types::oci::Repository) -> Self {
+        Self {
+            registry: repository.registry().to_owned(),
+            path: repository.path().to_owned(),
+        }
+    }
+}
+
+impl RemoteRepository {
+    /// The repository an image reference points into.
+    pub fn of(image: &ImageRef) -> Self {
+        Self {
+            registry: image.registry().to_owned(),
+            path: image.repository().to_owned(),
+        }
+    }
+
+    /// The host the API is served from (Docker Hub's API is not at `docker.io`).
+    pub(super) fn api_host(&self) -> &str {
+        match self.registry.as_str() {
+            "docker.io" | "index.docker.io" => "registry-1.docker.io",
+            host => host,
+        }
+    }
+}
+
+impl fmt::Display for RemoteRepository {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.registry, self.path)
+    }
+}
+
+/// What forge asks a registry.
+pub trait Registry {
+    /// Every tag of `repository`, in the order the registry lists them.
+    fn tags(&self, repository: &RemoteRepository) -> Result<Vec<String>, RegistryError>;
+
+    /// The digest of the manifest (or index) `reference` (a tag or a digest) names.
+    fn manifest_digest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Digest, RegistryError>;
+
+    /// The manifest (or index) `reference` names, with the digest the registry claims for it
+    /// and the digest of the bytes received.
+    fn manifest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+    ) -> Result<Manifest, RegistryError>;
+}
+
+/// Orders tags as people read them: runs of digits compare as numbers, so `v0.10.0` comes
+/// after `v0.9.0` and `2026-07-01-v0.24.0` after `2026-06-30-v0.25.0`.
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(text: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for index in 1..=bytes.len() {
+            if index == bytes.len()
+                || bytes[index].is_ascii_digit() != bytes[index - 1].is_ascii_digit()
+            {
+                out.push((bytes[start].is_ascii_digit(), &text[start..index]));
+                start = index;
+            }
+        }
+        out
+    }
+    let (left, right) = (chunks(a), chunks(b));
+    for ((left_digits, left), (right_digits, right)) in left.iter().zip(&right) {
+        let order = if *left_digits && *right_digits {
+            let (left, right) = (left.trim_start_matches('0'), right.trim_start_matches('0'));
+            left.len().cmp(&right.len()).then_with(|| left.cmp(right))
+        } else {
+            left.cmp(right)
+        };
+        if order.is_ne() {
+            return order;
+        }
+    }
+    left.len().cmp(&right.len()).then_with(|| a.cmp(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_reads_numbers() {
+        let mut tags = vec!["v0.10.0", "v0.9.0", "v0.9.10", "v0.9.2"];
+        tags.sort_by(|a, b| natural_order(a, b));
+        assert_eq!(tags, ["v0.9.0", "v0.9.2", "v0.9.10", "v0.10.0"]);
+    }
+}
