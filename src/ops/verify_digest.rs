@@ -19,7 +19,7 @@ use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::{self, Record};
 use crate::pipeline;
 use crate::printer::Printer;
-use crate::publish::{self, BuildError};
+use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::{Digest, ImageRef};
@@ -49,7 +49,7 @@ pub fn verify_digest(
     options: &VerifyOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    settle_interrupted(recipe, printer)?;
+    publish::intent::settle_before_reading(&recipe.root, printer)?;
     let record = verify::recorded_build(&recipe.root)?;
     // A build with `--repository` recorded where its tags went: the checks follow the record.
     let recipe = &recipe
@@ -186,31 +186,6 @@ fn run_checks(
         }
     }
     conclude(&subject.origin, &report, unreached, options.wide, printer)
-}
-
-/// A publication killed part way is settled before its record is judged, unless a build of
-/// the recipe is still under way (then forge.lock may still change, and the report says so).
-pub(crate) fn settle_interrupted(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
-    if publish::intent::Intent::read(&recipe.root)?.is_none() {
-        return Ok(());
-    }
-    let _exclusive = match publish::lock_recipe(&recipe.root) {
-        Ok(exclusive) => exclusive,
-        Err(BuildError::Busy { .. }) => {
-            printer.warn("a build of this recipe is under way; forge.lock may change when it ends");
-            return Ok(());
-        }
-        Err(error) => return Err(error.into()),
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let engine = Docker::connect().await?;
-        publish::intent::settle(&recipe.root, &engine, printer).await
-    })?;
-    Ok(())
 }
 
 /// The checks on each daemon: its tags, and on the first one the base image and, with

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{Advice, Advise};
@@ -241,4 +242,30 @@ pub async fn settle<E: Engine>(
         format_args!("the publication of {} {what}", image.short()),
     );
     Ok(settled)
+}
+
+/// Settles a publication killed part way before forge.lock is read (by `verify-digest` or
+/// `pull`), on the default daemon, unless a build of the recipe is still under way: then
+/// forge.lock may still change, and a warning says so.
+pub fn settle_before_reading(root: &Path, printer: &Printer) -> anyhow::Result<()> {
+    if Intent::read(root)?.is_none() {
+        return Ok(());
+    }
+    let _exclusive = match super::lock_recipe(root) {
+        Ok(exclusive) => exclusive,
+        Err(super::BuildError::Busy { .. }) => {
+            printer.warn("a build of this recipe is under way; forge.lock may change when it ends");
+            return Ok(());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let engine = crate::engine::Docker::connect().await?;
+        settle(root, &engine, printer).await
+    })?;
+    Ok(())
 }

@@ -17,24 +17,23 @@
 //! writes what is about to happen next to forge.lock, and the next forge settles it by the same
 //! rule.
 
+mod error;
+mod guard;
 pub mod image_index;
 pub mod intent;
+mod journal;
 mod refuse;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::diagnostics::{Advice, Advise};
 use crate::engine::steps::Event;
 use crate::engine::{Engine, EngineError, ImageId};
 use crate::fs::Written;
-use crate::lock::{self, BaseRecord, ImageRecord, Inputs, PatchRecord, Record, TagRecord};
+use crate::lock::{self, BaseRecord, Inputs, PatchRecord, Record};
 use crate::pins::Mutability;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
@@ -42,6 +41,9 @@ use crate::recipe::{Recipe, ResolvedTag};
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform, Repository, Tag};
 
+pub use error::BuildError;
+pub use guard::{Signals, Stop, lock_recipe};
+use journal::{Journal, Moved, partly_pushed, rollback};
 pub use refuse::{RegistryTags, RemoteTags};
 
 /// What to publish: the image just built and what forge.lock records of it.
@@ -114,154 +116,6 @@ impl Published {
         document
     }
 }
-
-/// Why a build could not start, or did not finish.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// Another `forge build` holds the recipe.
-    #[error("another `forge build` is running on the recipe {}", root.display())]
-    Busy {
-        /// The recipe folder.
-        root: PathBuf,
-    },
-    /// SIGINT or SIGTERM arrived before the build was recorded.
-    #[error("interrupted by {signal} before the build was recorded")]
-    Interrupted {
-        /// `SIGINT` or `SIGTERM`.
-        signal: &'static str,
-    },
-    /// A push failed after other tags were pushed; forge.lock records those.
-    #[error(
-        "the push stopped part way: pushed {}; not pushed {}",
-        pushed.join(", "),
-        not_pushed.join(", ")
-    )]
-    PartlyPushed {
-        /// The tags in the registry, recorded with their digests.
-        pushed: Vec<String>,
-        /// The tags not pushed.
-        not_pushed: Vec<String>,
-        /// Why the push stopped.
-        source: crate::engine::EngineError,
-    },
-    /// The registry of the base image refused to let the daemon pull it.
-    #[error(
-        "cannot pull the base {base}: the registry refused the credentials for {registry} ({said})"
-    )]
-    BasePull {
-        /// The base image.
-        base: String,
-        /// Its registry.
-        registry: String,
-        /// What the daemon said.
-        said: String,
-    },
-    /// The registry of another image the Dockerfile names (a stage's `FROM`, a `COPY --from`)
-    /// refused to let the daemon pull it.
-    #[error(
-        "cannot pull {image}, which the Dockerfile names: the registry refused the credentials for {registry} ({said})"
-    )]
-    ImagePull {
-        /// The image.
-        image: String,
-        /// Its registry.
-        registry: String,
-        /// What the daemon said.
-        said: String,
-    },
-    /// The recipe folder could not be locked.
-    #[error("cannot lock the recipe folder {} for the build", root.display())]
-    Lock {
-        /// The recipe folder.
-        root: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-impl Advise for BuildError {
-    fn advice(&self) -> Advice {
-        Advice::Hint(match self {
-            BuildError::BasePull { registry, .. } | BuildError::ImagePull { registry, .. } => format!(
-                "log in with `docker login {registry}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD with FORGE_REGISTRY_HOST={registry}; no tag moved and forge.lock is unchanged"
-            ),
-            BuildError::Busy { .. } => {
-                "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()
-            }
-            BuildError::Interrupted { .. } => {
-                "every tag moved was put back and forge.lock is as it was; build again to finish".to_owned()
-            }
-            BuildError::PartlyPushed { .. } => {
-                "the tags stay on the image built and forge.lock records the digests pushed; run `forge build --push` again to push the rest".to_owned()
-            }
-            BuildError::Lock { .. } => "check the recipe folder's permissions".to_owned(),
-        })
-    }
-}
-
-crate::advised!(BuildError);
-
-/// What stops a build part way, so that it can put back what it moved instead of ending on
-/// the spot.
-// Used with static dispatch only, so the future's auto traits need not be named.
-#[allow(async_fn_in_trait)]
-pub trait Stop {
-    /// Waits until the stop arrives, and names it (`SIGINT`, `SIGTERM`).
-    async fn received(&mut self) -> &'static str;
-}
-
-/// SIGINT and SIGTERM, caught from the moment the daemon is asked to build: instead of ending
-/// forge on the spot they stop the build at its next step and let it put back what it moved.
-#[derive(Debug)]
-pub struct Signals {
-    interrupt: Signal,
-    terminate: Signal,
-}
-
-impl Signals {
-    /// Starts catching SIGINT and SIGTERM.
-    pub fn listen() -> anyhow::Result<Self> {
-        let listen = |kind| signal(kind).context("cannot listen for SIGINT and SIGTERM");
-        Ok(Self {
-            interrupt: listen(SignalKind::interrupt())?,
-            terminate: listen(SignalKind::terminate())?,
-        })
-    }
-}
-
-impl Stop for Signals {
-    async fn received(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.interrupt.recv() => "SIGINT",
-            _ = self.terminate.recv() => "SIGTERM",
-        }
-    }
-}
-
-/// Takes the recipe's lock, held while a build publishes: an advisory lock on the recipe folder
-/// itself, so that two builds never move the same tags or write the same forge.lock at once,
-/// and nothing settles an intent a running build is still carrying out. Locking the folder
-/// rather than a file in it needs no free space, which matters when the disk is full. The
-/// kernel lets go of it if forge dies.
-pub fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
-    let folder = std::fs::File::open(root).map_err(|source| BuildError::Lock {
-        root: root.to_owned(),
-        source,
-    })?;
-    match folder.try_lock() {
-        Ok(()) => Ok(folder),
-        Err(std::fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
-            root: root.to_owned(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(BuildError::Lock {
-            root: root.to_owned(),
-            source,
-        }),
-    }
-}
-
-/// A tag moved, and the image it named before (`None`: it did not exist).
-type Moved = (Tag, Option<ImageId>);
 
 /// Refuses, tags, pushes (with `publication.push`) and records the image built, handing the
 /// pushes' progress to `events`. `registry` opens the registry of the image's repository, on a
@@ -434,160 +288,4 @@ async fn push<E: Engine>(
         }
     }
     Ok(None)
-}
-
-/// The intent of a publication, kept on disk from the first tag move until forge.lock is
-/// written. A publication that moves no tag and pushes nothing writes none.
-struct Journal<'a> {
-    root: &'a std::path::Path,
-    intent: intent::Intent,
-    on_disk: bool,
-}
-
-impl<'a> Journal<'a> {
-    /// Plans the record and, when a tag is about to move or a push to happen, writes the intent.
-    fn new(
-        publication: &'a Publication<'_>,
-        previous: &[(&ResolvedTag, Option<ImageId>)],
-        base: BaseRecord,
-        recorded: Option<&Record>,
-    ) -> anyhow::Result<Self> {
-        let moves: Vec<intent::Move> = previous
-            .iter()
-            .filter(|(_, before)| before.as_ref() != Some(publication.image))
-            .map(|(tag, before)| intent::Move {
-                tag: tag.tag.clone(),
-                before: before.as_ref().map(|id| id.0.clone()),
-            })
-            .collect();
-        let on_disk = !moves.is_empty() || publication.push;
-        let journal = Self {
-            root: &publication.recipe.root,
-            intent: intent::Intent {
-                moves,
-                pushed: BTreeMap::new(),
-                record: record(publication, base, &BTreeMap::new(), recorded),
-            },
-            on_disk,
-        };
-        if journal.on_disk {
-            journal.intent.write(journal.root)?;
-        }
-        Ok(journal)
-    }
-
-    /// Notes that `tag` is in the registry as `digest`.
-    fn pushed(&mut self, tag: &Tag, digest: &Digest) -> anyhow::Result<()> {
-        self.intent.pushed.insert(tag.clone(), digest.clone());
-        if self.on_disk {
-            self.intent.write(self.root)?;
-        }
-        Ok(())
-    }
-}
-
-/// The record of the publication, with the registry digest of each tag in `pushed`. A tag not
-/// pushed now keeps the digest `recorded` holds for it when that record is of the same image
-/// in the same repository: the registry still holds what was pushed of it, and what was
-/// attached to it.
-fn record(
-    publication: &Publication<'_>,
-    base: BaseRecord,
-    pushed: &BTreeMap<Tag, Digest>,
-    recorded: Option<&Record>,
-) -> Record {
-    let same_image = recorded.filter(|recorded| {
-        recorded.image.id == publication.image.0
-            && &recorded.image.repository == publication.repository()
-    });
-    let pushed_before = |tag: &Tag| {
-        same_image?
-            .tags
-            .iter()
-            .find(|recorded| &recorded.name == tag)?
-            .pushed
-            .clone()
-    };
-    let mut record = Record::new(
-        publication.inputs.clone(),
-        base,
-        ImageRecord {
-            repository: publication.repository().clone(),
-            id: publication.image.0.clone(),
-            platform: Some(publication.platform.clone()),
-            revision: publication.revision.map(str::to_owned),
-        },
-        publication
-            .tags
-            .iter()
-            .map(|tag| TagRecord {
-                name: tag.tag.clone(),
-                mutability: tag.mutability,
-                pushed: pushed
-                    .get(&tag.tag)
-                    .cloned()
-                    .or_else(|| pushed_before(&tag.tag)),
-            })
-            .collect(),
-        publication.patches.to_vec(),
-    );
-    // What is attached to a manifest the record still names stays attached to it.
-    if let Some(recorded) = same_image {
-        record.attachments = recorded
-            .attachments
-            .iter()
-            .filter(|attachment| {
-                record
-                    .tags
-                    .iter()
-                    .any(|tag| tag.pushed.as_ref() == Some(&attachment.subject))
-            })
-            .cloned()
-            .collect();
-    }
-    record
-}
-
-/// The failure of a push that stopped after `record`'s pushed tags reached the registry.
-fn partly_pushed(record: &Record, source: EngineError) -> BuildError {
-    let names = |pushed: bool| -> Vec<String> {
-        record
-            .tags
-            .iter()
-            .filter(|tag| tag.pushed.is_some() == pushed)
-            .map(|tag| tag.name.to_string())
-            .collect()
-    };
-    BuildError::PartlyPushed {
-        pushed: names(true),
-        not_pushed: names(false),
-        source,
-    }
-}
-
-/// Puts every moved tag back where it was (or removes it if it did not exist), last moved
-/// first. Returns whether every tag went back.
-async fn rollback<E: Engine>(
-    engine: &E,
-    repository: &Repository,
-    moved: &[Moved],
-    printer: &Printer,
-) -> bool {
-    let mut all = true;
-    for (tag, before) in moved.iter().rev() {
-        let restored = match before {
-            Some(id) => engine.tag(id, repository, tag).await,
-            None => engine.remove_tag(repository, tag).await,
-        };
-        match restored {
-            Ok(()) => printer.status("Restored", format_args!("{repository}:{tag}")),
-            Err(error) => {
-                all = false;
-                printer.warn(format_args!(
-                    "could not put {repository}:{tag} back: {error}; the next forge build puts it back"
-                ));
-            }
-        }
-    }
-    all
 }

@@ -1,0 +1,341 @@
+//! A check (one row: what was looked at, what the record says, what was found) and the report
+//! of a verification, as a table or as JSON.
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::types::oci::Digest;
+
+/// What a check looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Kind {
+    /// `input`.
+    #[serde(rename = "input")]
+    Input,
+    /// `tag`.
+    #[serde(rename = "tag")]
+    Tag,
+    /// `tags agree`.
+    #[serde(rename = "tags agree")]
+    TagsAgree,
+    /// `base id`.
+    #[serde(rename = "base id")]
+    BaseId,
+    /// `base digest`.
+    #[serde(rename = "base digest")]
+    BaseDigest,
+    /// `served digest`.
+    #[serde(rename = "served digest")]
+    ServedDigest,
+    /// `registry`.
+    #[serde(rename = "registry")]
+    Registry,
+    /// `registry image`.
+    #[serde(rename = "registry image")]
+    RegistryImage,
+    /// `registry tags agree`.
+    #[serde(rename = "registry tags agree")]
+    RegistryTagsAgree,
+    /// `platform`.
+    #[serde(rename = "platform")]
+    Platform,
+    /// `contents`.
+    #[serde(rename = "contents")]
+    Contents,
+    /// `pin`.
+    #[serde(rename = "pin")]
+    Pin,
+    /// `file`.
+    #[serde(rename = "file")]
+    File,
+    /// `fix`.
+    #[serde(rename = "fix")]
+    Fix,
+    /// `signature`.
+    #[serde(rename = "signature")]
+    Signature,
+    /// `provenance subject`.
+    #[serde(rename = "provenance subject")]
+    ProvenanceSubject,
+    /// `provenance inputs`.
+    #[serde(rename = "provenance inputs")]
+    ProvenanceInputs,
+    /// `sbom`.
+    #[serde(rename = "sbom")]
+    Sbom,
+}
+
+impl Kind {
+    /// The name the table and `--json` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Input => "input",
+            Kind::Tag => "tag",
+            Kind::TagsAgree => "tags agree",
+            Kind::BaseId => "base id",
+            Kind::BaseDigest => "base digest",
+            Kind::ServedDigest => "served digest",
+            Kind::Registry => "registry",
+            Kind::RegistryImage => "registry image",
+            Kind::RegistryTagsAgree => "registry tags agree",
+            Kind::Platform => "platform",
+            Kind::Contents => "contents",
+            Kind::Pin => "pin",
+            Kind::File => "file",
+            Kind::Fix => "fix",
+            Kind::Signature => "signature",
+            Kind::ProvenanceSubject => "provenance subject",
+            Kind::ProvenanceInputs => "provenance inputs",
+            Kind::Sbom => "sbom",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One check: what was looked at, what the record or recipe says, what was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// The kind of check.
+    pub name: Kind,
+    /// What was checked (`node: repository:tag`, an input, a pin, a path in the image).
+    pub subject: String,
+    /// What the record or the recipe says.
+    pub expected: String,
+    /// What was found.
+    pub actual: String,
+    /// Whether they agree.
+    pub ok: bool,
+}
+
+impl Check {
+    /// A check that holds when `expected == actual`.
+    pub fn compare(
+        name: Kind,
+        subject: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Self {
+        let (expected, actual) = (expected.into(), actual.into());
+        Self {
+            name,
+            subject: subject.into(),
+            ok: expected == actual,
+            expected,
+            actual,
+        }
+    }
+
+    /// A check whose outcome is decided by the caller.
+    pub fn new(
+        name: Kind,
+        subject: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+        ok: bool,
+    ) -> Self {
+        Self {
+            name,
+            subject: subject.into(),
+            expected: expected.into(),
+            actual: actual.into(),
+            ok,
+        }
+    }
+}
+
+/// Every check of one verification, in the order they ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+/// What `found` is written as when nothing was found.
+pub const MISSING: &str = "missing";
+
+impl Report {
+    /// Adds checks.
+    pub fn extend(&mut self, checks: impl IntoIterator<Item = Check>) {
+        self.checks.extend(checks);
+    }
+
+    /// Whether every check holds.
+    pub fn ok(&self) -> bool {
+        self.checks.iter().all(|check| check.ok)
+    }
+
+    /// The checks that do not hold.
+    pub fn failed(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|check| !check.ok)
+    }
+
+    /// `{"ok": bool, "checks": [{"name", "subject", "expected", "actual", "ok"}]}`; with
+    /// `unreached`, the things that could not be asked, so that `ok` is false.
+    pub fn to_json(&self, unreached: &[String]) -> serde_json::Value {
+        json!({
+            "ok": self.ok() && unreached.is_empty(),
+            "checks": self.checks,
+            "unreached": unreached,
+        })
+    }
+
+    /// The table people read: one row per check, columns aligned. Unless `wide`, digests are
+    /// cut to 12 hex digits and a row that holds shows its value once (`=` for the actual);
+    /// `wide` shows every value whole.
+    pub fn table(&self, wide: bool) -> String {
+        let cell = |text: &str| {
+            if wide {
+                text.to_owned()
+            } else {
+                short_digests(text)
+            }
+        };
+        let rows: Vec<[String; 5]> = self
+            .checks
+            .iter()
+            .map(|check| {
+                let verdict = match (check.ok, check.name) {
+                    (true, _) => "ok",
+                    (false, Kind::Input) => "STALE",
+                    (false, _) => "FAIL",
+                };
+                let actual = if !wide && check.ok && check.expected == check.actual {
+                    "=".to_owned()
+                } else {
+                    cell(&check.actual)
+                };
+                [
+                    check.name.to_string(),
+                    cell(&check.subject),
+                    cell(&check.expected),
+                    actual,
+                    verdict.to_owned(),
+                ]
+            })
+            .collect();
+        crate::table::table(["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"], &rows)
+    }
+}
+
+/// `text` with every `sha256:` digest cut to its first 12 hex digits.
+fn short_digests(text: &str) -> String {
+    const PREFIX: &str = "sha256:";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(PREFIX) {
+        let after = &rest[start + PREFIX.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..start + PREFIX.len()]);
+        if hex == 64 {
+            out.push_str(&after[..12]);
+        } else {
+            out.push_str(&after[..hex]);
+        }
+        rest = &after[hex..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One row saying whether every subject named the same digest.
+pub(super) fn agreement<'a>(
+    name: Kind,
+    place: &str,
+    found: impl Iterator<Item = (&'a str, Option<&'a Digest>)>,
+) -> Check {
+    let found: Vec<(&str, Option<&Digest>)> = found.collect();
+    // Each image once, in the order its first tag comes in the record: the same row on every
+    // machine, whatever ids the images got.
+    let mut distinct: Vec<(Option<&Digest>, Vec<&str>)> = Vec::new();
+    for (what, digest) in &found {
+        match distinct.iter_mut().find(|(known, _)| known == digest) {
+            Some((_, whats)) => whats.push(what),
+            None => distinct.push((*digest, vec![what])),
+        }
+    }
+    let subjects: Vec<&str> = found
+        .iter()
+        .map(|(what, _)| what.rsplit(':').next().unwrap_or(what))
+        .collect();
+    let ok = distinct.len() == 1 && distinct[0].0.is_some();
+    let actual = if ok {
+        "one image".to_owned()
+    } else {
+        distinct
+            .iter()
+            .map(|(digest, whats)| {
+                let tags: Vec<&str> = whats
+                    .iter()
+                    .map(|what| what.rsplit(':').next().unwrap_or(what))
+                    .collect();
+                format!(
+                    "{} → {}",
+                    tags.join(", "),
+                    digest.map_or(MISSING, |digest| digest.as_str())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Check::new(
+        name,
+        format!("{place}: {}", subjects.join(", ")),
+        "one image",
+        actual,
+        ok,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_aligns_columns_and_says_stale_for_inputs() {
+        let report = Report {
+            checks: vec![
+                Check::compare(Kind::Input, "pins.toml", "sha256:1", "sha256:2"),
+                Check::compare(Kind::Tag, "node: r:latest", "sha256:1", "sha256:1"),
+            ],
+        };
+        let table = report.table(true);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "CHECK  SUBJECT         EXPECTED  ACTUAL    OK");
+        assert_eq!(lines[1], "input  pins.toml       sha256:1  sha256:2  STALE");
+        assert_eq!(lines[2], "tag    node: r:latest  sha256:1  sha256:1  ok");
+        assert!(!report.ok());
+        assert_eq!(report.to_json(&[])["ok"], false);
+    }
+
+    #[test]
+    fn the_narrow_table_cuts_digests_and_shows_a_holding_value_once() {
+        let (one, two) = (Digest::filled('1'), Digest::filled('2'));
+        let report = Report {
+            checks: vec![
+                Check::compare(Kind::Input, "pins.toml", one.as_str(), two.as_str()),
+                Check::compare(
+                    Kind::Tag,
+                    format!("unix:///var/run/docker.sock: r@{one}"),
+                    one.as_str(),
+                    one.as_str(),
+                ),
+            ],
+        };
+        let table = report.table(false);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(
+            lines[1],
+            "input  pins.toml                                           sha256:111111111111  sha256:222222222222  STALE"
+        );
+        assert_eq!(
+            lines[2],
+            "tag    unix:///var/run/docker.sock: r@sha256:111111111111  sha256:111111111111  =                    ok"
+        );
+        assert!(lines.iter().all(|line| line.chars().count() <= 120));
+    }
+}

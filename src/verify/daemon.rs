@@ -1,0 +1,107 @@
+//! What a daemon (a node) holds: the recorded tags and whether they agree, the base image, and
+//! whether the recorded image is there to run.
+
+use crate::engine::ImageInfo;
+use crate::lock::{BaseRecord, Record};
+use crate::types::oci::Digest;
+
+use super::check::{Check, Kind, MISSING, agreement};
+
+/// What one recorded tag names on a node: the image id, or nothing.
+pub type Resolved = Vec<(String, Option<Digest>)>;
+
+/// Each recorded tag on `node` against the recorded image id, then whether the tags agree.
+/// `resolved` pairs each `repository:tag` with the id it names on the node.
+pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
+    let mut checks: Vec<Check> = resolved
+        .iter()
+        .map(|(reference, found)| {
+            Check::compare(
+                Kind::Tag,
+                format!("{node}: {reference}"),
+                record.image.id.as_str(),
+                found.as_ref().map_or(MISSING, Digest::as_str),
+            )
+        })
+        .collect();
+    if resolved.len() > 1 {
+        checks.push(agreement(
+            Kind::TagsAgree,
+            node,
+            resolved
+                .iter()
+                .map(|(reference, found)| (reference.as_str(), found.as_ref())),
+        ));
+    }
+    checks
+}
+
+/// The base image on `node` against the record: its digest in the base's repository (when
+/// recorded) and its local id (when recorded). `found` is what the base reference names on the
+/// node now.
+pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec<Check> {
+    let subject = format!("{node}: {}", recorded.image);
+    let mut checks = Vec::new();
+    if let Some(digest) = &recorded.digest {
+        let actual = found.and_then(|info| info.digest_in(recorded.image.as_str()));
+        checks.push(Check::compare(
+            Kind::BaseDigest,
+            subject.clone(),
+            digest.as_str(),
+            actual.as_ref().map_or(MISSING, Digest::as_str),
+        ));
+    }
+    if let Some(id) = &recorded.id {
+        checks.push(Check::compare(
+            Kind::BaseId,
+            subject,
+            id.as_str(),
+            found.map_or(MISSING, |info| info.id.0.as_str()),
+        ));
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_that_part_ways_name_each_image() {
+        let check = agreement(
+            Kind::TagsAgree,
+            "node",
+            [
+                ("r:latest", Some(&Digest::filled('a'))),
+                ("r:dated", Some(&Digest::filled('b'))),
+            ]
+            .into_iter(),
+        );
+        assert!(!check.ok);
+        assert_eq!(check.subject, "node: latest, dated");
+        assert_eq!(
+            check.actual,
+            format!(
+                "latest → {}; dated → {}",
+                Digest::filled('a'),
+                Digest::filled('b')
+            )
+        );
+        let same = agreement(
+            Kind::TagsAgree,
+            "node",
+            [
+                ("r:a", Some(&Digest::filled('a'))),
+                ("r:b", Some(&Digest::filled('a'))),
+            ]
+            .into_iter(),
+        );
+        assert!(same.ok, "{same:?}");
+        let missing = agreement(
+            Kind::TagsAgree,
+            "node",
+            [("r:a", None), ("r:b", None)].into_iter(),
+        );
+        assert!(!missing.ok, "two missing tags do not agree on an image");
+    }
+}
