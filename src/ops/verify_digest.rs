@@ -22,7 +22,7 @@ use crate::printer::Printer;
 use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
-use crate::types::oci::{Digest, ImageRef};
+use crate::types::oci::ImageRef;
 use crate::verify::{self, Check, Kind, Report, Served, VerifyError, attached, probe};
 
 /// Options of `forge verify-digest`.
@@ -337,13 +337,7 @@ async fn content_checks(
     let (record, pins, files) = (subject.record, subject.pins, &subject.files);
     let image = ImageId(record.image.id.clone());
     if engine.image(image.0.as_str()).await?.is_none() {
-        report.extend([Check::new(
-            Kind::Contents,
-            format!("{}: {image}", engine.host()),
-            "the recorded image",
-            verify::MISSING,
-            false,
-        )]);
+        report.extend([verify::image_missing(engine.host(), &image.0)]);
         return Ok(());
     }
     printer.status(
@@ -417,16 +411,11 @@ fn registry_checks(
             Ok(manifest) => manifest,
             // A tag the registry does not hold is drift, not an unreachable registry.
             Err(RegistryError::NotFound { .. }) => {
-                absent.push(Check::new(
-                    Kind::Registry,
-                    reference.clone(),
-                    tag.pushed
-                        .as_ref()
-                        .map_or("a pushed digest (never pushed)", |digest| digest.as_str()),
-                    verify::MISSING,
-                    false,
+                absent.extend(verify::unserved(
+                    &reference,
+                    tag.pushed.as_ref(),
+                    &record.image.id,
                 ));
-                absent.push(verify::registry_image(&reference, &record.image.id, None));
                 continue;
             }
             Err(error) => return Err((reference, error.into())),
@@ -525,8 +514,7 @@ fn fetch_attached(
     Ok(found)
 }
 
-/// For a multi-platform record: in each tag's index, every other platform's entry names the
-/// manifest and the image forge.lock records for it (the first platform's is checked above).
+/// For a multi-platform record: what each tag's index serves for every platform but the first.
 fn platform_checks(
     client: &RegistryClient,
     repository: &RemoteRepository,
@@ -536,18 +524,16 @@ fn platform_checks(
     let mut checks = Vec::new();
     for served in served {
         for entry in record.platforms.iter().skip(1) {
-            let subject = format!("{} ({})", served.reference, entry.platform);
             let manifest = served.manifest.platform_entry(entry.platform.as_str());
-            checks.push(Check::compare(
-                Kind::Platform,
-                subject.clone(),
-                entry.manifest.as_str(),
-                manifest.as_ref().map_or(verify::MISSING, Digest::as_str),
-            ));
             let image = registry::image_of(client, repository, &served.manifest, &entry.platform)
                 .ok()
                 .flatten();
-            checks.push(verify::registry_image(&subject, &entry.id, image.as_ref()));
+            checks.extend(verify::platform_entry(
+                &served.reference,
+                entry,
+                manifest.as_ref(),
+                image.as_ref(),
+            ));
         }
     }
     checks

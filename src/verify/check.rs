@@ -6,62 +6,44 @@ use serde_json::json;
 
 use crate::types::oci::Digest;
 
-/// What a check looks at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What a check looks at; `as_str` is its name in the table and in `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// `input`.
-    #[serde(rename = "input")]
+    /// An input's digest now against the recorded one.
     Input,
-    /// `tag`.
-    #[serde(rename = "tag")]
+    /// What a recorded tag names on a daemon.
     Tag,
-    /// `tags agree`.
-    #[serde(rename = "tags agree")]
+    /// Whether a daemon's tags name one image.
     TagsAgree,
-    /// `base id`.
-    #[serde(rename = "base id")]
+    /// The base image's id on the daemon.
     BaseId,
-    /// `base digest`.
-    #[serde(rename = "base digest")]
+    /// The base image's digest on the daemon.
     BaseDigest,
-    /// `served digest`.
-    #[serde(rename = "served digest")]
+    /// The sha256 of the bytes a registry served against the digest it claimed.
     ServedDigest,
-    /// `registry`.
-    #[serde(rename = "registry")]
+    /// A tag's manifest in the registry against the pushed digest.
     Registry,
-    /// `registry image`.
-    #[serde(rename = "registry image")]
+    /// The image a tag's manifest holds against the recorded one.
     RegistryImage,
-    /// `registry tags agree`.
-    #[serde(rename = "registry tags agree")]
+    /// Whether the registry's tags name one manifest.
     RegistryTagsAgree,
-    /// `platform`.
-    #[serde(rename = "platform")]
+    /// An index's entry for one of the recorded platforms.
     Platform,
-    /// `contents`.
-    #[serde(rename = "contents")]
+    /// Whether the recorded image is there to run for `--contents`.
     Contents,
-    /// `pin`.
-    #[serde(rename = "pin")]
+    /// What a pin installed, read back from the image.
     Pin,
-    /// `file`.
-    #[serde(rename = "file")]
+    /// An overlay file in the image.
     File,
-    /// `fix`.
-    #[serde(rename = "fix")]
+    /// A fix's check, run in the image.
     Fix,
-    /// `signature`.
-    #[serde(rename = "signature")]
+    /// A signature attached to a tag's manifest.
     Signature,
-    /// `provenance subject`.
-    #[serde(rename = "provenance subject")]
+    /// The subject of the signed provenance.
     ProvenanceSubject,
-    /// `provenance inputs`.
-    #[serde(rename = "provenance inputs")]
+    /// The inputs the signed provenance names.
     ProvenanceInputs,
-    /// `sbom`.
-    #[serde(rename = "sbom")]
+    /// The SBOM attached to a tag's manifest.
     Sbom,
 }
 
@@ -88,6 +70,12 @@ impl Kind {
             Kind::ProvenanceInputs => "provenance inputs",
             Kind::Sbom => "sbom",
         }
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

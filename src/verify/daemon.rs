@@ -62,6 +62,17 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec
     checks
 }
 
+/// `--contents` on a daemon that does not hold the recorded image: nothing to run.
+pub fn image_missing(node: &str, image: &Digest) -> Check {
+    Check::new(
+        Kind::Contents,
+        format!("{node}: {image}"),
+        "the recorded image",
+        MISSING,
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

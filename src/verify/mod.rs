@@ -10,9 +10,10 @@
 //! 4. `registry`: each tag's manifest as the registry served it: the claimed digest against the
 //!    sha256 of the bytes, against the pushed digest in the record, an index's entry for the
 //!    recipe's platform, the image the manifest holds against the recorded image id, and the
-//!    tags against each other.
-//! 5. `contents`: what a run of the image reports (`probe`), against the pins and the overlay
-//!    files of the recipe.
+//!    tags against each other (`registry`); a tag it does not hold (`unserved`); each other
+//!    platform's entry of a multi-platform index (`platform_entry`).
+//! 5. contents: what a run of the image reports (`probe`), against the pins and the overlay
+//!    files of the recipe, or that the image is not there to run (`image_missing`).
 
 pub mod attached;
 mod check;
@@ -23,7 +24,7 @@ pub mod probe;
 mod registry;
 
 pub use check::{Check, Kind, MISSING, Report};
-pub use daemon::{Resolved, base, tags};
+pub use daemon::{Resolved, base, image_missing, tags};
 pub use error::{VerifyError, recorded_build};
 pub use inputs::inputs;
-pub use registry::{Served, registry, registry_image};
+pub use registry::{Served, platform_entry, registry, registry_image, unserved};

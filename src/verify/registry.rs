@@ -1,6 +1,7 @@
 //! What the registry serves: each tag's manifest against the pushed digest and the recorded
 //! image, an index's entry for each platform, and tags the registry does not hold.
 
+use crate::lock::PlatformRecord;
 use crate::registry::{Held, Manifest};
 use crate::types::oci::Digest;
 
@@ -89,6 +90,43 @@ pub fn registry_image(reference: &str, recorded: &Digest, held: Option<&Digest>)
         recorded.as_str(),
         held.map_or(MISSING, Digest::as_str),
     )
+}
+
+/// A recorded tag the registry does not hold (drift, not an unreachable registry): its
+/// manifest and its image are both missing.
+pub fn unserved(reference: &str, pushed: Option<&Digest>, recorded: &Digest) -> [Check; 2] {
+    [
+        Check::new(
+            Kind::Registry,
+            reference,
+            pushed.map_or("a pushed digest (never pushed)", Digest::as_str),
+            MISSING,
+            false,
+        ),
+        registry_image(reference, recorded, None),
+    ]
+}
+
+/// A multi-platform tag's index entry for one recorded platform other than the first (whose
+/// entry `registry` checks): the manifest it names and the image that manifest holds, against
+/// forge.lock's record of that platform. `manifest` and `image` are what the registry serves
+/// (`None`: no entry, or a manifest it does not hold).
+pub fn platform_entry(
+    reference: &str,
+    entry: &PlatformRecord,
+    manifest: Option<&Digest>,
+    image: Option<&Digest>,
+) -> [Check; 2] {
+    let subject = format!("{reference} ({})", entry.platform);
+    [
+        Check::compare(
+            Kind::Platform,
+            subject.clone(),
+            entry.manifest.as_str(),
+            manifest.map_or(MISSING, Digest::as_str),
+        ),
+        registry_image(&subject, &entry.id, image),
+    ]
 }
 
 #[cfg(test)]
