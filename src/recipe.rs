@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::in_folder;
-use crate::pins::{self, LoadError, Mutability, Pins, Source};
+use crate::pins::{self, LoadError, Mutability, Pins};
 use crate::types::oci::{Repository, Tag};
 use crate::types::recipe::Date;
 
@@ -138,12 +138,11 @@ impl Recipe {
     /// The recipe paths the Dockerfile copies into the image, as checked in: shim files, then
     /// overlay folders. The context carries them, and forge.lock's `overlays` input digests them.
     pub fn copied_paths(&self) -> Vec<&str> {
-        let shims = self.pins.pins.values().filter_map(|pin| match &pin.source {
-            Source::Python {
-                shim: Some(shim), ..
-            } => Some(shim.file.as_str()),
-            _ => None,
-        });
+        let shims = self
+            .pins
+            .pins
+            .values()
+            .filter_map(|pin| Some(pin.python()?.shim.as_ref()?.file.as_str()));
         let overlays = self
             .pins
             .overlays

@@ -7,16 +7,18 @@
 
 use std::collections::BTreeMap;
 
-use super::cosign::{self, Attachment, Kind, Layer};
-use super::dsse::{self, Envelope};
-use super::keys::SigningKey;
-use super::{Facts, OverlayFact, PinFact, provenance, sbom};
 use crate::context::overlays::ExpectedFile;
 use crate::lock::{AttachmentRecord, Record};
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Pin, Source};
 use crate::recipe::Recipe;
 use crate::registry::{RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::Digest;
+
+use super::cosign::{self, Attachment, Kind, Layer};
+use super::dsse::{self, Envelope};
+use super::keys::SigningKey;
+use super::{Facts, OverlayFact, PinFact, provenance, sbom};
 
 /// The three attachments of `facts`' manifest, signed with `key`, in upload order: the SBOM
 /// first (the provenance names it), the provenance, the signature last (a verifier that finds
@@ -139,18 +141,18 @@ pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
     for pin in pins {
         let name = pin.name.to_string();
         match &pin.source {
-            Source::Python {
+            Source::Python(PythonSource {
                 package, version, ..
-            } => facts.push(PinFact {
+            }) => facts.push(PinFact {
                 name,
                 package: Some(package.to_string()),
                 version: version.to_string(),
                 url: None,
                 in_base: pin.in_base(),
             }),
-            Source::Wheels {
+            Source::Wheels(WheelSet {
                 version, wheels, ..
-            } => {
+            }) => {
                 facts.extend(wheels.iter().map(|wheel| PinFact {
                     name: format!("{name}/{}", wheel.package),
                     package: Some(wheel.package.to_string()),
@@ -159,14 +161,14 @@ pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
                     in_base: false,
                 }));
             }
-            Source::Git { url, rev, .. } => facts.push(PinFact {
+            Source::Git(GitSource { url, rev, .. }) => facts.push(PinFact {
                 name,
                 package: None,
                 version: rev.to_string(),
                 url: Some(url.to_string()),
                 in_base: false,
             }),
-            Source::Assert { version, .. } => facts.push(PinFact {
+            Source::Assert(AssertSource { version, .. }) => facts.push(PinFact {
                 name,
                 package: None,
                 version: version.to_string(),

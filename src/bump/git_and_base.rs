@@ -1,6 +1,7 @@
 //! Offers for what no package index serves: a git pin's branch head and the base image's tags.
 
-use crate::pins::{Pin, Pins, Source};
+use crate::pins::GitSource;
+use crate::pins::Pins;
 use crate::registry::{RegistryError, RemoteRepository};
 use crate::types::git::GitRev;
 use crate::types::oci::Tag;
@@ -25,14 +26,11 @@ impl GitOffer {
     }
 }
 
-/// What the remote offers the git pin `pin`.
-pub fn git_offer(pin: &Pin, upstream: &Upstream<'_>) -> Result<GitOffer, OfferError> {
-    let Source::Git { url, branch, rev } = &pin.source else {
-        unreachable!("git_offer is called for git pins only")
-    };
+/// What the remote offers a git pin.
+pub fn git_offer(git: &GitSource, upstream: &Upstream<'_>) -> Result<GitOffer, OfferError> {
     Ok(GitOffer {
-        current: rev.clone(),
-        head: upstream.git.head(url, branch.as_ref())?,
+        current: git.rev.clone(),
+        head: upstream.git.head(&git.url, git.branch.as_ref())?,
     })
 }
 

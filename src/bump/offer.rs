@@ -8,7 +8,7 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::GitRemoteError;
 use crate::package_index::wheel::WheelTarget;
 use crate::package_index::{Fit, IndexError, Releases, metadata_cache};
-use crate::pins::{Pin, PinKind, Pins, Source};
+use crate::pins::{Pin, PinKind, Pins};
 use crate::registry::RegistryError;
 use crate::types::python::{LocalLabel, PackageName, Version};
 use crate::types::recipe::PinName;
@@ -299,14 +299,16 @@ fn offer_for(
     let mut packages = Vec::new();
     for member in &members {
         let member = &pins.pins[member];
-        for (name, local, own_index) in packages_of(member) {
+        for distribution in member.distributions() {
+            let (name, local, own_index) =
+                (distribution.package, distribution.local, distribution.index);
             let index = upstream.indexes.for_package(own_index).clone();
             let key = (index.to_string(), name.normalized());
             let primary = packages.is_empty();
             let releases = match fetched.get(&key) {
                 Some(releases) => releases.clone(),
                 None => {
-                    let releases = match releases_everywhere(upstream, own_index, &name) {
+                    let releases = match releases_everywhere(upstream, own_index, name) {
                         Ok(releases) => releases,
                         // A wheel or partner the index lacks altogether is missing at every
                         // version: a refusal naming it, not a failed lookup.
@@ -319,7 +321,7 @@ fn offer_for(
             };
             packages.push(Package {
                 pin: member.name.clone(),
-                name,
+                name: name.clone(),
                 local,
                 index,
                 releases,
@@ -474,8 +476,9 @@ fn learn_the_others(
         };
         let bare = Version::from_str(&version.pep440().without_local().to_string())
             .unwrap_or_else(|_| version.clone());
-        for (name, local, own_index) in packages_of(pin) {
-            let text = match &local {
+        for distribution in pin.distributions() {
+            let (name, own_index) = (distribution.package, distribution.index);
+            let text = match &distribution.local {
                 Some(local) => format!("{bare}+{local}"),
                 None => bare.to_string(),
             };
@@ -487,7 +490,7 @@ fn learn_the_others(
             let key = (index.to_string(), name.normalized());
             if !fetched.contains_key(&key) {
                 // A pin outside the move that cannot be looked up declares nothing here.
-                let releases = releases_everywhere(upstream, own_index, &name).unwrap_or_default();
+                let releases = releases_everywhere(upstream, own_index, name).unwrap_or_default();
                 fetched.insert(key.clone(), releases);
             }
             let target = offer.target.as_ref();
@@ -546,37 +549,8 @@ fn local_label(version: &pep440_rs::Version) -> Option<String> {
 /// The pin that installs `package` (normalized name), if one does.
 pub fn pin_of_package<'a>(pins: &'a Pins, package: &str) -> Option<&'a Pin> {
     pins.pins.values().find(|pin| {
-        packages_of(pin)
+        pin.distributions()
             .iter()
-            .any(|(name, _, _)| name.normalized() == package)
+            .any(|distribution| distribution.package.normalized() == package)
     })
-}
-
-/// The packages a pin installs: (name, local label, own index).
-pub(super) fn packages_of(pin: &Pin) -> Vec<(PackageName, Option<LocalLabel>, Option<&Url>)> {
-    match &pin.source {
-        Source::Python {
-            package,
-            version,
-            index,
-            ..
-        } => {
-            let local = version
-                .as_str()
-                .split_once('+')
-                .and_then(|(_, local)| local.parse().ok());
-            vec![(package.clone(), local, index.as_ref())]
-        }
-        Source::Wheels { wheels, .. } => wheels
-            .iter()
-            .map(|wheel| {
-                (
-                    wheel.package.clone(),
-                    wheel.local.clone(),
-                    wheel.index.as_ref(),
-                )
-            })
-            .collect(),
-        Source::Git { .. } | Source::Assert { .. } => Vec::new(),
-    }
 }

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use crate::package_index::releases::{self, ReleasesError};
-use crate::pins::{Pin, Source, Wheel};
+use crate::pins::WheelSet;
+use crate::pins::{Pin, Wheel};
 use crate::types::python::Version;
 use crate::types::url::Url;
 
@@ -21,22 +22,16 @@ pub struct ReleaseCandidate {
     pub refusals: Vec<(&'static str, String)>,
 }
 
-/// Lists the releases at `url` newer than `pin` (a wheel set), newest first; `enforce_range`
-/// false lets versions outside `allow` through (`--force`).
+/// Lists the releases at `url` newer than `pin`'s wheel set `set`, newest first;
+/// `enforce_range` false lets versions outside `allow` through (`--force`).
 pub fn candidates(
     pin: &Pin,
+    set: &WheelSet,
     url: &Url,
     prereleases: Prereleases,
     enforce_range: bool,
 ) -> Result<Vec<ReleaseCandidate>, ReleasesError> {
-    let Source::Wheels {
-        version: current,
-        wheels,
-        ..
-    } = &pin.source
-    else {
-        unreachable!("only a wheel set is listed by release");
-    };
+    let (current, wheels) = (&set.version, &set.wheels);
     let mut newer: Vec<ReleaseCandidate> = releases::list(url)?
         .into_iter()
         .filter_map(|release| {

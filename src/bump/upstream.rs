@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use crate::git_remote::GitRemote;
 use crate::package_index::PackageIndex;
 use crate::package_index::select::Indexes;
+use crate::pins::Pin;
 use crate::registry::Registry;
 use crate::types::url::Url;
-
-use super::offer::packages_of;
 
 /// Where new versions come from.
 pub struct Upstream<'a> {
@@ -59,8 +58,8 @@ impl Clients {
             .pins
             .pins
             .values()
-            .flat_map(packages_of)
-            .filter_map(|(_, _, own)| own.cloned())
+            .flat_map(Pin::distributions)
+            .filter_map(|distribution| distribution.index.cloned())
             .collect::<Vec<Url>>();
         let credentials = crate::package_index::auth::Credentials::for_indexes(
             [indexes.default_index().0]

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -37,17 +38,17 @@ pub fn pin_list(recipe: &Recipe, printer: &Printer) {
 
 fn source_summary(pin: &Pin) -> String {
     let mut summary = match &pin.source {
-        Source::Python {
+        Source::Python(PythonSource {
             package,
             install: true,
             ..
-        } => package.to_string(),
-        Source::Python {
+        }) => package.to_string(),
+        Source::Python(PythonSource {
             package,
             install: false,
             ..
-        } => format!("{package} (in base, not installed)"),
-        Source::Wheels { wheels, url, .. } => {
+        }) => format!("{package} (in base, not installed)"),
+        Source::Wheels(WheelSet { wheels, url, .. }) => {
             let packages = wheels
                 .iter()
                 .map(|wheel| wheel.package.to_string())
@@ -60,7 +61,7 @@ fn source_summary(pin: &Pin) -> String {
                 (Some(_), unhashed) => format!("{packages} by URL ({unhashed} without sha256)"),
             }
         }
-        Source::Git { url, branch, rev } => {
+        Source::Git(GitSource { url, branch, rev }) => {
             let branch = branch
                 .as_ref()
                 .map(|branch| format!(" {branch}"))
@@ -72,7 +73,9 @@ fn source_summary(pin: &Pin) -> String {
             };
             format!("{url}{branch}{note}")
         }
-        Source::Assert { probe, .. } => format!("in base, asserted by the {probe} probe"),
+        Source::Assert(AssertSource { probe, .. }) => {
+            format!("in base, asserted by the {probe} probe")
+        }
     };
     if let Some(denied) = pin.deny.first() {
         summary.push_str(&format!("; never {} ({})", denied.version, denied.reason));
@@ -90,25 +93,25 @@ fn pin_json(pin: &Pin) -> Value {
         "allow": pin.allow.as_ref().map(|allow| allow.as_str()),
     });
     let fields = match &pin.source {
-        Source::Python {
+        Source::Python(PythonSource {
             package,
             version,
             install,
             index,
             shim,
-        } => json!({
+        }) => json!({
             "package": package.as_str(),
             "version": version.as_str(),
             "install": install,
             "index": index.as_ref().map(|index| index.as_str()),
             "shim": shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
         }),
-        Source::Wheels {
+        Source::Wheels(WheelSet {
             version,
             wheels,
             url,
             ..
-        } => {
+        }) => {
             let mut fields = json!({
                 "version": version.as_str(),
                 "wheels": wheels.iter().map(|wheel| {
@@ -129,13 +132,13 @@ fn pin_json(pin: &Pin) -> Value {
             }
             fields
         }
-        Source::Git { url, branch, rev } => json!({
+        Source::Git(GitSource { url, branch, rev }) => json!({
             "url": url.as_str(),
             "branch": branch.as_ref().map(|branch| branch.as_str()),
             "rev": rev.as_str(),
             "rev_is_full": rev.is_full(),
         }),
-        Source::Assert { probe, version } => {
+        Source::Assert(AssertSource { probe, version }) => {
             json!({ "probe": probe, "version": version.as_str(), "install": false })
         }
     };

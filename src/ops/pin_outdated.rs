@@ -6,7 +6,8 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::bump::{self, Clients, Prereleases, Sources, Upstream};
-use crate::pins::{Pin, Source};
+use crate::pins::Pin;
+use crate::pins::WheelSet;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 
@@ -304,22 +305,8 @@ fn pin_standing(
         });
         return standing;
     }
-    match &pin.source {
-        Source::Wheels {
-            url: Some(_),
-            releases,
-            ..
-        } => url_set_standing(pin, releases.as_ref(), options, &mut standing),
-        Source::Python { .. } | Source::Wheels { .. } => {
-            match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
-                Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
-                    group_standing(recipe, pin, &mut offer, upstream, &mut standing);
-                }
-                Ok(offer) => version_standing(pin, &offer, &mut standing),
-                Err(error) => fail(&mut standing, &error),
-            }
-        }
-        Source::Git { .. } => match bump::git_offer(pin, upstream) {
+    if let Some(git) = pin.git() {
+        match bump::git_offer(git, upstream) {
             Ok(offer) => {
                 standing.newest = Some(offer.head.to_string());
                 standing.newest_allowed = Some(offer.head.to_string());
@@ -330,8 +317,17 @@ fn pin_standing(
                 };
             }
             Err(error) => fail(&mut standing, &error),
-        },
-        Source::Assert { .. } => unreachable!("the base supplies assert pins"),
+        }
+    } else if let Some(set) = pin.wheel_set().filter(|set| set.url.is_some()) {
+        url_set_standing(pin, set, options, &mut standing);
+    } else {
+        match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
+            Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
+                group_standing(recipe, pin, &mut offer, upstream, &mut standing);
+            }
+            Ok(offer) => version_standing(pin, &offer, &mut standing),
+            Err(error) => fail(&mut standing, &error),
+        }
     }
     standing
 }
@@ -440,13 +436,13 @@ fn group_standing(
 /// followed when nothing lists them.
 fn url_set_standing(
     pin: &Pin,
-    releases: Option<&crate::types::url::Url>,
+    set: &WheelSet,
     options: &PinOutdatedOptions,
     standing: &mut Standing,
 ) {
-    match releases {
+    match &set.releases {
         Some(releases) => {
-            match bump::release::candidates(pin, releases, options.prereleases, true) {
+            match bump::release::candidates(pin, set, releases, options.prereleases, true) {
                 Ok(newer) => release_standing(&newer, standing),
                 Err(error) => fail(standing, &error),
             }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
@@ -457,21 +458,21 @@ fn short(id: Option<&str>) -> String {
 /// Where a pin comes from, in a few words.
 fn source(pin: &Pin) -> String {
     match &pin.source {
-        Source::Python {
+        Source::Python(PythonSource {
             package,
             install: true,
             ..
-        } => format!("`{package}`"),
-        Source::Python { package, .. } => format!("`{package}` (in the base)"),
-        Source::Wheels { wheels, .. } => wheels
+        }) => format!("`{package}`"),
+        Source::Python(PythonSource { package, .. }) => format!("`{package}` (in the base)"),
+        Source::Wheels(WheelSet { wheels, .. }) => wheels
             .iter()
             .map(|wheel| format!("`{}`", wheel.package))
             .collect::<Vec<_>>()
             .join(" + "),
-        Source::Git { url, branch, .. } => match branch {
+        Source::Git(GitSource { url, branch, .. }) => match branch {
             Some(branch) => format!("{url} ({branch})"),
             None => url.to_string(),
         },
-        Source::Assert { probe, .. } => format!("asserted in the base ({probe})"),
+        Source::Assert(AssertSource { probe, .. }) => format!("asserted in the base ({probe})"),
     }
 }

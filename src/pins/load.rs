@@ -15,6 +15,7 @@ use crate::types::python::{PackageName, PythonVersion, Version};
 use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::{Url, UrlTemplate};
 
+use super::pin::{AssertSource, GitSource, PythonSource, WheelSet};
 use super::pin::{Denied, Pin, Shim, Source, Wheel};
 use super::recipe::{
     Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
@@ -386,11 +387,11 @@ impl Loader<'_> {
         let on_remote: Vec<(&PinName, &GitRev)> = pins
             .values()
             .filter_map(|pin| match &pin.source {
-                Source::Git {
+                Source::Git(GitSource {
                     url: pinned_url,
                     rev: pinned,
                     ..
-                } if pinned_url.same_repository(url) => Some((&pin.name, pinned)),
+                }) if pinned_url.same_repository(url) => Some((&pin.name, pinned)),
                 _ => None,
             })
             .collect();
@@ -469,13 +470,13 @@ impl Loader<'_> {
         let kind = raw.kind;
         let version = raw.version.clone();
         let source = match kind {
-            PinKind::Python => Source::Python {
+            PinKind::Python => Source::Python(PythonSource {
                 package: raw.package.expect("required"),
                 version: version.expect("required").into_inner(),
                 install: raw.install.unwrap_or(true),
                 index: raw.index,
                 shim: raw.shim.map(|shim| self.shim(shim)).transpose()?,
-            },
+            }),
             PinKind::Wheels => self.wheel_set(
                 &name,
                 version.expect("required").into_inner(),
@@ -502,16 +503,16 @@ impl Loader<'_> {
                         "placeholders belong to a wheel set's url; a git pin names its remote as it is",
                     ));
                 };
-                Source::Git {
+                Source::Git(GitSource {
                     url,
                     branch: raw.branch,
                     rev,
-                }
+                })
             }
-            PinKind::Assert => Source::Assert {
+            PinKind::Assert => Source::Assert(AssertSource {
                 probe: raw.probe.expect("required"),
                 version: version.expect("required").into_inner(),
-            },
+            }),
         };
         if raw.module.is_none() && matches!(kind, PinKind::Python | PinKind::Wheels | PinKind::Git)
         {
@@ -544,9 +545,9 @@ impl Loader<'_> {
         python: Option<&PythonVersion>,
     ) -> Result<(), LoadError> {
         for pin in pins.values() {
-            let Source::Wheels {
+            let Source::Wheels(WheelSet {
                 version, wheels, ..
-            } = &pin.source
+            }) = &pin.source
             else {
                 continue;
             };
@@ -603,12 +604,12 @@ impl Loader<'_> {
             ));
         }
         let releases = releases.or_else(|| url.as_ref().and_then(UrlTemplate::github_releases));
-        Ok(Source::Wheels {
+        Ok(Source::Wheels(WheelSet {
             version,
             wheels,
             url,
             releases,
-        })
+        }))
     }
 
     /// The wheels of set `name`: from an index each (`package`, `local`, `index`), or, when the

@@ -12,6 +12,14 @@
 //!
 //! `load` does steps 2 and 3 (`fixes` checks the `[fixes]` tables); what comes out is the
 //! `recipe` (`Pins` and its sections) and its `pin`s.
+//!
+//! A pin's kind is its `Source` variant, whose payload struct holds what only that kind has;
+//! code that needs one kind asks for its payload (`Pin::git`, `Pin::wheel_set`, `Pin::python`)
+//! or for what every kind installs (`Pin::distributions`). Adding a kind touches `pin` (its
+//! payload), `schema` and `load` (its keys), and then the files the compiler names, the only
+//! ones that match on every kind: the template's view and the build's gates
+//! (`render::view`, `render::gate`), the image's read-back (`verify::probe`), the SBOM and
+//! provenance facts (`attest::attach`), `pin list` and `report`.
 
 mod fixes;
 mod load;
@@ -21,7 +29,10 @@ mod schema;
 
 pub use fixes::{Fix, FixedBy};
 pub use load::{LoadError, load, parse, parse_detached};
-pub use pin::{Denied, Pin, Shim, Source, Wheel, unhashed};
+pub use pin::{
+    AssertSource, Denied, Distribution, GitSource, Pin, PythonSource, Shim, Source, Wheel,
+    WheelSet, unhashed,
+};
 pub use recipe::{
     Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
 };

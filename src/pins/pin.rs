@@ -33,34 +33,34 @@ impl Pin {
     pub fn in_base(&self) -> bool {
         matches!(
             self.source,
-            Source::Assert { .. } | Source::Python { install: false, .. }
+            Source::Assert(_) | Source::Python(PythonSource { install: false, .. })
         )
     }
 
     /// The kind, as written in pins.toml.
     pub fn kind(&self) -> PinKind {
         match self.source {
-            Source::Python { .. } => PinKind::Python,
-            Source::Wheels { .. } => PinKind::Wheels,
-            Source::Git { .. } => PinKind::Git,
-            Source::Assert { .. } => PinKind::Assert,
+            Source::Python(_) => PinKind::Python,
+            Source::Wheels(_) => PinKind::Wheels,
+            Source::Git(_) => PinKind::Git,
+            Source::Assert(_) => PinKind::Assert,
         }
     }
 
     /// The version for version-pinned kinds.
     pub fn version(&self) -> Option<&Version> {
         match &self.source {
-            Source::Python { version, .. }
-            | Source::Wheels { version, .. }
-            | Source::Assert { version, .. } => Some(version),
-            Source::Git { .. } => None,
+            Source::Python(PythonSource { version, .. })
+            | Source::Wheels(WheelSet { version, .. })
+            | Source::Assert(AssertSource { version, .. }) => Some(version),
+            Source::Git(_) => None,
         }
     }
 
     /// What the pin stands at: the version, or the git revision.
     pub fn current(&self) -> &str {
         match &self.source {
-            Source::Git { rev, .. } => rev.as_str(),
+            Source::Git(GitSource { rev, .. }) => rev.as_str(),
             _ => self
                 .version()
                 .expect("every other kind has a version")
@@ -72,54 +72,135 @@ impl Pin {
     pub fn denied(&self, version: &Version) -> Option<&Denied> {
         self.deny.iter().find(|denied| &denied.version == version)
     }
+
+    /// Its payload when it is a `python` pin.
+    pub fn python(&self) -> Option<&PythonSource> {
+        match &self.source {
+            Source::Python(python) => Some(python),
+            _ => None,
+        }
+    }
+
+    /// Its payload when it is a `wheels` pin.
+    pub fn wheel_set(&self) -> Option<&WheelSet> {
+        match &self.source {
+            Source::Wheels(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// Its payload when it is a `git` pin.
+    pub fn git(&self) -> Option<&GitSource> {
+        match &self.source {
+            Source::Git(git) => Some(git),
+            _ => None,
+        }
+    }
+
+    /// The Python distributions it installs or asserts: one for a `python` pin, one per wheel
+    /// of a wheel set, none for the other kinds.
+    pub fn distributions(&self) -> Vec<Distribution<'_>> {
+        match &self.source {
+            Source::Python(python) => vec![Distribution {
+                package: &python.package,
+                version: python.version.to_string(),
+                local: python
+                    .version
+                    .as_str()
+                    .split_once('+')
+                    .and_then(|(_, local)| local.parse().ok()),
+                index: python.index.as_ref(),
+            }],
+            Source::Wheels(set) => set
+                .wheels
+                .iter()
+                .map(|wheel| Distribution {
+                    package: &wheel.package,
+                    version: wheel.version(&set.version),
+                    local: wheel.local.clone(),
+                    index: wheel.index.as_ref(),
+                })
+                .collect(),
+            Source::Git(_) | Source::Assert(_) => Vec::new(),
+        }
+    }
 }
 
-/// Where a pin comes from.
+/// A Python distribution a pin installs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Distribution<'a> {
+    /// Its name on the index.
+    pub package: &'a PackageName,
+    /// The version it is installed at, with a wheel's local label (`0.6.14+cu130`).
+    pub version: String,
+    /// That local label, if any.
+    pub local: Option<LocalLabel>,
+    /// The index it is looked up on, when it is not the default one.
+    pub index: Option<&'a Url>,
+}
+
+/// Where a pin comes from: one payload per kind, each with the fields only that kind has.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// One distribution from a package index.
-    Python {
-        /// Its name on the index.
-        package: PackageName,
-        /// The exact version.
-        version: Version,
-        /// False when the base already ships it and the layer only asserts it.
-        install: bool,
-        /// An index of its own, if it is not on the default one.
-        index: Option<Url>,
-        /// A re-export shim appended to one of its modules.
-        shim: Option<Shim>,
-    },
+    Python(PythonSource),
     /// Wheels that always share one version.
-    Wheels {
-        /// The shared version.
-        version: Version,
-        /// The wheels.
-        wheels: Vec<Wheel>,
-        /// Where the files are downloaded from instead of an index: `{version}` and each
-        /// wheel's `{file}` filled in.
-        url: Option<UrlTemplate>,
-        /// Where the versions of a set with a `url` are listed: a GitHub releases API URL
-        /// (`releases`, else derived from a `https://github.com/OWNER/REPO/releases/download/`
-        /// url).
-        releases: Option<Url>,
-    },
+    Wheels(WheelSet),
     /// A git repository built from source.
-    Git {
-        /// Where to clone from.
-        url: Url,
-        /// The branch the revision lives on.
-        branch: Option<BranchName>,
-        /// The commit.
-        rev: GitRev,
-    },
+    Git(GitSource),
     /// A component of the base image, only checked.
-    Assert {
-        /// How the image reports its version.
-        probe: Probe,
-        /// The version it must report.
-        version: Version,
-    },
+    Assert(AssertSource),
+}
+
+/// One distribution from a package index.
+#[derive(Debug, Clone)]
+pub struct PythonSource {
+    /// Its name on the index.
+    pub package: PackageName,
+    /// The exact version.
+    pub version: Version,
+    /// False when the base already ships it and the layer only asserts it.
+    pub install: bool,
+    /// An index of its own, if it is not on the default one.
+    pub index: Option<Url>,
+    /// A re-export shim appended to one of its modules.
+    pub shim: Option<Shim>,
+}
+
+/// Wheels that always share one version.
+#[derive(Debug, Clone)]
+pub struct WheelSet {
+    /// The shared version.
+    pub version: Version,
+    /// The wheels.
+    pub wheels: Vec<Wheel>,
+    /// Where the files are downloaded from instead of an index: `{version}` and each
+    /// wheel's `{file}` filled in.
+    pub url: Option<UrlTemplate>,
+    /// Where the versions of a set with a `url` are listed: a GitHub releases API URL
+    /// (`releases`, else derived from a `https://github.com/OWNER/REPO/releases/download/`
+    /// url).
+    pub releases: Option<Url>,
+}
+
+/// A git repository built from source.
+#[derive(Debug, Clone)]
+pub struct GitSource {
+    /// Where to clone from.
+    pub url: Url,
+    /// The branch the revision lives on.
+    pub branch: Option<BranchName>,
+    /// The commit.
+    pub rev: GitRev,
+}
+
+/// A component of the base image, only checked.
+#[derive(Debug, Clone)]
+pub struct AssertSource {
+    /// How the image reports its version.
+    pub probe: Probe,
+    /// The version it must report.
+    pub version: Version,
 }
 
 /// One wheel of a wheel set.

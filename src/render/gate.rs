@@ -5,6 +5,7 @@
 //! Every value spliced in here has passed its grammar in `types` (no quote, space or shell
 //! metacharacter), which is what makes the plain quoting below safe.
 
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Fix, Overlay, Pin, Probe, Shim, Source};
 
 /// Where git pins record the commit they were built from, inside the image.
@@ -49,29 +50,29 @@ pub fn for_pin(pin: &Pin) -> String {
         .map(|module| format!("import {module}; "));
     let import = import.as_deref().unwrap_or("");
     match &pin.source {
-        Source::Python {
+        Source::Python(PythonSource {
             package, version, ..
-        } => versions_check(import, &[(package.to_string(), version.to_string())]),
-        Source::Wheels {
+        }) => versions_check(import, &[(package.to_string(), version.to_string())]),
+        Source::Wheels(WheelSet {
             version, wheels, ..
-        } => {
+        }) => {
             let wanted: Vec<(String, String)> = wheels
                 .iter()
                 .map(|wheel| (wheel.package.to_string(), wheel.version(version)))
                 .collect();
             versions_check(import, &wanted)
         }
-        Source::Git { rev, .. } => {
+        Source::Git(GitSource { rev, .. }) => {
             let file = revision_file(pin);
             format!(
                 "grep -q '^{rev}' {file} && {}",
                 python(import.trim_end_matches("; "))
             )
         }
-        Source::Assert {
+        Source::Assert(AssertSource {
             probe: Probe::Nccl,
             version,
-        } => python(&format!(
+        }) => python(&format!(
             // torch loads the NCCL it was built against; ask that library for its version.
             "import ctypes, sys, torch; n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n)); \
              v = '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100); \

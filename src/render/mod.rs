@@ -21,7 +21,6 @@ use view::{View, patched};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Confined, PathError};
 use crate::location::Location;
-use crate::pins::Source;
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
 use crate::types::oci::Digest;
 
@@ -124,22 +123,19 @@ pub fn unhashed_warnings(recipe: &Recipe) -> Vec<String> {
         .pins
         .pins
         .values()
-        .filter_map(|pin| match &pin.source {
-            Source::Wheels {
-                version, wheels, ..
-            } => {
-                let unhashed = crate::pins::unhashed(wheels);
-                (!unhashed.is_empty()).then(|| {
-                    format!(
-                        "pin `{}`: no sha256 recorded for {}, so the Dockerfile installs {} unchecked (`forge pin bump {} --to {version}` downloads and records them)",
-                        pin.name,
-                        unhashed.join(", "),
-                        if unhashed.len() == 1 { "it" } else { "them" },
-                        pin.name
-                    )
-                })
-            }
-            _ => None,
+        .filter_map(|pin| {
+            let set = pin.wheel_set()?;
+            let unhashed = crate::pins::unhashed(&set.wheels);
+            (!unhashed.is_empty()).then(|| {
+                format!(
+                    "pin `{}`: no sha256 recorded for {}, so the Dockerfile installs {} unchecked (`forge pin bump {} --to {}` downloads and records them)",
+                    pin.name,
+                    unhashed.join(", "),
+                    if unhashed.len() == 1 { "it" } else { "them" },
+                    pin.name,
+                    set.version
+                )
+            })
         })
         .collect()
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::recipe::Recipe;
 
@@ -240,15 +241,18 @@ impl PinView {
             .iter()
             .filter(|fix| fix.by_pin(&pin.name))
             .collect();
-        let shimmed = matches!(&pin.source, Source::Python { shim: Some(_), .. });
+        let shimmed = matches!(
+            &pin.source,
+            Source::Python(PythonSource { shim: Some(_), .. })
+        );
         let source = match &pin.source {
-            Source::Python {
+            Source::Python(PythonSource {
                 package,
                 version,
                 install,
                 index,
                 shim,
-            } => SourceView::Python {
+            }) => SourceView::Python {
                 package: package.to_string(),
                 version: version.to_string(),
                 requirement: format!("{package}=={version}"),
@@ -262,12 +266,12 @@ impl PinView {
                     gate: gate::with_fixes(gate::for_shim(shim), fixes.iter().copied()),
                 }),
             },
-            Source::Wheels {
+            Source::Wheels(WheelSet {
                 version,
                 wheels,
                 url,
                 ..
-            } => SourceView::Wheels {
+            }) => SourceView::Wheels {
                 version: version.to_string(),
                 wheels: wheels
                     .iter()
@@ -276,7 +280,7 @@ impl PinView {
                 unhashed: crate::pins::unhashed(wheels),
                 url: url.as_ref().map(ToString::to_string),
             },
-            Source::Git { url, branch, rev } => SourceView::Git {
+            Source::Git(GitSource { url, branch, rev }) => SourceView::Git {
                 url: url.to_string(),
                 branch: branch.as_ref().map(ToString::to_string),
                 rev: rev.to_string(),
@@ -286,7 +290,7 @@ impl PinView {
                     to: gate::series_image_folder(pin.name.as_str()),
                 }),
             },
-            Source::Assert { version, .. } => SourceView::Assert {
+            Source::Assert(AssertSource { version, .. }) => SourceView::Assert {
                 version: version.to_string(),
             },
         };

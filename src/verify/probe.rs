@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 
 use super::{Check, Kind, MISSING};
+
 pub use crate::context::overlays::{ExpectedFile, overlay_files};
+use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Fix, Pin, Probe, Source};
 use crate::render::gate;
 
@@ -35,17 +37,17 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
     for pin in pins {
         let name = pin.name.to_string();
         match &pin.source {
-            Source::Python {
+            Source::Python(PythonSource {
                 package, version, ..
-            } => wanted.push(Wanted {
+            }) => wanted.push(Wanted {
                 kind: "python",
                 key: package.to_string(),
                 pin: name,
                 value: version.to_string(),
             }),
-            Source::Wheels {
+            Source::Wheels(WheelSet {
                 version, wheels, ..
-            } => {
+            }) => {
                 for wheel in wheels {
                     wanted.push(Wanted {
                         kind: "python",
@@ -55,13 +57,13 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
                     });
                 }
             }
-            Source::Git { rev, .. } => wanted.push(Wanted {
+            Source::Git(GitSource { rev, .. }) => wanted.push(Wanted {
                 kind: "revision",
                 key: name.clone(),
                 pin: name,
                 value: rev.to_string(),
             }),
-            Source::Assert { version, .. } => wanted.push(Wanted {
+            Source::Assert(AssertSource { version, .. }) => wanted.push(Wanted {
                 kind: "assert",
                 key: name.clone(),
                 pin: name,
@@ -86,7 +88,7 @@ pub fn command<'a>(
         script.push_str(&format!("sha256sum {} 2>/dev/null\n", quoted.join(" ")));
     }
     for pin in &pins {
-        if let Source::Git { .. } = pin.source {
+        if let Source::Git(_) = pin.source {
             script.push_str(&format!(
                 "printf 'revision %s %s\\n' {} \"$(head -n 1 {} 2>/dev/null)\"\n",
                 pin.name,
@@ -110,9 +112,9 @@ pub fn command<'a>(
         ));
     }
     for pin in &pins {
-        if let Source::Assert {
+        if let Source::Assert(AssertSource {
             probe: Probe::Nccl, ..
-        } = pin.source
+        }) = pin.source
         {
             // torch loads the NCCL it was built against; the gate asks the same library.
             python.push(format!(

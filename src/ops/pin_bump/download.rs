@@ -7,32 +7,33 @@ use std::str::FromStr;
 
 use anyhow::Context as _;
 
-use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::{Assignment, Segment};
 use crate::bump::{BumpError, VersionRefusal, release};
 use crate::diagnostics::CheckFailed;
 use crate::package_index::download::{self, Fetched};
-use crate::pins::{Pin, Source, Wheel};
+use crate::pins::WheelSet;
+use crate::pins::{Pin, Wheel};
 use crate::printer::Printer;
 use crate::types::python::{FileSha256, Version};
 use crate::types::url::{Url, UrlTemplate};
 
-/// Plans the move of `pin`, a wheel set with a `url`, to `--to`; `None` when it is already there
-/// with every hash recorded.
+use super::{Constraints, Move, PinBumpOptions, refused};
+
+/// Plans the move of `pin`, whose wheel set `set` is downloaded from `url`, to `--to`; `None`
+/// when it is already there with every hash recorded.
 pub(super) fn plan_download(
     pin: &Pin,
+    set: &WheelSet,
+    url: &UrlTemplate,
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
-    let Source::Wheels {
+    let WheelSet {
         version: current,
         wheels,
-        url: Some(url),
         releases,
-    } = &pin.source
-    else {
-        unreachable!("only a wheel set with a url is downloaded");
-    };
+        ..
+    } = set;
     let version = match &options.to {
         Some(text) => Version::from_str(text)
             .ok()
@@ -49,7 +50,7 @@ pub(super) fn plan_download(
                 }
                 .into());
             };
-            match newest_release(pin, releases, options, printer)? {
+            match newest_release(pin, set, releases, options, printer)? {
                 Some(version) => version,
                 None => return Ok(None),
             }
@@ -100,12 +101,14 @@ pub(super) fn plan_download(
 /// none.
 fn newest_release(
     pin: &Pin,
+    set: &WheelSet,
     releases: &Url,
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Option<Version>> {
     let newer = release::candidates(
         pin,
+        set,
         releases,
         options.prereleases,
         options.constraints == Constraints::Enforce,

@@ -5,17 +5,19 @@ use std::str::FromStr;
 
 use anyhow::Context as _;
 
-use super::{Constraints, Move, PinBumpOptions, SeriesCheck};
 use crate::bump::edit::Assignment;
 use crate::bump::{self, BumpError, Upstream};
 use crate::diagnostics::CheckFailed;
 use crate::patch::{self, Outcome, PatchTarget, Series};
-use crate::pins::{Onto, Pin, Source};
+use crate::pins::GitSource;
+use crate::pins::{Onto, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::git::GitRev;
 use crate::types::recipe::RecipePath;
 use crate::types::url::Url;
+
+use super::{Constraints, Move, PinBumpOptions, SeriesCheck};
 
 /// Refuses the move to `target` when a series checked there conflicts, unless `--force`
 /// (then it warns, naming each conflict).
@@ -68,13 +70,12 @@ fn refuse_conflicts(
 pub(super) fn plan_git(
     recipe: &Recipe,
     pin: &Pin,
+    git: &GitSource,
     options: &PinBumpOptions,
     upstream: &Upstream<'_>,
     printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
-    let Source::Git { url, branch, rev } = &pin.source else {
-        unreachable!("plan_git is called for git pins only")
-    };
+    let GitSource { url, branch, rev } = git;
     let context = || {
         format!(
             "cannot look up {} on {}; pins.toml was not changed",
@@ -93,7 +94,7 @@ pub(super) fn plan_git(
                 .resolve(url, branch.as_ref(), text)
                 .with_context(context)?
         }
-        None => bump::git_offer(pin, upstream).with_context(context)?.head,
+        None => bump::git_offer(git, upstream).with_context(context)?.head,
     };
     if &target == rev {
         printer.status(

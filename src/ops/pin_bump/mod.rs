@@ -21,10 +21,12 @@ use crate::bump::edit::Assignment;
 use crate::bump::steps::Invalidated;
 use crate::bump::{self, BumpError, Clients, Prereleases, Sources, Upstream};
 use crate::patch::Applied;
-use crate::pins::{self, Pin, Source};
+use crate::pins::WheelSet;
+use crate::pins::{self, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::recipe::PinName;
+use crate::types::url::UrlTemplate;
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -152,13 +154,12 @@ pub fn pin_bump_with(
             }
             .into());
         }
-        match &pin.source {
-            Source::Wheels { url: Some(_), .. } => download::plan_download(pin, options, printer)?,
-            Source::Python { .. } | Source::Wheels { .. } => {
-                plan_version(recipe, pin, options, upstream, printer)?
-            }
-            Source::Git { .. } => git::plan_git(recipe, pin, options, upstream, printer)?,
-            Source::Assert { .. } => unreachable!("the base supplies assert pins"),
+        if let Some(git) = pin.git() {
+            git::plan_git(recipe, pin, git, options, upstream, printer)?
+        } else if let Some((set, url)) = pin.wheel_set().and_then(downloaded) {
+            download::plan_download(pin, set, url, options, printer)?
+        } else {
+            plan_version(recipe, pin, options, upstream, printer)?
         }
     } else {
         base::plan_base(recipe, options, upstream, printer)?
@@ -187,4 +188,9 @@ pub fn find_pin<'a>(pins: &'a pins::Pins, name: &str) -> Result<&'a Pin, BumpErr
             known,
         }
     })
+}
+
+/// A wheel set with the URL its files are downloaded from, when it has one.
+fn downloaded(set: &WheelSet) -> Option<(&WheelSet, &UrlTemplate)> {
+    set.url.as_ref().map(|url| (set, url))
 }
