@@ -250,9 +250,58 @@ pub fn header<'a>(response: &'a ureq::http::Response<ureq::Body>, name: &str) ->
         .and_then(|value| value.to_str().ok())
 }
 
+/// The target of the `rel="next"` link of a `Link` header (RFC 8288: `<URI>; rel="next"`, the
+/// relation unquoted or among several space-separated ones), as written.
+pub fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|link| {
+        let (target, parameters) = link.split_once(';')?;
+        let next = parameters.split(';').any(|parameter| {
+            parameter.split_once('=').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("rel")
+                    && value
+                        .trim()
+                        .trim_matches('"')
+                        .split_whitespace()
+                        .any(|rel| rel.eq_ignore_ascii_case("next"))
+            })
+        });
+        next.then(|| {
+            target
+                .trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_owned()
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_links_are_found_in_every_spelling() {
+        assert_eq!(
+            next_link(r#"</v2/a/tags/list?n=2&last=b>; rel="next""#).as_deref(),
+            Some("/v2/a/tags/list?n=2&last=b")
+        );
+        assert_eq!(
+            next_link(r#"<https://h/r?page=2>; rel="next", <https://h/r?page=9>; rel="last""#)
+                .as_deref(),
+            Some("https://h/r?page=2")
+        );
+        assert_eq!(
+            next_link("<https://h/p3>; REL=next").as_deref(),
+            Some("https://h/p3")
+        );
+        assert_eq!(
+            next_link(r#"<https://h/p1>; rel="prev first", <https://h/p3>; rel="next last""#)
+                .as_deref(),
+            Some("https://h/p3")
+        );
+        assert_eq!(next_link(r#"<https://h/r?page=9>; rel="last""#), None);
+        assert_eq!(next_link(r#"<https://h/r?page=9>; title="next""#), None);
+    }
 
     #[test]
     fn a_guarded_body_ends_at_its_cap_and_its_idle_time() {

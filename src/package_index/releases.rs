@@ -123,7 +123,7 @@ pub fn list(url: &Url) -> Result<Vec<Release>, ReleasesError> {
         );
         next = link
             .as_deref()
-            .and_then(next_page)
+            .and_then(crate::http::next_link)
             .filter(|next| same_origin(url.as_str(), next) && pages < MAX_PAGES);
     }
     Ok(releases)
@@ -136,23 +136,6 @@ fn version_of(tag: &str) -> Option<Version> {
     text.parse::<Version>()
         .ok()
         .filter(|version| !version.as_str().contains('+'))
-}
-
-/// The `rel="next"` target of a `Link` header.
-fn next_page(link: &str) -> Option<String> {
-    link.split(',').find_map(|part| {
-        let (target, params) = part.split_once(';')?;
-        params
-            .split(';')
-            .any(|param| param.trim() == "rel=\"next\"")
-            .then(|| {
-                target
-                    .trim()
-                    .trim_start_matches('<')
-                    .trim_end_matches('>')
-                    .to_owned()
-            })
-    })
 }
 
 /// Whether `other` has the scheme, host and port of `base`.
@@ -173,11 +156,6 @@ mod tests {
         assert_eq!(version_of("v0.6.14").unwrap().as_str(), "0.6.14");
         assert_eq!(version_of("0.6.14").unwrap().as_str(), "0.6.14");
         assert_eq!(version_of("nightly"), None);
-        assert_eq!(
-            next_page("<https://h/r?page=2>; rel=\"next\", <https://h/r?page=9>; rel=\"last\""),
-            Some("https://h/r?page=2".to_owned())
-        );
-        assert_eq!(next_page("<https://h/r?page=9>; rel=\"last\""), None);
         assert!(same_origin("https://h:1/a", "https://h:1/b?x"));
         assert!(!same_origin("https://h:1/a", "https://other/b"));
     }

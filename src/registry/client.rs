@@ -99,7 +99,7 @@ impl RegistryClient {
         };
         let mut url = Url::parse(&format!("https://{host}/"))
             .map_err(|error| invalid(format!("not a registry host: {error}")))?;
-        if url.path() != "/" || !url.username().is_empty() || url.password().is_some() {
+        if !super::trust::is_origin_only(&url) {
             return Err(invalid("not a registry host".to_owned()));
         }
         let plain = Url::parse(&format!("http://{host}/"))
@@ -369,7 +369,7 @@ impl Registry for RegistryClient {
         for _ in 0..1000 {
             let mut response = self.send(Method::Get, &url, "application/json", repository)?;
             Self::check_status(&response, &url, || format!("repository {repository}"))?;
-            let next = crate::http::header(&response, "link").and_then(next_link);
+            let next = crate::http::header(&response, "link").and_then(crate::http::next_link);
             let body = crate::http::body_text(&mut response, url.as_str())?;
             #[derive(serde::Deserialize)]
             struct TagList {
@@ -453,37 +453,10 @@ impl Registry for RegistryClient {
     }
 }
 
-/// The target of `Link: <...>; rel="next"`.
-fn next_link(header: &str) -> Option<String> {
-    header.split(',').find_map(|part| {
-        let (target, parameters) = part.split_once(';')?;
-        parameters.contains("rel=\"next\"").then(|| {
-            target
-                .trim()
-                .trim_start_matches('<')
-                .trim_end_matches('>')
-                .to_owned()
-        })
-    })
-}
-
 /// The whole body of `response` (at most `http::BODY_LIMIT` bytes), fetched from `url`.
 pub(super) fn read_body(
     response: &mut ureq::http::Response<ureq::Body>,
     url: &Url,
 ) -> Result<Vec<u8>, RegistryError> {
     Ok(crate::http::body_bytes(response, url.as_str())?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_link_is_found() {
-        assert_eq!(
-            next_link(r#"</v2/a/tags/list?n=2&last=b>; rel="next""#).as_deref(),
-            Some("/v2/a/tags/list?n=2&last=b")
-        );
-    }
 }

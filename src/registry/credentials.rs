@@ -422,7 +422,7 @@ pub fn same_registry(a: &str, b: &str) -> bool {
             return Some("docker.io".to_owned());
         }
         let url = url::Url::parse(&format!("https://{bare}/")).ok()?;
-        let plain = url.username().is_empty() && url.password().is_none() && url.path() == "/";
+        let plain = super::trust::is_origin_only(&url);
         plain.then(|| match url.port() {
             Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_owned(),

@@ -98,7 +98,7 @@ impl<'a> Trust<'a> {
         let to = from
             .join(location)
             .map_err(|error| UrlRefusal::NotHttp(error.to_string()))?;
-        self.check_scheme(&to, from.scheme() == "https")?;
+        self.check_scheme(&to, is_https(from))?;
         Ok(to)
     }
 
@@ -108,10 +108,10 @@ impl<'a> Trust<'a> {
     /// or as Docker Hub's own token service.
     pub fn realm(&self, realm: &str) -> Result<(Url, bool), UrlRefusal> {
         let url = Url::parse(realm).map_err(|error| UrlRefusal::NotHttp(error.to_string()))?;
-        self.check_scheme(&url, self.registry.scheme() == "https")?;
+        self.check_scheme(&url, is_https(self.registry))?;
         let known = KNOWN_REALMS.iter().any(|(registry, realm)| {
-            url.scheme() == "https"
-                && self.registry.scheme() == "https"
+            is_https(&url)
+                && is_https(self.registry)
                 && self.registry.host() == Some(Host::Domain(*registry))
                 && url.host() == Some(Host::Domain(*realm))
                 && url.port().is_none()
@@ -150,6 +150,17 @@ fn has_user_information(url: &Url) -> bool {
     !url.username().is_empty() || url.password().is_some()
 }
 
+/// Whether `url` is only an origin (`https://host:port/`): no user information, no path. A
+/// host name that parses into more than that is not one.
+pub fn is_origin_only(url: &Url) -> bool {
+    !has_user_information(url) && url.path() == "/"
+}
+
+/// Whether `url` is https.
+fn is_https(url: &Url) -> bool {
+    url.scheme() == "https"
+}
+
 /// Whether `url`'s host is this machine: `localhost` or a loopback address.
 pub fn is_loopback(url: &Url) -> bool {
     match url.host() {
@@ -165,8 +176,7 @@ fn names(name: &str, url: &Url) -> bool {
     let Ok(named) = Url::parse(&format!("http://{name}/")) else {
         return false;
     };
-    let plain_name = !has_user_information(&named) && named.path() == "/";
-    plain_name
+    is_origin_only(&named)
         && named.host() == url.host()
         && named
             .port()

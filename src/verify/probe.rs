@@ -19,11 +19,40 @@ use crate::render::gate;
 /// What a fix row expects, and finds when the check holds.
 const IN_PLACE: &str = "in place";
 
+/// What the probe prints, and a row then finds, when the image has no `python3`.
+const NO_PYTHON: &str = "python3 missing";
+
+/// The kinds of line the probe prints: `KIND KEY VALUE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Line {
+    /// `python DISTRIBUTION VERSION`.
+    Python,
+    /// `revision PIN COMMIT` (a git pin's recorded revision file).
+    Revision,
+    /// `assert PIN VERSION` (what the base reports).
+    Assert,
+    /// `fix NAME ok|missing`.
+    Fix,
+}
+
+impl Line {
+    /// The kind a line's first word names, if it is one of the probe's.
+    fn parse(word: &str) -> Option<Line> {
+        Some(match word {
+            "python" => Line::Python,
+            "revision" => Line::Revision,
+            "assert" => Line::Assert,
+            "fix" => Line::Fix,
+            _ => return None,
+        })
+    }
+}
+
 /// What a pin must read back as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Wanted {
-    /// The probe line's kind: `python`, `revision` or `assert`.
-    kind: &'static str,
+    /// The probe line it reads back from.
+    kind: Line,
     /// The key the probe prints (a distribution name, or the pin name).
     key: String,
     /// The pin it belongs to.
@@ -40,7 +69,7 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
             Source::Python(PythonSource {
                 package, version, ..
             }) => wanted.push(Wanted {
-                kind: "python",
+                kind: Line::Python,
                 key: package.to_string(),
                 pin: name,
                 value: version.to_string(),
@@ -50,7 +79,7 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
             }) => {
                 for wheel in wheels {
                     wanted.push(Wanted {
-                        kind: "python",
+                        kind: Line::Python,
                         key: wheel.package.to_string(),
                         pin: name.clone(),
                         value: wheel.version(version),
@@ -58,13 +87,13 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
                 }
             }
             Source::Git(GitSource { rev, .. }) => wanted.push(Wanted {
-                kind: "revision",
+                kind: Line::Revision,
                 key: name.clone(),
                 pin: name,
                 value: rev.to_string(),
             }),
             Source::Assert(AssertSource { version, .. }) => wanted.push(Wanted {
-                kind: "assert",
+                kind: Line::Assert,
                 key: name.clone(),
                 pin: name,
                 value: version.to_string(),
@@ -98,7 +127,7 @@ pub fn command<'a>(
     }
     let packages: Vec<String> = wanted(pins.iter().copied())
         .into_iter()
-        .filter(|wanted| wanted.kind == "python")
+        .filter(|wanted| wanted.kind == Line::Python)
         .map(|wanted| format!("'{}'", wanted.key))
         .collect();
     // Every installed distribution: what the base supplies to the pins' requirements.
@@ -126,7 +155,7 @@ pub fn command<'a>(
     python.extend(fixes.iter().map(fix_probe));
     {
         script.push_str(&format!(
-            "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo 'python3 missing'; fi\n",
+            "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo '{NO_PYTHON}'; fi\n",
             python.join("\n")
         ));
     }
@@ -166,8 +195,8 @@ pub fn checks<'a>(
     output: &str,
 ) -> Vec<Check> {
     let mut found_files: BTreeMap<&str, String> = BTreeMap::new();
-    let mut found: BTreeMap<(&str, &str), &str> = BTreeMap::new();
-    let no_python = output.lines().any(|line| line == "python3 missing");
+    let mut found: BTreeMap<(Line, &str), &str> = BTreeMap::new();
+    let no_python = output.lines().any(|line| line == NO_PYTHON);
     for line in output.lines() {
         if let Some((hex, path)) = line.split_once("  ")
             && hex.len() == 64
@@ -177,9 +206,7 @@ pub fn checks<'a>(
             continue;
         }
         let mut parts = line.splitn(3, ' ');
-        if let (Some(kind @ ("python" | "revision" | "assert" | "fix")), Some(key)) =
-            (parts.next(), parts.next())
-        {
+        if let (Some(kind), Some(key)) = (parts.next().and_then(Line::parse), parts.next()) {
             found.insert((kind, key), parts.next().unwrap_or("").trim());
         }
     }
@@ -188,12 +215,12 @@ pub fn checks<'a>(
         let actual = match found.get(&(wanted.kind, wanted.key.as_str())) {
             Some(&"-") | Some(&"") => MISSING.to_owned(),
             Some(value) => (*value).to_owned(),
-            None if wanted.kind != "revision" && no_python => "python3 missing".to_owned(),
+            None if wanted.kind != Line::Revision && no_python => NO_PYTHON.to_owned(),
             None => MISSING.to_owned(),
         };
         let ok = match wanted.kind {
             // A short revision names the commit it is a prefix of.
-            "revision" => actual != MISSING && actual.starts_with(&wanted.value),
+            Line::Revision => actual != MISSING && actual.starts_with(&wanted.value),
             _ => actual == wanted.value,
         };
         let subject = if wanted.key == wanted.pin {
@@ -204,10 +231,10 @@ pub fn checks<'a>(
         checks.push(Check::new(Kind::Pin, subject, wanted.value, actual, ok));
     }
     for fix in fixes {
-        let actual = match found.get(&("fix", fix.name.as_str())) {
+        let actual = match found.get(&(Line::Fix, fix.name.as_str())) {
             Some(&"ok") => IN_PLACE.to_owned(),
             Some(_) => format!("missing: {}", fix.symptom),
-            None if no_python => "python3 missing".to_owned(),
+            None if no_python => NO_PYTHON.to_owned(),
             None => MISSING.to_owned(),
         };
         let ok = actual == IN_PLACE;
