@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::Builder;
 use crate::progress::ProgressMode;
+use crate::types::oci::RegistryHost;
 
 /// forge: render, patch, build, tag and verify a pinned image layer.
 #[derive(Debug, Parser)]
@@ -143,7 +144,7 @@ pub struct BuildArgs {
     /// A registry host (with port) that the dated-tag check before --push may ask over plain
     /// HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
-    pub insecure_registry: Vec<String>,
+    pub insecure_registry: Vec<RegistryHost>,
 
     /// Reuse the build cache of this image (repeatable), as a runner with an empty daemon
     /// would: BuildKit reads the cache metadata the image carries from its registry and writes
@@ -222,7 +223,7 @@ pub struct ReferenceArgs {
 
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
-    pub insecure_registry: Vec<String>,
+    pub insecure_registry: Vec<RegistryHost>,
 }
 
 /// `forge report`.
@@ -305,7 +306,7 @@ pub struct UpstreamArgs {
 
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
     #[arg(long, value_name = "HOST")]
-    pub insecure_registry: Vec<String>,
+    pub insecure_registry: Vec<RegistryHost>,
 }
 
 /// `forge pin bump`.

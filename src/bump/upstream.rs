@@ -8,6 +8,7 @@ use crate::package_index::PackageIndex;
 use crate::package_index::select::Indexes;
 use crate::pins::Pin;
 use crate::registry::Registry;
+use crate::types::oci::RegistryHost;
 use crate::types::url::Url;
 
 /// Where new versions come from.
@@ -41,7 +42,7 @@ pub struct Sources {
     /// A mirror that replaces every package index (`--index-url`, `FORGE_INDEX_URL`).
     pub index_url: Option<crate::types::url::Url>,
     /// Registry hosts that may be spoken to over plain HTTP.
-    pub insecure_registries: Vec<String>,
+    pub insecure_registries: Vec<RegistryHost>,
 }
 
 impl Clients {

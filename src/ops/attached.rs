@@ -18,6 +18,7 @@ use crate::lock::Record;
 use crate::pins::Pins;
 use crate::printer::Printer;
 use crate::registry::{Registry as _, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::RegistryHost;
 use crate::types::oci::{Digest, ImageRef};
 
 /// What the registry holds for a reference: the manifest it names and the record attached.
@@ -54,7 +55,7 @@ impl Attached {
 pub fn fetch(
     reference: &ImageRef,
     key: Option<&VerifyingKey>,
-    insecure_registries: &[String],
+    insecure_registries: &[RegistryHost],
     printer: &Printer,
 ) -> anyhow::Result<Attached> {
     let repository = RemoteRepository::of(reference);

@@ -12,6 +12,7 @@ use crate::progress::ProgressMode;
 use crate::recipe::Recipe;
 use crate::registry::Credentials;
 use crate::types::oci::Platform;
+use crate::types::oci::RegistryHost;
 
 /// How far `forge build` goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub struct BuildOptions {
     /// Keep the context archive in this file.
     pub context_out: Option<PathBuf>,
     /// Registry hosts besides loopback ones that the dated-tag check may ask over plain HTTP.
-    pub insecure_registries: Vec<String>,
+    pub insecure_registries: Vec<RegistryHost>,
     /// Images whose build cache to reuse (`--cache-from`); BuildKit then also writes the
     /// image's own cache metadata into it.
     pub cache_from: Vec<String>,

@@ -25,6 +25,7 @@ use crate::progress::{Display, ProgressMode};
 use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::Credentials;
+use crate::types::oci::RegistryHost;
 use crate::types::oci::{Digest, Platform, Tag};
 use crate::verify::{self, Report};
 
@@ -122,7 +123,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
 pub fn pull_reference(
     reference: &crate::types::oci::ImageRef,
     key: Option<&crate::attest::keys::VerifyingKey>,
-    insecure_registries: &[String],
+    insecure_registries: &[RegistryHost],
     options: &PullOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {

@@ -15,6 +15,7 @@ use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::oci::Digest;
+use crate::types::oci::RegistryHost;
 
 /// The fields a tester fills in, in the order the report asks for them: (key, label).
 const RIG_FIELDS: [(&str, &str); 6] = [
@@ -111,7 +112,7 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
 pub fn report_reference(
     reference: &crate::types::oci::ImageRef,
     key: Option<&crate::attest::keys::VerifyingKey>,
-    insecure_registries: &[String],
+    insecure_registries: &[RegistryHost],
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let attached = super::attached::fetch(reference, key, insecure_registries, printer)?;

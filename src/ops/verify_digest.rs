@@ -23,6 +23,7 @@ use crate::publish;
 use crate::recipe::Recipe;
 use crate::registry::{self, Registry, RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::ImageRef;
+use crate::types::oci::RegistryHost;
 use crate::verify::{self, Check, Kind, Report, Served, VerifyError, attached, probe};
 
 /// Options of `forge verify-digest`.
@@ -38,7 +39,7 @@ pub struct VerifyOptions {
     /// for the default one.
     pub hosts: Vec<String>,
     /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
-    pub insecure_registries: Vec<String>,
+    pub insecure_registries: Vec<RegistryHost>,
     /// With `remote`: check the attachments of each tag's manifest with this key.
     pub key: Option<crate::attest::keys::VerifyingKey>,
 }

@@ -240,7 +240,11 @@ fn object_header_date(rest: &[u8]) -> Option<(i64, i32)> {
     let minutes = (value / 100) * 60 + value % 100;
     Some((
         stamp.parse().ok()?,
-        if sign.starts_with('-') { -minutes } else { minutes },
+        if sign.starts_with('-') {
+            -minutes
+        } else {
+            minutes
+        },
     ))
 }
 

@@ -12,6 +12,7 @@ use crate::engine::{ImageId, ImageInfo};
 use crate::pins::Mutability;
 use crate::recipe::ResolvedTag;
 use crate::registry::{self, Credentials, Held, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::oci::RegistryHost;
 use crate::types::oci::{Digest, Platform, Repository, Tag};
 
 /// What to do about a refusal.
@@ -45,7 +46,7 @@ impl RemoteTags {
     pub fn connect(
         repository: &Repository,
         platform: Platform,
-        insecure: Vec<String>,
+        insecure: Vec<RegistryHost>,
     ) -> anyhow::Result<Self> {
         // The repository is the recipe's own: the environment's credentials are for it (unless
         // FORGE_REGISTRY_HOST names another registry).

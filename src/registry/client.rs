@@ -16,6 +16,7 @@ use super::error::RegistryError;
 use super::manifest::{MANIFEST_TYPES, Manifest, ManifestMediaType};
 use super::trust::Trust;
 use super::{credentials, trust};
+use crate::types::oci::RegistryHost;
 
 /// How many redirects one request may follow.
 const MAX_REDIRECTS: usize = 10;
@@ -25,7 +26,7 @@ const MAX_REDIRECTS: usize = 10;
 pub struct RegistryClient {
     // Follows no redirect by itself: `fetch` decides where each one may lead.
     agent: ureq::Agent,
-    pub(super) insecure: Vec<String>,
+    pub(super) insecure: Vec<RegistryHost>,
     // The registry whose credentials to send when asked, and the one the recipe publishes to
     // (which `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are for); other registries get
     // none.
@@ -39,7 +40,7 @@ pub struct RegistryClient {
 impl RegistryClient {
     /// A client; `insecure` lists hosts (with port, if any) that may be spoken to over plain
     /// HTTP besides loopback ones.
-    pub fn new(insecure: Vec<String>) -> Self {
+    pub fn new(insecure: Vec<RegistryHost>) -> Self {
         Self {
             agent: crate::http::agent_without_redirects(),
             insecure,
@@ -62,7 +63,7 @@ impl RegistryClient {
     /// `docker login`) holds for its registry; with the lookup, for pushes through the daemon.
     pub fn for_recipe(
         repository: &crate::types::oci::Repository,
-        insecure: Vec<String>,
+        insecure: Vec<RegistryHost>,
     ) -> Result<(Self, Lookup), credentials::CredentialsError> {
         let lookup = credentials::lookup(repository.registry(), repository.registry())?;
         Ok((Self::new(insecure).with_lookup(lookup.clone()), lookup))

@@ -11,6 +11,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
+use crate::types::oci::RegistryHost;
 use url::{Host, Url};
 
 /// Token realms on another host that are the registry's own, by the registry's API host.
@@ -59,13 +60,13 @@ impl fmt::Display for UrlRefusal {
 #[derive(Debug, Clone)]
 pub struct Trust<'a> {
     registry: &'a Url,
-    insecure: &'a [String],
+    insecure: &'a [RegistryHost],
 }
 
 impl<'a> Trust<'a> {
     /// The rules for the registry served at `registry` (its API base URL); `insecure` lists the
     /// hosts (with a port, if any) named with `--insecure-registry`.
-    pub fn new(registry: &'a Url, insecure: &'a [String]) -> Self {
+    pub fn new(registry: &'a Url, insecure: &'a [RegistryHost]) -> Self {
         Self { registry, insecure }
     }
 
@@ -172,12 +173,11 @@ pub fn is_loopback(url: &Url) -> bool {
 }
 
 /// Whether `--insecure-registry NAME` (`host` or `host:port`) names `url`'s host.
-fn names(name: &str, url: &Url) -> bool {
+fn names(name: &RegistryHost, url: &Url) -> bool {
     let Ok(named) = Url::parse(&format!("http://{name}/")) else {
         return false;
     };
-    is_origin_only(&named)
-        && named.host() == url.host()
+    named.host() == url.host()
         && named
             .port()
             .is_none_or(|port| url.port_or_known_default() == Some(port))
@@ -276,15 +276,17 @@ mod tests {
     #[test]
     fn insecure_names_match_host_and_port() {
         let registry = url("http://reg.internal:5000/");
-        let insecure = ["reg.internal:5000".to_owned(), "other.internal".to_owned()];
+        let insecure: Vec<RegistryHost> = ["reg.internal:5000", "other.internal"]
+            .map(|name| name.parse().unwrap())
+            .into();
         let trust = Trust::new(&registry, &insecure);
         assert!(trust.may_be_plain(&url("http://reg.internal:5000/token")));
         assert!(!trust.may_be_plain(&url("http://reg.internal:5001/token")));
         assert!(trust.may_be_plain(&url("http://other.internal:8080/token")));
         assert!(!trust.may_be_plain(&url("http://reg.internal.evil:5000/token")));
         assert!(!trust.may_be_plain(&url("http://reg.internal:5000@evil:5000/token")));
-        let tricky = ["evil@reg.internal:5000".to_owned()];
-        assert!(!Trust::new(&registry, &tricky).may_be_plain(&url("http://reg.internal:5000/")));
+        // A name with user information is not a registry host: refused where it is read.
+        assert!("evil@reg.internal:5000".parse::<RegistryHost>().is_err());
     }
 
     #[test]

@@ -376,6 +376,34 @@ impl FromStr for Repository {
     }
 }
 
+/// A registry named by its host, as `--insecure-registry` takes it: `HOST` or `HOST:PORT` (a
+/// DNS name, an IPv4 address or a bracketed IPv6 address), with no scheme, user or path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryHost(String);
+string_newtype!(RegistryHost);
+
+impl FromStr for RegistryHost {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let plain = all_chars(value, |c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c));
+        let origin = url::Url::parse(&format!("http://{value}/")).is_ok_and(|url| {
+            url.host().is_some()
+                && url.username().is_empty()
+                && url.password().is_none()
+                && url.path() == "/"
+        });
+        if plain && origin {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "registry host",
+                value,
+                "expected HOST or HOST:PORT without a scheme or a path, such as registry.internal:5000",
+            ))
+        }
+    }
+}
+
 /// A platform such as `linux/arm64` or `linux/arm64/v8`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Platform(String);
@@ -406,6 +434,32 @@ impl FromStr for Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_hosts_are_host_and_port_only() {
+        for good in [
+            "registry.internal",
+            "127.0.0.1:5000",
+            "[::1]:5000",
+            "reg-1.example.org:443",
+        ] {
+            assert_eq!(good.parse::<RegistryHost>().unwrap().as_str(), good);
+        }
+        for bad in [
+            "http://reg:5000",
+            "reg:5000/path",
+            "user@reg",
+            "",
+            "reg:port",
+            "reg name",
+        ] {
+            let error = bad.parse::<RegistryHost>().unwrap_err().to_string();
+            assert!(
+                error.contains("expected HOST or HOST:PORT"),
+                "{bad:?}: {error}"
+            );
+        }
+    }
 
     #[test]
     fn tags_follow_the_distribution_grammar() {
