@@ -29,7 +29,7 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
     let statement = serde_json::to_vec(&provenance::statement(facts, sbom_digest.as_str()))
         .expect("JSON serializes");
     let envelope = Envelope::sign(dsse::IN_TOTO, &statement, key);
-    let payload = cosign::payload(&facts.repository, &facts.manifest);
+    let payload = cosign::payload(facts.repository.as_str(), &facts.manifest);
     let signature = key.sign(&payload);
     vec![
         (

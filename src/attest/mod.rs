@@ -13,22 +13,23 @@ pub mod sbom;
 
 use std::collections::BTreeMap;
 
+use crate::engine::Builder;
 use crate::lock::PatchRecord;
-use crate::types::oci::Digest;
+use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// What forge knows of a pushed build.
 #[derive(Debug, Clone)]
 pub struct Facts {
     /// The repository pushed to.
-    pub repository: String,
+    pub repository: Repository,
     /// The manifest digest the registry holds for the image.
     pub manifest: Digest,
     /// The image id.
-    pub image_id: String,
-    /// The platform built for.
-    pub platform: String,
+    pub image_id: Digest,
+    /// The platform built for, when the record names one.
+    pub platform: Option<Platform>,
     /// The tags applied.
-    pub tags: Vec<String>,
+    pub tags: Vec<Tag>,
     /// The base image.
     pub base: BaseFact,
     /// Every pin.
@@ -41,8 +42,8 @@ pub struct Facts {
     pub inputs: Vec<(String, String)>,
     /// The build arguments.
     pub build_args: BTreeMap<String, String>,
-    /// `buildkit` or `classic`.
-    pub builder: String,
+    /// The daemon's builder that ran the build.
+    pub builder: Builder,
     /// forge's version.
     pub forge_version: String,
     /// The daemon's version.
@@ -57,11 +58,11 @@ pub struct Facts {
 #[derive(Debug, Clone)]
 pub struct BaseFact {
     /// Its reference.
-    pub image: String,
+    pub image: ImageRef,
     /// Its registry digest, when known.
-    pub digest: Option<String>,
+    pub digest: Option<Digest>,
     /// Its image id, when known.
-    pub id: Option<String>,
+    pub id: Option<Digest>,
 }
 
 /// A pin.

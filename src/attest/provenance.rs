@@ -21,8 +21,8 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
     let (repository, hex) = (&facts.repository, facts.manifest.hex());
     let mut dependencies = vec![json!({
         "uri": format!("oci://{}", facts.base.image),
-        "digest": facts.base.digest.as_deref().map(|digest| json!({
-            "sha256": digest.trim_start_matches("sha256:")
+        "digest": facts.base.digest.as_ref().map(|digest| json!({
+            "sha256": digest.hex()
         })).unwrap_or_else(|| json!({})),
         "annotations": { "image_id": facts.base.id },
     })];

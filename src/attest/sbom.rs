@@ -37,7 +37,7 @@ pub fn document(facts: &Facts) -> Value {
                 "bom-ref": "image",
                 "name": facts.repository,
                 "version": facts.manifest.as_str(),
-                "purl": oci_purl(&facts.repository, facts.manifest.as_str()),
+                "purl": oci_purl(facts.repository.as_str(), facts.manifest.as_str()),
             },
         },
         "components": components,
@@ -74,13 +74,13 @@ fn oci_purl(repository: &str, digest: &str) -> String {
 }
 
 fn base_component(facts: &Facts) -> Value {
-    let (name, _) = split_reference(&facts.base.image);
+    let (name, _) = split_reference(facts.base.image.as_str());
     let mut component = json!({
         "type": "container",
         "bom-ref": "base",
         "name": name,
         // A base that only the daemon holds has no registry digest: its image id stands in.
-        "version": facts.base.digest.as_deref().or(facts.base.id.as_deref()).unwrap_or(&facts.base.image),
+        "version": facts.base.digest.as_ref().or(facts.base.id.as_ref()).map_or(facts.base.image.as_str(), crate::types::oci::Digest::as_str),
         "description": format!("the base image {}", facts.base.image),
         "components": facts.pins.iter().filter(|pin| pin.in_base).map(pin_component).collect::<Vec<_>>(),
     });
@@ -88,9 +88,8 @@ fn base_component(facts: &Facts) -> Value {
         component["properties"] = json!([{ "name": "forge:image-id", "value": id }]);
     }
     if let Some(digest) = &facts.base.digest {
-        component["purl"] = json!(oci_purl(name, digest));
-        component["hashes"] =
-            json!([{ "alg": "SHA-256", "content": digest.trim_start_matches("sha256:") }]);
+        component["purl"] = json!(oci_purl(name, digest.as_str()));
+        component["hashes"] = json!([{ "alg": "SHA-256", "content": digest.hex() }]);
     }
     component
 }

@@ -421,19 +421,15 @@ fn facts(
 ) -> crate::attest::Facts {
     let recipe = attaching.recipe;
     crate::attest::Facts {
-        repository: record.image.repository.to_string(),
+        repository: record.image.repository.clone(),
         manifest: subject.clone(),
-        image_id: record.image.id.to_string(),
-        platform: record
-            .image
-            .platform
-            .as_ref()
-            .map_or_else(String::new, ToString::to_string),
-        tags: record.tags.iter().map(|tag| tag.name.to_string()).collect(),
+        image_id: record.image.id.clone(),
+        platform: record.image.platform.clone(),
+        tags: record.tags.iter().map(|tag| tag.name.clone()).collect(),
         base: crate::attest::BaseFact {
-            image: record.base.image.to_string(),
-            digest: record.base.digest.as_ref().map(ToString::to_string),
-            id: record.base.id.as_ref().map(ToString::to_string),
+            image: record.base.image.clone(),
+            digest: record.base.digest.clone(),
+            id: record.base.id.clone(),
         },
         pins: attach::pin_facts(recipe.pins.pins.values()),
         patches: record.patches.clone(),
@@ -445,11 +441,7 @@ fn facts(
             .map(|(name, digest)| ((*name).to_owned(), digest.to_string()))
             .collect(),
         build_args: pipeline::build_args(recipe, record.image.revision.as_deref()),
-        builder: match attaching.options.builder {
-            Builder::Buildkit => "buildkit",
-            Builder::Classic => "classic",
-        }
-        .to_owned(),
+        builder: attaching.options.builder,
         forge_version: env!("CARGO_PKG_VERSION").to_owned(),
         daemon_version: attaching.daemon.clone(),
         started: attaching
