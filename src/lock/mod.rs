@@ -45,12 +45,12 @@ pub enum Lock {
     /// The recipe's inputs without a build of them, and the base as the last build recorded it.
     Inputs {
         /// The inputs.
-        inputs: Inputs,
+        inputs: Box<Inputs>,
         /// The base of the last build, kept for what it says the base holds.
         base: Option<BaseRecord>,
     },
     /// A build's whole record.
-    Built(Record),
+    Built(Box<Record>),
 }
 
 impl Lock {
@@ -74,7 +74,7 @@ impl Lock {
     pub fn built(self) -> Option<Record> {
         match self {
             Lock::Inputs { .. } => None,
-            Lock::Built(record) => Some(record),
+            Lock::Built(record) => Some(*record),
         }
     }
 
@@ -86,7 +86,7 @@ impl Lock {
         }
         Lock::Inputs {
             base: self.base().cloned(),
-            inputs,
+            inputs: Box::new(inputs),
         }
     }
 
@@ -97,7 +97,7 @@ impl Lock {
             Lock::Inputs { inputs, base } => {
                 let body = toml::to_string(&InputsFile {
                     version: FORMAT_VERSION,
-                    inputs: inputs.clone(),
+                    inputs: (**inputs).clone(),
                     base: base.clone(),
                 })
                 .expect("inputs serialize");
@@ -539,7 +539,7 @@ fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
     if header.image.is_none() {
         let file: InputsFile = toml::from_str(text).map_err(invalid)?;
         return Ok(Lock::Inputs {
-            inputs: file.inputs,
+            inputs: Box::new(file.inputs),
             base: file.base,
         });
     }
@@ -550,7 +550,7 @@ fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
             message: "it records no tag; every build records the tags it applied".to_owned(),
         });
     }
-    Ok(Lock::Built(record))
+    Ok(Lock::Built(Box::new(record)))
 }
 
 impl Record {
@@ -637,7 +637,7 @@ mod tests {
         assert!(!text.contains("attachments"), "{text}");
         assert_eq!(
             parse(Path::new("forge.lock"), &text).unwrap(),
-            Lock::Built(unsigned)
+            Lock::Built(Box::new(unsigned))
         );
         let mut signed = Record::sample();
         signed.attachments = vec![AttachmentRecord {
@@ -654,7 +654,7 @@ mod tests {
         );
         assert_eq!(
             parse(Path::new("forge.lock"), &text).unwrap(),
-            Lock::Built(signed)
+            Lock::Built(Box::new(signed))
         );
     }
 
@@ -674,7 +674,7 @@ mod tests {
     #[test]
     fn inputs_alone_read_back_and_keep_the_base_the_last_build_recorded() {
         let folder = tempfile::tempdir().unwrap();
-        let built = Lock::Built(Record::sample());
+        let built = Lock::Built(Box::new(Record::sample()));
         assert_eq!(
             built.clone().with_inputs(Inputs::sample()),
             built,
@@ -686,7 +686,7 @@ mod tests {
         assert_eq!(
             lock,
             Lock::Inputs {
-                inputs: moved,
+                inputs: Box::new(moved),
                 base: Some(Record::sample().base),
             }
         );

@@ -91,7 +91,7 @@ pub(super) fn build_request<'a>(
 /// a warning: the images may be public.
 pub(super) fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<Credentials> {
     let recipe_registry = recipe.pins.image.repository.registry();
-    let (credentials, errors) = crate::registry::credentials::all(&recipe_registry);
+    let (credentials, errors) = crate::registry::credentials::all(recipe_registry);
     for error in errors {
         printer.warn(format_args!(
             "the build is sent without some credentials: {error}"

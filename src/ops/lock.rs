@@ -23,7 +23,10 @@ pub fn lock(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     let had_build = matches!(previous, Some(Lock::Built(_)));
     let lock = match previous {
         Some(previous) => previous.with_inputs(inputs),
-        None => Lock::Inputs { inputs, base: None },
+        None => Lock::Inputs {
+            inputs: Box::new(inputs),
+            base: None,
+        },
     };
     let written = lock.write(&recipe.root)?;
     let path = lock::path(&recipe.root);

@@ -231,7 +231,7 @@ fn recorded_manifest(recipe: &Recipe, record: &Record) -> Result<Digest, PullErr
 /// lookup that fails is a warning, as the image may be public.
 fn credentials(record: &Record, printer: &Printer) -> Option<Credentials> {
     let registry = record.image.repository.registry();
-    match crate::registry::credentials::lookup(&registry, &registry) {
+    match crate::registry::credentials::lookup(registry, registry) {
         Ok(lookup) => lookup.credentials,
         Err(error) => {
             printer.warn(format_args!("pulling without credentials: {error}"));

@@ -83,7 +83,7 @@ pub fn verify_digest(
     let repository = remote_repository(&record);
     let client = RegistryClient::new(options.insecure_registries.clone()).with_credentials_for(
         &repository.registry,
-        &recipe.pins.image.repository.registry(),
+        recipe.pins.image.repository.registry(),
     );
     let subject = Subject {
         record: &record,

@@ -44,7 +44,7 @@ crate::advised!(VerifyError);
 pub fn recorded_build(root: &std::path::Path) -> anyhow::Result<crate::lock::Record> {
     let path = crate::lock::path(root);
     match crate::lock::load(root)? {
-        Some(crate::lock::Lock::Built(record)) => Ok(record),
+        Some(crate::lock::Lock::Built(record)) => Ok(*record),
         Some(crate::lock::Lock::Inputs { .. }) => Err(VerifyError::NoBuild { path }.into()),
         None => Err(VerifyError::NoRecord { path }.into()),
     }
