@@ -85,7 +85,7 @@ impl Advise for IgnoreFileError {
                 Advice::Hint("save .dockerignore as UTF-8 text, or remove it".to_owned())
             }
             IgnoreFileError::Invalid { .. } => Advice::Hint(
-                "fix or remove the pattern; the README's .dockerignore section says how Docker reads each one".to_owned(),
+                "fix or remove the pattern; docs/template-and-context.md says how Docker reads each one".to_owned(),
             ),
         }
     }

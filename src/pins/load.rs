@@ -138,11 +138,11 @@ impl Loader<'_> {
         let message = error.message().trim_end().to_owned();
         let hint = if message.starts_with("unknown field") || message.starts_with("unknown variant")
         {
-            "remove or rename the key; the README's pins.toml section lists every key forge reads"
+            "remove or rename the key; docs/pins.md lists every key forge reads"
         } else if message.starts_with("invalid ") {
             "values that reach the Dockerfile must match their grammar exactly; nothing was rendered"
         } else if message.starts_with("missing field") {
-            "add the key; the README's pins.toml section shows the default recipe"
+            "add the key; docs/pins.md shows the default recipe"
         } else {
             "fix the TOML at that position; nothing was rendered"
         };
@@ -304,7 +304,7 @@ impl Loader<'_> {
                 return Err(self.error(
                     path.span(),
                     format!("`{}` does not look like a secret", path.get_ref()),
-                    "allow_secrets names only secret-looking files the build would otherwise refuse; remove it (the README lists what looks like a secret)",
+                    "allow_secrets names only secret-looking files the build would otherwise refuse; remove it (docs/template-and-context.md lists what looks like a secret)",
                 ));
             }
             settings.allow_secrets.push(path.into_inner());

@@ -322,7 +322,7 @@ fn template_error(
             if expression.starts_with("pins") {
                 "the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template".to_owned()
             } else {
-                "the template names a value forge does not provide; see the template section of the README for what is available".to_owned()
+                "the template names a value forge does not provide; see docs/template-and-context.md for what is available".to_owned()
             },
         ),
         (_, Some(expression)) => (

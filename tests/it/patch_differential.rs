@@ -15,8 +15,8 @@
 //! - **named cases**: one test per class of disagreement found before (see each test).
 //!
 //! `FORGE_DIFFERENTIAL_SEED`, `FORGE_DIFFERENTIAL_COMMITS` and `FORGE_DIFFERENTIAL_CASES`
-//! make longer runs; `FORGE_HISTORY=GITDIR:BASE:TIP[,...]` replays real histories (see the
-//! README's testing section); `FORGE_DIFFERENTIAL_BINARY` judges another forge binary.
+//! make longer runs; `FORGE_HISTORY=GITDIR:BASE:TIP[,...]` replays real histories (see
+//! docs/testing.md); `FORGE_DIFFERENTIAL_BINARY` judges another forge binary.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

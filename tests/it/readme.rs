@@ -1,5 +1,5 @@
-//! The console examples of README.md and examples/*/README.md, run against the forge under test
-//! and compared with what the documents show.
+//! The console examples of README.md, docs/*.md and examples/*/README.md, run against the forge
+//! under test and compared with what the documents show.
 //!
 //! Every ```` ```console ```` block follows a marker line naming it:
 //! `<!-- example: NAME -->` when `SETUPS` below says how to run it, or
@@ -56,10 +56,21 @@ struct Step {
     expected: Vec<(usize, String)>,
 }
 
-/// The documents whose console blocks are checked.
+/// The documents whose console blocks are checked: README.md, then docs/*.md and
+/// examples/*/README.md, each group in name order.
 fn documents() -> Vec<String> {
     let root = repository_root();
     let mut files = vec!["README.md".to_owned()];
+    let mut manual: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .expect("the docs folder")
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            let page = format!("docs/{name}");
+            (name.ends_with(".md") && root.join(&page).is_file()).then_some(page)
+        })
+        .collect();
+    manual.sort();
+    files.extend(manual);
     let mut examples: Vec<String> = std::fs::read_dir(root.join("examples"))
         .expect("the examples folder")
         .filter_map(|entry| {
