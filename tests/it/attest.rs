@@ -11,39 +11,12 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
-use crate::registry_server::RegistryServer;
+use crate::support::images::{DATED_TAG, Example, docker_available, ensure_base_image};
+use crate::support::keys::Keys;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
+use crate::support::verify::{failing, row, verify};
 use crate::support::{TestContext, assert_contains};
-use crate::verify::{failing, no_credentials, path_of, registry_tools_missing, row, verify};
-
-/// A key pair written by `forge keygen` in a folder of its own.
-struct Keys {
-    folder: tempfile::TempDir,
-}
-
-impl Keys {
-    fn new() -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let context = TestContext::empty();
-        let prefix = folder.path().join("signing");
-        context
-            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
-            .expect_code(0);
-        Self { folder }
-    }
-
-    fn private(&self) -> PathBuf {
-        self.folder.path().join("signing.key")
-    }
-
-    fn public(&self) -> PathBuf {
-        self.folder.path().join("signing.pub")
-    }
-
-    fn public_arg(&self) -> String {
-        self.public().display().to_string()
-    }
-}
 
 /// The offline example pushed to `registry` and signed with `keys`.
 fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
@@ -198,9 +171,8 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), public);
 
     let context = TestContext::empty();
-    let prefix = keys.folder.path().join("signing");
     let run = context
-        .forge(&["keygen", "--out", prefix.to_str().unwrap()])
+        .forge(&["keygen", "--out", &keys.prefix()])
         .expect_code(2);
     assert_contains(&run.stderr, "signing.key already exists");
     assert_eq!(std::fs::read_to_string(keys.private()).unwrap(), private);

@@ -9,7 +9,8 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::build::copy_example;
+use crate::support::fifo;
+use crate::support::images::copy_example;
 use crate::support::{Run, TestContext, assert_contains};
 
 /// What one entry of the context archive is.
@@ -380,18 +381,6 @@ fn nothing_is_dropped_that_docker_would_send() {
         let empty = format!("{folder}/empty");
         assert_eq!(entries.get(&empty), Some(&Entry::Folder), "{empty}");
     }
-}
-
-/// Makes a FIFO at `path`.
-pub(crate) fn fifo(path: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    if path.symlink_metadata().is_ok() {
-        std::fs::remove_file(path).unwrap();
-    }
-    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `name` is a NUL-terminated path that outlives the call.
-    let made = unsafe { libc::mkfifo(name.as_ptr(), 0o644) };
-    assert_eq!(made, 0, "mkfifo {}", path.display());
 }
 
 /// `args` in `context`, which must end within a minute with exit 2 naming `named` and `kind`.

@@ -10,60 +10,18 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::build::{BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image};
-use crate::node::SecondDaemon;
-use crate::pull::id_on;
-use crate::registry_server::RegistryServer;
-use crate::release_server::{ReleaseServer, sha256_hex, wheel};
+use crate::support::images::daemon_host;
+use crate::support::images::id_on;
+use crate::support::images::{
+    BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image,
+};
+use crate::support::images::{Tagged, docker};
+use crate::support::keys::Keys;
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
+use crate::support::release::{ReleaseServer, sha256_hex, wheel};
 use crate::support::{Run, TestContext, assert_contains};
-use crate::verify::registry_tools_missing;
-
-/// A key pair written by `forge keygen`, in a folder of its own.
-pub(crate) struct Keys {
-    folder: tempfile::TempDir,
-}
-
-impl Keys {
-    pub(crate) fn new() -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let prefix = folder.path().join("lab");
-        TestContext::empty()
-            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
-            .expect_code(0);
-        Self { folder }
-    }
-
-    pub(crate) fn private(&self) -> String {
-        self.folder.path().join("lab.key").display().to_string()
-    }
-
-    pub(crate) fn public_text(&self) -> String {
-        std::fs::read_to_string(self.folder.path().join("lab.pub")).unwrap()
-    }
-}
-
-/// Tags the daemon was given by the test itself (not by forge, whose images `ImageGuard`
-/// removes), untagged when dropped.
-pub(crate) struct Tagged(pub(crate) Vec<String>);
-
-impl Drop for Tagged {
-    fn drop(&mut self) {
-        for reference in &self.0 {
-            let _ = Command::new("docker").args(["rmi", reference]).output();
-        }
-    }
-}
-
-/// Runs `docker ARGS`, panicking with its stderr when it fails.
-pub(crate) fn docker(args: &[&str]) {
-    let output = Command::new("docker").args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "docker {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 /// `forge ARGS` run in `folder` without `-C`, as a user in that folder types it.
 fn forge_in(folder: &Path, args: &[&str]) -> Run {
@@ -87,11 +45,6 @@ fn names_in(folder: &Path) -> Vec<String> {
     names
 }
 
-/// The tests' own daemon, as `--host` names it.
-fn default_host() -> String {
-    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_owned())
-}
-
 /// The tester has `REPOSITORY:latest` and `lab.pub`: pulls on both nodes of a two-node rig,
 /// verifies the record's signature, the registry, both nodes and the image's contents, and
 /// prints the report, writing nothing. Then the tag is re-pointed, first at an image forge
@@ -111,7 +64,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     let keys = Keys::new();
     build_in(
         &example.context,
-        &["--push", "--sign", "--sign-key", &keys.private()],
+        &["--push", "--sign", "--sign-key", &keys.private_arg()],
         &[],
     )
     .expect_code(0);
@@ -124,7 +77,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     tester.write("lab.pub", &keys.public_text());
     let folder = tester.path();
     let reference = format!("{}:latest", example.repository);
-    let (first, second) = (default_host(), node.host.clone());
+    let (first, second) = (daemon_host(), node.host.clone());
     let hosts = ["--host", first.as_str(), "--host", second.as_str()];
 
     let pulled = forge_in(folder, &[&["pull", &reference][..], &hosts].concat()).expect_code(0);
@@ -301,7 +254,7 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
             "--push",
             "--sign",
             "--sign-key",
-            &keys.private(),
+            &keys.private_arg(),
         ],
         &[],
     )

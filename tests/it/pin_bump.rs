@@ -7,42 +7,17 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::credential_helper::{CredentialHelper, HELPER};
-use crate::git_http_server::GitHttpServer;
-use crate::index_server::IndexServer;
-use crate::registry_server::{self, RegistryServer};
-use crate::support::{Run, TestContext, assert_contains, free_port, git_in, stop, wait_for_port};
-use crate::tls::{Certificates, TlsTerminator};
-
-/// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
-/// temporary folder, no index or registry settings but those in `env`.
-pub fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let home = context.path().join(".home");
-    std::fs::create_dir_all(&home).expect("a home folder");
-    let mut command = context.forge_command(args);
-    for name in [
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
-        "PIP_CONFIG_FILE",
-        "NETRC",
-        "FORGE_CACHE_DIR",
-        "FORGE_INDEX_URL",
-        "FORGE_REGISTRY_USER",
-        "FORGE_REGISTRY_PASSWORD",
-        "FORGE_REGISTRY_HOST",
-        "DOCKER_CONFIG",
-        "XDG_CONFIG_DIRS",
-    ] {
-        command.env_remove(name);
-    }
-    command
-        .env("HOME", &home)
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_CONFIG_DIRS", home.join("xdg"))
-        .envs(env.iter().copied());
-    Run::of(&mut command)
-}
+use crate::support::credential_helper::{CredentialHelper, HELPER};
+use crate::support::forge;
+use crate::support::git::deepgemm_from;
+use crate::support::git::{GitRemote, git, with_a_deepgemm_series, with_git_remote};
+use crate::support::git_http::GitHttpServer;
+use crate::support::index::IndexServer;
+use crate::support::index::{default_index, recorded_index};
+use crate::support::outdated_row;
+use crate::support::registry::{self, RegistryServer};
+use crate::support::tls::{Certificates, TlsTerminator};
+use crate::support::{Run, TestContext, assert_contains, free_port, stop, wait_for_port};
 
 /// `forge`, with `index` as the package index.
 fn forge_on(context: &TestContext, index: &IndexServer, args: &[&str]) -> Run {
@@ -75,22 +50,6 @@ fn lockstep_recipe_and_index() -> (TestContext, String, IndexServer) {
     );
     let before = context.read("pins.toml");
     (context, before, default_index())
-}
-
-/// An index offering everything the default recipe pins at its current versions.
-fn default_index() -> IndexServer {
-    let index = IndexServer::start();
-    for (package, version) in [
-        ("flashinfer-python", "0.6.14"),
-        ("flashinfer-cubin", "0.6.14"),
-        ("flashinfer-jit-cache", "0.6.14+cu130"),
-        ("apache-tvm-ffi", "0.1.11"),
-        ("tilelang", "0.1.11"),
-        ("nvidia-cutlass-dsl", "4.6.0"),
-    ] {
-        index.wheel(package, version);
-    }
-    index
 }
 
 /// FlashInfer's version line in the default recipe, and after the move to 0.6.15.
@@ -430,29 +389,6 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
         ),
     );
     assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
-}
-
-/// An index holding what the real one offers for the default recipe's packages (recorded by
-/// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
-/// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
-/// own index).
-pub(crate) fn recorded_index() -> IndexServer {
-    let index = IndexServer::start();
-    for package in [
-        "tilelang",
-        "apache-tvm-ffi",
-        "flashinfer-python",
-        "flashinfer-cubin",
-        "nvidia-cutlass-dsl",
-    ] {
-        index.load_fixture(package);
-    }
-    for version in ["0.6.14", "0.7.4"] {
-        index
-            .wheel("flashinfer-cubin", version)
-            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
-    }
-    index
 }
 
 #[test]
@@ -1912,157 +1848,6 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
     );
 }
 
-/// A bare repository with a `nv_dev` branch of three commits (the third also adds
-/// `docs.txt`), and a side branch.
-pub(crate) struct GitRemote {
-    pub(crate) folder: tempfile::TempDir,
-    pub(crate) first: String,
-    pub(crate) second: String,
-    pub(crate) head: String,
-    pub(crate) side: String,
-}
-
-/// Runs git in `folder` with a fixed identity and returns its stdout, trimmed.
-pub(crate) fn git(folder: &Path, args: &[&str]) -> String {
-    let identity = ["-c", "user.name=Test", "-c", "user.email=test@example.org"];
-    let all = [&identity[..], &["-c", "init.defaultBranch=main"], args].concat();
-    git_in(folder, &all, &[]).trim().to_owned()
-}
-
-impl GitRemote {
-    pub(crate) fn new() -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let work = folder.path().join("work");
-        std::fs::create_dir_all(&work).unwrap();
-        git(&work, &["init", "--quiet"]);
-        let first = commit(&work, "first", &[("kernel.txt", "first\n")]);
-        let second = commit(&work, "second", &[("kernel.txt", "second\n")]);
-        let head = commit(
-            &work,
-            "third",
-            &[("kernel.txt", "third\n"), ("docs.txt", "docs\n")],
-        );
-        git(&work, &["branch", "-m", "nv_dev"]);
-        git(&work, &["checkout", "--quiet", "-b", "side", &first]);
-        let side = commit(&work, "side", &[("kernel.txt", "side\n")]);
-        git(
-            &work,
-            &[
-                "clone",
-                "--quiet",
-                "--bare",
-                ".",
-                folder.path().join("remote.git").to_str().unwrap(),
-            ],
-        );
-        Self {
-            folder,
-            first,
-            second,
-            head,
-            side,
-        }
-    }
-
-    pub(crate) fn url(&self) -> String {
-        format!("file://{}", self.folder.path().join("remote.git").display())
-    }
-
-    /// Writes a `git format-patch` series into `into`: one commit per entry of `commits`, made
-    /// on a branch from `base`.
-    pub(crate) fn series(&self, base: &str, commits: &[(&str, &[(&str, &str)])], into: &Path) {
-        self.series_by(None, base, commits, into);
-    }
-
-    /// `series`, with the commits authored by `author` (`Name <email>`) when given, rather than
-    /// by the committer.
-    pub(crate) fn series_by(
-        &self,
-        author: Option<&str>,
-        base: &str,
-        commits: &[(&str, &[(&str, &str)])],
-        into: &Path,
-    ) {
-        let work = self.folder.path().join("work");
-        git(&work, &["checkout", "--quiet", "--detach", base]);
-        for (message, files) in commits {
-            commit_by(&work, author, message, files);
-        }
-        let count = format!("-{}", commits.len());
-        git(
-            &work,
-            &[
-                "format-patch",
-                "--quiet",
-                &count,
-                "-o",
-                into.to_str().unwrap(),
-            ],
-        );
-    }
-}
-
-/// Commits `files` (path, content) in `work` and returns the commit id.
-fn commit(work: &Path, message: &str, files: &[(&str, &str)]) -> String {
-    commit_by(work, None, message, files)
-}
-
-/// `commit`, authored by `author` (`Name <email>`) when given; paths may name new folders.
-fn commit_by(work: &Path, author: Option<&str>, message: &str, files: &[(&str, &str)]) -> String {
-    for (path, content) in files {
-        let path_in_work = work.join(path);
-        std::fs::create_dir_all(path_in_work.parent().unwrap()).unwrap();
-        std::fs::write(path_in_work, content).unwrap();
-        git(work, &["add", path]);
-    }
-    let author = author.map(|author| format!("--author={author}"));
-    let mut args = vec!["commit", "--quiet", "-m", message];
-    args.extend(author.as_deref());
-    git(work, &args);
-    git(work, &["rev-parse", "HEAD"])
-}
-
-/// Adds a `[[patches]]` entry for the series folder `series` onto `remote` at `rev`.
-pub(crate) fn with_series_onto(
-    context: &TestContext,
-    series: &str,
-    remote: &GitRemote,
-    rev: &str,
-) -> String {
-    // The series is made against the commit the pin builds.
-    context.edit(
-        "pins.toml",
-        "rev = \"a6b593d2826719dcf4892609af7b84ee23aaf32a\"",
-        &format!("rev = \"{rev}\""),
-    );
-    context.edit(
-        "pins.toml",
-        "[[overlays]]",
-        &format!(
-            "[[patches]]                    # DeepGEMM fixes, kept until upstream takes them\nseries = \"{series}\"\nonto = {{ git = \"{}\", rev = \"{rev}\" }}\n\n[[overlays]]",
-            remote.url()
-        ),
-    );
-    context.read("pins.toml")
-}
-
-/// The default recipe with DeepGEMM at a local remote's first commit and a series of
-/// `commits` (message, files) onto it in patches/deepgemm.
-pub(crate) fn with_a_deepgemm_series(
-    commits: &[(&str, &[(&str, &str)])],
-) -> (TestContext, GitRemote) {
-    let context = TestContext::default_recipe_on_indexes();
-    let remote = GitRemote::new();
-    with_git_remote(&context, &remote);
-    remote.series(
-        &remote.first,
-        commits,
-        &context.path().join("patches/deepgemm"),
-    );
-    with_series_onto(&context, "patches/deepgemm", &remote, &remote.first);
-    (context, remote)
-}
-
 /// The one commit of the series that conflicts with the remote's later commits.
 const TUNE_THE_KERNEL: (&str, &[(&str, &str)]) =
     ("tune the kernel", &[("kernel.txt", "first, tuned\n")]);
@@ -2121,21 +1906,6 @@ fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
         &context.read("pins.toml"),
         &format!("rev = \"{}\"\nmodule", remote.head),
     );
-}
-
-/// Points the DeepGEMM pin at `remote`; returns pins.toml as it is then.
-pub(crate) fn with_git_remote(context: &TestContext, remote: &GitRemote) -> String {
-    deepgemm_from(context, &remote.url())
-}
-
-/// Points the DeepGEMM pin at `url`; returns pins.toml as it is then.
-fn deepgemm_from(context: &TestContext, url: &str) -> String {
-    context.edit(
-        "pins.toml",
-        "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
-        &format!("url = \"{url}\""),
-    );
-    context.read("pins.toml")
 }
 
 #[test]
@@ -2427,7 +2197,7 @@ fn registry(start: fn() -> RegistryServer) -> Option<RegistryServer> {
 // A skipped test says why on its own output.
 #[allow(clippy::print_stderr)]
 fn tools_or_skip() -> bool {
-    match registry_server::missing_tools() {
+    match registry::missing_tools() {
         None => true,
         Some(reason) if std::env::var_os("CI").is_some() => {
             panic!("{reason}: ci/test installs docker-registry, skopeo and openssl")
@@ -2793,15 +2563,4 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
             .is_some_and(|request| !request.contains("Authorization")),
         "{requests:?}"
     );
-}
-
-/// The cells of `pin outdated`'s row for the pin `name`.
-#[track_caller]
-pub fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
-    stdout
-        .lines()
-        .find(|line| line.starts_with(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
-        .split_whitespace()
-        .collect()
 }

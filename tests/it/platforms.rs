@@ -8,12 +8,13 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{daemon_platform, docker_available};
-use crate::image_guard::ImageGuard;
-use crate::node::SecondDaemon;
-use crate::registry_server::RegistryServer;
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{daemon_platform, docker_available};
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
+use crate::support::verify::{row, verify_in};
 use crate::support::{TestContext, assert_contains, stdout_of};
-use crate::verify::{registry_tools_missing, row, verify_in};
 
 /// Loads a base of one file, `/etc/platform` saying `platform`, as `name` on the daemon at
 /// `host`: an image archive as `docker save` writes it, whose configuration names the platform
@@ -120,7 +121,7 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     };
     let _bridge = node.reach(registry.port());
     let base = format!("forge-test-multi-base:{}", std::process::id());
-    let main = crate::build::daemon_host();
+    let main = crate::support::images::daemon_host();
     load_base(&main, &base, "linux/amd64");
     load_base(&node.host, &base, "linux/arm64");
     let _base_guard = ImageGuard::new("forge-test-multi-base");

@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{Example, built, daemon_host, docker_ready, reported_id};
+use crate::support::images::{Example, built, daemon_host, docker_ready, reported_id};
+use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{Run, assert_contains, env_refs, free_port, run_tool, stop, wait_for_port};
-use crate::tls::{Certificates, TlsTerminator};
 
 /// The unix socket of the daemon the tests build on.
 fn daemon_socket() -> PathBuf {
@@ -383,10 +383,10 @@ fn docker_config_with_context(name: &str, host: &str, current: bool) -> tempfile
 /// config.json's currentContext, else the default socket; `default` is the default socket.
 #[test]
 fn the_daemon_is_the_one_the_docker_context_in_use_names() {
-    if !crate::build::docker_ready() {
+    if !crate::support::images::docker_ready() {
         return;
     }
-    let example = crate::build::Example::new("docker-context");
+    let example = crate::support::images::Example::new("docker-context");
     // A context that leads nowhere: forge must try it, not the default socket.
     let nowhere = example.context.path().join("nowhere.sock");
     let nowhere_host = format!("unix://{}", nowhere.display());

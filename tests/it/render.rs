@@ -3,6 +3,7 @@
 
 use std::process::Command;
 
+use crate::support::assert_hadolint_passes;
 use crate::support::{
     TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
     with_deepgemm_series,
@@ -87,22 +88,6 @@ fn default_dockerfile_with_a_deepgemm_series_passes_hadolint() {
     let run = context.forge(&["render"]).expect_code(0);
     assert_contains(&run.stdout, "COPY .forge/series/deepgemm/");
     assert_hadolint_passes(&run.stdout);
-}
-
-#[track_caller]
-pub fn assert_hadolint_passes(dockerfile: &str) {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), dockerfile).unwrap();
-    let output = Command::new("hadolint")
-        .arg(file.path())
-        .output()
-        .expect("hadolint is on PATH (ci/test installs it in target/ci-venv)");
-    assert!(
-        output.status.success(),
-        "hadolint failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 #[test]

@@ -3,73 +3,22 @@
 //! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
 //! access exits 2.
 
-pub(crate) mod python_image;
-
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::build::{
+use crate::support::credential_helper::{CredentialHelper, HELPER};
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{
     BASE_IMAGE, DATED_TAG, Example, build_in, built, daemon_host, daemon_platform,
     docker_available, ensure_base_image, image_id, reported_id,
 };
-use crate::credential_helper::{CredentialHelper, HELPER};
-use crate::image_guard::ImageGuard;
-use crate::node::SecondDaemon;
-use crate::registry_server::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
-use crate::support::{Run, TestContext, assert_contains, stdout_of};
-use python_image::PythonImage;
-
-/// `forge --json verify-digest args...`, with a `SOURCE_DATE_EPOCH` other than the build's:
-/// the context is assembled again with the mtime the record holds, so verification does not
-/// depend on the environment matching the build's.
-pub(crate) fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
-    verify_in(&example.context, args, env)
-}
-
-/// `verify` for any recipe folder.
-pub(crate) fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut all = vec!["--json", "verify-digest"];
-    all.extend_from_slice(args);
-    let mut env = env.to_vec();
-    env.push(("SOURCE_DATE_EPOCH", "1"));
-    context.forge_with(&all, &env)
-}
-
-/// The one row with this name and subject.
-#[track_caller]
-pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
-    let rows: Vec<&Value> = json["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .filter(|check| check["name"] == name && check["subject"] == subject)
-        .collect();
-    assert_eq!(rows.len(), 1, "one {name} row for {subject} in {json:#}");
-    rows[0]
-}
-
-/// The subjects of the failing rows, as `name subject`.
-pub(crate) fn failing(json: &Value) -> Vec<String> {
-    rows_where(json, false)
-}
-
-/// The subjects of the rows whose `ok` is `ok`, as `name subject`.
-pub(crate) fn rows_where(json: &Value, ok: bool) -> Vec<String> {
-    json["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .filter(|check| check["ok"] == ok)
-        .map(|check| {
-            format!(
-                "{} {}",
-                check["name"].as_str().unwrap(),
-                check["subject"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
+use crate::support::node::SecondDaemon;
+use crate::support::python_image::{self, PythonImage};
+use crate::support::registry::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
+use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
+use crate::support::verify::{failing, row, verify, verify_in};
+use crate::support::{TestContext, assert_contains, stdout_of};
 
 #[test]
 fn no_record_exits_2_naming_the_file() {
@@ -529,28 +478,6 @@ fn pushed(registry: &RegistryServer, name: &str, env: &[(&str, &str)]) -> Option
     Some(example)
 }
 
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
-pub(crate) fn registry_tools_missing() -> bool {
-    match registry_server::missing_tools() {
-        Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
-            eprintln!("skipped: {missing}");
-            true
-        }
-        Some(missing) => panic!("{missing}; install them, or set FORGE_SKIP_REGISTRY=1"),
-        None => false,
-    }
-}
-
-/// The repository path of `example` on its registry (without the registry host).
-pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
-    example
-        .repository
-        .strip_prefix(&format!("{}/", registry.address()))
-        .unwrap()
-        .to_owned()
-}
-
 /// The configuration digest of the manifest `repository:tag` on `registry`, as `skopeo inspect
 /// --raw` shows it: the image the tag holds.
 fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> String {
@@ -571,11 +498,6 @@ fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> Stri
 
 /// The OCI image index (multi-platform) media type.
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-
-/// No credentials anywhere: an empty Docker configuration folder.
-pub(crate) fn no_credentials() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
 
 #[test]
 fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
@@ -752,7 +674,7 @@ impl IndexedTags<'_> {
         media_type: &str,
         entries: &[(&str, usize, &str)],
     ) -> String {
-        let index = registry_server::index_of(media_type, entries);
+        let index = registry::index_of(media_type, entries);
         for tag in ["latest", DATED_TAG] {
             self.registry
                 .put_manifest(self.name, tag, media_type, index.as_bytes());

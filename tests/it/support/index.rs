@@ -438,3 +438,42 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
     let document = serde_json::json!({ "info": { "name": name }, "releases": releases });
     Some(("200 OK", "application/json", document.to_string()))
 }
+
+/// An index offering everything the default recipe pins at its current versions.
+pub(crate) fn default_index() -> IndexServer {
+    let index = IndexServer::start();
+    for (package, version) in [
+        ("flashinfer-python", "0.6.14"),
+        ("flashinfer-cubin", "0.6.14"),
+        ("flashinfer-jit-cache", "0.6.14+cu130"),
+        ("apache-tvm-ffi", "0.1.11"),
+        ("tilelang", "0.1.11"),
+        ("nvidia-cutlass-dsl", "4.6.0"),
+    ] {
+        index.wheel(package, version);
+    }
+    index
+}
+
+/// An index holding what the real one offers for the default recipe's packages (recorded by
+/// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
+/// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
+/// own index).
+pub(crate) fn recorded_index() -> IndexServer {
+    let index = IndexServer::start();
+    for package in [
+        "tilelang",
+        "apache-tvm-ffi",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "nvidia-cutlass-dsl",
+    ] {
+        index.load_fixture(package);
+    }
+    for version in ["0.6.14", "0.7.4"] {
+        index
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    index
+}
