@@ -348,21 +348,7 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
     let first_att = held(&attachment(&first, "att"));
     let first_sig = held(&attachment(&first, "sig"));
     let first_sbom = held(&attachment(&first, "sbom"));
-    example
-        .context
-        .write("overlays/app/VERSION", "second signed build\n");
-    example
-        .build_with(
-            &[
-                "--push",
-                "--force",
-                "--sign",
-                "--sign-key",
-                keys.private().to_str().unwrap(),
-            ],
-            &[],
-        )
-        .expect_code(0);
+    pushed_again_signed(&example, &keys);
     let second = registry.digest(&path, "latest");
     assert_ne!(second, first);
     verify(&example, &["--remote", "--key", &key], &env).expect_code(0);
@@ -420,13 +406,22 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
     );
 }
 
+/// `example` with its overlay changed, built, pushed over its tags and signed with `keys`.
+fn pushed_again_signed(example: &Example, keys: &Keys) {
+    example
+        .context
+        .write("overlays/app/VERSION", "second signed build\n");
+    let key = keys.private_arg();
+    example
+        .build_with(&["--push", "--force", "--sign", "--sign-key", &key], &[])
+        .expect_code(0);
+}
+
 /// The OCI image manifest media type.
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
 /// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
 fn verifier_python() -> Option<PathBuf> {
     match std::env::var_os("FORGE_TEST_PYTHON") {
         Some(python) => Some(PathBuf::from(python)),
@@ -434,8 +429,8 @@ fn verifier_python() -> Option<PathBuf> {
             "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
         ),
         None => {
-            eprintln!(
-                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)"
+            crate::support::note(
+                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)",
             );
             None
         }

@@ -671,17 +671,15 @@ fn a_change_committed_differently_is_already_applied() {
     }
 }
 
-/// A conflict in the middle of the series: nothing changes, and the error names the patch, the
-/// file and the hunk.
-#[test]
-fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
-    let bench = Workbench::new();
+/// Three patches onto a target whose own change makes the second hunk of the second patch
+/// fail; the series' files.
+fn series_with_a_conflict_in_the_middle(bench: &Workbench) -> Vec<PathBuf> {
     bench.git("origin", &["init", "-q", "-b", "main"], &[]);
     let lines: String = (1..=30).map(|line| format!("line {line}\n")).collect();
     bench.write("origin/a.txt", b"a\n");
     bench.write("origin/story.txt", lines.as_bytes());
     let base = commit(
-        &bench,
+        bench,
         "origin",
         ("Base", "base@example.org"),
         "2026-01-01T00:00:00+0000",
@@ -689,7 +687,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     );
     bench.write("origin/a.txt", b"a\nb\n");
     commit(
-        &bench,
+        bench,
         "origin",
         ("First", "first@example.org"),
         "2026-01-02T00:00:00+0000",
@@ -703,7 +701,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
             .as_bytes(),
     );
     commit(
-        &bench,
+        bench,
         "origin",
         ("Second", "second@example.org"),
         "2026-01-03T00:00:00+0000",
@@ -711,26 +709,34 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     );
     bench.write("origin/a.txt", b"a\nb\nc\n");
     commit(
-        &bench,
+        bench,
         "origin",
         ("Third", "third@example.org"),
         "2026-01-04T00:00:00+0000",
         "third\n",
     );
-    target_at(&bench, &base);
+    target_at(bench, &base);
     // The target's own change makes the second hunk of the second patch fail.
     bench.write(
         "target/story.txt",
         lines.replace("line 25\n", "line 25 (changed)\n").as_bytes(),
     );
     commit(
-        &bench,
+        bench,
         "target",
         ("Target", "target@example.org"),
         "2026-01-05T00:00:00+0000",
         "target change\n",
     );
-    let files = format_patch(&bench, &base, "series");
+    format_patch(bench, &base, "series")
+}
+
+/// A conflict in the middle of the series: nothing changes, and the error names the patch, the
+/// file and the hunk.
+#[test]
+fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
+    let bench = Workbench::new();
+    let files = series_with_a_conflict_in_the_middle(&bench);
     let before = bench.target_snapshot();
 
     let run = bench.patch("apply", &[bench.path("series")]).expect_code(1);

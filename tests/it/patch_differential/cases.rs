@@ -28,20 +28,7 @@ pub(super) fn mutation(rng: &mut Rng, before: &State, after: &State) -> State {
     match rng.below(12) {
         0 | 1 => {}
         2 => return after.clone(),
-        3 | 4 => {
-            if let Some(entry) = target.get_mut(&path)
-                && entry.is_text()
-            {
-                let extra = format!("extra {}\n", rng.below(9));
-                if rng.chance(50) {
-                    entry.data.extend_from_slice(extra.as_bytes());
-                } else {
-                    let mut data = extra.into_bytes();
-                    data.extend_from_slice(&entry.data);
-                    entry.data = data;
-                }
-            }
-        }
+        3 | 4 => add_a_line(rng, &mut target, &path),
         5 => {
             if let Some(entry) = target.get_mut(&path)
                 && entry.is_text()
@@ -52,54 +39,14 @@ pub(super) fn mutation(rng: &mut Rng, before: &State, after: &State) -> State {
         6 => {
             target.remove(&path);
         }
-        7 => {
-            // Something already where the patch writes.
-            if let Some(entry) = after.get(&path)
-                && !before.contains_key(&path)
-                && can_add(&target, &path)
-            {
-                let mut entry = entry.clone();
-                if rng.chance(50) && entry.is_text() {
-                    entry.data.extend_from_slice(b"different\n");
-                }
-                target.insert(path, entry);
-            }
-        }
+        7 => occupy(rng, &mut target, before, after, path),
         8 => {
             // A folder where the patch writes a file.
             target.remove(&path);
             target.insert(format!("{path}/blocker"), Entry::text(b"in the way\n"));
         }
-        9 => {
-            if let Some(entry) = target.get_mut(&path)
-                && entry.mode != GITLINK
-            {
-                entry.mode = match entry.mode {
-                    REGULAR => EXECUTABLE,
-                    EXECUTABLE => SYMLINK,
-                    _ => REGULAR,
-                };
-                if entry.mode == SYMLINK {
-                    entry.data = link_target(rng);
-                }
-            }
-        }
-        10 => {
-            // A symbolic link on the way to the file.
-            if let Some((folder, _)) = path.rsplit_once('/') {
-                let prefix = format!("{folder}/");
-                target.retain(|key, _| !key.starts_with(&prefix));
-                if can_add(&target, folder) {
-                    target.insert(
-                        folder.to_owned(),
-                        Entry {
-                            mode: SYMLINK,
-                            data: b"elsewhere".to_vec(),
-                        },
-                    );
-                }
-            }
-        }
+        9 => change_the_mode(rng, &mut target, &path),
+        10 => link_on_the_way(&mut target, &path),
         _ => {
             if let Some(entry) = target.get_mut(&path)
                 && matches!(entry.mode, REGULAR | EXECUTABLE)
@@ -109,6 +56,69 @@ pub(super) fn mutation(rng: &mut Rng, before: &State, after: &State) -> State {
         }
     }
     target
+}
+
+/// A line added at the start or the end of the text file at `path`.
+fn add_a_line(rng: &mut Rng, target: &mut State, path: &str) {
+    if let Some(entry) = target.get_mut(path)
+        && entry.is_text()
+    {
+        let extra = format!("extra {}\n", rng.below(9));
+        if rng.chance(50) {
+            entry.data.extend_from_slice(extra.as_bytes());
+        } else {
+            let mut data = extra.into_bytes();
+            data.extend_from_slice(&entry.data);
+            entry.data = data;
+        }
+    }
+}
+
+/// Something already where the patch writes.
+fn occupy(rng: &mut Rng, target: &mut State, before: &State, after: &State, path: String) {
+    if let Some(entry) = after.get(&path)
+        && !before.contains_key(&path)
+        && can_add(target, &path)
+    {
+        let mut entry = entry.clone();
+        if rng.chance(50) && entry.is_text() {
+            entry.data.extend_from_slice(b"different\n");
+        }
+        target.insert(path, entry);
+    }
+}
+
+/// The mode of `path` changed: regular to executable to symbolic link to regular.
+fn change_the_mode(rng: &mut Rng, target: &mut State, path: &str) {
+    if let Some(entry) = target.get_mut(path)
+        && entry.mode != GITLINK
+    {
+        entry.mode = match entry.mode {
+            REGULAR => EXECUTABLE,
+            EXECUTABLE => SYMLINK,
+            _ => REGULAR,
+        };
+        if entry.mode == SYMLINK {
+            entry.data = link_target(rng);
+        }
+    }
+}
+
+/// A symbolic link on the way to the file.
+fn link_on_the_way(target: &mut State, path: &str) {
+    if let Some((folder, _)) = path.rsplit_once('/') {
+        let prefix = format!("{folder}/");
+        target.retain(|key, _| !key.starts_with(&prefix));
+        if can_add(target, folder) {
+            target.insert(
+                folder.to_owned(),
+                Entry {
+                    mode: SYMLINK,
+                    data: b"elsewhere".to_vec(),
+                },
+            );
+        }
+    }
 }
 
 /// Damages a mail the way transfer and hand edits do: truncated, a hunk count off by one, a

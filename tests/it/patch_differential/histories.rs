@@ -247,7 +247,6 @@ impl<'a> Round<'a> {
 }
 
 #[test]
-#[allow(clippy::print_stderr)]
 pub(super) fn generated_histories_make_the_commits_git_am_makes() {
     let seed = env_number("FORGE_DIFFERENTIAL_SEED", 11);
     let count = env_number("FORGE_DIFFERENTIAL_COMMITS", 1000) as usize;
@@ -270,7 +269,7 @@ pub(super) fn generated_histories_make_the_commits_git_am_makes() {
     }
     let replay = replay_history(&origin, &base.to_string(), &tip.to_string(), work.path());
     if replay.difference.is_some() && std::env::var_os("FORGE_DIFFERENTIAL_KEEP").is_some() {
-        eprintln!("kept {}", work.keep().display());
+        crate::support::note(&format!("kept {}", work.keep().display()));
     }
     assert!(
         replay.difference.is_none(),
@@ -282,18 +281,17 @@ pub(super) fn generated_histories_make_the_commits_git_am_makes() {
         "only {} commits compared",
         replay.compared
     );
-    eprintln!(
+    crate::support::note(&format!(
         "{count} generated commits: {} identical, {} refused by both; git am {:.2}s, forge {:.2}s",
         replay.compared,
         replay.refused.len(),
         replay.seconds[0],
         replay.seconds[1]
-    );
+    ));
 }
 
 /// Real histories, when named: `FORGE_HISTORY=GITDIR:BASE:TIP[,GITDIR:BASE:TIP...]`.
 #[test]
-#[allow(clippy::print_stderr)]
 pub(super) fn named_real_histories_make_the_commits_git_am_makes() {
     let Ok(list) = std::env::var("FORGE_HISTORY") else {
         return;
@@ -310,13 +308,13 @@ pub(super) fn named_real_histories_make_the_commits_git_am_makes() {
             "{entry}: {}",
             replay.difference.unwrap_or_default()
         );
-        eprintln!(
+        crate::support::note(&format!(
             "{entry}: {} identical commits, {} refused by both {:?}; git am {:.2}s, forge {:.2}s",
             replay.compared,
             replay.refused.len(),
             replay.refused,
             replay.seconds[0],
             replay.seconds[1]
-        );
+        ));
     }
 }

@@ -197,32 +197,8 @@ pub(super) fn random_edit(rng: &mut Rng, state: &mut State) -> bool {
         6 if matches!(entry.mode, REGULAR | EXECUTABLE) => {
             state.get_mut(&path).unwrap().data.clear()
         }
-        7 => {
-            // A rename, sometimes with an edit.
-            let new = random_path(rng);
-            state.remove(&path);
-            if !can_add(state, &new) {
-                state.insert(path, entry);
-                return false;
-            }
-            let mut moved = entry;
-            if moved.is_text() && rng.chance(50) {
-                moved.data = edit_text(rng, &moved.data);
-            }
-            state.insert(new, moved);
-        }
-        8 => {
-            // A copy with an edit.
-            let new = random_path(rng);
-            if !can_add(state, &new) {
-                return false;
-            }
-            let mut copy = entry;
-            if copy.is_text() {
-                copy.data = edit_text(rng, &copy.data);
-            }
-            state.insert(new, copy);
-        }
+        7 => return rename(rng, state, path, entry),
+        8 => return copy(rng, state, entry),
         9 => {
             let file = state.get_mut(&path).unwrap();
             file.mode = match file.mode {
@@ -235,21 +211,7 @@ pub(super) fn random_edit(rng: &mut Rng, state: &mut State) -> bool {
                 file.data = link_target(rng);
             }
         }
-        10 => {
-            // A folder replaced by a file of the same name, or a file by a folder.
-            if let Some((folder, _)) = path.rsplit_once('/') {
-                let folder = folder.to_owned();
-                let prefix = format!("{folder}/");
-                state.retain(|key, _| !key.starts_with(&prefix));
-                if !can_add(state, &folder) {
-                    return false;
-                }
-                state.insert(folder, random_entry(rng));
-            } else {
-                state.remove(&path);
-                state.insert(format!("{path}/inside"), random_entry(rng));
-            }
-        }
+        10 => return swap_folder_and_file(rng, state, &path),
         11 if entry.mode == REGULAR && entry.data.contains(&0) => {
             let mut data = entry.data.clone();
             let at = rng.below(data.len());
@@ -267,6 +229,55 @@ pub(super) fn random_edit(rng: &mut Rng, state: &mut State) -> bool {
             let file = state.get_mut(&path).unwrap();
             *file = random_entry(rng);
         }
+    }
+    true
+}
+
+/// A rename of `path` (holding `entry`), sometimes with an edit; `false` when the new path
+/// cannot hold a file.
+fn rename(rng: &mut Rng, state: &mut State, path: String, entry: Entry) -> bool {
+    let new = random_path(rng);
+    state.remove(&path);
+    if !can_add(state, &new) {
+        state.insert(path, entry);
+        return false;
+    }
+    let mut moved = entry;
+    if moved.is_text() && rng.chance(50) {
+        moved.data = edit_text(rng, &moved.data);
+    }
+    state.insert(new, moved);
+    true
+}
+
+/// A copy of `entry` with an edit; `false` when the new path cannot hold a file.
+fn copy(rng: &mut Rng, state: &mut State, entry: Entry) -> bool {
+    let new = random_path(rng);
+    if !can_add(state, &new) {
+        return false;
+    }
+    let mut copy = entry;
+    if copy.is_text() {
+        copy.data = edit_text(rng, &copy.data);
+    }
+    state.insert(new, copy);
+    true
+}
+
+/// A folder replaced by a file of the same name, or a file by a folder; `false` when the folder
+/// cannot become a file.
+fn swap_folder_and_file(rng: &mut Rng, state: &mut State, path: &str) -> bool {
+    if let Some((folder, _)) = path.rsplit_once('/') {
+        let folder = folder.to_owned();
+        let prefix = format!("{folder}/");
+        state.retain(|key, _| !key.starts_with(&prefix));
+        if !can_add(state, &folder) {
+            return false;
+        }
+        state.insert(folder, random_entry(rng));
+    } else {
+        state.remove(path);
+        state.insert(format!("{path}/inside"), random_entry(rng));
     }
     true
 }

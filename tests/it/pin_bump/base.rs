@@ -10,8 +10,6 @@ fn registry(start: fn() -> RegistryServer) -> Option<RegistryServer> {
     tools_or_skip().then(start)
 }
 
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
 fn tools_or_skip() -> bool {
     match registry::missing_tools() {
         None => true,
@@ -19,7 +17,9 @@ fn tools_or_skip() -> bool {
             panic!("{reason}: ci/test installs docker-registry, skopeo and openssl")
         }
         Some(reason) => {
-            eprintln!("skipped: {reason} (apt-get install docker-registry skopeo openssl)");
+            crate::support::note(&format!(
+                "skipped: {reason} (apt-get install docker-registry skopeo openssl)"
+            ));
             false
         }
     }

@@ -91,23 +91,13 @@ fn pip_index_versions(context: &TestContext, package: &str, env: &[(&str, &str)]
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// pip's configuration as pip reads it: the index from `PIP_INDEX_URL` or pip.conf, the extra
-/// indexes from `PIP_EXTRA_INDEX_URL` (space separated) or pip.conf's `extra-index-url`, a
-/// `PIP_CONFIG_FILE` that exists shutting the user's pip.conf out, and netrc credentials for a
-/// password-protected index; pip finds the same versions with the same settings, and the
-/// password is never printed.
-#[test]
-fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
-    let (context, _remote) = recipe_at_the_git_head();
-    let protected = default_index();
-    protected.require_login("forge", INDEX_PASSWORD);
-    let extra = IndexServer::start();
-    extra.wheel("tilelang", "0.1.12");
-    context.edit(
-        "pins.toml",
-        "index = \"https://flashinfer.ai/whl/cu130\"",
-        &format!("index = \"{}\"", protected.url()),
-    );
+/// Writes a netrc with the login `protected` wants, a pip.conf naming `protected` and `extra`,
+/// and a user pip.conf naming an index nobody serves; the netrc's and the pip.conf's paths.
+fn pip_settings(
+    context: &TestContext,
+    protected: &IndexServer,
+    extra: &IndexServer,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let netrc = context.path().join("netrc");
     std::fs::write(
         &netrc,
@@ -135,6 +125,27 @@ fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
         ),
     )
     .unwrap();
+    (netrc, pip_conf)
+}
+
+/// pip's configuration as pip reads it: the index from `PIP_INDEX_URL` or pip.conf, the extra
+/// indexes from `PIP_EXTRA_INDEX_URL` (space separated) or pip.conf's `extra-index-url`, a
+/// `PIP_CONFIG_FILE` that exists shutting the user's pip.conf out, and netrc credentials for a
+/// password-protected index; pip finds the same versions with the same settings, and the
+/// password is never printed.
+#[test]
+fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let protected = default_index();
+    protected.require_login("forge", INDEX_PASSWORD);
+    let extra = IndexServer::start();
+    extra.wheel("tilelang", "0.1.12");
+    context.edit(
+        "pins.toml",
+        "index = \"https://flashinfer.ai/whl/cu130\"",
+        &format!("index = \"{}\"", protected.url()),
+    );
+    let (netrc, pip_conf) = pip_settings(&context, &protected, &extra);
     let (netrc, pip_conf) = (netrc.to_str().unwrap(), pip_conf.to_str().unwrap());
     // Two extra indexes, space separated; the second one has no tilelang at all.
     let empty = IndexServer::start();
@@ -305,11 +316,11 @@ fn a_version_missing_from_the_index_is_an_error() {
 }
 
 #[test]
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
 fn pypi_answers_for_flashinfer_python() {
     if std::env::var("FORGE_TEST_PYPI").as_deref() != Ok("1") {
-        eprintln!("skipped: set FORGE_TEST_PYPI=1 to ask the real PyPI for flashinfer-python");
+        crate::support::note(
+            "skipped: set FORGE_TEST_PYPI=1 to ask the real PyPI for flashinfer-python",
+        );
         return;
     }
     let context = TestContext::default_recipe_on_indexes();

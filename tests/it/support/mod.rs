@@ -42,6 +42,14 @@ pub use process::{
 };
 pub use snapshot::json_shape;
 
+/// Writes `text` and a newline to stderr: why a test skipped a part, or what a long run found.
+/// It goes through `std::io::Write`, past libtest's capture, so it shows even when the test
+/// passes.
+pub fn note(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
 /// The repository root, where the default recipe lives.
 pub fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -563,12 +563,10 @@ fn write_layout(folder: &Path, tag: &str) {
         .expect("write oci-layout");
 }
 
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
 pub(crate) fn registry_tools_missing() -> bool {
     match missing_tools() {
         Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
-            eprintln!("skipped: {missing}");
+            crate::support::note(&format!("skipped: {missing}"));
             true
         }
         Some(missing) => panic!("{missing}; install them, or set FORGE_SKIP_REGISTRY=1"),
