@@ -3,6 +3,7 @@
 //! configuration, a credential helper, or a bearer token realm.
 
 use super::*;
+use crate::support::snapshot::forge_snapshot;
 
 /// A registry for the base-image tests started by `start`, or `None` (with the reason printed)
 /// where the tools are missing outside CI; in CI a missing tool fails the test.
@@ -90,6 +91,28 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
     let (context, before) = recipe_on_local_base(&registry);
 
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+            Bumping base 127.0.0.1:<port>/aeon-7/base:2026-07-01-v0.24.0 -> 127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10@sha256:<digest> (the newest tag matching ????-??-??-v*)
+            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+            Updated <recipe>/pins.toml: [base] image = "127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10", [base] digest = "sha256:<digest>"
+           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+        Invalidated 15 of 15 steps, from step 1 (Dockerfile line 5) on:
+               step  1/15  FROM 127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10@sha256:a85320a6fd8fce47a37e3b70d13…
+               step  2/15  SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+               step  3/15  ENV TORCH_CUDA_ARCH_LIST=12.1a
+               step  4/15  ENV VLLM_DEEP_GEMM_WARMUP=skip
+               step  5/15  RUN python3 -c "import ctypes, sys, torch; n = ctypes.c_int(); ctypes.CDLL('libnccl.so.…
+               step  6/15  COPY overlays/cutlass-dsl/thrmma_shim.py /opt/forge/shims/cutlass-dsl.py
+               step  7/15  RUN python3 -c "import importlib.metadata as m, sys; import cutlass; want = [('nvidia-c…
+               step  8/15  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch https://github…
+               step  9/15  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.11 tilelang==0.…
+               step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
+               step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+               step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+               step 13/15  ARG FORGE_REVISION=unknown
+               step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+               step 15/15  ENTRYPOINT ["/bin/bash"]
+        "#);
     let image = format!("{}/aeon-7/base", registry.address());
     // The tag moves, the digest skopeo sees is recorded right after the image, nothing else moves.
     let expected = before.replacen(
@@ -174,6 +197,11 @@ fn an_unreachable_registry_or_a_missing_tag_changes_nothing() {
         &[],
     )
     .expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up the base image 127.0.0.1:<port>/aeon-7/base:2026-07-01-v0.24.0; pins.toml was not changed
+        caused by: 127.0.0.1:<port>/aeon-7/base:2027-01-01-v1.0.0 not found on the registry (http://127.0.0.1:<port>/v2/aeon-7/base/manifests/2027-01-01-v1.0.0, HTTP 404)
+        hint: check the image reference in pins.toml [base]
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -184,6 +212,11 @@ fn an_unreachable_registry_or_a_missing_tag_changes_nothing() {
     let address = registry.address().to_owned();
     drop(registry);
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up the base image 127.0.0.1:<port>/aeon-7/base:2026-07-01-v0.24.0; pins.toml was not changed
+        caused by: cannot reach the registry at http://127.0.0.1:<port>/v2/aeon-7/base/tags/list?n=1000: io: Connection refused (os error 111)
+        hint: check the registry host and the network; a registry without TLS on another host needs --insecure-registry HOST
+        ");
     let unreachable =
         format!("cannot reach the registry at http://{address}/v2/aeon-7/base/tags/list");
     assert_unchanged_saying(&run, &context, &before, &[&unreachable]);

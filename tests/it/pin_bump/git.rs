@@ -2,6 +2,7 @@
 //! patches a pin checked before it moves; over file://, git's smart HTTP and HTTPS.
 
 use super::*;
+use crate::support::snapshot::forge_snapshot;
 
 /// The one commit of the series that conflicts with the remote's later commits.
 const TUNE_THE_KERNEL: (&str, &[(&str, &str)]) =
@@ -16,6 +17,24 @@ fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
     let before = context.read("pins.toml");
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+           Checking patches/deepgemm (2 patches) onto file://<tmp>/remote.git at <short>
+            Applies 0001-add-extra.patch
+           Upstream 0002-add-docs.patch (already in the new revision)
+            Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
+            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+            Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>", [patches[1].onto] rev = "<commit>"
+           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+        Invalidated 8 of 16 steps, from step 9 (Dockerfile line 29) on:
+               step  9/16  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file:///tmp/.t…
+               step 10/16  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.11 tilelang==0.…
+               step 11/16  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
+               step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+               step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+               step 14/16  ARG FORGE_REVISION=unknown
+               step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+               step 16/16  ENTRYPOINT ["/bin/bash"]
+        "#);
     assert_contains(&run.stderr, "Applies 0001-add-extra.patch");
     assert_contains(
         &run.stderr,
@@ -44,6 +63,12 @@ fn a_git_bump_where_the_series_conflicts_is_refused_unless_forced() {
     let before = context.read("pins.toml");
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(1);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+            Checking patches/deepgemm (1 patches) onto file://<tmp>/remote.git at <short>
+           Conflicts 0001-tune-the-kernel.patch (kernel.txt: hunk #1 (@@ -1 +1 @@) does not apply)
+        error: refusing to move deepgemm to <short>: its patch series would not apply there: patches/deepgemm/0001-tune-the-kernel.patch (kernel.txt: hunk #1 (@@ -1 +1 @@) does not apply)
+        hint: rebase the series onto the new revision (`forge patch check` shows each hunk), or pass --force to move anyway
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -70,6 +95,21 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
     let before = with_git_remote(&context, &remote);
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+            Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
+            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+            Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>"
+           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+        Invalidated 8 of 15 steps, from step 8 (Dockerfile line 26) on:
+               step  8/15  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file:///tmp/.t…
+               step  9/15  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.11 tilelang==0.…
+               step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
+               step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+               step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+               step 13/15  ARG FORGE_REVISION=unknown
+               step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+               step 15/15  ENTRYPOINT ["/bin/bash"]
+        "#);
     assert_deepgemm_at(&context, &before, &remote.head);
     assert_contains(
         &run.stderr,
@@ -100,6 +140,11 @@ fn a_short_revision_given_with_to_is_resolved_on_the_branch() {
         &[],
     )
     .expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up deepgemm on file://<tmp>/remote.git; pins.toml was not changed
+        caused by: revision <short> is not on branch nv_dev of file://<tmp>/remote.git
+        hint: pass --to with a commit that is on the branch, or leave --to out for the branch head
+        ");
     let not_on = format!("revision {} is not on branch nv_dev", &remote.side[..10]);
     assert_unchanged_saying(&run, &context, &now, &[&not_on]);
 }
@@ -110,6 +155,11 @@ fn an_unreachable_git_remote_is_an_error() {
     let missing = context.path().join("no-such-remote.git");
     let before = deepgemm_from(&context, &format!("file://{}", missing.display()));
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up deepgemm on file://<recipe>/no-such-remote.git; pins.toml was not changed
+        caused by: cannot reach the git remote file://<recipe>/no-such-remote.git: failed to resolve path '<recipe>/no-such-remote.git': No such file or directory
+        hint: check the pin's `url` and the network (`git ls-remote URL` shows what forge sees)
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -237,6 +287,11 @@ fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answe
     let missing = server.url("no-such.git");
     let before = deepgemm_from(&context, &missing);
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up deepgemm on http://127.0.0.1:<port>/no-such.git; pins.toml was not changed
+        caused by: cannot reach the git remote http://127.0.0.1:<port>/no-such.git: http://127.0.0.1:<port>/no-such.git/info/refs?service=git-upload-pack answered HTTP 404 Not Found
+        hint: check the pin's `url` and the network (`git ls-remote URL` shows what forge sees)
+        ");
     let answered = format!(
         "cannot reach the git remote {missing}: {missing}/info/refs?service=git-upload-pack answered HTTP 404"
     );
@@ -252,6 +307,11 @@ fn an_http_git_remote_that_is_missing_or_not_git_names_the_url_and_what_it_answe
     let dumb = format!("http://{}/remote.git", web.address);
     context.write("pins.toml", &before.replace(&missing, &dumb));
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up deepgemm on http://127.0.0.1:<port>/remote.git; pins.toml was not changed
+        caused by: cannot reach the git remote http://127.0.0.1:<port>/remote.git: http://127.0.0.1:<port>/remote.git/info/refs?service=git-upload-pack is not a git smart HTTP server (content type `application/octet-stream`, expected `application/x-git-upload-pack-advertisement`)
+        hint: check the pin's `url` and the network (`git ls-remote URL` shows what forge sees)
+        ");
     let unreachable = format!("cannot reach the git remote {dumb}");
     assert_unchanged_saying(
         &run,

@@ -4,6 +4,7 @@
 //! PyPI.
 
 use super::*;
+use crate::support::snapshot::forge_snapshot;
 
 #[test]
 fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default() {
@@ -27,6 +28,10 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &[("PIP_INDEX_URL", &main.url())],
     )
     .expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        warning: skipping flashinfer 0.6.15: wheel flashinfer-jit-cache 0.6.15+cu130 is not on http://127.0.0.1:<port>/simple
+               Fresh flashinfer is at 0.6.14, the newest allowed version (1 newer held back; `forge pin outdated` says why)
+        ");
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         wheels.url()
@@ -264,6 +269,10 @@ fn an_unknown_pin_suggests_the_closest_name() {
     let context = TestContext::default_recipe_on_indexes();
     let before = context.read("pins.toml");
     let run = forge(&context, &["pin", "bump", "flashinfr"], &[]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: pins.toml has no pin `flashinfr`
+        hint: did you mean `flashinfer`? (`forge pin list` shows every pin)
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -288,6 +297,11 @@ fn an_unreachable_index_names_the_url_and_changes_nothing() {
         &[],
     )
     .expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up the versions of flashinfer; pins.toml was not changed
+        caused by: cannot reach the package index at http://127.0.0.1:<port>/simple/flashinfer-python/: io: Connection refused (os error 111)
+        hint: check the URL and the network; on an air-gapped machine point forge at a mirror with --index-url URL or FORGE_INDEX_URL
+        ");
     let unreachable = format!("cannot reach the package index at {url}/flashinfer-python/");
     assert_unchanged_saying(
         &run,
@@ -306,6 +320,10 @@ fn a_version_missing_from_the_index_is_an_error() {
         &["pin", "bump", "flashinfer", "--to", "0.6.99"],
     )
     .expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: flashinfer-python 0.6.99 is not on http://127.0.0.1:<port>/simple
+        hint: `forge pin outdated` lists the versions on offer; leave --to out to move flashinfer to the newest allowed one
+        ");
     let missing = format!("error: flashinfer-python 0.6.99 is not on {}", index.url());
     assert_unchanged_saying(
         &run,

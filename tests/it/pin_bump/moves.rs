@@ -3,6 +3,7 @@
 //! prereleases without `--pre`), what refuses the bump, and `--dry-run` and `--json`.
 
 use super::*;
+use crate::support::snapshot::forge_snapshot;
 
 #[test]
 fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
@@ -12,6 +13,19 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
     index.wheel("flashinfer-jit-cache", "0.6.16+cu128");
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+            Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130)
+            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+            Updated <recipe>/pins.toml: [pins.flashinfer] version = "0.6.15"
+           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+        Invalidated 6 of 15 steps, from step 10 (Dockerfile line 44) on:
+               step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfe…
+               step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+               step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+               step 13/15  ARG FORGE_REVISION=unknown
+               step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+               step 15/15  ENTRYPOINT ["/bin/bash"]
+        "#);
 
     // Every byte but the one value stays: comments, spacing, key order, the other pins.
     let expected = before.replacen(
@@ -82,6 +96,19 @@ fn a_bump_rewrites_the_committed_render_with_pins_toml() {
     assert_eq!(context.read(rendered), old_render);
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+            Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130)
+            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+            Updated <recipe>/pins.toml: [pins.flashinfer] version = "0.6.15"
+           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+        Invalidated 6 of 15 steps, from step 10 (Dockerfile line 44) on:
+               step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfe…
+               step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+               step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+               step 13/15  ARG FORGE_REVISION=unknown
+               step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+               step 15/15  ENTRYPOINT ["/bin/bash"]
+        "#);
     assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
     assert_contains(
         &run.stderr,
@@ -102,6 +129,12 @@ fn a_committed_render_that_cannot_be_written_leaves_pins_toml_as_it_was() {
     std::fs::write(rendered.join("keep"), "x\n").unwrap();
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+             Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130)
+        error: cannot write <recipe>/pins.toml together with <recipe>/ci/Dockerfile.rendered; neither was changed
+        caused by: Is a directory (os error 21)
+        hint: <recipe>/ci/Dockerfile.rendered must be a writable file (`[render] committed` in pins.toml names the render); fix it and run the bump again
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -171,6 +204,21 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
         );
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
+        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
+        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.11   up-to-date
+        cutlass-dsl     4.6.0                                                 -        -        in-base
+        deepgemm        <short>                                               <short>  <short>  up-to-date
+        flashinfer      0.6.14                                                0.6.14   0.6.16   held
+        nccl            2.28.9                                                -        -        in-base
+        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+
+        base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+        cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+        flashinfer 0.6.16, 0.6.15: no wheel of flashinfer-cubin fits linux/aarch64, Python 3.12 (wheel-fit)
+        nccl: asserted in the base image: moves with `forge pin bump base`
+        "#);
     let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.16", "held"]);
     assert_contains(
@@ -179,6 +227,11 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
     );
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        warning: skipping flashinfer 0.6.16: no wheel of flashinfer-cubin 0.6.16 fits linux/aarch64, Python 3.12 (wheels: py3-none-any (requires-python >=3.13))
+        warning: skipping flashinfer 0.6.15: no wheel of flashinfer-cubin 0.6.15 fits linux/aarch64, Python 3.12 (wheels: cp312-cp312-manylinux_2_28_x86_64, cp313-cp313-manylinux_2_28_aarch64)
+               Fresh flashinfer is at 0.6.14, the newest allowed version (2 newer held back; `forge pin outdated` says why)
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -244,6 +297,22 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
         "flashinfer_python-0.6.14-py3-none-manylinux_2_28_aarch64.whl",
     );
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
+        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
+        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.11   up-to-date
+        cutlass-dsl     4.6.0                                                 -        -        in-base
+        deepgemm        <short>                                               <short>  <short>  up-to-date
+        flashinfer      0.6.14                                                0.6.14   0.6.14   yanked
+        nccl            2.28.9                                                -        -        in-base
+        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+
+        base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+        cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+        flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump flashinfer` once a newer version is allowed
+        nccl: asserted in the base image: moves with `forge pin bump base`
+              Yanked the index yanked the current version of flashinfer (--exit-code)
+        "#);
     assert_contains(
         &run.stderr,
         "the index yanked the current version of flashinfer (--exit-code)",
@@ -292,6 +361,21 @@ fn a_lockstep_group_moves_together() {
         .wheel("tilelang", "0.1.14");
 
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+        warning: skipping tilelang 0.1.14: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.14) is not on http://127.0.0.1:<port>/simple
+             Bumping tilelang 0.1.11 -> 0.1.13 (tilelang 0.1.13, apache-tvm-ffi 0.1.13)
+             Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+             Updated <recipe>/pins.toml: [pins.tilelang] version = "0.1.13", [pins.apache-tvm-ffi] version = "0.1.13"
+            Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+         Invalidated 7 of 15 steps, from step 9 (Dockerfile line 38) on:
+                step  9/15  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.13 tilelang==0.…
+                step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
+                step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+                step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+                step 13/15  ARG FORGE_REVISION=unknown
+                step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+                step 15/15  ENTRYPOINT ["/bin/bash"]
+        "#);
     // 0.1.14 lacks its partner and is skipped with that reason; both pins land on 0.1.13.
     assert_contains(
         &run.stderr,
@@ -333,6 +417,10 @@ fn a_group_partner_missing_the_version_refuses_the_bump() {
         &["pin", "bump", "tilelang", "--to", "0.1.13"],
     )
     .expect_code(1);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: refusing to move tilelang to 0.1.13: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.13) is not on http://127.0.0.1:<port>/simple
+        hint: a lockstep group moves together: wait for apache-tvm-ffi 0.1.13, or pick a version every member has with --to
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -351,6 +439,10 @@ fn a_wheel_set_is_refused_when_one_wheel_lacks_the_version() {
         .wheel("flashinfer-jit-cache", "0.6.15+cu128");
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        warning: skipping flashinfer 0.6.15: wheel flashinfer-jit-cache 0.6.15+cu130 is not on http://127.0.0.1:<port>/simple
+               Fresh flashinfer is at 0.6.14, the newest allowed version (1 newer held back; `forge pin outdated` says why)
+        ");
     let missing = format!(
         "wheel flashinfer-jit-cache 0.6.15+cu130 is not on {}",
         index.url()
@@ -379,6 +471,11 @@ fn a_wheel_the_index_does_not_know_refuses_the_set_and_a_missing_pin_package_is_
 
     // The pin's own package missing is not a refusal but a lookup that failed.
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(2);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        error: cannot look up the versions of tilelang; pins.toml was not changed
+        caused by: http://127.0.0.1:<port>/simple/tilelang/ has no package `tilelang` (HTTP 404)
+        hint: check the package name in pins.toml, and that this index (or the pin's own `index`) serves it
+        ");
     let missing = format!("{url}/tilelang/ has no package `tilelang` (HTTP 404)");
     assert_unchanged_saying(&run, &context, &before, &[&missing]);
 }
@@ -392,6 +489,10 @@ fn an_allowed_range_holds_unless_forced() {
     offer_flashinfer_0_6_15(&index);
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
+        warning: skipping flashinfer 0.6.15: outside the allowed range >=0.6.14,<0.6.15 of flashinfer
+               Fresh flashinfer is at 0.6.14, the newest allowed version (1 newer held back; pass --force to cross the allowed range, or widen `allow` in pins.toml)
+        ");
     assert_unchanged_saying(
         &run,
         &context,
@@ -425,6 +526,7 @@ fn prereleases_are_offered_only_with_pre_and_yanked_files_never() {
     );
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @"       Fresh flashinfer is at 0.6.14, the newest version on offer");
     assert_unchanged_saying(
         &run,
         &context,
@@ -458,6 +560,46 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         &["pin", "bump", "flashinfer", "--dry-run"],
     )
     .expect_code(0);
+    forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
+        --- a/pins.toml
+        +++ b/pins.toml
+        @@ -68,7 +68,7 @@
+         
+         [pins.flashinfer]              # three wheels, one version
+         kind = "wheels"
+        -version = "0.6.14"
+        +version = "0.6.15"
+         module = "flashinfer"
+         wheels = [
+           { package = "flashinfer-python" },
+        --- a/Dockerfile
+        +++ b/Dockerfile
+        @@ -40,10 +40,10 @@
+          && (python3 -P -c "import sys; import inspect; from importlib import import_module; sys.exit(0 if ('map_dataclass_to_tuple' in inspect.signature(import_module('tvm_ffi.utils.kwargs_wrapper').make_kwargs_wrapper).parameters) else 1)" || { echo 'fix tvm-ffi-kwargs-wrapper is not in place: tilelang'\''s kernels cannot build their keyword wrappers: make_kwargs_wrapper takes no map_dataclass_to_tuple' >&2; exit 1; }) \
+          && python3 -c "import importlib.metadata as m, sys; import tilelang; want = [('tilelang', '0.1.11')]; bad = [p + ': wanted ' + v + ', found ' + m.version(p) for p, v in want if m.version(p) != v]; sys.exit('; '.join(bad) or None)"
+         
+        -# 4. FlashInfer 0.6.14: every wheel of the set at the same version.
+        -RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfer-cubin==0.6.14 \
+        - && python3 -m pip install --no-cache-dir --no-deps --index-url https://flashinfer.ai/whl/cu130 flashinfer-jit-cache==0.6.14+cu130 \
+        - && python3 -c "import importlib.metadata as m, sys; import flashinfer; want = [('flashinfer-python', '0.6.14'), ('flashinfer-cubin', '0.6.14'), ('flashinfer-jit-cache', '0.6.14+cu130')]; bad = [p + ': wanted ' + v + ', found ' + m.version(p) for p, v in want if m.version(p) != v]; sys.exit('; '.join(bad) or None)" \
+        +# 4. FlashInfer 0.6.15: every wheel of the set at the same version.
+        +RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfer-cubin==0.6.15 \
+        + && python3 -m pip install --no-cache-dir --no-deps --index-url https://flashinfer.ai/whl/cu130 flashinfer-jit-cache==0.6.15+cu130 \
+        + && python3 -c "import importlib.metadata as m, sys; import flashinfer; want = [('flashinfer-python', '0.6.15'), ('flashinfer-cubin', '0.6.15'), ('flashinfer-jit-cache', '0.6.15+cu130')]; bad = [p + ': wanted ' + v + ', found ' + m.version(p) for p, v in want if m.version(p) != v]; sys.exit('; '.join(bad) or None)" \
+          && (python3 -P -c "import sys; import inspect; from importlib import import_module; sys.exit(0 if ('swa_topk_lens' in inspect.signature(import_module('flashinfer.mla._core').trtllm_batch_decode_sparse_mla_dsv4).parameters) else 1)" || { echo 'fix flashinfer-sparse-mla-kwargs is not in place: DeepSeek-V4 decode on SM120 fails: vLLM passes swa_topk_lens and extra_sparse_* to trtllm_batch_decode_sparse_mla_dsv4, which FlashInfer 0.6.12 does not take' >&2; exit 1; })
+         
+         # 5. Overlays: the sm12x-gated files, with the PR #4 series applied by forge.
+          Would bump flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130)
+            Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+         Invalidated 6 of 15 steps, from step 10 (Dockerfile line 44) on:
+                step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.15 flashinfe…
+                step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+                step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+                step 13/15  ARG FORGE_REVISION=unknown
+                step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+                step 15/15  ENTRYPOINT ["/bin/bash"]
+           Unchanged <recipe>/pins.toml (a dry run writes nothing)
+        "#);
     assert_contains(&run.stdout, "--- a/pins.toml\n+++ b/pins.toml\n");
     assert_contains(
         &run.stdout,

@@ -98,3 +98,81 @@ fn placeholders(text: &str, root: &str) -> String {
     }
     out
 }
+
+/// Human output (a command's stdout or stderr) with what varies from run to run or machine to
+/// machine replaced, line by line, by the placeholders of `json_shape`: the recipe folder
+/// `root` (`<recipe>`), the process id, digests, commit ids, loopback ports; and besides them
+/// other temporary folders (`<tmp>`), bare 64-digit hex ids (`<hex>`), git's abbreviated
+/// commit ids (`<short>`), times (`<time>`) and durations (`<duration>`). What `forge_snapshot!` compares.
+pub fn human(text: &str, root: impl AsRef<Path>) -> String {
+    static FILTERS: std::sync::LazyLock<[(regex::Regex, &str); 5]> =
+        std::sync::LazyLock::new(|| {
+            let filter = |pattern: &str, to| (regex::Regex::new(pattern).unwrap(), to);
+            [
+                filter(r"(?:/private)?/tmp/\.tmp[A-Za-z0-9]{6}", "<tmp>"),
+                filter(r"\b127\.\d+\.\d+\.\d+:\d+\b", "<loopback>"),
+                filter(r"\b[0-9a-f]{64}\b", "<hex>"),
+                filter(
+                    r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?",
+                    "<time>",
+                ),
+                filter(r"\b\d+(?:\.\d+)?(?:ms|s)\b", "<duration>"),
+            ]
+        });
+    let root = match root.as_ref().display().to_string() {
+        // No recipe folder to stand for: nothing is `<recipe>`.
+        root if root.is_empty() => "\u{0}".to_owned(),
+        root => root,
+    };
+    // git's abbreviated commit ids: a run of 7 to 11 hex digits, one of them a decimal digit.
+    static ABBREVIATED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\b[0-9a-f]{7,11}\b").unwrap());
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut line = placeholders_in_line(line, &root);
+            for (pattern, to) in FILTERS.iter() {
+                line = pattern.replace_all(&line, *to).into_owned();
+            }
+            ABBREVIATED
+                .replace_all(&line, |found: &regex::Captures<'_>| {
+                    let id = &found[0];
+                    // Words spelled in a-f alone are words; an id may be all digits.
+                    let id_like = id.bytes().any(|byte| byte.is_ascii_digit());
+                    if id_like { "<short>" } else { id }.to_owned()
+                })
+                .into_owned()
+        })
+        .collect();
+    // Trailing blank lines say nothing.
+    while lines.last().is_some_and(|line| line.trim().is_empty()) {
+        lines.pop();
+    }
+    lines.join("\n")
+}
+
+/// `placeholders` for one line of human output: a line is never taken whole for a time.
+fn placeholders_in_line(line: &str, root: &str) -> String {
+    let guarded = format!("\u{1}{line}");
+    placeholders(&guarded, root)
+        .strip_prefix('\u{1}')
+        .map(str::to_owned)
+        .unwrap_or_default()
+}
+
+/// `insta::assert_snapshot!` of human output with the placeholders of `human`: the text, the
+/// folder that stands for `<recipe>`, and either an inline snapshot (`@"..."`) or a name.
+///
+/// ```ignore
+/// forge_snapshot!(run.stderr, context.path(), @"error: ...");
+/// forge_snapshot!("pin_list", run.stdout, context.path());
+/// ```
+macro_rules! forge_snapshot {
+    ($text:expr, $root:expr, @$snapshot:literal) => {
+        insta::assert_snapshot!($crate::support::snapshot::human(&$text, $root), @$snapshot)
+    };
+    ($name:literal, $text:expr, $root:expr) => {
+        insta::assert_snapshot!($name, $crate::support::snapshot::human(&$text, $root))
+    };
+}
+pub(crate) use forge_snapshot;
