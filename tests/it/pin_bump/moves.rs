@@ -177,10 +177,10 @@ fn pins_the_base_supplies_are_in_base_and_never_move_alone() {
     }
 }
 
-#[test]
-fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
-    let (context, _remote) = recipe_at_the_git_head();
-    let before = context.read("pins.toml");
+/// An index where FlashInfer 0.6.15 has every wheel fit but flashinfer-cubin's, which is for
+/// x86_64 and Python 3.13, and 0.6.16 has a wheel for any platform, but only for Python 3.13
+/// and later.
+fn index_of_wheels_that_fit_only_elsewhere() -> IndexServer {
     let index = default_index();
     // 0.6.15: every wheel fits but flashinfer-cubin's, which is for x86_64 and Python 3.13.
     index
@@ -202,6 +202,34 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
             "flashinfer_cubin-0.6.16-py3-none-any.whl",
             ">=3.13",
         );
+    index
+}
+
+/// Publishes x86_64 wheels of flashinfer-python and flashinfer-jit-cache at 0.6.14 to 0.6.16.
+fn publish_x86_64_wheels(index: &IndexServer) {
+    for package in ["flashinfer-python", "flashinfer-jit-cache"] {
+        let version = if package == "flashinfer-jit-cache" {
+            "+cu130"
+        } else {
+            ""
+        };
+        for at in ["0.6.14", "0.6.15", "0.6.16"] {
+            let name = package.replace('-', "_");
+            index.publish(
+                package,
+                &[&format!(
+                    "{name}-{at}{version}-py3-none-manylinux_2_28_x86_64.whl"
+                )],
+            );
+        }
+    }
+}
+
+#[test]
+fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
+    let (context, _remote) = recipe_at_the_git_head();
+    let before = context.read("pins.toml");
+    let index = index_of_wheels_that_fit_only_elsewhere();
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
@@ -263,22 +291,7 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
         "platform = \"linux/amd64\"",
     );
     context.edit("pins.toml", "python = \"3.12\"", "python = \"3.13\"");
-    for package in ["flashinfer-python", "flashinfer-jit-cache"] {
-        let version = if package == "flashinfer-jit-cache" {
-            "+cu130"
-        } else {
-            ""
-        };
-        for at in ["0.6.14", "0.6.15", "0.6.16"] {
-            let name = package.replace('-', "_");
-            index.publish(
-                package,
-                &[&format!(
-                    "{name}-{at}{version}-py3-none-manylinux_2_28_x86_64.whl"
-                )],
-            );
-        }
-    }
+    publish_x86_64_wheels(&index);
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(
