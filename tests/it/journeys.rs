@@ -21,6 +21,7 @@ use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
 use crate::support::release::{ReleaseServer, sha256_hex, wheel};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{Run, TestContext, assert_contains};
 
 /// `forge ARGS` run in `folder` without `-C`, as a user in that folder types it.
@@ -43,6 +44,21 @@ fn names_in(folder: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// `forge pull REFERENCE HOSTS...` in `folder` pulls, and, without `--key`, says once how far
+/// the record is trusted.
+#[track_caller]
+fn assert_pulled_saying_once_how_far_it_is_trusted(folder: &Path, reference: &str, hosts: &[&str]) {
+    let pulled = forge_in(folder, &[&["pull", reference][..], hosts].concat()).expect_code(0);
+    forge_snapshot!("tester_pull", pulled.stderr, folder);
+    assert_contains(&pulled.stderr, "Pulled");
+    assert_eq!(
+        pulled.stderr.matches("is trusted only as far as").count(),
+        1,
+        "without --key forge says once how far the record is trusted:\n{}",
+        pulled.stderr
+    );
 }
 
 /// The tester has `REPOSITORY:latest` and `lab.pub`: pulls on both nodes of a two-node rig,
@@ -80,14 +96,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     let (first, second) = (daemon_host(), node.host.clone());
     let hosts = ["--host", first.as_str(), "--host", second.as_str()];
 
-    let pulled = forge_in(folder, &[&["pull", &reference][..], &hosts].concat()).expect_code(0);
-    assert_contains(&pulled.stderr, "Pulled");
-    assert_eq!(
-        pulled.stderr.matches("is trusted only as far as").count(),
-        1,
-        "without --key forge says once how far the record is trusted:\n{}",
-        pulled.stderr
-    );
+    assert_pulled_saying_once_how_far_it_is_trusted(folder, &reference, &hosts);
     let id = example.tag_id("latest").expect("the build tagged latest");
     let dated = format!("{}:{DATED_TAG}", example.repository);
     assert_eq!(id_on(&second, &dated).as_deref(), Some(id.as_str()));
@@ -107,6 +116,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         .concat(),
     )
     .expect_code(0);
+    forge_snapshot!("tester_verify_digest", verified.stderr, folder);
     for row in [
         "signature",
         "provenance subject",
@@ -169,6 +179,7 @@ fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, ho
     build_in(&example.context, &["--push"], &[]).expect_code(0);
     let unsigned =
         forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
+    forge_snapshot!("tester_verify_digest_unsigned", unsigned.stderr, folder);
     assert_contains(
         &unsigned.stderr,
         "the attached build record is not signed (found a plain record, signed by no key)",

@@ -300,13 +300,13 @@ fn a_short_git_revision_is_flagged() {
     );
     let run = context.forge(&["pin", "list"]).expect_code(0);
     forge_snapshot!(run.stdout, context.path(), @r"
-        NAME            KIND    VERSION  GROUP  SOURCE
-        apache-tvm-ffi  python  0.1.11   tvm    apache-tvm-ffi; never 0.1.12 (aborts tilelang: duplicate type-attr registration)
-        cutlass-dsl     python  4.6.0    -      nvidia-cutlass-dsl (in base, not installed)
-        deepgemm        git     <short>  -      https://github.com/deepseek-ai/DeepGEMM.git nv_dev (short rev: mutable-looking)
-        flashinfer      wheels  0.6.14   -      flashinfer-python + flashinfer-cubin + flashinfer-jit-cache by URL (3 without sha256)
-        nccl            assert  2.28.9   -      in base, asserted by the nccl probe
-        tilelang        python  0.1.11   tvm    tilelang
+        NAME  KIND  VERSION  GROUP  SOURCE
+        apache-tvm-ffi  python  0.1.11  tvm  apache-tvm-ffi; never 0.1.12 (aborts tilelang: duplicate type-attr registration)
+        cutlass-dsl  python  4.6.0  -  nvidia-cutlass-dsl (in base, not installed)
+        deepgemm  git  <short>  -  https://github.com/deepseek-ai/DeepGEMM.git nv_dev (short rev: mutable-looking)
+        flashinfer  wheels  0.6.14  -  flashinfer-python + flashinfer-cubin + flashinfer-jit-cache by URL (3 without sha256)
+        nccl  assert  2.28.9  -  in base, asserted by the nccl probe
+        tilelang  python  0.1.11  tvm  tilelang
         ");
     let line = line_of("[pins.deepgemm]");
     let warning = run

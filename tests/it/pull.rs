@@ -12,6 +12,7 @@ use crate::support::images::{
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
+use crate::support::snapshot::forge_snapshot;
 use crate::support::verify::{rows_where, verify};
 use crate::support::{Run, assert_contains};
 
@@ -127,6 +128,10 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
         return;
     };
     let run = example.context.forge(&["pull"]).expect_code(2);
+    forge_snapshot!(run.stderr, example.context.path(), @r"
+        error: <recipe>/forge.lock records no pushed tag: there is no manifest digest to pull
+        hint: `forge build --push` records the digest the registry stored; pull after it
+        ");
     assert_contains(
         &run.stderr,
         "forge.lock records no pushed tag: there is no manifest digest to pull",

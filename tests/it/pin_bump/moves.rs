@@ -233,14 +233,14 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.11   up-to-date
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  up-to-date
-        flashinfer      0.6.14                                                0.6.14   0.6.16   held
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  up-to-date
+        flashinfer  0.6.14  0.6.14  0.6.16  held
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  0.1.11  0.1.11  up-to-date
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
@@ -311,14 +311,14 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
     );
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.11   up-to-date
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  up-to-date
-        flashinfer      0.6.14                                                0.6.14   0.6.14   yanked
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  up-to-date
+        flashinfer  0.6.14  0.6.14  0.6.14  yanked
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  0.1.11  0.1.11  up-to-date
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
@@ -578,7 +578,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         +++ b/pins.toml
         @@ -68,7 +68,7 @@
          
-         [pins.flashinfer]              # three wheels, one version
+         [pins.flashinfer]  # three wheels, one version
          kind = "wheels"
         -version = "0.6.14"
         +version = "0.6.15"

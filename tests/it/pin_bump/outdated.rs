@@ -24,14 +24,14 @@ fn outdated_lists_current_allowed_newest_and_what_holds_each_back() {
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.12   held
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  outdated
-        flashinfer      0.6.14                                                0.6.15   0.6.15   outdated
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                0.1.12   0.1.12   outdated
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  0.1.11  0.1.12  held
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  outdated
+        flashinfer  0.6.14  0.6.15  0.6.15  outdated
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  0.1.12  0.1.12  outdated
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)
@@ -98,14 +98,14 @@ fn outdated_exit_code_is_1_only_when_a_pin_can_move() {
     forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.12   held
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  up-to-date
-        flashinfer      0.6.14                                                0.6.15   0.6.15   outdated
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  0.1.11  0.1.12  held
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  up-to-date
+        flashinfer  0.6.14  0.6.15  0.6.15  outdated
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  0.1.11  0.1.11  up-to-date
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)
@@ -132,14 +132,14 @@ fn outdated_notes_say_each_kind_of_reason_once_with_the_versions_it_holds_back()
         .wheel("flashinfer-python", "0.6.16");
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                0.1.11   0.1.11   up-to-date
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  up-to-date
-        flashinfer      0.6.14                                                0.6.14   0.6.16   held
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                0.1.11   0.1.11   up-to-date
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  up-to-date
+        flashinfer  0.6.14  0.6.14  0.6.16  held
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  0.1.11  0.1.11  up-to-date
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
@@ -170,14 +170,14 @@ fn outdated_with_an_unreachable_index_shows_what_it_could_and_fails() {
     let url = format!("http://127.0.0.1:{port}/simple");
     let run = forge(&context, &["pin", "outdated", "--index-url", &url], &[]).expect_code(2);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME            CURRENT                                               ALLOWED  NEWEST   STATE
-        base            ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -        -        not-followed
-        apache-tvm-ffi  0.1.11                                                -        -        error
-        cutlass-dsl     4.6.0                                                 -        -        in-base
-        deepgemm        <short>                                               <short>  <short>  outdated
-        flashinfer      0.6.14                                                -        -        error
-        nccl            2.28.9                                                -        -        in-base
-        tilelang        0.1.11                                                -        -        error
+        NAME  CURRENT  ALLOWED  NEWEST  STATE
+        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+        apache-tvm-ffi  0.1.11  -  -  error
+        cutlass-dsl  4.6.0  -  -  in-base
+        deepgemm  <short>  <short>  <short>  outdated
+        flashinfer  0.6.14  -  -  error
+        nccl  2.28.9  -  -  in-base
+        tilelang  0.1.11  -  -  error
 
         base: not followed: declare [base] tags = "PATTERN" to follow newer tags
         apache-tvm-ffi: cannot reach the package index at http://127.0.0.1:<port>/simple/apache-tvm-ffi/: io: Connection refused (os error 111)

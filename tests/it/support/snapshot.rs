@@ -103,13 +103,18 @@ fn placeholders(text: &str, root: &str) -> String {
 /// machine replaced, line by line, by the placeholders of `json_shape`: the recipe folder
 /// `root` (`<recipe>`), the process id, digests, commit ids, loopback ports; and besides them
 /// other temporary folders (`<tmp>`), bare 64-digit hex ids (`<hex>`), git's abbreviated
-/// commit ids (`<short>`), times (`<time>`) and durations (`<duration>`). What `forge_snapshot!` compares.
+/// commit ids (`<short>`), times (`<time>`) and durations (`<duration>`); table columns are
+/// compared by their order, not their padding, and the daemon's progress lines are folded into
+/// one `<progress>`. What `forge_snapshot!` compares.
 pub fn human(text: &str, root: impl AsRef<Path>) -> String {
     static FILTERS: std::sync::LazyLock<[(regex::Regex, &str); 5]> =
         std::sync::LazyLock::new(|| {
             let filter = |pattern: &str, to| (regex::Regex::new(pattern).unwrap(), to);
             [
-                filter(r"(?:/private)?/tmp/\.tmp[A-Za-z0-9]{6}", "<tmp>"),
+                filter(
+                    r"(?:/private)?/tmp/(?:\.tmp|[a-z]+(?:-[a-z]+)*-)[A-Za-z0-9]{6}",
+                    "<tmp>",
+                ),
                 filter(r"\b127\.\d+\.\d+\.\d+:\d+\b", "<loopback>"),
                 filter(r"\b[0-9a-f]{64}\b", "<hex>"),
                 filter(
@@ -127,7 +132,7 @@ pub fn human(text: &str, root: impl AsRef<Path>) -> String {
     // git's abbreviated commit ids: a run of 7 to 11 hex digits, one of them a decimal digit.
     static ABBREVIATED: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\b[0-9a-f]{7,11}\b").unwrap());
-    let mut lines: Vec<String> = text
+    let lines: Vec<String> = text
         .lines()
         .map(|line| {
             let mut line = placeholders_in_line(line, &root);
@@ -144,11 +149,42 @@ pub fn human(text: &str, root: impl AsRef<Path>) -> String {
                 .into_owned()
         })
         .collect();
+    let lines = lines
+        .into_iter()
+        .map(|line| aligned_loosely(&line))
+        .collect::<Vec<_>>();
+    let mut lines = progress_folded(lines);
     // Trailing blank lines say nothing.
     while lines.last().is_some_and(|line| line.trim().is_empty()) {
         lines.pop();
     }
     lines.join("\n")
+}
+
+/// `line` with each run of two or more spaces after its indent made two: a table pads its
+/// columns to the widest cell, whose width the ports and process ids in it decide.
+fn aligned_loosely(line: &str) -> String {
+    static PADDING: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"(\S)  +").unwrap());
+    PADDING.replace_all(line, "$1  ").into_owned()
+}
+
+/// `lines` with each run of the daemon's progress lines (`[HH:MM:SS.mmm ...] ...`) made one
+/// `<progress>` line: what the daemon reports, and how often, its cache and timing decide.
+fn progress_folded(lines: Vec<String>) -> Vec<String> {
+    static PROGRESS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[\d\d:\d\d:\d\d\.\d+ ").unwrap());
+    let mut folded: Vec<String> = Vec::new();
+    for line in lines {
+        if PROGRESS.is_match(&line) {
+            if folded.last().is_none_or(|last| last != "<progress>") {
+                folded.push("<progress>".to_owned());
+            }
+        } else {
+            folded.push(line);
+        }
+    }
+    folded
 }
 
 /// `placeholders` for one line of human output: a line is never taken whole for a time.
