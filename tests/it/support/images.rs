@@ -14,6 +14,7 @@ use crate::support::{Run, TestContext, copy_tree, repository_root};
 
 /// The base image the offline example builds on.
 pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
+/// The offline example's dated tag, beside `latest`.
 pub(crate) const DATED_TAG: &str = "2026-07-08-offline";
 
 /// Whether the Docker tests run; panics when no daemon answers and skipping was not asked for.
@@ -205,6 +206,7 @@ pub(crate) fn daemon_host() -> String {
 /// The offline example's own label in pins.toml, after which a test adds its guard's.
 pub(crate) const EXAMPLE_LABEL: &str = "\"dev.forge.example\" = \"offline\"";
 
+/// Copies the offline example's recipe (pins.toml, templates, patches, overlays) into `to`.
 pub(crate) fn copy_example(to: &Path) {
     let example = repository_root().join("examples/offline");
     for entry in ["pins.toml", "templates", "patches", "overlays"] {
@@ -212,6 +214,7 @@ pub(crate) fn copy_example(to: &Path) {
     }
 }
 
+/// The text of the example's forge.lock, if a build wrote one.
 pub(crate) fn lock_text(example: &Example) -> Option<String> {
     std::fs::read_to_string(example.context.path().join("forge.lock")).ok()
 }
