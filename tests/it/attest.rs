@@ -11,39 +11,12 @@ use base64::Engine as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-use crate::build::{DATED_TAG, Example, docker_available, ensure_base_image};
-use crate::registry_server::RegistryServer;
+use crate::support::images::{DATED_TAG, Example, docker_available, ensure_base_image};
+use crate::support::keys::Keys;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
+use crate::support::verify::{failing, row, verify};
 use crate::support::{TestContext, assert_contains};
-use crate::verify::{failing, no_credentials, path_of, registry_tools_missing, row, verify};
-
-/// A key pair written by `forge keygen` in a folder of its own.
-struct Keys {
-    folder: tempfile::TempDir,
-}
-
-impl Keys {
-    fn new() -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let context = TestContext::empty();
-        let prefix = folder.path().join("signing");
-        context
-            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
-            .expect_code(0);
-        Self { folder }
-    }
-
-    fn private(&self) -> PathBuf {
-        self.folder.path().join("signing.key")
-    }
-
-    fn public(&self) -> PathBuf {
-        self.folder.path().join("signing.pub")
-    }
-
-    fn public_arg(&self) -> String {
-        self.public().display().to_string()
-    }
-}
 
 /// The offline example pushed to `registry` and signed with `keys`.
 fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
@@ -198,9 +171,8 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), public);
 
     let context = TestContext::empty();
-    let prefix = keys.folder.path().join("signing");
     let run = context
-        .forge(&["keygen", "--out", prefix.to_str().unwrap()])
+        .forge(&["keygen", "--out", &keys.prefix()])
         .expect_code(2);
     assert_contains(&run.stderr, "signing.key already exists");
     assert_eq!(std::fs::read_to_string(keys.private()).unwrap(), private);
@@ -376,21 +348,7 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
     let first_att = held(&attachment(&first, "att"));
     let first_sig = held(&attachment(&first, "sig"));
     let first_sbom = held(&attachment(&first, "sbom"));
-    example
-        .context
-        .write("overlays/app/VERSION", "second signed build\n");
-    example
-        .build_with(
-            &[
-                "--push",
-                "--force",
-                "--sign",
-                "--sign-key",
-                keys.private().to_str().unwrap(),
-            ],
-            &[],
-        )
-        .expect_code(0);
+    pushed_again_signed(&example, &keys);
     let second = registry.digest(&path, "latest");
     assert_ne!(second, first);
     verify(&example, &["--remote", "--key", &key], &env).expect_code(0);
@@ -448,13 +406,22 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
     );
 }
 
+/// `example` with its overlay changed, built, pushed over its tags and signed with `keys`.
+fn pushed_again_signed(example: &Example, keys: &Keys) {
+    example
+        .context
+        .write("overlays/app/VERSION", "second signed build\n");
+    let key = keys.private_arg();
+    example
+        .build_with(&["--push", "--force", "--sign", "--sign-key", &key], &[])
+        .expect_code(0);
+}
+
 /// The OCI image manifest media type.
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
 /// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
 fn verifier_python() -> Option<PathBuf> {
     match std::env::var_os("FORGE_TEST_PYTHON") {
         Some(python) => Some(PathBuf::from(python)),
@@ -462,8 +429,8 @@ fn verifier_python() -> Option<PathBuf> {
             "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
         ),
         None => {
-            eprintln!(
-                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)"
+            crate::support::note(
+                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)",
             );
             None
         }

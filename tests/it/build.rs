@@ -8,219 +8,17 @@
 use std::io::Read as _;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use sha2::Digest as _;
 
-use crate::image_guard::ImageGuard;
-use crate::pin_bump::with_a_deepgemm_series;
-use crate::registry_server::{MANIFEST, MANIFEST_LIST, RegistryServer, index_of, skopeo_copy};
-use crate::support::{Run, TestContext, assert_contains, copy_tree, free_port, repository_root};
-
-/// The base image the offline example builds on.
-pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
-pub(crate) const DATED_TAG: &str = "2026-07-08-offline";
-
-/// Whether the Docker tests run; panics when no daemon answers and skipping was not asked for.
-pub(crate) fn docker_available() -> bool {
-    if std::env::var("FORGE_SKIP_DOCKER").as_deref() == Ok("1") {
-        return false;
-    }
-    let output = Command::new("docker")
-        .args(["version", "--format", "{{.Server.APIVersion}}"])
-        .output();
-    match output {
-        Ok(output) if output.status.success() => true,
-        Ok(output) => panic!(
-            "no Docker daemon is reachable ({}); start one, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
-        Err(error) => panic!(
-            "the docker CLI cannot run ({error}); install docker, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests"
-        ),
-    }
-}
-
-/// Whether the Docker tests run (as `docker_available` says), with the example's base image
-/// made.
-pub(crate) fn docker_ready() -> bool {
-    docker_available() && {
-        ensure_base_image();
-        true
-    }
-}
-
-/// Makes the example's base image, with the example's own script, unless it exists. A file
-/// lock keeps test processes running side by side (nextest) from importing it twice: a second
-/// import would give the tag a new image id under a build that is using it.
-pub(crate) fn ensure_base_image() {
-    static MADE: Mutex<bool> = Mutex::new(false);
-    let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if *made {
-        return;
-    }
-    let lock = std::fs::File::create(std::env::temp_dir().join("forge-test-base-image.lock"))
-        .expect("a lock file in the temporary folder");
-    lock.lock().expect("the base image lock");
-    if image_id(BASE_IMAGE).is_some() {
-        *made = true;
-        return;
-    }
-    let script = repository_root().join("examples/offline/make-base.sh");
-    let output = Command::new("sh")
-        .arg(&script)
-        .arg(BASE_IMAGE)
-        .output()
-        .expect("make-base.sh runs");
-    assert!(
-        output.status.success(),
-        "make-base.sh failed (is busybox-static installed?):\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    *made = true;
-}
-
-/// The daemon's platform, `os/architecture`, for a recipe built on it.
-pub(crate) fn daemon_platform() -> String {
-    let output = Command::new("docker")
-        .args(["version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"])
-        .output()
-        .expect("docker runs");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
-/// The id `reference` names in the local engine, asked of the docker CLI.
-pub(crate) fn image_id(reference: &str) -> Option<String> {
-    let output = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", reference])
-        .output()
-        .expect("docker runs");
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
-/// A copy of the offline example whose image repository is unique to one test; every image
-/// built from it is removed when it is dropped.
-pub(crate) struct Example {
-    pub(crate) context: TestContext,
-    pub(crate) repository: String,
-    _images: ImageGuard,
-}
-
-impl Example {
-    pub(crate) fn new(name: &str) -> Self {
-        Self::with_repository(&format!("forge-test/{name}-{}", std::process::id()))
-    }
-
-    pub(crate) fn with_repository(repository: &str) -> Self {
-        let context = TestContext::empty();
-        copy_example(context.path());
-        context.edit(
-            "pins.toml",
-            "repository = \"forge-example/offline\"",
-            &format!("repository = \"{repository}\""),
-        );
-        let images = ImageGuard::new(repository);
-        context.edit(
-            "pins.toml",
-            EXAMPLE_LABEL,
-            &format!("{EXAMPLE_LABEL}\n{}", images.label_entry()),
-        );
-        Self {
-            context,
-            repository: repository.to_owned(),
-            _images: images,
-        }
-    }
-
-    pub(crate) fn tag_id(&self, tag: &str) -> Option<String> {
-        image_id(&format!("{}:{tag}", self.repository))
-    }
-
-    /// Panics unless both of the example's tags name the image `id`.
-    #[track_caller]
-    pub(crate) fn assert_tags_on(&self, id: &str) {
-        assert_eq!(self.tag_id("latest").as_deref(), Some(id));
-        assert_eq!(self.tag_id(DATED_TAG).as_deref(), Some(id));
-    }
-
-    /// Panics unless neither of the example's tags names an image.
-    #[track_caller]
-    pub(crate) fn assert_untagged(&self) {
-        assert_eq!(self.tag_id("latest"), None);
-        assert_eq!(self.tag_id(DATED_TAG), None);
-    }
-
-    /// Builds with `args` and `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
-    pub(crate) fn build(&self, args: &[&str]) -> Run {
-        self.build_with(args, &[])
-    }
-
-    /// `build` with `env` added.
-    pub(crate) fn build_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        build_in(&self.context, args, env)
-    }
-}
-
-/// `forge --json build --progress plain args...` in `context` with `env` added and
-/// `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
-pub(crate) fn build_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut all = vec!["--json", "build", "--progress", "plain"];
-    all.extend_from_slice(args);
-    let mut env = env.to_vec();
-    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
-    context.forge_with(&all, &env)
-}
-
-/// The offline example built on the tests' daemon, and its image id; `None` when the Docker
-/// tests are skipped.
-pub(crate) fn built(name: &str) -> Option<(Example, String)> {
-    built_report(name).map(|(example, report)| (example, reported_id(&report)))
-}
-
-/// The offline example built on the tests' daemon, and the build's `--json` report; `None`
-/// when the Docker tests are skipped.
-pub(crate) fn built_report(name: &str) -> Option<(Example, serde_json::Value)> {
-    if !docker_ready() {
-        return None;
-    }
-    let example = Example::new(name);
-    let report = example.build(&[]).expect_code(0).json();
-    Some((example, report))
-}
-
-/// The image id a build's `--json` report names.
-pub(crate) fn reported_id(report: &serde_json::Value) -> String {
-    report["image"]["id"]
-        .as_str()
-        .expect("the build reports an image id")
-        .to_owned()
-}
-
-/// The address of the daemon the tests build on: `DOCKER_HOST`, or the default socket.
-pub(crate) fn daemon_host() -> String {
-    std::env::var("DOCKER_HOST")
-        .ok()
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
-}
-
-/// The offline example's own label in pins.toml, after which a test adds its guard's.
-pub(crate) const EXAMPLE_LABEL: &str = "\"dev.forge.example\" = \"offline\"";
-
-pub(crate) fn copy_example(to: &Path) {
-    let example = repository_root().join("examples/offline");
-    for entry in ["pins.toml", "templates", "patches", "overlays"] {
-        copy_tree(&example.join(entry), &to.join(entry));
-    }
-}
-
-pub(crate) fn lock_text(example: &Example) -> Option<String> {
-    std::fs::read_to_string(example.context.path().join("forge.lock")).ok()
-}
+use crate::support::git::with_a_deepgemm_series;
+use crate::support::images::{
+    BASE_IMAGE, DATED_TAG, Example, built, built_report, copy_example, docker_available,
+    docker_ready, ensure_base_image, image_id, lock_text, reported_id,
+};
+use crate::support::registry::{MANIFEST, MANIFEST_LIST, RegistryServer, index_of, skopeo_copy};
+use crate::support::{TestContext, assert_contains, free_port};
 
 #[test]
 fn context_digest_ignores_mtimes_creation_order_and_modes() {
@@ -634,7 +432,7 @@ const ACCEPT: &[&str] = &[MANIFEST, MANIFEST_LIST];
 
 #[test]
 fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manifest() {
-    if !docker_available() || crate::verify::registry_tools_missing() {
+    if !docker_available() || crate::support::registry::registry_tools_missing() {
         return;
     }
     ensure_base_image();
@@ -704,7 +502,7 @@ fn a_push_from_elsewhere_is_kept(
     );
     assert_eq!(registry.held(name, DATED_TAG, ACCEPT).0, elsewhere);
     // Two manifests of one image: the registry checks hold, the tags agree on the image.
-    crate::verify::verify(example, &["--remote"], &[]).expect_code(0);
+    crate::support::verify::verify(example, &["--remote"], &[]).expect_code(0);
     assert!(
         pushed["image"]["pushed"]
             .as_array()
@@ -782,7 +580,7 @@ fn a_registry_that_cannot_be_reached_before_pushing_exits_2_and_moves_nothing() 
 /// tree `git am` gives.
 #[test]
 fn a_series_onto_a_git_pin_reaches_the_context_as_the_patches_applied() {
-    use crate::pin_bump::git;
+    use crate::support::git::git;
 
     let (context, remote) = with_a_deepgemm_series(&[
         ("Tune the kernel", &[("kernel.txt", "first, tuned\n")]),
@@ -928,7 +726,7 @@ fn repository_sends_the_tags_elsewhere_and_the_record_follows() {
         lock.contains(&format!("repository = \"{elsewhere}\"")),
         "{lock}"
     );
-    crate::verify::verify(&example, &[], &[]).expect_code(0);
+    crate::support::verify::verify(&example, &[], &[]).expect_code(0);
 }
 
 /// A base image in a registry that wants a password is pulled with the credentials the docker
@@ -936,7 +734,7 @@ fn repository_sends_the_tags_elsewhere_and_the_record_follows() {
 /// either builder; without them the build stops and names the registry.
 #[test]
 fn a_private_base_is_pulled_with_the_registry_credentials() {
-    if !docker_ready() || crate::verify::registry_tools_missing() {
+    if !docker_ready() || crate::support::registry::registry_tools_missing() {
         return;
     }
     let registry = RegistryServer::start_with_basic_auth();
@@ -946,7 +744,7 @@ fn a_private_base_is_pulled_with_the_registry_credentials() {
         registry.address(),
         std::process::id()
     );
-    crate::registry_server::skopeo_copy(
+    crate::support::registry::skopeo_copy(
         &["--dest-creds", &format!("{user}:{password}")],
         "docker-daemon:forge-example-base:busybox",
         &base,
@@ -997,7 +795,7 @@ fn a_private_base_is_pulled_with_the_registry_credentials() {
 /// `credsStore` helper lists), not only the base's. None of them is printed.
 #[test]
 fn every_configured_registry_gets_its_credentials_with_the_build() {
-    if !docker_ready() || crate::verify::registry_tools_missing() {
+    if !docker_ready() || crate::support::registry::registry_tools_missing() {
         return;
     }
     let registry = RegistryServer::start_with_basic_auth();
@@ -1025,7 +823,7 @@ fn every_configured_registry_gets_its_credentials_with_the_build() {
             .args(["image", "rm", "-f", &stage])
             .output();
     };
-    let helper = crate::credential_helper::CredentialHelper::knowing(&[(
+    let helper = crate::support::credential_helper::CredentialHelper::knowing(&[(
         registry.address(),
         user,
         password,
@@ -1053,8 +851,8 @@ fn every_configured_registry_gets_its_credentials_with_the_build() {
     );
     let configs = [
         serde_json::json!({"auths": {registry.address(): {"auth": auth}}}),
-        serde_json::json!({"credHelpers": {registry.address(): crate::credential_helper::HELPER}}),
-        serde_json::json!({"credsStore": crate::credential_helper::HELPER}),
+        serde_json::json!({"credHelpers": {registry.address(): crate::support::credential_helper::HELPER}}),
+        serde_json::json!({"credsStore": crate::support::credential_helper::HELPER}),
     ];
     for config in configs {
         let folder = helper.docker_config(&config);

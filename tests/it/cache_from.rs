@@ -9,11 +9,12 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{BASE_IMAGE, Example, build_in, docker_available, ensure_base_image};
-use crate::node::SecondDaemon;
-use crate::pin_bump::{GitRemote, forge};
-use crate::registry_server::RegistryServer;
-use crate::verify::registry_tools_missing;
+use crate::support::forge;
+use crate::support::git::GitRemote;
+use crate::support::images::{BASE_IMAGE, Example, build_in, docker_available, ensure_base_image};
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
 
 /// A step as both the builder and `pin bump` name it: the instruction, whitespace folded,
 /// without the builder's `[n/m] ` prefix.

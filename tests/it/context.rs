@@ -9,7 +9,8 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::build::copy_example;
+use crate::support::fifo;
+use crate::support::images::copy_example;
 use crate::support::{Run, TestContext, assert_contains};
 
 /// What one entry of the context archive is.
@@ -91,10 +92,17 @@ fn include(context: &TestContext, name: &str) {
 /// Links a recipe path of `context` to a copy in the folder outside it.
 type Setup = fn(&TestContext, &Path);
 
-/// Each case: what it links out of the recipe, the command, and the recipe path the refusal
-/// names.
-fn links_out_of_the_recipe() -> [(&'static str, Setup, &'static [&'static str], &'static str); 8] {
-    [
+/// A case: what it links out of the recipe, the command, and the recipe path the refusal names.
+type LinkOut = (&'static str, Setup, &'static [&'static str], &'static str);
+
+/// Each case, in two halves.
+fn links_out_of_the_recipe() -> Vec<LinkOut> {
+    [folders_linked_out(), files_linked_out()].concat()
+}
+
+/// The overlay's folders and an included template, linked out of the recipe.
+fn folders_linked_out() -> Vec<LinkOut> {
+    vec![
         (
             "a folder on the overlay's path",
             |context, outside| {
@@ -126,6 +134,13 @@ fn links_out_of_the_recipe() -> [(&'static str, Setup, &'static [&'static str], 
             &["render"],
             "templates/host.j2",
         ),
+    ]
+}
+
+/// The Dockerfile template, `.dockerignore`, a patch, the series folder and pins.toml, linked
+/// out of the recipe.
+fn files_linked_out() -> Vec<LinkOut> {
+    vec![
         (
             "the Dockerfile template",
             |context, outside| {
@@ -380,18 +395,6 @@ fn nothing_is_dropped_that_docker_would_send() {
         let empty = format!("{folder}/empty");
         assert_eq!(entries.get(&empty), Some(&Entry::Folder), "{empty}");
     }
-}
-
-/// Makes a FIFO at `path`.
-pub(crate) fn fifo(path: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    if path.symlink_metadata().is_ok() {
-        std::fs::remove_file(path).unwrap();
-    }
-    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `name` is a NUL-terminated path that outlives the call.
-    let made = unsafe { libc::mkfifo(name.as_ptr(), 0o644) };
-    assert_eq!(made, 0, "mkfifo {}", path.display());
 }
 
 /// `args` in `context`, which must end within a minute with exit 2 naming `named` and `kind`.

@@ -11,10 +11,10 @@ use std::net::TcpStream;
 
 use base64::Engine as _;
 
-use crate::index_server::IndexServer;
-use crate::pin_bump::forge;
+use crate::support::forge;
+use crate::support::index::IndexServer;
+use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{LoopbackServer, TestContext, assert_contains, env_refs, free_port};
-use crate::tls::{Certificates, TlsTerminator};
 
 /// The digest every fake registry serves for every manifest.
 const DIGEST: &str = "sha256:abababababababababababababababababababababababababababababababab";

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use crate::build::{BASE_IMAGE, docker_available, ensure_base_image};
-use crate::image_guard::{ImageGuard, LABEL};
+use crate::support::image_guard::{ImageGuard, LABEL};
+use crate::support::images::{BASE_IMAGE, docker_available, ensure_base_image};
 use crate::support::{Rng, TestContext};
 
 /// The overlay folder every generated recipe copies.

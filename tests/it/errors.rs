@@ -219,7 +219,7 @@ fn a_recipe_path_that_leads_outside_the_recipe() {
 #[test]
 fn a_special_file_in_an_overlay() {
     let context = TestContext::default_recipe();
-    crate::context::fifo(&context.path().join("overlays/vllm/pipe"));
+    crate::support::fifo(&context.path().join("overlays/vllm/pipe"));
     snapshot("error_special_file", &context, &["build", "--dry-run"], &[]);
 }
 

@@ -15,9 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::build::{DATED_TAG, EXAMPLE_LABEL, Example, built, docker_ready, image_id, reported_id};
-use crate::image_guard::ImageGuard;
-use crate::registry_server::{MANIFEST, RegistryServer};
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{
+    DATED_TAG, EXAMPLE_LABEL, Example, built, docker_ready, image_id, reported_id,
+};
+use crate::support::registry::{MANIFEST, RegistryServer};
 use crate::support::{
     TestContext, assert_contains, copy_tree, git_in, patch_args, repository_root,
 };
@@ -1165,7 +1167,7 @@ fn sigkill_at_any_point_of_a_build_is_settled_to_all_old_or_all_new() {
             "step {step}: {status:?} {stderr}"
         );
 
-        let next = crate::verify::verify(&example, &[], &[]);
+        let next = crate::support::verify::verify(&example, &[], &[]);
         assert_ne!(next.code, 2, "step {step}: {}", next.stderr);
         recovered += usize::from(next.stderr.contains("Recovered"));
         assert!(!folder.join("forge.lock.intent").exists(), "step {step}");

@@ -5,11 +5,11 @@
 
 use std::process::Command;
 
-use crate::build::{build_in, daemon_platform, docker_available};
-use crate::image_guard::ImageGuard;
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{build_in, daemon_platform, docker_available};
+use crate::support::python_image;
+use crate::support::verify::{failing, row, verify_in};
 use crate::support::{TestContext, assert_contains};
-use crate::verify::python_image;
-use crate::verify::{failing, row, verify_in};
 
 const FIXED: &str = "def decode(query, swa_topk_lens=None):\n    return query\n";
 const BROKEN: &str = "def decode(query):\n    return query\n";

@@ -12,9 +12,9 @@ use std::io::Read as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::build::{build_in, daemon_platform, docker_available};
-use crate::image_guard::ImageGuard;
-use crate::pin_bump::{GitRemote, git};
+use crate::support::git::{GitRemote, git};
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{build_in, daemon_platform, docker_available};
 use crate::support::{Run, TestContext, stdout_of};
 
 /// The git pin's name.
@@ -74,7 +74,7 @@ impl SeriesRecipe {
                  [[overlays]]\nfrom = \"{UPSTREAM}\"\nto = \"{UPSTREAM_IN_IMAGE}\"\n",
                 platform = daemon_platform(),
                 label = images.label_entry(),
-                base = crate::git_image::ensure(),
+                base = crate::support::git_image::ensure(),
             ),
         );
         context.write("templates/Dockerfile.j2", &template());
@@ -226,7 +226,7 @@ fn files_in_image(image: &str, folder: &str) -> BTreeMap<String, Vec<u8>> {
 fn built(recipe: &SeriesRecipe) -> (String, serde_json::Value) {
     let json = recipe.build().expect_code(0).json();
     let id = json["image"]["id"].as_str().unwrap().to_owned();
-    let tagged = crate::build::image_id(&format!("{}:latest", recipe.repository));
+    let tagged = crate::support::images::image_id(&format!("{}:latest", recipe.repository));
     assert_eq!(tagged.as_deref(), Some(id.as_str()));
     (id, json)
 }

@@ -160,7 +160,7 @@ fn an_endless_registry_answer_is_named_as_too_large() {
     );
     let before = context.read("pins.toml");
     let started = Instant::now();
-    let run = crate::pin_bump::forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
+    let run = crate::support::forge(&context, &["pin", "bump", "base"], &[]).expect_code(2);
     assert_contains(
         &run.stderr,
         &format!(

@@ -10,60 +10,19 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::build::{BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image};
-use crate::node::SecondDaemon;
-use crate::pull::id_on;
-use crate::registry_server::RegistryServer;
-use crate::release_server::{ReleaseServer, sha256_hex, wheel};
+use crate::support::images::daemon_host;
+use crate::support::images::id_on;
+use crate::support::images::{
+    BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image,
+};
+use crate::support::images::{Tagged, docker};
+use crate::support::keys::Keys;
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
+use crate::support::release::{ReleaseServer, sha256_hex, wheel};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{Run, TestContext, assert_contains};
-use crate::verify::registry_tools_missing;
-
-/// A key pair written by `forge keygen`, in a folder of its own.
-pub(crate) struct Keys {
-    folder: tempfile::TempDir,
-}
-
-impl Keys {
-    pub(crate) fn new() -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let prefix = folder.path().join("lab");
-        TestContext::empty()
-            .forge(&["keygen", "--out", prefix.to_str().unwrap()])
-            .expect_code(0);
-        Self { folder }
-    }
-
-    pub(crate) fn private(&self) -> String {
-        self.folder.path().join("lab.key").display().to_string()
-    }
-
-    pub(crate) fn public_text(&self) -> String {
-        std::fs::read_to_string(self.folder.path().join("lab.pub")).unwrap()
-    }
-}
-
-/// Tags the daemon was given by the test itself (not by forge, whose images `ImageGuard`
-/// removes), untagged when dropped.
-pub(crate) struct Tagged(pub(crate) Vec<String>);
-
-impl Drop for Tagged {
-    fn drop(&mut self) {
-        for reference in &self.0 {
-            let _ = Command::new("docker").args(["rmi", reference]).output();
-        }
-    }
-}
-
-/// Runs `docker ARGS`, panicking with its stderr when it fails.
-pub(crate) fn docker(args: &[&str]) {
-    let output = Command::new("docker").args(args).output().unwrap();
-    assert!(
-        output.status.success(),
-        "docker {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 /// `forge ARGS` run in `folder` without `-C`, as a user in that folder types it.
 fn forge_in(folder: &Path, args: &[&str]) -> Run {
@@ -87,9 +46,19 @@ fn names_in(folder: &Path) -> Vec<String> {
     names
 }
 
-/// The tests' own daemon, as `--host` names it.
-fn default_host() -> String {
-    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_owned())
+/// `forge pull REFERENCE HOSTS...` in `folder` pulls, and, without `--key`, says once how far
+/// the record is trusted.
+#[track_caller]
+fn assert_pulled_saying_once_how_far_it_is_trusted(folder: &Path, reference: &str, hosts: &[&str]) {
+    let pulled = forge_in(folder, &[&["pull", reference][..], hosts].concat()).expect_code(0);
+    forge_snapshot!("tester_pull", pulled.stderr, folder);
+    assert_contains(&pulled.stderr, "Pulled");
+    assert_eq!(
+        pulled.stderr.matches("is trusted only as far as").count(),
+        1,
+        "without --key forge says once how far the record is trusted:\n{}",
+        pulled.stderr
+    );
 }
 
 /// The tester has `REPOSITORY:latest` and `lab.pub`: pulls on both nodes of a two-node rig,
@@ -111,7 +80,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     let keys = Keys::new();
     build_in(
         &example.context,
-        &["--push", "--sign", "--sign-key", &keys.private()],
+        &["--push", "--sign", "--sign-key", &keys.private_arg()],
         &[],
     )
     .expect_code(0);
@@ -124,17 +93,10 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     tester.write("lab.pub", &keys.public_text());
     let folder = tester.path();
     let reference = format!("{}:latest", example.repository);
-    let (first, second) = (default_host(), node.host.clone());
+    let (first, second) = (daemon_host(), node.host.clone());
     let hosts = ["--host", first.as_str(), "--host", second.as_str()];
 
-    let pulled = forge_in(folder, &[&["pull", &reference][..], &hosts].concat()).expect_code(0);
-    assert_contains(&pulled.stderr, "Pulled");
-    assert_eq!(
-        pulled.stderr.matches("is trusted only as far as").count(),
-        1,
-        "without --key forge says once how far the record is trusted:\n{}",
-        pulled.stderr
-    );
+    assert_pulled_saying_once_how_far_it_is_trusted(folder, &reference, &hosts);
     let id = example.tag_id("latest").expect("the build tagged latest");
     let dated = format!("{}:{DATED_TAG}", example.repository);
     assert_eq!(id_on(&second, &dated).as_deref(), Some(id.as_str()));
@@ -154,6 +116,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         .concat(),
     )
     .expect_code(0);
+    forge_snapshot!("tester_verify_digest", verified.stderr, folder);
     for row in [
         "signature",
         "provenance subject",
@@ -216,6 +179,7 @@ fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, ho
     build_in(&example.context, &["--push"], &[]).expect_code(0);
     let unsigned =
         forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
+    forge_snapshot!("tester_verify_digest_unsigned", unsigned.stderr, folder);
     assert_contains(
         &unsigned.stderr,
         "the attached build record is not signed (found a plain record, signed by no key)",
@@ -301,7 +265,7 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
             "--push",
             "--sign",
             "--sign-key",
-            &keys.private(),
+            &keys.private_arg(),
         ],
         &[],
     )

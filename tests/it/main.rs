@@ -1,27 +1,21 @@
 //! forge's integration tests: one binary, each module a command or a stage, all driving the real
-//! `forge` executable through `TestContext`.
+//! `forge` executable through `TestContext`. The harness they share (servers, daemons, images,
+//! keys, snapshots) is in `support`; no test module imports from another.
 
 mod attest;
 mod build;
 mod cache_from;
 mod context;
-mod credential_helper;
 mod credentials;
 mod dockerignore;
 mod errors;
 mod faults;
 mod fixes;
 mod fuzz_replay;
-mod git_http_server;
-mod git_image;
 mod git_pin_series;
-mod host_image;
 mod hostile;
-mod image_guard;
-mod index_server;
 mod journeys;
 mod json;
-mod node;
 mod patch;
 mod patch_differential;
 mod pin_bump;
@@ -29,13 +23,10 @@ mod pins;
 mod platforms;
 mod pull;
 mod readme;
-mod registry_server;
-mod release_server;
 mod remote_daemon;
 mod render;
 mod report;
 mod support;
-mod tls;
 mod verify;
 mod wheels_url;
 mod workflow;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{
     Run, TestContext, assert_contains, env_refs, format_patch_args, git_in, patch_args,
 };
@@ -484,6 +485,16 @@ fn every_case_makes_the_commit_git_am_makes() {
     let (bench, base, _) = bench_with_series();
 
     let run = bench.patch("apply", &[bench.path("series")]).expect_code(0);
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+        Applying 6 patches onto <recipe>/target
+         Applied 0001-a-very-long-subject-line-that-goes-on-and-on-and-on-.patch (Jörg Müller <joerg@example.org>) as <short>
+         Applied 0002-crlf-keep-carriage-returns.patch (O'Brien, Séan <sean@example.org>) as <short>
+         Applied 0003-docs-no-trailing-newline.patch (O'Brien, Sean <sean.ascii@example.org>) as <short>
+         Applied 0004-binary-literal-and-delta.patch (Bin Ary <binary@example.org>) as <short>
+         Applied 0005-rename-copy-mode-delete.patch (Re Namer <rename@example.org>) as <short>
+         Applied 0006-symlinks-an-empty-file-spaces.patch (Sym Link <symlink@example.org>) as <short>
+         Patched <recipe>/target: 6 applied, 0 already applied; head <short>, tree <short>
+        ");
     assert_contains(&run.stderr, "Applying 6 patches onto");
     assert_contains(&run.stderr, "(Jörg Müller <joerg@example.org>)");
     assert_contains(&run.stderr, "(O'Brien, Séan <sean@example.org>)");
@@ -618,6 +629,16 @@ fn a_second_application_adds_nothing() {
     let before = bench.target_snapshot();
 
     let run = bench.patch("apply", &series).expect_code(0);
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+        Applying 6 patches onto <recipe>/target
+         Skipped 0001-a-very-long-subject-line-that-goes-on-and-on-and-on-.patch: already applied as <short>
+         Skipped 0002-crlf-keep-carriage-returns.patch: already applied as <short>
+         Skipped 0003-docs-no-trailing-newline.patch: already applied as <short>
+         Skipped 0004-binary-literal-and-delta.patch: already applied as <short>
+         Skipped 0005-rename-copy-mode-delete.patch: already applied as <short>
+         Skipped 0006-symlinks-an-empty-file-spaces.patch: already applied as <short>
+         Patched <recipe>/target: 0 applied, 6 already applied; head <short>, tree <short>
+        ");
     assert_eq!(
         run.stderr.matches(": already applied as ").count(),
         6,
@@ -671,17 +692,15 @@ fn a_change_committed_differently_is_already_applied() {
     }
 }
 
-/// A conflict in the middle of the series: nothing changes, and the error names the patch, the
-/// file and the hunk.
-#[test]
-fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
-    let bench = Workbench::new();
+/// Three patches onto a target whose own change makes the second hunk of the second patch
+/// fail; the series' files.
+fn series_with_a_conflict_in_the_middle(bench: &Workbench) -> Vec<PathBuf> {
     bench.git("origin", &["init", "-q", "-b", "main"], &[]);
     let lines: String = (1..=30).map(|line| format!("line {line}\n")).collect();
     bench.write("origin/a.txt", b"a\n");
     bench.write("origin/story.txt", lines.as_bytes());
     let base = commit(
-        &bench,
+        bench,
         "origin",
         ("Base", "base@example.org"),
         "2026-01-01T00:00:00+0000",
@@ -689,7 +708,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     );
     bench.write("origin/a.txt", b"a\nb\n");
     commit(
-        &bench,
+        bench,
         "origin",
         ("First", "first@example.org"),
         "2026-01-02T00:00:00+0000",
@@ -703,7 +722,7 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
             .as_bytes(),
     );
     commit(
-        &bench,
+        bench,
         "origin",
         ("Second", "second@example.org"),
         "2026-01-03T00:00:00+0000",
@@ -711,29 +730,43 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
     );
     bench.write("origin/a.txt", b"a\nb\nc\n");
     commit(
-        &bench,
+        bench,
         "origin",
         ("Third", "third@example.org"),
         "2026-01-04T00:00:00+0000",
         "third\n",
     );
-    target_at(&bench, &base);
+    target_at(bench, &base);
     // The target's own change makes the second hunk of the second patch fail.
     bench.write(
         "target/story.txt",
         lines.replace("line 25\n", "line 25 (changed)\n").as_bytes(),
     );
     commit(
-        &bench,
+        bench,
         "target",
         ("Target", "target@example.org"),
         "2026-01-05T00:00:00+0000",
         "target change\n",
     );
-    let files = format_patch(&bench, &base, "series");
+    format_patch(bench, &base, "series")
+}
+
+/// A conflict in the middle of the series: nothing changes, and the error names the patch, the
+/// file and the hunk.
+#[test]
+fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
+    let bench = Workbench::new();
+    let files = series_with_a_conflict_in_the_middle(&bench);
     let before = bench.target_snapshot();
 
     let run = bench.patch("apply", &[bench.path("series")]).expect_code(1);
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+            Applying 3 patches onto <recipe>/target
+        error: cannot apply <recipe>/series onto <recipe>/target; nothing was changed
+        caused by: 0002-second.patch does not apply: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply
+        hint: nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again
+        ");
     let second = files[1].file_name().unwrap().to_str().unwrap();
     assert_eq!(second, "0002-second.patch");
     assert_contains(
@@ -756,6 +789,15 @@ fn a_conflict_in_the_middle_leaves_the_repository_as_it_was() {
 
     // The conflict is an error, not a warning.
     let run = bench.patch("check", &[bench.path("series")]).expect_code(1);
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+            Checking 3 patches onto <recipe>/target
+             Applies 0001-first.patch (First <first@example.org>)
+        error: 0002-second.patch conflicts: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply
+             Applies 0003-third.patch (Third <third@example.org>)
+             Checked <recipe>/target: 2 apply, 0 already applied, 1 conflict
+        error: 1 of 3 patches conflict with their target
+        hint: rebase the series onto the target (`git rebase`, then `git format-patch --binary`), or fix the target
+        ");
     assert_contains(
         &run.stderr,
         "error: 0002-second.patch conflicts: story.txt: hunk #2 (@@ -22,7 +22,7 @@) does not apply",
@@ -816,6 +858,12 @@ fn a_dirty_worktree_is_refused() {
     bench.write("target/plain.txt", b"local edit\n");
     let before = bench.target_snapshot();
     let run = bench.patch("apply", &[bench.path("series")]).expect_code(2);
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+            Applying 6 patches onto <recipe>/target
+        error: cannot apply <recipe>/series onto <recipe>/target; nothing was changed
+        caused by: <recipe>/target/ has uncommitted changes: plain.txt
+        hint: commit or stash those changes first; nothing was applied
+        ");
     assert!(
         run.stderr.contains("has uncommitted changes: plain.txt"),
         "{}",
@@ -843,10 +891,22 @@ fn the_default_recipe_series_applies_like_git_am() {
         "{}",
         run.stderr
     );
+    forge_snapshot!(run.stderr, context.path(), @r"
+        Checking 2 patches onto overlays/vllm (a scratch repository of the folder)
+         Applies 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>)
+         Applies 0002-sm12x-read-the-DeepGEMM-warm-up-policy-in-one-place.patch (Mira Castellanos <mira.castellanos@example.org>)
+         Checked overlays/vllm: 2 apply, 0 already applied, 0 conflicts
+        ");
     let run = context
         .forge_with(&["--json", "patch", "apply"], &pairs)
         .expect_code(0);
     assert_contains(&run.stderr, "Applying 2 patches onto overlays/vllm");
+    forge_snapshot!(run.stderr, context.path(), @r"
+        Applying 2 patches onto overlays/vllm (a scratch repository of the folder)
+         Applied 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>) as <short>
+         Applied 0002-sm12x-read-the-DeepGEMM-warm-up-policy-in-one-place.patch (Mira Castellanos <mira.castellanos@example.org>) as <short>
+         Checked overlays/vllm: 2 apply, 0 already applied, in a scratch copy (tree <short>); the source is unchanged, `forge build` applies the series in its own copy
+        ");
     assert_contains(
         &run.stderr,
         "Applied 0001-sm12x-feature-detect-the-DeepGEMM-fmax-binding.patch (Mira Castellanos <mira.castellanos@example.org>)",
@@ -1080,6 +1140,12 @@ fn a_missing_committer_identity_is_refused_with_a_hint() {
         .forge_with(&patch_args("apply", &target, &series), &pairs)
         .expect_code(2);
     assert_contains(&run.stderr, "no committer identity");
+    forge_snapshot!(run.stderr, bench.context.path(), @r"
+            Applying 6 patches onto <recipe>/target
+        error: cannot apply <recipe>/series onto <recipe>/target; nothing was changed
+        caused by: no committer identity for <recipe>/target/: user.name or user.email is not set
+        hint: set user.name and user.email in git config, or FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL
+        ");
     assert_contains(
         &run.stderr,
         "FORGE_COMMITTER_NAME and FORGE_COMMITTER_EMAIL",

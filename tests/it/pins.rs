@@ -1,6 +1,7 @@
 //! pins.toml: every bad input is refused at load with exit 2, its file:line:col and a hint, and
 //! nothing reaches stdout.
 
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{Run, TestContext, assert_contains, with_deepgemm_series};
 
 /// Runs `forge render` on the default recipe after `edit`, expecting a refusal at `location`.
@@ -50,12 +51,16 @@ fn line_of(needle: &str) -> usize {
 #[test]
 fn malformed_toml_names_the_position() {
     let line = line_of("version = \"0.6.14\"");
-    refused(
+    let run = refused(
         "version = \"0.6.14\"",
         "version = \"0.6.14",
         &format!("{line}:"),
         "invalid basic string",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:71:18: invalid basic string, expected `"`
+        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+        "#);
 }
 
 #[test]
@@ -67,74 +72,102 @@ fn unknown_key_is_refused_at_its_line() {
         &format!("{line}:1:"),
         "unknown field `vresion`",
     );
+    forge_snapshot!(run.stderr, "", @r"
+        error: <tmp>/pins.toml:63:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `branch`, `rev`, `probe`
+        hint: remove or rename the key; the README's pins.toml section lists every key forge reads
+        ");
     assert_contains(&run.stderr, "hint: remove or rename the key");
 }
 
 #[test]
 fn version_with_a_newline_and_a_command_is_refused() {
     let line = line_of("version = \"0.6.14\"");
-    refused(
+    let run = refused(
         "version = \"0.6.14\"",
         "version = \"0.6.14\\nRUN curl x | sh\"",
         &format!("{line}:11:"),
         "invalid version \"0.6.14\\nRUN curl x | sh\"",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:71:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+        "#);
 }
 
 #[test]
 fn version_with_a_shell_list_is_refused() {
     let line = line_of("version = \"0.6.14\"");
-    refused(
+    let run = refused(
         "version = \"0.6.14\"",
         "version = \"0.6.14 && rm -rf /\"",
         &format!("{line}:11:"),
         "invalid version \"0.6.14 && rm -rf /\"",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:71:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+        "#);
 }
 
 #[test]
 fn tag_with_a_space_is_refused() {
     let line = line_of("moving = [");
-    refused(
+    let run = refused(
         "\"experimental-pr4\"",
         "\"experimental pr4\"",
         &format!("{line}:11:"),
         "invalid tag \"experimental pr4\"",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:12:11: invalid tag "experimental pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+        "#);
 }
 
 #[test]
 fn tag_with_a_quote_is_refused() {
     let line = line_of("moving = [");
-    refused(
+    let run = refused(
         "\"experimental-pr4\"",
         "'experimental\"pr4'",
         &format!("{line}:11:"),
         "invalid tag \"experimental\\\"pr4\"",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:12:11: invalid tag "experimental\"pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+        "#);
 }
 
 #[test]
 fn tag_of_129_characters_is_refused() {
     let line = line_of("moving = [");
     let long = format!("\"{}\"", "a".repeat(129));
-    refused(
+    let run = refused(
         "\"experimental-pr4\"",
         &long,
         &format!("{line}:11:"),
         "invalid tag",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:12:11: invalid tag "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+        "#);
 }
 
 #[test]
 fn image_reference_with_a_newline_is_refused() {
     let line = line_of("image = \"ghcr.io/aeon-7/aeon-vllm-ultimate");
-    refused(
+    let run = refused(
         "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"",
         "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\\nRUN id\"",
         &format!("{line}:9:"),
         "invalid image reference",
     );
+    forge_snapshot!(run.stderr, "", @r#"
+        error: <tmp>/pins.toml:20:9: invalid image reference "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\nRUN id": invalid tag "2026-07-01-v0.24.0\nRUN id": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'; expected [registry/]repository[:tag][@sha256:digest]
+        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+        "#);
 }
 
 #[test]
@@ -173,6 +206,10 @@ fn a_denied_version_is_refused_with_its_reason() {
         "version = \"0.1.12\"\ngroup = \"tvm\"                  # moves",
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:58:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
+        hint: move the pin to another version; the deny list records what broke
+        ");
     assert_contains(
         &run.stderr,
         "denied: aborts tilelang: duplicate type-attr registration",
@@ -195,6 +232,10 @@ fn a_lockstep_group_must_share_one_version() {
         &format!("{text}\n[groups.tvm]\nlockstep = true\n"),
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:62:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
+        hint: give every pin of group `tvm` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.tvm]
+        ");
     let line = line_of("[pins.tilelang]");
     assert_contains(
         &run.stderr,
@@ -220,6 +261,10 @@ fn a_key_of_another_kind_is_refused() {
         "module = \"tilelang\"\nrev = \"a6b593d\"\n",
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:62:1: pin `tilelang` of kind python cannot have `rev`
+        hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim
+        ");
     assert_contains(
         &run.stderr,
         "pin `tilelang` of kind python cannot have `rev`",
@@ -235,6 +280,10 @@ fn a_missing_series_folder_is_refused() {
         "series = \"patches/pr5\"",
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:84:10: patch series folder `patches/pr5` does not exist in <recipe>
+        hint: paths in pins.toml are relative to the folder that holds it
+        ");
     assert_contains(
         &run.stderr,
         "patch series folder `patches/pr5` does not exist",
@@ -250,6 +299,15 @@ fn a_short_git_revision_is_flagged() {
         "rev = \"a6b593d\"",
     );
     let run = context.forge(&["pin", "list"]).expect_code(0);
+    forge_snapshot!(run.stdout, context.path(), @r"
+        NAME  KIND  VERSION  GROUP  SOURCE
+        apache-tvm-ffi  python  0.1.11  tvm  apache-tvm-ffi; never 0.1.12 (aborts tilelang: duplicate type-attr registration)
+        cutlass-dsl  python  4.6.0  -  nvidia-cutlass-dsl (in base, not installed)
+        deepgemm  git  <short>  -  https://github.com/deepseek-ai/DeepGEMM.git nv_dev (short rev: mutable-looking)
+        flashinfer  wheels  0.6.14  -  flashinfer-python + flashinfer-cubin + flashinfer-jit-cache by URL (3 without sha256)
+        nccl  assert  2.28.9  -  in base, asserted by the nccl probe
+        tilelang  python  0.1.11  tvm  tilelang
+        ");
     let line = line_of("[pins.deepgemm]");
     let warning = run
         .stderr
@@ -319,6 +377,11 @@ fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
 #[test]
 fn missing_recipe_is_an_environment_error() {
     let run = TestContext::empty().forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, "", @r"
+        error: cannot read <tmp>/pins.toml
+        caused by: No such file or directory (os error 2)
+        hint: forge reads pins.toml in the folder -C names, else in the working folder or the nearest folder above it that has one (up to the repository root); pass -C DIR to point at the recipe (looked at <tmp>/pins.toml)
+        ");
     assert_contains(&run.stderr, "cannot read");
     assert_contains(&run.stderr, "pins.toml");
     assert_contains(
@@ -347,6 +410,10 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
         "onto = { git = \"https://example.org/other.git\", rev = \"a6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:85:8: the series is onto https://example.org/other.git, which no git pin builds
+        hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
+        ");
     assert_contains(
         &run.stderr,
         &format!(
@@ -369,6 +436,10 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
         "onto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"b6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:85:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
+        hint: make `onto`'s rev the pin's (`forge pin bump deepgemm` moves both together)
+        ");
     assert_contains(
         &run.stderr,
         &format!(
@@ -422,6 +493,10 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
         .map(|(number, _)| number + 1)
         .expect("a second series onto DeepGEMM");
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/pins.toml:93:8: a second series onto pin `deepgemm`
+        hint: put all of a pin's patches in one series folder, in the order they apply
+        ");
     crate::support::assert_contains(
         &run.stderr,
         &format!("pins.toml:{line}:8: a second series onto pin `deepgemm`"),
@@ -444,6 +519,10 @@ fn a_tag_template_that_loops_is_refused_quickly() {
     );
     let started = std::time::Instant::now();
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        error: <recipe>/pins.toml:13:14: tag template "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}": invalid template
+        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+        "#);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(3),
         "took {:?}",

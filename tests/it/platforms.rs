@@ -8,12 +8,13 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::build::{daemon_platform, docker_available};
-use crate::image_guard::ImageGuard;
-use crate::node::SecondDaemon;
-use crate::registry_server::RegistryServer;
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{daemon_host, daemon_platform, docker_available, id_on};
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
+use crate::support::verify::{row, verify_in};
 use crate::support::{TestContext, assert_contains, stdout_of};
-use crate::verify::{registry_tools_missing, row, verify_in};
 
 /// Loads a base of one file, `/etc/platform` saying `platform`, as `name` on the daemon at
 /// `host`: an image archive as `docker save` writes it, whose configuration names the platform
@@ -104,6 +105,40 @@ fn skopeo_raw(reference: &str) -> Value {
     serde_json::from_slice(&raw).expect("skopeo prints the manifest")
 }
 
+/// Every platform needs a node before anything is built, and an index needs a registry: `arm`
+/// (`--node`'s value for linux/arm64) alone is refused without `--push`.
+#[track_caller]
+fn assert_a_node_per_platform_and_a_registry_are_needed(context: &TestContext, arm: &str) {
+    let run = context.forge(&["build", "--push"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "error: no node builds linux/arm64: the default daemon runs on linux/amd64",
+    );
+    assert_contains(
+        &run.stderr,
+        "hint: name a daemon that runs on linux/arm64: --node linux/arm64=",
+    );
+    let run = context.forge(&["build", "--node", arm]).expect_code(2);
+    assert_contains(&run.stderr, "are built together only with --push");
+}
+
+/// `forge pull --host HOST...` puts `repository:latest` at the image `id` on every host.
+#[track_caller]
+fn assert_pulled_onto(context: &TestContext, hosts: &[&str], repository: &str, id: &str) {
+    let mut args = vec!["pull", "--progress", "plain"];
+    for host in hosts {
+        args.extend(["--host", host]);
+    }
+    context.forge(&args).expect_code(0);
+    for host in hosts {
+        assert_eq!(
+            id_on(host, &format!("{repository}:latest")).as_deref(),
+            Some(id),
+            "{host}"
+        );
+    }
+}
+
 #[test]
 fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     let registry = RegistryServer::start();
@@ -120,7 +155,7 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     };
     let _bridge = node.reach(registry.port());
     let base = format!("forge-test-multi-base:{}", std::process::id());
-    let main = crate::build::daemon_host();
+    let main = daemon_host();
     load_base(&main, &base, "linux/amd64");
     load_base(&node.host, &base, "linux/arm64");
     let _base_guard = ImageGuard::new("forge-test-multi-base");
@@ -128,19 +163,8 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     let images = ImageGuard::new(&repository);
     let context = recipe(&repository, &base, &images);
 
-    // Every platform needs a node before anything is built, and an index needs a registry.
-    let run = context.forge(&["build", "--push"]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "error: no node builds linux/arm64: the default daemon runs on linux/amd64",
-    );
-    assert_contains(
-        &run.stderr,
-        "hint: name a daemon that runs on linux/arm64: --node linux/arm64=",
-    );
     let arm = format!("linux/arm64={}", node.host);
-    let run = context.forge(&["build", "--node", &arm]).expect_code(2);
-    assert_contains(&run.stderr, "are built together only with --push");
+    assert_a_node_per_platform_and_a_registry_are_needed(&context, &arm);
 
     let run = context
         .forge(&[
@@ -176,24 +200,8 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     assert_eq!(arm_row["actual"], platforms[1]["id"].as_str().unwrap());
 
     // forge pull puts on each node the image of its own platform (both run on linux/amd64 here).
-    context
-        .forge(&[
-            "pull",
-            "--host",
-            &main,
-            "--host",
-            &node.host,
-            "--progress",
-            "plain",
-        ])
-        .expect_code(0);
-    for host in [&main, &node.host] {
-        assert_eq!(
-            id_on(host, &format!("{repository}:latest")),
-            platforms[0]["id"].as_str().unwrap(),
-            "{host}"
-        );
-    }
+    let amd = platforms[0]["id"].as_str().unwrap();
+    assert_pulled_onto(&context, &[&main, &node.host], &repository, amd);
 
     // A second push of the same images keeps the dated tag: the index is the same.
     context
@@ -257,12 +265,4 @@ fn assert_tags_name(repository: &str, digest: &str) {
         ]));
         assert_eq!(String::from_utf8_lossy(&held).trim(), digest, "{tag}");
     }
-}
-
-/// The id of the image `reference` names on the daemon at `host`.
-fn id_on(host: &str, reference: &str) -> String {
-    let id = stdout_of(Command::new("docker").args([
-        "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
-    ]));
-    String::from_utf8_lossy(&id).trim().to_owned()
 }

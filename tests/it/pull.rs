@@ -5,13 +5,16 @@
 
 use std::process::Command;
 
-use crate::build::{
+use crate::support::images::id_on;
+use crate::support::images::{
     BASE_IMAGE, DATED_TAG, Example, daemon_host, docker_available, ensure_base_image, image_id,
 };
-use crate::node::SecondDaemon;
-use crate::registry_server::RegistryServer;
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
+use crate::support::snapshot::forge_snapshot;
+use crate::support::verify::{rows_where, verify};
 use crate::support::{Run, assert_contains};
-use crate::verify::{registry_tools_missing, rows_where, verify};
 
 fn pull(example: &Example, hosts: &[&str]) -> Run {
     let mut args = vec!["--json", "pull", "--progress", "plain"];
@@ -19,20 +22,6 @@ fn pull(example: &Example, hosts: &[&str]) -> Run {
         args.extend(["--host", host]);
     }
     example.context.forge(&args)
-}
-
-/// The image `reference` names on the daemon at `host`.
-pub(crate) fn id_on(host: &str, reference: &str) -> Option<String> {
-    let output = Command::new("docker")
-        .args([
-            "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
-        ])
-        .output()
-        .unwrap();
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 fn retag(host: &str, from: &str, to: &str) {
@@ -135,10 +124,14 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
 
 #[test]
 fn a_record_that_was_never_pushed_has_nothing_to_pull() {
-    let Some((example, _)) = crate::build::built("pull-unpushed") else {
+    let Some((example, _)) = crate::support::images::built("pull-unpushed") else {
         return;
     };
     let run = example.context.forge(&["pull"]).expect_code(2);
+    forge_snapshot!(run.stderr, example.context.path(), @r"
+        error: <recipe>/forge.lock records no pushed tag: there is no manifest digest to pull
+        hint: `forge build --push` records the digest the registry stored; pull after it
+        ");
     assert_contains(
         &run.stderr,
         "forge.lock records no pushed tag: there is no manifest digest to pull",

@@ -22,9 +22,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{BASE_IMAGE, docker_ready};
-use crate::index_server::IndexServer;
-use crate::registry_server::RegistryServer;
+use crate::support::images::{BASE_IMAGE, docker_ready};
+use crate::support::index::IndexServer;
+use crate::support::registry::RegistryServer;
 use crate::support::{copy_tree, git_in, repository_root};
 
 /// How many console blocks the documents hold, and how many of them cannot run here: a new
@@ -333,7 +333,7 @@ const SETUPS: &[Setup] = &[
         before: |sandbox, _| {
             if sandbox.keep.is_empty() {
                 flashinfer_on_indexes(sandbox);
-                sandbox.index(crate::pin_bump::recorded_index());
+                sandbox.index(crate::support::index::recorded_index());
             }
         },
         varying: nothing_varies,
@@ -424,7 +424,7 @@ fn upstream_on_loopback(sandbox: &mut Sandbox, step: usize) {
         return;
     }
     flashinfer_on_indexes(sandbox);
-    let remote = crate::pin_bump::GitRemote::new();
+    let remote = crate::support::git::GitRemote::new();
     sandbox.edit(
         "pins.toml",
         "url = \"https://github.com/deepseek-ai/DeepGEMM.git\"",
@@ -1029,7 +1029,7 @@ fn console_examples_without_a_daemon_print_what_the_documents_show() {
 
 #[test]
 fn console_examples_on_the_daemon_print_what_the_documents_show() {
-    if crate::verify::registry_tools_missing() {
+    if crate::support::registry::registry_tools_missing() {
         return;
     }
     if docker_ready() {

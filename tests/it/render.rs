@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use crate::support::assert_hadolint_passes;
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{
     TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
     with_deepgemm_series,
@@ -89,22 +91,6 @@ fn default_dockerfile_with_a_deepgemm_series_passes_hadolint() {
     assert_hadolint_passes(&run.stdout);
 }
 
-#[track_caller]
-pub fn assert_hadolint_passes(dockerfile: &str) {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), dockerfile).unwrap();
-    let output = Command::new("hadolint")
-        .arg(file.path())
-        .output()
-        .expect("hadolint is on PATH (ci/test installs it in target/ci-venv)");
-    assert!(
-        output.status.success(),
-        "hadolint failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 #[test]
 fn render_is_byte_identical_across_runs_clock_and_folders() {
     let first = TestContext::default_recipe()
@@ -161,6 +147,10 @@ fn a_pin_the_template_uses_but_pins_toml_lacks_is_an_error_with_template_line_an
         &format!("{}{}", &without[..fix_start], &without[fix_end..]),
     );
     let run = context.forge(&["render"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+        error: <recipe>/templates/Dockerfile.j2:42:18: undefined value `pins.deepgemm.branch`
+        hint: the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template
+        ");
     assert!(run.stdout.is_empty());
     let template = context.read("templates/Dockerfile.j2");
     let (line, column) = template
@@ -231,6 +221,11 @@ fn out_writes_only_when_the_content_changes_and_check_fails_when_stale() {
     );
 
     let stale = assert_check_catches_a_stale_render(&context, out);
+    forge_snapshot!(stale.stderr, context.path(), @r"
+        warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
+        error: <recipe>/Dockerfile is out of date: a fresh render has digest sha256:<digest>
+        hint: run `forge render --out <recipe>/Dockerfile` and commit the result
+        ");
     assert_contains(&stale.stderr, "hint: run `forge render --out");
     assert!(
         !context.read("Dockerfile").contains("=full"),

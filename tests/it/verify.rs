@@ -3,78 +3,32 @@
 //! exactly the row it touches to failing and exit 1; an unreachable node or a registry refusing
 //! access exits 2.
 
-pub(crate) mod python_image;
-
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::build::{
+use crate::support::credential_helper::{CredentialHelper, HELPER};
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{
     BASE_IMAGE, DATED_TAG, Example, build_in, built, daemon_host, daemon_platform,
     docker_available, ensure_base_image, image_id, reported_id,
 };
-use crate::credential_helper::{CredentialHelper, HELPER};
-use crate::image_guard::ImageGuard;
-use crate::node::SecondDaemon;
-use crate::registry_server::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
+use crate::support::node::SecondDaemon;
+use crate::support::python_image::{self, PythonImage};
+use crate::support::registry::{self, MANIFEST, MANIFEST_LIST, RegistryServer, skopeo_copy};
+use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
+use crate::support::snapshot::forge_snapshot;
+use crate::support::verify::{failing, row, verify, verify_in};
 use crate::support::{Run, TestContext, assert_contains, stdout_of};
-use python_image::PythonImage;
-
-/// `forge --json verify-digest args...`, with a `SOURCE_DATE_EPOCH` other than the build's:
-/// the context is assembled again with the mtime the record holds, so verification does not
-/// depend on the environment matching the build's.
-pub(crate) fn verify(example: &Example, args: &[&str], env: &[(&str, &str)]) -> Run {
-    verify_in(&example.context, args, env)
-}
-
-/// `verify` for any recipe folder.
-pub(crate) fn verify_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut all = vec!["--json", "verify-digest"];
-    all.extend_from_slice(args);
-    let mut env = env.to_vec();
-    env.push(("SOURCE_DATE_EPOCH", "1"));
-    context.forge_with(&all, &env)
-}
-
-/// The one row with this name and subject.
-#[track_caller]
-pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
-    let rows: Vec<&Value> = json["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .filter(|check| check["name"] == name && check["subject"] == subject)
-        .collect();
-    assert_eq!(rows.len(), 1, "one {name} row for {subject} in {json:#}");
-    rows[0]
-}
-
-/// The subjects of the failing rows, as `name subject`.
-pub(crate) fn failing(json: &Value) -> Vec<String> {
-    rows_where(json, false)
-}
-
-/// The subjects of the rows whose `ok` is `ok`, as `name subject`.
-pub(crate) fn rows_where(json: &Value, ok: bool) -> Vec<String> {
-    json["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .filter(|check| check["ok"] == ok)
-        .map(|check| {
-            format!(
-                "{} {}",
-                check["name"].as_str().unwrap(),
-                check["subject"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn no_record_exits_2_naming_the_file() {
     let example = Example::new("verify-none");
     let run = example.context.forge(&["verify-digest"]).expect_code(2);
+    forge_snapshot!(run.stderr, example.context.path(), @r"
+        error: there is no build record to verify: <recipe>/forge.lock does not exist
+        hint: run `forge build` (with --push for --remote) to record a build here, or name the image (`forge verify-digest REF`) to verify the record attached to it in its registry
+        ");
     assert_contains(&run.stderr, "error: there is no build record to verify:");
     assert_contains(&run.stderr, "forge.lock does not exist");
     assert_contains(&run.stderr, "hint: run `forge build`");
@@ -529,28 +483,6 @@ fn pushed(registry: &RegistryServer, name: &str, env: &[(&str, &str)]) -> Option
     Some(example)
 }
 
-// A skipped test says why on its own output.
-#[allow(clippy::print_stderr)]
-pub(crate) fn registry_tools_missing() -> bool {
-    match registry_server::missing_tools() {
-        Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
-            eprintln!("skipped: {missing}");
-            true
-        }
-        Some(missing) => panic!("{missing}; install them, or set FORGE_SKIP_REGISTRY=1"),
-        None => false,
-    }
-}
-
-/// The repository path of `example` on its registry (without the registry host).
-pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
-    example
-        .repository
-        .strip_prefix(&format!("{}/", registry.address()))
-        .unwrap()
-        .to_owned()
-}
-
 /// The configuration digest of the manifest `repository:tag` on `registry`, as `skopeo inspect
 /// --raw` shows it: the image the tag holds.
 fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> String {
@@ -572,9 +504,44 @@ fn config_digest(registry: &RegistryServer, repository: &str, tag: &str) -> Stri
 /// The OCI image index (multi-platform) media type.
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
-/// No credentials anywhere: an empty Docker configuration folder.
-pub(crate) fn no_credentials() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
+/// Both tags' rows agree with the registry: it serves `served`, which holds the image `id`.
+#[track_caller]
+fn assert_both_tags_served(json: &Value, example: &Example, served: &str, id: &str) {
+    for tag in ["latest", DATED_TAG] {
+        let reference = format!("{}:{tag}", example.repository);
+        let registry_row = row(json, "registry", &reference);
+        assert_eq!(registry_row["expected"], served);
+        assert_eq!(registry_row["actual"], served);
+        let bytes = row(json, "served digest", &reference);
+        assert_eq!(bytes["expected"], served, "Docker-Content-Digest");
+        assert_eq!(bytes["actual"], served, "sha256 of the bytes");
+        let image = row(json, "registry image", &reference);
+        assert_eq!(
+            (image["expected"].as_str(), image["actual"].as_str()),
+            (Some(id), Some(id)),
+            "the image the manifest holds is the one built"
+        );
+    }
+}
+
+/// A recorded tag the registry does not hold is a failing row, not an unreachable registry.
+fn assert_a_tag_never_pushed_fails(registry: &RegistryServer, env: &[(&str, &str)]) {
+    let unpushed = Example::with_repository(&format!(
+        "{}/forge-test/verify-unpushed-{}",
+        registry.address(),
+        std::process::id()
+    ));
+    unpushed.build(&[]).expect_code(0);
+    let json = verify(&unpushed, &["--remote"], env).expect_code(1).json();
+    let latest = row(
+        &json,
+        "registry",
+        &format!("{}:latest", unpushed.repository),
+    );
+    assert_eq!(
+        (latest["expected"].as_str(), latest["actual"].as_str()),
+        (Some("a pushed digest (never pushed)"), Some("missing"))
+    );
 }
 
 #[test]
@@ -601,21 +568,7 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     );
     let id = image_id(&format!("{}:latest", example.repository)).unwrap();
     assert_eq!(config_digest(&registry, &path, "latest"), id);
-    for tag in ["latest", DATED_TAG] {
-        let reference = format!("{}:{tag}", example.repository);
-        let registry_row = row(&json, "registry", &reference);
-        assert_eq!(registry_row["expected"], served.as_str());
-        assert_eq!(registry_row["actual"], served.as_str());
-        let bytes = row(&json, "served digest", &reference);
-        assert_eq!(bytes["expected"], served.as_str(), "Docker-Content-Digest");
-        assert_eq!(bytes["actual"], served.as_str(), "sha256 of the bytes");
-        let image = row(&json, "registry image", &reference);
-        assert_eq!(
-            (image["expected"].as_str(), image["actual"].as_str()),
-            (Some(id.as_str()), Some(id.as_str())),
-            "the image the manifest holds is the one built"
-        );
-    }
+    assert_both_tags_served(&json, &example, &served, &id);
 
     // Another image pushed to the dated tag behind forge's back.
     let other = registry.push(&path, DATED_TAG);
@@ -657,23 +610,7 @@ fn remote_checks_ask_the_registry_and_name_a_re_pushed_dated_tag() {
     // The registry still agrees with itself about the bytes it serves.
     assert_eq!(row(&json, "served digest", &dated)["ok"], true);
 
-    // A recorded tag the registry does not hold is a failing row, not an unreachable registry.
-    let unpushed = Example::with_repository(&format!(
-        "{}/forge-test/verify-unpushed-{}",
-        registry.address(),
-        std::process::id()
-    ));
-    unpushed.build(&[]).expect_code(0);
-    let json = verify(&unpushed, &["--remote"], &env).expect_code(1).json();
-    let latest = row(
-        &json,
-        "registry",
-        &format!("{}:latest", unpushed.repository),
-    );
-    assert_eq!(
-        (latest["expected"].as_str(), latest["actual"].as_str()),
-        (Some("a pushed digest (never pushed)"), Some("missing"))
-    );
+    assert_a_tag_never_pushed_fails(&registry, &env);
 }
 
 /// Every manifest type a tag may hold here.
@@ -752,7 +689,7 @@ impl IndexedTags<'_> {
         media_type: &str,
         entries: &[(&str, usize, &str)],
     ) -> String {
-        let index = registry_server::index_of(media_type, entries);
+        let index = registry::index_of(media_type, entries);
         for tag in ["latest", DATED_TAG] {
             self.registry
                 .put_manifest(self.name, tag, media_type, index.as_bytes());
@@ -893,53 +830,28 @@ fn a_registry_that_wants_a_password_exits_2_without_one_and_0_with_it() {
     assert_eq!(row(&json, "registry", &reference)["ok"], true);
 }
 
-#[test]
-fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_registry() {
-    let registry = RegistryServer::start_with_basic_auth();
-    let Some(example) = pushed(&registry, "verify-helper", &registry.credentials_env()) else {
-        return;
-    };
-    let (user, password) = registry.credentials().unwrap();
-    let address = registry.address();
-    let reference = format!("{}:latest", example.repository);
+/// `verify --remote` with `helper` first on PATH and a Docker configuration `config`.
+fn verify_with_helper(example: &Example, helper: &CredentialHelper, config: &Value) -> Run {
+    let folder = helper.docker_config(config);
+    let path = helper.path();
+    verify(
+        example,
+        &["--remote"],
+        &[
+            ("DOCKER_CONFIG", folder.to_str().unwrap()),
+            ("PATH", path.as_str()),
+        ],
+    )
+}
+
+/// A helper that holds nothing for the registry at `address`, one whose credentials the registry
+/// refuses, and one that fails: each exits 2 naming the helper.
+#[track_caller]
+fn assert_helpers_that_fail_exit_2(example: &Example, address: &str, login: (&str, &str)) {
+    let (user, password) = login;
     let run_with = |helper: &CredentialHelper, config: serde_json::Value| {
-        let folder = helper.docker_config(&config);
-        let path = helper.path();
-        verify(
-            &example,
-            &["--remote"],
-            &[
-                ("DOCKER_CONFIG", folder.to_str().unwrap()),
-                ("PATH", path.as_str()),
-            ],
-        )
+        verify_with_helper(example, helper, &config)
     };
-
-    // `credHelpers` names the helper for this registry; it is asked for it, once.
-    let helper = CredentialHelper::knowing(&[(address, user, password)]);
-    let json = run_with(
-        &helper,
-        serde_json::json!({ "credHelpers": { address: HELPER } }),
-    )
-    .expect_code(0)
-    .json();
-    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
-    assert_eq!(helper.asked(), [address]);
-
-    // `credsStore` serves every registry without a helper of its own, before `auths`.
-    let store = CredentialHelper::knowing(&[(address, user, password)]);
-    let json = run_with(
-        &store,
-        serde_json::json!({
-            "credsStore": HELPER,
-            "auths": { address: { "username": user, "password": "not this one" } },
-        }),
-    )
-    .expect_code(0)
-    .json();
-    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
-    assert_eq!(store.asked(), [address]);
-
     // A helper that holds nothing for this registry: exit 2, naming the helper and the registry.
     let stranger = CredentialHelper::knowing(&[("127.0.0.1:1", user, password)]);
     let run = run_with(
@@ -988,6 +900,47 @@ fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_reg
         &run.stderr,
         &format!("hint: check that docker-credential-{HELPER} is on PATH"),
     );
+}
+
+#[test]
+fn a_credential_helper_named_by_cred_helpers_or_creds_store_is_asked_for_the_registry() {
+    let registry = RegistryServer::start_with_basic_auth();
+    let Some(example) = pushed(&registry, "verify-helper", &registry.credentials_env()) else {
+        return;
+    };
+    let (user, password) = registry.credentials().unwrap();
+    let address = registry.address();
+    let reference = format!("{}:latest", example.repository);
+    let run_with = |helper: &CredentialHelper, config: serde_json::Value| {
+        verify_with_helper(&example, helper, &config)
+    };
+
+    // `credHelpers` names the helper for this registry; it is asked for it, once.
+    let helper = CredentialHelper::knowing(&[(address, user, password)]);
+    let json = run_with(
+        &helper,
+        serde_json::json!({ "credHelpers": { address: HELPER } }),
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
+    assert_eq!(helper.asked(), [address]);
+
+    // `credsStore` serves every registry without a helper of its own, before `auths`.
+    let store = CredentialHelper::knowing(&[(address, user, password)]);
+    let json = run_with(
+        &store,
+        serde_json::json!({
+            "credsStore": HELPER,
+            "auths": { address: { "username": user, "password": "not this one" } },
+        }),
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(row(&json, "registry", &reference)["ok"], true, "{json:#}");
+    assert_eq!(store.asked(), [address]);
+
+    assert_helpers_that_fail_exit_2(&example, address, (user, password));
 }
 
 #[test]

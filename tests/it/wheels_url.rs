@@ -5,10 +5,10 @@
 
 use std::process::Command;
 
-use crate::pin_bump::{forge, outdated_row};
-use crate::release_server::{ReleaseServer, sha256_hex, wheel};
-use crate::render::assert_hadolint_passes;
+use crate::support::assert_hadolint_passes;
+use crate::support::release::{ReleaseServer, sha256_hex, wheel};
 use crate::support::{TestContext, assert_contains};
+use crate::support::{forge, outdated_row};
 
 /// The three files of the default recipe's FlashInfer set at `version`.
 fn flashinfer_files(version: &str) -> [String; 3] {

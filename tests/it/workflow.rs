@@ -9,16 +9,17 @@ use std::process::Command;
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::build::{BASE_IMAGE, copy_example, docker_ready};
-use crate::image_guard::ImageGuard;
-use crate::journeys::{Keys, Tagged, docker};
-use crate::node::SecondDaemon;
-use crate::pin_bump::{GitRemote, git};
-use crate::registry_server::RegistryServer;
+use crate::support::git::{GitRemote, git};
+use crate::support::image_guard::ImageGuard;
+use crate::support::images::{BASE_IMAGE, copy_example, docker_ready};
+use crate::support::images::{Tagged, docker};
+use crate::support::keys::Keys;
+use crate::support::node::SecondDaemon;
+use crate::support::registry::RegistryServer;
+use crate::support::registry::registry_tools_missing;
 use crate::support::{
     TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
 };
-use crate::verify::registry_tools_missing;
 
 const WORKFLOW: &str = ".github/workflows/forge.yml";
 const RENDERED: &str = "ci/Dockerfile.rendered";

@@ -185,7 +185,7 @@ pub(crate) fn imported(repository: &str, tree: &Tree) -> String {
     let lock = std::fs::File::create(std::env::temp_dir().join(format!("{repository}-image.lock")))
         .expect("a lock file in the temporary folder");
     lock.lock().expect("the image lock");
-    if crate::build::image_id(&name).is_none() {
+    if crate::support::images::image_id(&name).is_none() {
         import(&archive, &name);
     }
     name

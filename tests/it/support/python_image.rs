@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::host_image::{self, Tree};
+use crate::support::host_image::{self, Tree};
 
 /// The repository the images are imported under; the tag is a content hash.
 const REPOSITORY: &str = "forge-test-python";

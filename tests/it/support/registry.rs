@@ -15,6 +15,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
+use crate::support::images::Example;
 use crate::support::{LoopbackServer, free_port, stdout_of, stop, wait_until};
 
 /// The Docker v2 image manifest media type.
@@ -560,4 +561,29 @@ fn write_layout(folder: &Path, tag: &str) {
     layout
         .write_all(br#"{"imageLayoutVersion":"1.0.0"}"#)
         .expect("write oci-layout");
+}
+
+pub(crate) fn registry_tools_missing() -> bool {
+    match missing_tools() {
+        Some(missing) if std::env::var("FORGE_SKIP_REGISTRY").as_deref() == Ok("1") => {
+            crate::support::note(&format!("skipped: {missing}"));
+            true
+        }
+        Some(missing) => panic!("{missing}; install them, or set FORGE_SKIP_REGISTRY=1"),
+        None => false,
+    }
+}
+
+/// The repository path of `example` on its registry (without the registry host).
+pub(crate) fn path_of(example: &Example, registry: &RegistryServer) -> String {
+    example
+        .repository
+        .strip_prefix(&format!("{}/", registry.address()))
+        .unwrap()
+        .to_owned()
+}
+
+/// No credentials anywhere: an empty Docker configuration folder.
+pub(crate) fn no_credentials() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
 }

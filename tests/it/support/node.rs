@@ -107,13 +107,11 @@ impl SecondDaemon {
 impl SecondDaemon {
     /// Starts it; `None`, saying why on the test's output, where this machine cannot (only root
     /// may start a daemon). Any other failure panics.
-    // A skipped part says why on the test's own output.
-    #[allow(clippy::print_stderr)]
     pub fn start_or_skip() -> Option<Self> {
         match Self::start() {
             Ok(node) => Some(node),
             Err(reason) if reason == "a second dockerd needs root" => {
-                eprintln!("skipped the second daemon: {reason}");
+                crate::support::note(&format!("skipped the second daemon: {reason}"));
                 None
             }
             Err(reason) => panic!("{reason}"),

@@ -1,13 +1,54 @@
-//! The test harness: a temporary recipe folder and a way to run the real `forge` binary in it,
-//! and the process helpers the tests that start real servers on loopback share.
+//! The test harness, shared by every test module: a temporary recipe folder and a way to run the
+//! real `forge` binary in it (`TestContext`, `Run`), and the real servers, daemons, images and
+//! keys the tests start on loopback. No test module imports from another; what two of them share
+//! lives here.
+//!
+//! - `process`: tools that must succeed, free ports, waiting for a child, `LoopbackServer`;
+//! - `snapshot`: the placeholders snapshots compare through, and `forge_snapshot!`;
+//! - `images`: the Docker daemon, the offline example's base image and `Example` copies of it;
+//!   `image_guard`, `host_image`, `git_image`, `python_image`: images made on the spot;
+//! - `node`: a second Docker daemon in a network namespace of its own;
+//! - `registry`, `index`, `release`, `git_http`, `git`: a registry, a package index, a project's
+//!   releases, a git server over smart HTTP and bare git remotes, all on loopback;
+//! - `tls`, `credential_helper`, `keys`: certificates and stunnel, a docker credential helper,
+//!   signing keys;
+//! - `verify`: `forge verify-digest` and its rows.
 
-use std::net::{TcpListener, TcpStream};
+pub(crate) mod credential_helper;
+pub(crate) mod git;
+pub(crate) mod git_http;
+pub(crate) mod git_image;
+pub(crate) mod host_image;
+pub(crate) mod image_guard;
+pub(crate) mod images;
+pub(crate) mod index;
+pub(crate) mod keys;
+pub(crate) mod node;
+pub(crate) mod process;
+pub(crate) mod python_image;
+pub(crate) mod registry;
+pub(crate) mod release;
+pub(crate) mod snapshot;
+pub(crate) mod tls;
+pub(crate) mod verify;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+pub use process::{
+    LoopbackServer, env_refs, free_port, git_in, run_tool, stdout_of, stop, wait_for_port,
+    wait_until,
+};
+pub use snapshot::json_shape;
+
+/// Writes `text` and a newline to stderr: why a test skipped a part, or what a long run found.
+/// It goes through `std::io::Write`, past libtest's capture, so it shows even when the test
+/// passes.
+pub fn note(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
 
 /// The repository root, where the default recipe lives.
 pub fn repository_root() -> PathBuf {
@@ -271,266 +312,6 @@ pub fn assert_contains(haystack: &str, needle: &str) {
     );
 }
 
-/// Runs `program args...`, which must succeed; a program that is not installed fails the test
-/// with the way to install it.
-#[track_caller]
-pub fn run_tool(program: &str, args: &[&str], folder: &Path) {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(folder)
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("{program} cannot run ({error}): run ci/test, which installs it")
-        });
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// Waits until something accepts connections on `port`, or fails the test with `log`.
-pub fn wait_for_port(port: u16, child: &mut Child, log: &Path, what: &str) {
-    wait_until(
-        child,
-        log,
-        &format!("{what} did not listen on 127.0.0.1:{port}"),
-        || TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    );
-}
-
-/// Polls `ready` for up to 20 s; fails the test with `log` if `child` exits first or time runs
-/// out.
-pub fn wait_until(child: &mut Child, log: &Path, failure: &str, mut ready: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready() {
-        let exited = child.try_wait().ok().flatten();
-        if exited.is_some() || Instant::now() > deadline {
-            panic!(
-                "{failure} ({exited:?}):\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Stops `child` and reaps it.
-pub fn stop(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// A thread on a free loopback port that hands each connection, one at a time, to a handler
-/// along with the log of requests it keeps; stopped when dropped.
-pub struct LoopbackServer {
-    address: String,
-    stop: Arc<AtomicBool>,
-    requests: Arc<Mutex<Vec<String>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl LoopbackServer {
-    /// Starts accepting connections on 127.0.0.1 and passing them to `serve`.
-    pub fn start(serve: impl Fn(TcpStream, &Mutex<Vec<String>>) + Send + 'static) -> Self {
-        Self::start_on("127.0.0.1", serve)
-    }
-
-    /// Starts accepting connections on the loopback address `ip` (any of 127.0.0.0/8, so that
-    /// two servers can stand for two hosts) and passing them to `serve`.
-    pub fn start_on(
-        ip: &str,
-        serve: impl Fn(TcpStream, &Mutex<Vec<String>>) + Send + 'static,
-    ) -> Self {
-        let listener =
-            TcpListener::bind((ip, 0)).unwrap_or_else(|error| panic!("bind {ip}: {error}"));
-        let address = listener.local_addr().expect("an address").to_string();
-        let stop = Arc::new(AtomicBool::new(false));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (stop, requests) = (stop.clone(), requests.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = stream {
-                        serve(stream, &requests);
-                    }
-                }
-            })
-        };
-        Self {
-            address,
-            stop,
-            requests,
-            thread: Some(thread),
-        }
-    }
-
-    /// `IP:PORT`.
-    pub fn address(&self) -> &str {
-        &self.address
-    }
-
-    /// What the handler logged so far.
-    pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("the request log").clone()
-    }
-}
-
-impl Drop for LoopbackServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(&self.address);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Borrows owned environment values as the `(name, value)` pairs `forge_with` takes.
-pub fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    env.iter()
-        .map(|(name, value)| (*name, value.as_str()))
-        .collect()
-}
-
-/// Runs git in `folder` with `env` added, out of reach of a surrounding repository's
-/// `GIT_DIR`, `GIT_INDEX_FILE` and `GIT_WORK_TREE`; panics on failure and returns stdout.
-#[track_caller]
-pub fn git_in(folder: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
-    let stdout = stdout_of(
-        Command::new("git")
-            // A test run from a git hook or a script must not point these at another repository.
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_WORK_TREE")
-            .envs(env.iter().copied())
-            .args(args)
-            .current_dir(folder),
-    );
-    String::from_utf8(stdout).expect("git prints UTF-8")
-}
-
-/// Runs `command`, which must succeed; its stdout.
-#[track_caller]
-pub fn stdout_of(command: &mut Command) -> Vec<u8> {
-    let output = command
-        .output()
-        .unwrap_or_else(|error| panic!("{command:?} cannot run: {error}"));
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
-}
-
-/// A `--json` document with what varies from run to run or machine to machine replaced by a
-/// placeholder (digests, commit ids, temporary paths, loopback ports, times, and a build's
-/// `steps`, which the builder's cache decides), pretty-printed: what a snapshot of its shape
-/// compares.
-pub fn json_shape(document: &serde_json::Value, root: &Path) -> String {
-    fn walk(value: &serde_json::Value, root: &str) -> serde_json::Value {
-        match value {
-            serde_json::Value::Object(map) => map
-                .iter()
-                .map(|(key, value)| match (key.as_str(), value) {
-                    ("steps", serde_json::Value::Array(steps))
-                        if steps.iter().all(|step| step.get("state").is_some()) =>
-                    {
-                        (key.clone(), serde_json::Value::from("<steps>"))
-                    }
-                    _ => (key.clone(), walk(value, root)),
-                })
-                .collect::<serde_json::Map<_, _>>()
-                .into(),
-            serde_json::Value::Array(items) => items.iter().map(|item| walk(item, root)).collect(),
-            serde_json::Value::String(text) => serde_json::Value::String(placeholders(text, root)),
-            other => other.clone(),
-        }
-    }
-    let root = root.display().to_string();
-    serde_json::to_string_pretty(&walk(document, &root)).expect("JSON prints")
-}
-
-/// `text` with its temporary paths, digests, commit ids, ports and times replaced.
-fn placeholders(text: &str, root: &str) -> String {
-    // Test names carry the process id to stay apart from other runs.
-    let mut out = text
-        .replace(root, "<recipe>")
-        .replace(&format!("-{}", std::process::id()), "-<pid>");
-    let hex_run = |text: &str, at: usize| {
-        text[at..]
-            .bytes()
-            .take_while(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
-            .count()
-    };
-    let mut result = String::new();
-    let mut at = 0;
-    while at < out.len() {
-        let rest = &out[at..];
-        if let Some(after) = rest.strip_prefix("sha256:")
-            && hex_run(after, 0) == 64
-        {
-            result.push_str("sha256:<digest>");
-            at += 7 + 64;
-            continue;
-        }
-        // An attachment's tag names the manifest it is attached to.
-        if let Some(after) = rest.strip_prefix("sha256-")
-            && hex_run(after, 0) == 64
-        {
-            result.push_str("sha256-<digest>");
-            at += 7 + 64;
-            continue;
-        }
-        let run = hex_run(&out, at);
-        let boundary = at == 0 || !out.as_bytes()[at - 1].is_ascii_alphanumeric();
-        if boundary
-            && (run == 40 || run == 12)
-            && !out[at + run..].starts_with(|c: char| c.is_ascii_alphanumeric())
-        {
-            result.push_str(if run == 40 { "<commit>" } else { "<short>" });
-            at += run;
-            continue;
-        }
-        let character = rest.chars().next().expect("not at the end");
-        result.push(character);
-        at += character.len_utf8();
-    }
-    out = result;
-    for host in ["127.0.0.1:", "localhost:"] {
-        let mut replaced = String::new();
-        let mut rest = out.as_str();
-        while let Some(found) = rest.find(host) {
-            replaced.push_str(&rest[..found + host.len()]);
-            rest = &rest[found + host.len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits > 0 {
-                replaced.push_str("<port>");
-                rest = &rest[digits..];
-            }
-        }
-        replaced.push_str(rest);
-        out = replaced;
-    }
-    if out.len() >= 20 && out.as_bytes()[4] == b'-' && out.as_bytes()[10] == b'T' {
-        return "<time>".to_owned();
-    }
-    out
-}
-
 /// The arguments of `git format-patch` as the patch tests call it (renames and copies found,
 /// binary changes in full), followed by `rest`: where the mails go, and the range.
 pub fn format_patch_args<'a>(rest: &[&'a str]) -> Vec<&'a str> {
@@ -594,4 +375,73 @@ pub fn dry_run_context(context: &TestContext) -> tar::Archive<std::fs::File> {
         .expect_code(0);
     // An open file stays readable after its folder is removed.
     tar::Archive::new(std::fs::File::open(&archive).unwrap())
+}
+
+/// Runs forge in `context` with a clean environment: HOME, caches and configuration in a
+/// temporary folder, no index or registry settings but those in `env`.
+pub fn forge(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let home = context.path().join(".home");
+    std::fs::create_dir_all(&home).expect("a home folder");
+    let mut command = context.forge_command(args);
+    for name in [
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_CONFIG_FILE",
+        "NETRC",
+        "FORGE_CACHE_DIR",
+        "FORGE_INDEX_URL",
+        "FORGE_REGISTRY_USER",
+        "FORGE_REGISTRY_PASSWORD",
+        "FORGE_REGISTRY_HOST",
+        "DOCKER_CONFIG",
+        "XDG_CONFIG_DIRS",
+    ] {
+        command.env_remove(name);
+    }
+    command
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CONFIG_DIRS", home.join("xdg"))
+        .envs(env.iter().copied());
+    Run::of(&mut command)
+}
+
+/// The cells of `pin outdated`'s row for the pin `name`.
+#[track_caller]
+pub fn outdated_row<'a>(stdout: &'a str, name: &str) -> Vec<&'a str> {
+    stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{stdout}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[track_caller]
+pub fn assert_hadolint_passes(dockerfile: &str) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), dockerfile).unwrap();
+    let output = Command::new("hadolint")
+        .arg(file.path())
+        .output()
+        .expect("hadolint is on PATH (ci/test installs it in target/ci-venv)");
+    assert!(
+        output.status.success(),
+        "hadolint failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Makes a FIFO at `path`.
+pub(crate) fn fifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    if path.symlink_metadata().is_ok() {
+        std::fs::remove_file(path).unwrap();
+    }
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `name` is a NUL-terminated path that outlives the call.
+    let made = unsafe { libc::mkfifo(name.as_ptr(), 0o644) };
+    assert_eq!(made, 0, "mkfifo {}", path.display());
 }

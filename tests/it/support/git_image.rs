@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::host_image::{self, Tree};
+use crate::support::host_image::{self, Tree};
 
 /// The repository the image is imported under; the tag is a content hash.
 const REPOSITORY: &str = "forge-test-git";

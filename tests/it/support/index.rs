@@ -339,70 +339,91 @@ fn answer(root: &Path, path: &str, accept: &str) -> (&'static str, &'static str,
     else {
         return not_found;
     };
+    simple(root, name, accept).unwrap_or(not_found)
+}
+
+/// The simple repository API's page for the package `name`: PEP 691 JSON when `accept` asks for
+/// it, PEP 503 HTML otherwise; `None` for a package the index does not hold.
+fn simple(root: &Path, name: &str, accept: &str) -> Option<(&'static str, &'static str, String)> {
     let folder: PathBuf = root.join(name);
-    let Ok(entries) = std::fs::read_dir(&folder) else {
-        return not_found;
-    };
+    let entries = std::fs::read_dir(&folder).ok()?;
     let mut files: Vec<String> = entries
         .filter_map(|entry| entry.ok())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|file| !is_twin(file))
         .collect();
     files.sort();
-    let yanked = |file: &str| folder.join(format!("{file}.yanked")).exists();
-    let requires_python =
-        |file: &str| std::fs::read_to_string(folder.join(format!("{file}.requires-python"))).ok();
-    if accept.contains("application/vnd.pypi.simple.v1+json") {
-        let files: Vec<serde_json::Value> = files
-            .iter()
-            .map(|file| {
-                let mut entry = serde_json::json!({
-                    "filename": file,
-                    "url": format!("/files/{name}/{file}"),
-                    "hashes": { "sha256": sha256_of(&folder.join(file)) },
-                    "yanked": if yanked(file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
-                });
-                if let Some(range) = requires_python(file) {
-                    entry["requires-python"] = serde_json::json!(range);
-                }
-                if folder.join(format!("{file}.metadata")).exists() {
-                    entry["core-metadata"] = serde_json::json!(true);
-                }
-                entry
-            })
-            .collect();
-        let document = serde_json::json!({
-            "meta": { "api-version": "1.1" },
-            "name": name,
-            "files": files,
-        });
+    Some(if accept.contains("application/vnd.pypi.simple.v1+json") {
         (
             "200 OK",
             "application/vnd.pypi.simple.v1+json",
-            document.to_string(),
+            simple_json(&folder, name, &files),
         )
     } else {
-        let mut page = String::from("<!DOCTYPE html>\n<html><body>\n");
-        for file in &files {
-            let mut mark = if yanked(file) {
-                " data-yanked=\"\"".to_owned()
-            } else {
-                String::new()
-            };
-            if let Some(range) = requires_python(file) {
-                mark.push_str(&format!(
-                    " data-requires-python=\"{}\"",
-                    range.replace('<', "&lt;").replace('>', "&gt;")
-                ));
+        ("200 OK", "text/html", simple_html(&folder, name, &files))
+    })
+}
+
+/// Whether `file` in `folder` is yanked.
+fn yanked(folder: &Path, file: &str) -> bool {
+    folder.join(format!("{file}.yanked")).exists()
+}
+
+/// The `Requires-Python` range of `file` in `folder`, if it has one.
+fn requires_python(folder: &Path, file: &str) -> Option<String> {
+    std::fs::read_to_string(folder.join(format!("{file}.requires-python"))).ok()
+}
+
+/// The PEP 691 JSON page of `name`, whose distributions in `folder` are `files`.
+fn simple_json(folder: &Path, name: &str, files: &[String]) -> String {
+    let files: Vec<serde_json::Value> = files
+        .iter()
+        .map(|file| {
+            let mut entry = serde_json::json!({
+                "filename": file,
+                "url": format!("/files/{name}/{file}"),
+                "hashes": { "sha256": sha256_of(&folder.join(file)) },
+                "yanked": if yanked(folder, file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
+            });
+            if let Some(range) = requires_python(folder, file) {
+                entry["requires-python"] = serde_json::json!(range);
             }
-            page.push_str(&format!(
-                "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
-                file.replace('+', "%2B")
+            if folder.join(format!("{file}.metadata")).exists() {
+                entry["core-metadata"] = serde_json::json!(true);
+            }
+            entry
+        })
+        .collect();
+    let document = serde_json::json!({
+        "meta": { "api-version": "1.1" },
+        "name": name,
+        "files": files,
+    });
+    document.to_string()
+}
+
+/// The PEP 503 HTML page of `name`, whose distributions in `folder` are `files`.
+fn simple_html(folder: &Path, name: &str, files: &[String]) -> String {
+    let mut page = String::from("<!DOCTYPE html>\n<html><body>\n");
+    for file in files {
+        let mut mark = if yanked(folder, file) {
+            " data-yanked=\"\"".to_owned()
+        } else {
+            String::new()
+        };
+        if let Some(range) = requires_python(folder, file) {
+            mark.push_str(&format!(
+                " data-requires-python=\"{}\"",
+                range.replace('<', "&lt;").replace('>', "&gt;")
             ));
         }
-        page.push_str("</body></html>\n");
-        ("200 OK", "text/html", page)
+        page.push_str(&format!(
+            "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
+            file.replace('+', "%2B")
+        ));
     }
+    page.push_str("</body></html>\n");
+    page
 }
 
 /// The sha256 of a published file, in hex.
@@ -437,4 +458,43 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
     }
     let document = serde_json::json!({ "info": { "name": name }, "releases": releases });
     Some(("200 OK", "application/json", document.to_string()))
+}
+
+/// An index offering everything the default recipe pins at its current versions.
+pub(crate) fn default_index() -> IndexServer {
+    let index = IndexServer::start();
+    for (package, version) in [
+        ("flashinfer-python", "0.6.14"),
+        ("flashinfer-cubin", "0.6.14"),
+        ("flashinfer-jit-cache", "0.6.14+cu130"),
+        ("apache-tvm-ffi", "0.1.11"),
+        ("tilelang", "0.1.11"),
+        ("nvidia-cutlass-dsl", "4.6.0"),
+    ] {
+        index.wheel(package, version);
+    }
+    index
+}
+
+/// An index holding what the real one offers for the default recipe's packages (recorded by
+/// tests/fixtures/index/record.py, METADATA offered as PEP 658 files), plus the FlashInfer
+/// wheels it lacks: the cubin (PyPI has no 0.6.14 or 0.7.4) and the jit-cache (on FlashInfer's
+/// own index).
+pub(crate) fn recorded_index() -> IndexServer {
+    let index = IndexServer::start();
+    for package in [
+        "tilelang",
+        "apache-tvm-ffi",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "nvidia-cutlass-dsl",
+    ] {
+        index.load_fixture(package);
+    }
+    for version in ["0.6.14", "0.7.4"] {
+        index
+            .wheel("flashinfer-cubin", version)
+            .wheel("flashinfer-jit-cache", &format!("{version}+cu130"));
+    }
+    index
 }

@@ -1,0 +1,257 @@
+//! The images the Docker tests build on and build: whether a daemon answers, the offline
+//! example's base image made once per machine, copies of the offline example under a repository
+//! name of each test's own (`Example`), and what the tests' daemon (or another, by `--host`)
+//! says about an image.
+//!
+//! Docker tests fail when no daemon answers, unless `FORGE_SKIP_DOCKER=1`.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::support::image_guard::ImageGuard;
+use crate::support::{Run, TestContext, copy_tree, repository_root};
+
+/// The base image the offline example builds on.
+pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
+/// The offline example's dated tag, beside `latest`.
+pub(crate) const DATED_TAG: &str = "2026-07-08-offline";
+
+/// Whether the Docker tests run; panics when no daemon answers and skipping was not asked for.
+pub(crate) fn docker_available() -> bool {
+    if std::env::var("FORGE_SKIP_DOCKER").as_deref() == Ok("1") {
+        return false;
+    }
+    let output = Command::new("docker")
+        .args(["version", "--format", "{{.Server.APIVersion}}"])
+        .output();
+    match output {
+        Ok(output) if output.status.success() => true,
+        Ok(output) => panic!(
+            "no Docker daemon is reachable ({}); start one, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+        Err(error) => panic!(
+            "the docker CLI cannot run ({error}); install docker, or set FORGE_SKIP_DOCKER=1 to skip the Docker tests"
+        ),
+    }
+}
+
+/// Whether the Docker tests run (as `docker_available` says), with the example's base image
+/// made.
+pub(crate) fn docker_ready() -> bool {
+    docker_available() && {
+        ensure_base_image();
+        true
+    }
+}
+
+/// Makes the example's base image, with the example's own script, unless it exists. A file
+/// lock keeps test processes running side by side (nextest) from importing it twice: a second
+/// import would give the tag a new image id under a build that is using it.
+pub(crate) fn ensure_base_image() {
+    static MADE: Mutex<bool> = Mutex::new(false);
+    let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if *made {
+        return;
+    }
+    let lock = std::fs::File::create(std::env::temp_dir().join("forge-test-base-image.lock"))
+        .expect("a lock file in the temporary folder");
+    lock.lock().expect("the base image lock");
+    if image_id(BASE_IMAGE).is_some() {
+        *made = true;
+        return;
+    }
+    let script = repository_root().join("examples/offline/make-base.sh");
+    let output = Command::new("sh")
+        .arg(&script)
+        .arg(BASE_IMAGE)
+        .output()
+        .expect("make-base.sh runs");
+    assert!(
+        output.status.success(),
+        "make-base.sh failed (is busybox-static installed?):\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    *made = true;
+}
+
+/// The daemon's platform, `os/architecture`, for a recipe built on it.
+pub(crate) fn daemon_platform() -> String {
+    let output = Command::new("docker")
+        .args(["version", "--format", "{{.Server.Os}}/{{.Server.Arch}}"])
+        .output()
+        .expect("docker runs");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// The id `reference` names in the local engine, asked of the docker CLI.
+pub(crate) fn image_id(reference: &str) -> Option<String> {
+    let output = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", reference])
+        .output()
+        .expect("docker runs");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// A copy of the offline example whose image repository is unique to one test; every image
+/// built from it is removed when it is dropped.
+pub(crate) struct Example {
+    pub(crate) context: TestContext,
+    pub(crate) repository: String,
+    _images: ImageGuard,
+}
+
+impl Example {
+    pub(crate) fn new(name: &str) -> Self {
+        Self::with_repository(&format!("forge-test/{name}-{}", std::process::id()))
+    }
+
+    pub(crate) fn with_repository(repository: &str) -> Self {
+        let context = TestContext::empty();
+        copy_example(context.path());
+        context.edit(
+            "pins.toml",
+            "repository = \"forge-example/offline\"",
+            &format!("repository = \"{repository}\""),
+        );
+        let images = ImageGuard::new(repository);
+        context.edit(
+            "pins.toml",
+            EXAMPLE_LABEL,
+            &format!("{EXAMPLE_LABEL}\n{}", images.label_entry()),
+        );
+        Self {
+            context,
+            repository: repository.to_owned(),
+            _images: images,
+        }
+    }
+
+    pub(crate) fn tag_id(&self, tag: &str) -> Option<String> {
+        image_id(&format!("{}:{tag}", self.repository))
+    }
+
+    /// Panics unless both of the example's tags name the image `id`.
+    #[track_caller]
+    pub(crate) fn assert_tags_on(&self, id: &str) {
+        assert_eq!(self.tag_id("latest").as_deref(), Some(id));
+        assert_eq!(self.tag_id(DATED_TAG).as_deref(), Some(id));
+    }
+
+    /// Panics unless neither of the example's tags names an image.
+    #[track_caller]
+    pub(crate) fn assert_untagged(&self) {
+        assert_eq!(self.tag_id("latest"), None);
+        assert_eq!(self.tag_id(DATED_TAG), None);
+    }
+
+    /// Builds with `args` and `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
+    pub(crate) fn build(&self, args: &[&str]) -> Run {
+        self.build_with(args, &[])
+    }
+
+    /// `build` with `env` added.
+    pub(crate) fn build_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        build_in(&self.context, args, env)
+    }
+}
+
+/// `forge --json build --progress plain args...` in `context` with `env` added and
+/// `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
+pub(crate) fn build_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut all = vec!["--json", "build", "--progress", "plain"];
+    all.extend_from_slice(args);
+    let mut env = env.to_vec();
+    env.push(("SOURCE_DATE_EPOCH", "1783500000"));
+    context.forge_with(&all, &env)
+}
+
+/// The offline example built on the tests' daemon, and its image id; `None` when the Docker
+/// tests are skipped.
+pub(crate) fn built(name: &str) -> Option<(Example, String)> {
+    built_report(name).map(|(example, report)| (example, reported_id(&report)))
+}
+
+/// The offline example built on the tests' daemon, and the build's `--json` report; `None`
+/// when the Docker tests are skipped.
+pub(crate) fn built_report(name: &str) -> Option<(Example, serde_json::Value)> {
+    if !docker_ready() {
+        return None;
+    }
+    let example = Example::new(name);
+    let report = example.build(&[]).expect_code(0).json();
+    Some((example, report))
+}
+
+/// The image id a build's `--json` report names.
+pub(crate) fn reported_id(report: &serde_json::Value) -> String {
+    report["image"]["id"]
+        .as_str()
+        .expect("the build reports an image id")
+        .to_owned()
+}
+
+/// The address of the daemon the tests build on: `DOCKER_HOST`, or the default socket.
+pub(crate) fn daemon_host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_owned())
+}
+
+/// The offline example's own label in pins.toml, after which a test adds its guard's.
+pub(crate) const EXAMPLE_LABEL: &str = "\"dev.forge.example\" = \"offline\"";
+
+/// Copies the offline example's recipe (pins.toml, templates, patches, overlays) into `to`.
+pub(crate) fn copy_example(to: &Path) {
+    let example = repository_root().join("examples/offline");
+    for entry in ["pins.toml", "templates", "patches", "overlays"] {
+        copy_tree(&example.join(entry), &to.join(entry));
+    }
+}
+
+/// The text of the example's forge.lock, if a build wrote one.
+pub(crate) fn lock_text(example: &Example) -> Option<String> {
+    std::fs::read_to_string(example.context.path().join("forge.lock")).ok()
+}
+
+/// The image `reference` names on the daemon at `host`.
+pub(crate) fn id_on(host: &str, reference: &str) -> Option<String> {
+    let output = Command::new("docker")
+        .args([
+            "-H", host, "image", "inspect", "--format", "{{.Id}}", reference,
+        ])
+        .output()
+        .unwrap();
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Tags the daemon was given by the test itself (not by forge, whose images `ImageGuard`
+/// removes), untagged when dropped.
+pub(crate) struct Tagged(pub(crate) Vec<String>);
+
+impl Drop for Tagged {
+    fn drop(&mut self) {
+        for reference in &self.0 {
+            let _ = Command::new("docker").args(["rmi", reference]).output();
+        }
+    }
+}
+
+/// Runs `docker ARGS`, panicking with its stderr when it fails.
+pub(crate) fn docker(args: &[&str]) {
+    let output = Command::new("docker").args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "docker {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
