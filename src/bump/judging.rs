@@ -8,6 +8,7 @@ use crate::pins::Pins;
 use crate::types::python::{PackageName, Version};
 use crate::types::recipe::PinName;
 
+use super::offer::Candidate;
 use super::offer::{Package, VersionOffer, YankedFiles};
 use super::refusal::VersionRefusal;
 use super::requires;
@@ -250,4 +251,23 @@ fn requirement_refusals(offer: &VersionOffer, moves: &[(PinName, Version)]) -> V
             dependency: found.dependency,
         })
         .collect()
+}
+
+impl VersionOffer {
+    /// The constraints as they apply to `version`, which need not be newer or on the index:
+    /// every member at `version` in a lockstep group, the pin alone otherwise.
+    pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
+        let moves: Vec<(PinName, Version)> = if self.lockstep {
+            self.members
+                .iter()
+                .map(|member| (member.clone(), version.clone()))
+                .collect()
+        } else {
+            vec![(self.pin.clone(), version.clone())]
+        };
+        Candidate {
+            version: version.clone(),
+            refusals: judge(pins, self, &moves, yanked),
+        }
+    }
 }

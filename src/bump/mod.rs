@@ -22,6 +22,7 @@ pub mod edit;
 mod git_and_base;
 pub mod group;
 mod judging;
+mod lookup;
 mod offer;
 mod refusal;
 pub mod release;
@@ -32,10 +33,8 @@ mod upstream;
 pub use git_and_base::{BaseOffer, GitOffer, base_offer, git_offer};
 use judging::judge;
 pub use judging::{FromBase, from_base};
-pub use offer::{
-    Candidate, OfferError, Package, Prereleases, VersionOffer, YankedFiles, coordinated_offer,
-    pin_of_package, version_offer,
-};
+pub use lookup::{coordinated_offer, pin_of_package, version_offer};
+pub use offer::{Candidate, OfferError, Package, Prereleases, VersionOffer, YankedFiles};
 pub use refusal::VersionRefusal;
 pub use upstream::{Clients, Sources, Upstream};
 

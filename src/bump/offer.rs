@@ -1,5 +1,5 @@
 //! What upstream offers a version-pinned pin and its group: the packages each member installs,
-//! the versions newer than the pin on every index, each judged (`judge`) into a candidate.
+//! the versions newer than the pin on every index, and each candidate with what refuses it.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -8,16 +8,15 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::GitRemoteError;
 use crate::package_index::wheel::WheelTarget;
 use crate::package_index::{Fit, IndexError, Releases, metadata_cache};
-use crate::pins::{Pin, PinKind, Pins};
+use crate::pins::PinKind;
 use crate::registry::RegistryError;
 use crate::types::python::{LocalLabel, PackageName, Version};
 use crate::types::recipe::PinName;
 use crate::types::url::Url;
 
-use super::judging::judge;
 use super::refusal::VersionRefusal;
+use super::requires;
 use super::upstream::Upstream;
-use super::{group, requires};
 
 /// Whether pre-releases (`a`, `b`, `rc`, `.dev`) are on offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,23 +195,6 @@ impl VersionOffer {
         }
     }
 
-    /// The constraints as they apply to `version`, which need not be newer or on the index:
-    /// every member at `version` in a lockstep group, the pin alone otherwise.
-    pub fn judge(&self, pins: &Pins, version: &Version, yanked: YankedFiles) -> Candidate {
-        let moves: Vec<(PinName, Version)> = if self.lockstep {
-            self.members
-                .iter()
-                .map(|member| (member.clone(), version.clone()))
-                .collect()
-        } else {
-            vec![(self.pin.clone(), version.clone())]
-        };
-        Candidate {
-            version: version.clone(),
-            refusals: judge(pins, self, &moves, yanked),
-        }
-    }
-
     /// The pin's own packages that are not on their index at `version` (yanked files count
     /// as there).
     pub fn on_index(&self, version: &Version) -> Vec<&Package> {
@@ -253,260 +235,10 @@ impl Advise for OfferError {
 
 crate::advised!(OfferError);
 
-/// What the index offers the version-pinned `pin` (python or wheels) and its group.
-pub fn version_offer(
-    pins: &Pins,
-    pin: &Pin,
-    upstream: &Upstream<'_>,
-    prereleases: Prereleases,
-) -> Result<VersionOffer, OfferError> {
-    let mut members = vec![pin.name.clone()];
-    if let Some(group) = &pin.group {
-        members.extend(
-            pins.pins
-                .values()
-                .filter(|other| other.group.as_ref() == Some(group) && other.name != pin.name)
-                .map(|other| other.name.clone()),
-        );
-    }
-    offer_for(pins, pin, members, true, upstream, prereleases)
-}
-
-/// What the index offers `pin` moved together with `others`, pins outside its group whose
-/// requirements tie them to it: a coordinated move, each at its own version.
-pub fn coordinated_offer(
-    pins: &Pins,
-    pin: &Pin,
-    others: &[PinName],
-    upstream: &Upstream<'_>,
-    prereleases: Prereleases,
-) -> Result<VersionOffer, OfferError> {
-    let mut members = vec![pin.name.clone()];
-    members.extend(others.iter().filter(|other| **other != pin.name).cloned());
-    offer_for(pins, pin, members, false, upstream, prereleases)
-}
-
-fn offer_for(
-    pins: &Pins,
-    pin: &Pin,
-    members: Vec<PinName>,
-    members_are_group: bool,
-    upstream: &Upstream<'_>,
-    prereleases: Prereleases,
-) -> Result<VersionOffer, OfferError> {
-    let current = pin.version().expect("a version-pinned kind").clone();
-    let mut fetched: BTreeMap<(String, String), Releases> = BTreeMap::new();
-    let mut packages = Vec::new();
-    for member in &members {
-        let member = &pins.pins[member];
-        for distribution in member.distributions() {
-            let (name, local, own_index) =
-                (distribution.package, distribution.local, distribution.index);
-            let index = upstream.indexes.for_package(own_index).clone();
-            let key = (index.to_string(), name.normalized());
-            let primary = packages.is_empty();
-            let releases = match fetched.get(&key) {
-                Some(releases) => releases.clone(),
-                None => {
-                    let releases = match releases_everywhere(upstream, own_index, name) {
-                        Ok(releases) => releases,
-                        // A wheel or partner the index lacks altogether is missing at every
-                        // version: a refusal naming it, not a failed lookup.
-                        Err(IndexError::NotFound { .. }) if !primary => Releases::default(),
-                        Err(error) => return Err(error.into()),
-                    };
-                    fetched.insert(key, releases.clone());
-                    releases
-                }
-            };
-            packages.push(Package {
-                pin: member.name.clone(),
-                name: name.clone(),
-                local,
-                index,
-                releases,
-            });
-        }
-    }
-
-    let (available, currents) = member_versions(pins, &members, &packages, prereleases);
-    let versions = available[&pin.name].clone();
-    let current_parsed = current.pep440();
-    let kinds = members
-        .iter()
-        .map(|member| (member.clone(), pins.pins[member].kind()))
-        .collect();
-    let current_yanked = packages[0].yanked(
-        &Version::from_str(&current_parsed.clone().without_local().to_string())
-            .unwrap_or_else(|_| current.clone()),
-    );
-    let lockstep = members_are_group
-        && pin
-            .group
-            .as_ref()
-            .is_some_and(|group| pins.lockstep.contains(group));
-    let mut offer = VersionOffer {
-        pin: pin.name.clone(),
-        current,
-        members,
-        packages,
-        newer: Vec::new(),
-        kinds,
-        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref()),
-        current_yanked,
-        pinned: BTreeMap::new(),
-        declared: BTreeMap::new(),
-        lockstep,
-        available,
-        currents,
-        installed: upstream.installed.clone(),
-        grouped: members_are_group,
-    };
-    learn_the_others(pins, &mut offer, upstream, &mut fetched);
-    if !offer.lockstep {
-        group::order_members(&mut offer);
-    }
-    offer.newer = versions
-        .iter()
-        .map(|version| {
-            if offer.lockstep {
-                offer.learn(version, upstream);
-            } else {
-                offer.learn_member(&pin.name.clone(), version, upstream);
-            }
-            offer.judge(pins, version, YankedFiles::Refused)
-        })
-        .collect();
-    Ok(offer)
-}
-
-/// Each member's versions newer than its own (newest first; its first package says which
-/// exist) and its current version without a local label.
-fn member_versions(
-    pins: &Pins,
-    members: &[PinName],
-    packages: &[Package],
-    prereleases: Prereleases,
-) -> (BTreeMap<PinName, Vec<Version>>, BTreeMap<PinName, Version>) {
-    let mut available = BTreeMap::new();
-    let mut currents = BTreeMap::new();
-    for member in members {
-        let first = packages
-            .iter()
-            .find(|package| &package.pin == member)
-            .expect("every member installs a package");
-        let member_current = pins.pins[member]
-            .version()
-            .expect("a version-pinned kind")
-            .clone();
-        available.insert(
-            member.clone(),
-            newer_versions(first, &member_current, prereleases),
-        );
-        let bare = Version::from_str(&member_current.pep440().without_local().to_string())
-            .unwrap_or(member_current);
-        currents.insert(member.clone(), bare);
-    }
-    (available, currents)
-}
-
-/// The versions of `package` newer than `current` (pre-releases only when asked), newest
-/// first, without the local label the pin adds itself.
-fn newer_versions(package: &Package, current: &Version, prereleases: Prereleases) -> Vec<Version> {
-    let current_parsed = current.pep440();
-    let wanted_local = package.local.as_ref().map(ToString::to_string);
-    let mut versions: Vec<Version> = package
-        .releases
-        .versions
-        .iter()
-        .filter(|version| local_label(version) == wanted_local)
-        .map(|version| version.clone().without_local())
-        .filter(|version| *version > current_parsed.clone().without_local())
-        .filter(|version| prereleases == Prereleases::Include || !version.any_prerelease())
-        .filter_map(|version| Version::from_str(&version.to_string()).ok())
-        .collect();
-    versions.sort_by_key(|version| std::cmp::Reverse(version.pep440()));
-    versions.dedup();
-    versions
-}
-
-/// What every index a package is asked on offers it (pip's extra indexes after the default),
-/// merged as pip merges them; an index that lacks the package adds nothing, and the package is
-/// `NotFound` only when none has it.
-fn releases_everywhere(
-    upstream: &Upstream<'_>,
-    own_index: Option<&Url>,
-    name: &PackageName,
-) -> Result<Releases, IndexError> {
-    let mut merged: Option<Releases> = None;
-    let mut missing = None;
-    for index in upstream.indexes.all_for_package(own_index) {
-        match upstream.index.releases(index, name) {
-            Ok(releases) => match &mut merged {
-                Some(merged) => {
-                    merged.versions.extend(releases.versions);
-                    merged.files.extend(releases.files);
-                }
-                None => merged = Some(releases),
-            },
-            Err(error @ IndexError::NotFound { .. }) => {
-                missing.get_or_insert(error);
-            }
-            Err(error) => return Err(error),
-        }
-    }
-    match (merged, missing) {
-        (Some(merged), _) => Ok(merged),
-        (None, Some(error)) => Err(error),
-        (None, None) => Ok(Releases::default()),
-    }
-}
-
-/// Records every pinned package at its current version and, for the pins outside the move,
-/// what they declare there: a move must meet their requirements too.
-fn learn_the_others(
-    pins: &Pins,
-    offer: &mut VersionOffer,
-    upstream: &Upstream<'_>,
-    fetched: &mut BTreeMap<(String, String), Releases>,
-) {
-    for pin in pins.pins.values() {
-        let Some(version) = pin.version() else {
-            continue;
-        };
-        let bare = Version::from_str(&version.pep440().without_local().to_string())
-            .unwrap_or_else(|_| version.clone());
-        for distribution in pin.distributions() {
-            let (name, own_index) = (distribution.package, distribution.index);
-            let text = match &distribution.local {
-                Some(local) => format!("{bare}+{local}"),
-                None => bare.to_string(),
-            };
-            let Ok(parsed) = pep440_rs::Version::from_str(&text) else {
-                continue;
-            };
-            offer.pinned.insert(name.normalized(), parsed.clone());
-            let index = upstream.indexes.for_package(own_index).clone();
-            let key = (index.to_string(), name.normalized());
-            if !fetched.contains_key(&key) {
-                // A pin outside the move that cannot be looked up declares nothing here.
-                let releases = releases_everywhere(upstream, own_index, name).unwrap_or_default();
-                fetched.insert(key.clone(), releases);
-            }
-            let target = offer.target.as_ref();
-            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed, target) {
-                offer
-                    .declared
-                    .insert((name.normalized(), parsed.to_string()), requirements);
-            }
-        }
-    }
-}
-
 /// What a package declares at `version`: the METADATA of a wheel of it, from the PEP 658
 /// metadata file where the index offers one, else read out of a wheel that fits the image by
 /// range requests; `None` when neither can be read.
-fn declared(
+pub(super) fn declared(
     upstream: &Upstream<'_>,
     releases: &Releases,
     version: &pep440_rs::Version,
@@ -537,20 +269,4 @@ fn declared(
         metadata_cache::write(sha256, &text);
     }
     Some(requires::requirements(&text))
-}
-
-fn local_label(version: &pep440_rs::Version) -> Option<String> {
-    version
-        .to_string()
-        .split_once('+')
-        .map(|(_, local)| local.to_owned())
-}
-
-/// The pin that installs `package` (normalized name), if one does.
-pub fn pin_of_package<'a>(pins: &'a Pins, package: &str) -> Option<&'a Pin> {
-    pins.pins.values().find(|pin| {
-        pin.distributions()
-            .iter()
-            .any(|distribution| distribution.package.normalized() == package)
-    })
 }

@@ -1,6 +1,7 @@
 //! The operations layer: what each command does, in terms of the pipeline stages.
 
 mod attached;
+mod attaching;
 pub mod build;
 mod build_request;
 pub mod lock;

@@ -302,14 +302,14 @@ async fn publish_index(
         })
         .collect();
     record.write(&recipe.root)?;
-    let attaching = super::build::Attaching {
+    let attaching = super::attaching::Attaching {
         recipe,
         options,
         plan,
         started: job.started,
         daemon: engine.version().await,
     };
-    super::build::attach(&attaching, record, printer)?;
+    super::attaching::attach(&attaching, record, printer)?;
     if printer.is_json() {
         printer.json(&published.to_json(plan));
     } else {

@@ -9,56 +9,10 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::load::Loader;
+use super::recipe::{Fix, FixedBy};
 use super::schema::RawFix;
 use super::{LoadError, Overlay, Pin};
-use crate::types::dockerfile::Text;
-use crate::types::python::PythonExpr;
-use crate::types::recipe::{FixName, PinName, RecipePath};
-
-/// One fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fix {
-    /// Its name, the key under `[fixes]`.
-    pub name: FixName,
-    /// The step that brings it.
-    pub by: FixedBy,
-    /// What an image without it shows.
-    pub symptom: Text,
-    /// What the pin or overlay changes.
-    pub fix: Text,
-    /// True in an image where the fix is in place.
-    pub check: PythonExpr,
-}
-
-/// The step a fix comes with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FixedBy {
-    /// The step of this pin.
-    Pin(PinName),
-    /// The step that copies this overlay folder.
-    Overlay(RecipePath),
-}
-
-impl std::fmt::Display for FixedBy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FixedBy::Pin(pin) => write!(f, "pin {pin}"),
-            FixedBy::Overlay(folder) => write!(f, "overlay {folder}"),
-        }
-    }
-}
-
-impl Fix {
-    /// Whether the fix comes with `pin`'s step.
-    pub fn by_pin(&self, pin: &PinName) -> bool {
-        matches!(&self.by, FixedBy::Pin(name) if name == pin)
-    }
-
-    /// Whether the fix comes with the step that copies `overlay`.
-    pub fn by_overlay(&self, overlay: &Overlay) -> bool {
-        matches!(&self.by, FixedBy::Overlay(folder) if *folder == overlay.from)
-    }
-}
+use crate::types::recipe::{FixName, PinName};
 
 impl Loader<'_> {
     /// The `[fixes]` table, each `by` resolved to a pin or an overlay of the recipe.

@@ -27,13 +27,13 @@ mod pin;
 mod recipe;
 mod schema;
 
-pub use fixes::{Fix, FixedBy};
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{
     AssertSource, Denied, Distribution, GitSource, Pin, PythonSource, Shim, Source, Wheel,
     WheelSet, unhashed,
 };
 pub use recipe::{
-    Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
+    Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,
+    TagSpec,
 };
 pub use schema::{Onto, PinKind, Probe, TagTemplate};

@@ -6,11 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::location::Location;
 use crate::types::dockerfile::{EnvName, ImagePath, LabelKey, PlainValue, Text};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, TagPattern};
-use crate::types::python::PythonVersion;
-use crate::types::recipe::{ContextPath, Date, PinName, RecipePath};
+use crate::types::python::{PythonExpr, PythonVersion};
+use crate::types::recipe::{ContextPath, Date, FixName, PinName, RecipePath};
 use crate::types::url::Url;
 
-use super::fixes::Fix;
 use super::pin::Pin;
 use super::schema::{Onto, TagTemplate};
 
@@ -155,4 +154,49 @@ pub struct Notice {
     pub location: Location,
     /// What to look at.
     pub message: String,
+}
+
+/// One fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fix {
+    /// Its name, the key under `[fixes]`.
+    pub name: FixName,
+    /// The step that brings it.
+    pub by: FixedBy,
+    /// What an image without it shows.
+    pub symptom: Text,
+    /// What the pin or overlay changes.
+    pub fix: Text,
+    /// True in an image where the fix is in place.
+    pub check: PythonExpr,
+}
+
+/// The step a fix comes with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixedBy {
+    /// The step of this pin.
+    Pin(PinName),
+    /// The step that copies this overlay folder.
+    Overlay(RecipePath),
+}
+
+impl std::fmt::Display for FixedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FixedBy::Pin(pin) => write!(f, "pin {pin}"),
+            FixedBy::Overlay(folder) => write!(f, "overlay {folder}"),
+        }
+    }
+}
+
+impl Fix {
+    /// Whether the fix comes with `pin`'s step.
+    pub fn by_pin(&self, pin: &PinName) -> bool {
+        matches!(&self.by, FixedBy::Pin(name) if name == pin)
+    }
+
+    /// Whether the fix comes with the step that copies `overlay`.
+    pub fn by_overlay(&self, overlay: &Overlay) -> bool {
+        matches!(&self.by, FixedBy::Overlay(folder) if *folder == overlay.from)
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::types::oci::{Digest, ImageRef};
+use crate::types::oci::{Digest, ImageRef, Platform};
 
 use super::error::RegistryError;
 use super::manifest::Manifest;
@@ -100,6 +100,26 @@ pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     left.len().cmp(&right.len()).then_with(|| a.cmp(b))
+}
+
+/// The image id `manifest` holds: its configuration's digest, or for an index that of its entry
+/// for `platform`, fetched from `repository`. `None` when an index has no entry for `platform`
+/// or the manifest names no configuration forge can read.
+pub fn image_of(
+    registry: &dyn Registry,
+    repository: &RemoteRepository,
+    manifest: &Manifest,
+    platform: &Platform,
+) -> Result<Option<Digest>, RegistryError> {
+    if !manifest.is_index() {
+        return Ok(manifest.config_digest());
+    }
+    match manifest.platform_entry(platform.as_str()) {
+        Some(entry) => Ok(registry
+            .manifest(repository, entry.as_str())?
+            .config_digest()),
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]

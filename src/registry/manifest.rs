@@ -1,10 +1,7 @@
 //! The manifests forge reads: their media types, a manifest as a registry served it, and the
 //! image a manifest or an index holds for a platform.
 
-use crate::types::oci::{Digest, Platform};
-
-use super::api::{Registry, RemoteRepository};
-use super::error::RegistryError;
+use crate::types::oci::Digest;
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
 /// index, in both the Docker and the OCI spelling.
@@ -125,26 +122,6 @@ impl Manifest {
                 && variant.is_none_or(|variant| found.variant.as_deref() == Some(variant));
             matches.then(|| entry.digest.parse().ok()).flatten()
         })
-    }
-}
-
-/// The image id `manifest` holds: its configuration's digest, or for an index that of its entry
-/// for `platform`, fetched from `repository`. `None` when an index has no entry for `platform`
-/// or the manifest names no configuration forge can read.
-pub fn image_of(
-    registry: &dyn Registry,
-    repository: &RemoteRepository,
-    manifest: &Manifest,
-    platform: &Platform,
-) -> Result<Option<Digest>, RegistryError> {
-    if !manifest.is_index() {
-        return Ok(manifest.config_digest());
-    }
-    match manifest.platform_entry(platform.as_str()) {
-        Some(entry) => Ok(registry
-            .manifest(repository, entry.as_str())?
-            .config_digest()),
-        None => Ok(None),
     }
 }
 

@@ -26,10 +26,10 @@ mod manifest;
 pub mod trust;
 mod upload;
 
-pub use api::{Registry, RemoteRepository, natural_order};
+pub use api::{Registry, RemoteRepository, image_of, natural_order};
 pub use auth::Challenge;
 pub use client::RegistryClient;
 pub use credentials::{Credentials, CredentialsError, Lookup, Origin};
 pub use error::RegistryError;
-pub use manifest::{Held, MANIFEST_TYPES, Manifest, ManifestMediaType, image_of};
+pub use manifest::{Held, MANIFEST_TYPES, Manifest, ManifestMediaType};
 pub use trust::{Trust, UrlRefusal};

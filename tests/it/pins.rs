@@ -74,7 +74,7 @@ fn unknown_key_is_refused_at_its_line() {
     );
     forge_snapshot!(run.stderr, "", @r"
         error: <tmp>/pins.toml:63:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `branch`, `rev`, `probe`
-        hint: remove or rename the key; the README's pins.toml section lists every key forge reads
+        hint: remove or rename the key; docs/pins.md lists every key forge reads
         ");
     assert_contains(&run.stderr, "hint: remove or rename the key");
 }

@@ -1,0 +1,117 @@
+//! After a push: the build record, and with `--sign` the signature, the SBOM and the
+//! provenance, attached to the pushed manifest in the registry and recorded in forge.lock.
+
+use anyhow::Context as _;
+
+use crate::attest::attach;
+use crate::pipeline::{self, Plan};
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+
+use super::build_request::BuildOptions;
+
+/// What attaching to a pushed build needs besides its record.
+pub(super) struct Attaching<'a> {
+    pub(super) recipe: &'a Recipe,
+    pub(super) options: &'a BuildOptions,
+    pub(super) plan: &'a Plan,
+    pub(super) started: chrono::DateTime<chrono::Utc>,
+    pub(super) daemon: Option<String>,
+}
+
+/// Attaches the build record to the manifest `record`'s tags were pushed as and, with
+/// `--sign`, the signature, the SBOM and the provenance, and records them in forge.lock. The
+/// push stands whatever happens here: forge.lock already records it, and a failure leaves the
+/// record without attachments.
+pub(super) fn attach(
+    attaching: &Attaching<'_>,
+    record: &mut crate::lock::Record,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let (recipe, plan) = (attaching.recipe, attaching.plan);
+    let subject = record
+        .tags
+        .iter()
+        .find_map(|tag| tag.pushed.clone())
+        .expect("a push records the digest of each tag");
+    let archive = plan
+        .context
+        .archive()
+        .expect("a build assembles its context into a file");
+    let files = crate::context::overlays::overlay_files(archive, &recipe.pins.overlay_paths())
+        .with_context(|| format!("cannot read the build context {}", archive.display()))?;
+    let pins_text = std::fs::read_to_string(recipe.pins_path())
+        .with_context(|| format!("cannot read {}", recipe.pins_path().display()))?;
+    let key = attaching.options.sign.as_ref();
+    let mut documents = vec![(
+        crate::attest::cosign::Kind::Record,
+        crate::attest::record::Document::new(record, pins_text, files.clone()).attachment(key),
+    )];
+    if let Some(key) = key {
+        documents.extend(attach::documents(
+            &facts(attaching, record, &subject, &files),
+            key,
+        ));
+    }
+    let reference = &record.image.repository;
+    let (client, _) = crate::registry::RegistryClient::for_recipe(
+        reference,
+        attaching.options.insecure_registries.clone(),
+    )?;
+    let remote = crate::registry::RemoteRepository::from(reference);
+    let attached = attach::upload(&client, &remote, &subject, &documents)
+        .with_context(|| format!("cannot attach the build record{} of {reference}@{subject}; the push stands and forge.lock records it without them", if key.is_some() { ", the signature and the attestations" } else { "" }))?;
+    for attachment in &attached {
+        printer.status(
+            "Attached",
+            format_args!(
+                "{} {reference}:{} {}",
+                attachment.kind.noun(),
+                attachment.tag,
+                attachment.manifest
+            ),
+        );
+    }
+    record.attachments = attached;
+    record.write(&recipe.root)?;
+    Ok(())
+}
+
+/// What the SBOM and the provenance of the pushed manifest `subject` say.
+fn facts(
+    attaching: &Attaching<'_>,
+    record: &crate::lock::Record,
+    subject: &crate::types::oci::Digest,
+    files: &[crate::context::overlays::ExpectedFile],
+) -> crate::attest::Facts {
+    let recipe = attaching.recipe;
+    crate::attest::Facts {
+        repository: record.image.repository.clone(),
+        manifest: subject.clone(),
+        image_id: record.image.id.clone(),
+        platform: record.image.platform.clone(),
+        tags: record.tags.iter().map(|tag| tag.name.clone()).collect(),
+        base: crate::attest::BaseFact {
+            image: record.base.image.clone(),
+            digest: record.base.digest.clone(),
+            id: record.base.id.clone(),
+        },
+        pins: attach::pin_facts(recipe.pins.pins.values()),
+        patches: record.patches.clone(),
+        overlays: attach::overlay_facts(recipe, record, files),
+        inputs: record
+            .inputs
+            .named()
+            .iter()
+            .map(|(name, digest)| ((*name).to_owned(), digest.to_string()))
+            .collect(),
+        build_args: pipeline::build_args(recipe, record.image.revision.as_deref()),
+        builder: attaching.options.builder,
+        forge_version: env!("CARGO_PKG_VERSION").to_owned(),
+        daemon_version: attaching.daemon.clone(),
+        started: attaching
+            .started
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    }
+}
