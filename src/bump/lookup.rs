@@ -58,38 +58,7 @@ fn offer_for(
 ) -> Result<VersionOffer, OfferError> {
     let current = pin.version().expect("a version-pinned kind").clone();
     let mut fetched: BTreeMap<(String, String), Releases> = BTreeMap::new();
-    let mut packages = Vec::new();
-    for member in &members {
-        let member = &pins.pins[member];
-        for distribution in member.distributions() {
-            let (name, local, own_index) =
-                (distribution.package, distribution.local, distribution.index);
-            let index = upstream.indexes.for_package(own_index).clone();
-            let key = (index.to_string(), name.normalized());
-            let primary = packages.is_empty();
-            let releases = match fetched.get(&key) {
-                Some(releases) => releases.clone(),
-                None => {
-                    let releases = match releases_everywhere(upstream, own_index, name) {
-                        Ok(releases) => releases,
-                        // A wheel or partner the index lacks altogether is missing at every
-                        // version: a refusal naming it, not a failed lookup.
-                        Err(IndexError::NotFound { .. }) if !primary => Releases::default(),
-                        Err(error) => return Err(error.into()),
-                    };
-                    fetched.insert(key, releases.clone());
-                    releases
-                }
-            };
-            packages.push(Package {
-                pin: member.name.clone(),
-                name: name.clone(),
-                local,
-                index,
-                releases,
-            });
-        }
-    }
+    let packages = member_packages(pins, &members, upstream, &mut fetched)?;
 
     let (available, currents) = member_versions(pins, &members, &packages, prereleases);
     let versions = available[&pin.name].clone();
@@ -140,6 +109,50 @@ fn offer_for(
         })
         .collect();
     Ok(offer)
+}
+
+/// The packages `members` install, each with its releases on its index (fetched once per
+/// index and name, into `fetched`). A package after the first that its index lacks altogether
+/// has no releases: a refusal names it, not a failed lookup.
+fn member_packages(
+    pins: &Pins,
+    members: &[PinName],
+    upstream: &Upstream<'_>,
+    fetched: &mut BTreeMap<(String, String), Releases>,
+) -> Result<Vec<Package>, OfferError> {
+    let mut packages = Vec::new();
+    for member in members {
+        let member = &pins.pins[member];
+        for distribution in member.distributions() {
+            let (name, local, own_index) =
+                (distribution.package, distribution.local, distribution.index);
+            let index = upstream.indexes.for_package(own_index).clone();
+            let key = (index.to_string(), name.normalized());
+            let primary = packages.is_empty();
+            let releases = match fetched.get(&key) {
+                Some(releases) => releases.clone(),
+                None => {
+                    let releases = match releases_everywhere(upstream, own_index, name) {
+                        Ok(releases) => releases,
+                        // A wheel or partner the index lacks altogether is missing at every
+                        // version: a refusal naming it, not a failed lookup.
+                        Err(IndexError::NotFound { .. }) if !primary => Releases::default(),
+                        Err(error) => return Err(error.into()),
+                    };
+                    fetched.insert(key, releases.clone());
+                    releases
+                }
+            };
+            packages.push(Package {
+                pin: member.name.clone(),
+                name: name.clone(),
+                local,
+                index,
+                releases,
+            });
+        }
+    }
+    Ok(packages)
 }
 
 /// Each member's versions newer than its own (newest first; its first package says which
