@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::Builder;
+use crate::engine::address::{DaemonHost, Node};
 use crate::progress::ProgressMode;
 use crate::types::oci::RegistryHost;
 
@@ -156,7 +157,7 @@ pub struct BuildArgs {
     /// natively (repeatable); a platform with none is built on the default daemon only if that
     /// is the platform it runs on.
     #[arg(long, value_name = "PLATFORM=URL")]
-    pub node: Vec<String>,
+    pub node: Vec<Node>,
 
     /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
     /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
@@ -253,7 +254,7 @@ pub struct VerifyDigestArgs {
     /// Check the tags on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT])
     /// instead of the default one; repeat for every node.
     #[arg(long, value_name = "URL")]
-    pub host: Vec<String>,
+    pub host: Vec<DaemonHost>,
 
     /// Show every digest whole, and both values of rows that hold (the default table cuts
     /// digests to 12 hex digits to fit 120 columns).
@@ -271,7 +272,7 @@ pub struct PullArgs {
     /// Pull on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]) instead of
     /// the default one; repeat for every node.
     #[arg(long, value_name = "URL")]
-    pub host: Vec<String>,
+    pub host: Vec<DaemonHost>,
 
     /// How to show the pulls: live on a terminal (auto), timestamped lines (plain), or not at all.
     #[arg(long, value_enum, default_value = "auto")]

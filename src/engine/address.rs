@@ -7,6 +7,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::types::oci::Platform;
+
 /// The socket the docker CLI uses when `DOCKER_HOST` is unset.
 pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 
@@ -241,9 +243,96 @@ impl fmt::Display for SshDestination {
     }
 }
 
+/// A daemon as `--host` names it, spelt as `DOCKER_HOST` spells it: checked when read, so a
+/// command line naming none of the forms is refused before anything runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonHost(String);
+
+impl DaemonHost {
+    /// The address as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for DaemonHost {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        // The TLS setting only fills in a default port: the forms are the same without it.
+        DaemonAddress::parse(text, None)
+            .map(|_| Self(text.to_owned()))
+            .map_err(|error| error.reason)
+    }
+}
+
+impl fmt::Display for DaemonHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `--node PLATFORM=URL`: the daemon that builds one platform of the recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The platform, `OS/ARCH[/VARIANT]`.
+    pub platform: Platform,
+    /// The daemon that builds it natively.
+    pub host: DaemonHost,
+}
+
+impl std::str::FromStr for Node {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (platform, host) = text
+            .split_once('=')
+            .ok_or("expected PLATFORM=URL, such as linux/arm64=ssh://USER@HOST")?;
+        Ok(Self {
+            platform: platform
+                .parse()
+                .map_err(|error: crate::types::GrammarError| error.to_string())?,
+            host: host.parse()?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_and_nodes_are_checked_when_read() {
+        assert_eq!(
+            "ssh://ops@spark-2".parse::<DaemonHost>().unwrap().as_str(),
+            "ssh://ops@spark-2"
+        );
+        assert!(
+            "node-2:2375"
+                .parse::<DaemonHost>()
+                .unwrap_err()
+                .contains("expected unix://PATH")
+        );
+        let node: Node = "linux/arm64=tcp://spark-2:2375".parse().unwrap();
+        assert_eq!(node.platform.as_str(), "linux/arm64");
+        assert_eq!(node.host.as_str(), "tcp://spark-2:2375");
+        assert!(
+            "linux/arm64"
+                .parse::<Node>()
+                .unwrap_err()
+                .contains("expected PLATFORM=URL")
+        );
+        assert!(
+            "arm64=unix:///s.sock"
+                .parse::<Node>()
+                .unwrap_err()
+                .contains("platform")
+        );
+        assert!(
+            "linux/arm64=spark-2"
+                .parse::<Node>()
+                .unwrap_err()
+                .contains("expected unix://")
+        );
+    }
 
     fn tls() -> Option<TlsFiles> {
         Some(TlsFiles {

@@ -55,7 +55,7 @@ pub struct BuildOptions {
     /// SBOM and the provenance to it.
     pub sign: Option<SigningKey>,
     /// For a recipe of several platforms: the daemon that builds each (`PLATFORM=URL`).
-    pub nodes: Vec<String>,
+    pub nodes: Vec<crate::engine::address::Node>,
 }
 
 /// What the daemon is asked to build for `platform`, from the recipe's commit `revision` and

@@ -44,7 +44,7 @@ pub enum PlatformsError {
         /// The default daemon's own platform.
         native: String,
     },
-    /// `--node` in another shape than `PLATFORM=URL`, or for a platform the recipe lacks.
+    /// `--node` for a platform the recipe lacks.
     #[error("--node {given}: {problem}")]
     BadNode {
         /// What was given.
@@ -79,28 +79,28 @@ crate::advised!(PlatformsError);
 /// builds. Nothing is built before every platform has its node.
 async fn nodes(recipe: &Recipe, options: &BuildOptions) -> anyhow::Result<Vec<(Platform, Docker)>> {
     let platforms = &recipe.pins.image.platforms;
-    let mut named = Vec::new();
-    for given in &options.nodes {
-        let (platform, url) = given
-            .split_once('=')
-            .ok_or_else(|| PlatformsError::BadNode {
-                given: given.clone(),
-                problem: "expected PLATFORM=URL".to_owned(),
-            })?;
-        let Some(platform) = platforms.iter().find(|known| known.as_str() == platform) else {
-            return Err(PlatformsError::BadNode {
-                given: given.clone(),
-                problem: format!("pins.toml's [image] platforms does not list {platform}"),
-            }
-            .into());
-        };
-        named.push((platform.clone(), url.to_owned()));
+    if let Some(node) = options
+        .nodes
+        .iter()
+        .find(|node| !platforms.contains(&node.platform))
+    {
+        return Err(PlatformsError::BadNode {
+            given: format!("{}={}", node.platform, node.host),
+            problem: format!(
+                "pins.toml's [image] platforms does not list {}",
+                node.platform
+            ),
+        }
+        .into());
     }
     let mut default: Option<(Docker, String)> = None;
     let mut nodes = Vec::new();
     for platform in platforms {
-        if let Some((_, url)) = named.iter().find(|(known, _)| known == platform) {
-            nodes.push((platform.clone(), Docker::connect_to(url).await?));
+        if let Some(node) = options.nodes.iter().find(|node| &node.platform == platform) {
+            nodes.push((
+                platform.clone(),
+                Docker::connect_to(node.host.as_str()).await?,
+            ));
             continue;
         }
         if default.is_none() {

@@ -34,7 +34,7 @@ use crate::verify::{self, Report};
 pub struct PullOptions {
     /// The nodes (`unix://`, `tcp://`, `ssh://`, as `DOCKER_HOST` spells them); empty for the
     /// daemon the docker CLI would use.
-    pub hosts: Vec<String>,
+    pub hosts: Vec<crate::engine::address::DaemonHost>,
     /// How to show the pulls' progress.
     pub progress: ProgressMode,
     /// Show every layer state.
@@ -288,12 +288,12 @@ async fn expectations(
 }
 
 /// Every node, or the first error naming the one that cannot be reached.
-async fn connect(hosts: &[String]) -> anyhow::Result<Vec<Docker>> {
+async fn connect(hosts: &[crate::engine::address::DaemonHost]) -> anyhow::Result<Vec<Docker>> {
     if hosts.is_empty() {
         return Ok(vec![Docker::connect().await?]);
     }
     let attempts = hosts.iter().map(|host| async move {
-        Docker::connect_to(host).await.map_err(|error| {
+        Docker::connect_to(host.as_str()).await.map_err(|error| {
             anyhow::Error::from(error)
                 .context(format!("cannot reach node {host}; nothing was pulled"))
         })

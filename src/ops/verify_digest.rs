@@ -37,7 +37,7 @@ pub struct VerifyOptions {
     pub contents: bool,
     /// The daemons to check (`unix://`, `tcp://`, `ssh://`, as `DOCKER_HOST` spells them); empty
     /// for the default one.
-    pub hosts: Vec<String>,
+    pub hosts: Vec<crate::engine::address::DaemonHost>,
     /// Registry hosts that may be spoken to over plain HTTP besides loopback ones.
     pub insecure_registries: Vec<RegistryHost>,
     /// With `remote`: check the attachments of each tag's manifest with this key.

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use crate::support::{Run, TestContext, free_port, repository_root};
+use crate::support::snapshot::forge_snapshot;
+use crate::support::{Run, TestContext, assert_contains, free_port, repository_root};
 
 /// stderr and the exit code, with the recipe's temporary path and ports made stable.
 fn rendered(run: &Run, root: &Path) -> String {
@@ -283,4 +284,46 @@ fn every_error_type_is_advised() {
         missing.is_empty(),
         "error types without `advised!`: {missing:?}"
     );
+}
+
+#[test]
+fn daemons_nodes_and_registry_hosts_are_checked_on_the_command_line() {
+    let context = TestContext::default_recipe();
+    let run = context
+        .forge(&["verify-digest", "--host", "node-2:2375"])
+        .expect_code(2);
+    forge_snapshot!(run.stderr, "", @r"
+    error: invalid value 'node-2:2375' for '--host <URL>': expected unix://PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]
+
+    For more information, try '--help'.
+    ");
+    let run = context
+        .forge(&["build", "--push", "--node", "linux/arm64"])
+        .expect_code(2);
+    forge_snapshot!(run.stderr, "", @r"
+    error: invalid value 'linux/arm64' for '--node <PLATFORM=URL>': expected PLATFORM=URL, such as linux/arm64=ssh://USER@HOST
+
+    For more information, try '--help'.
+    ");
+    let run = context
+        .forge(&["build", "--push", "--node", "linux/arm64=spark-2"])
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "for '--node <PLATFORM=URL>': expected unix://PATH",
+    );
+    // A scheme or a path never matched a registry: it is refused, not silently ignored.
+    let run = context
+        .forge(&[
+            "build",
+            "--dry-run",
+            "--insecure-registry",
+            "http://127.0.0.1:5000",
+        ])
+        .expect_code(2);
+    forge_snapshot!(run.stderr, "", @r#"
+    error: invalid value 'http://127.0.0.1:<port>' for '--insecure-registry <HOST>': invalid registry host "http://127.0.0.1:<port>": expected HOST or HOST:PORT without a scheme or a path, such as registry.internal:5000
+
+    For more information, try '--help'.
+    "#);
 }
