@@ -1,6 +1,7 @@
 //! `pin bump` of a pin in a group that is not lockstep: the group moves as one, each member to
 //! its own version (`bump::group`), and the move says why each member lands where it does.
 
+use super::version::join;
 use super::{Constraints, Move, PinBumpOptions, refused};
 use crate::bump::edit::Assignment;
 use crate::bump::group::{self, GroupPlan, MemberPlan};
@@ -174,12 +175,4 @@ fn group_move(offer: &VersionOffer, plan: &GroupPlan) -> Move {
         assignments,
         patches: Vec::new(),
     }
-}
-
-fn join(refusals: &[VersionRefusal]) -> String {
-    refusals
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -386,7 +386,8 @@ fn held_hint(refusals: &[VersionRefusal]) -> &'static str {
     }
 }
 
-fn join(refusals: &[VersionRefusal]) -> String {
+/// The refusals of a version, as one line.
+pub(super) fn join(refusals: &[VersionRefusal]) -> String {
     refusals
         .iter()
         .map(ToString::to_string)
