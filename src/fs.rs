@@ -5,6 +5,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Whether a folder entry is a `.git` (a repository's own folder, or a worktree's `.git` file):
+/// what a checkout holds beside its tracked files.
+pub fn is_git_entry(name: &std::ffi::OsStr) -> bool {
+    name == ".git"
+}
+
 /// Whether `write_if_changed` touched the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {

@@ -298,7 +298,7 @@ fn left_out_by_git(original: &Path, checkout: &Path, at: &str) -> anyhow::Result
             };
             let is_folder =
                 std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir());
-            if name == ".git" {
+            if crate::fs::is_git_entry(&entry.file_name()) {
                 members.push(Member {
                     at: format!("{at}/{child}"),
                     from: path,

@@ -116,6 +116,9 @@ impl Attachment {
     }
 }
 
+/// The `critical.type` of a simple-signing payload.
+const SIMPLE_SIGNING_TYPE: &str = "cosign container image signature";
+
 /// The simple-signing payload that says: the image in `repository` whose manifest is
 /// `digest` is signed.
 pub fn payload(repository: &str, digest: &Digest) -> Vec<u8> {
@@ -123,7 +126,7 @@ pub fn payload(repository: &str, digest: &Digest) -> Vec<u8> {
         "critical": {
             "identity": { "docker-reference": repository },
             "image": { "docker-manifest-digest": digest.as_str() },
-            "type": "cosign container image signature",
+            "type": SIMPLE_SIGNING_TYPE,
         },
         "optional": null,
     }))
@@ -143,7 +146,7 @@ pub struct Claims {
 pub fn claims(payload: &[u8]) -> Option<Claims> {
     let value: Value = serde_json::from_slice(payload).ok()?;
     let critical = value.get("critical")?;
-    if critical.get("type")?.as_str()? != "cosign container image signature" {
+    if critical.get("type")?.as_str()? != SIMPLE_SIGNING_TYPE {
         return None;
     }
     Some(Claims {

@@ -15,6 +15,8 @@ pub const STATEMENT: &str = "https://in-toto.io/Statement/v1";
 pub const PREDICATE: &str = "https://slsa.dev/provenance/v1";
 /// What kind of build forge runs: the type its build definition follows.
 pub const BUILD_TYPE: &str = "urn:forge:build-type:recipe:v1";
+/// The name of the SBOM among the provenance's byproducts.
+const SBOM_BYPRODUCT: &str = "sbom";
 
 /// The statement for `facts`, naming the SBOM with digest `sbom`.
 pub fn statement(facts: &Facts, sbom: &str) -> Value {
@@ -56,7 +58,7 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
                 },
                 "metadata": { "startedOn": facts.started, "finishedOn": facts.finished },
                 "byproducts": [{
-                    "name": "sbom",
+                    "name": SBOM_BYPRODUCT,
                     "digest": { "sha256": sbom.trim_start_matches("sha256:") },
                     "mediaType": super::cosign::CYCLONEDX,
                 }],
@@ -89,7 +91,11 @@ pub fn stated(statement: &Value) -> Option<Stated> {
         .collect();
     let sbom = statement["predicate"]["runDetails"]["byproducts"]
         .as_array()
-        .and_then(|products| products.iter().find(|product| product["name"] == "sbom"))
+        .and_then(|products| {
+            products
+                .iter()
+                .find(|product| product["name"] == SBOM_BYPRODUCT)
+        })
         .and_then(|product| product["digest"]["sha256"].as_str())
         .map(|hex| format!("sha256:{hex}"));
     Some(Stated {

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::PathError;
 use crate::glob::{self, PatternError};
+use crate::types::{Segment, segments};
 
 /// The file whose patterns exclude paths from the context.
 pub const DOCKERIGNORE_FILE: &str = ".dockerignore";
@@ -258,21 +259,25 @@ fn read_line(line: &str) -> Option<String> {
 /// `.` for nothing at all.
 fn clean(path: &str) -> String {
     let rooted = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
+    let mut parts: Vec<Segment<'_>> = Vec::new();
+    for part in segments(path) {
         match part {
-            "" | "." => {}
-            ".." => match parts.last() {
-                Some(&last) if last != ".." => {
+            Segment::Empty | Segment::Current => {}
+            Segment::Parent => match parts.last() {
+                Some(Segment::Name(_)) => {
                     parts.pop();
                 }
                 _ if rooted => {}
-                _ => parts.push(".."),
+                _ => parts.push(Segment::Parent),
             },
-            _ => parts.push(part),
+            Segment::Name(_) => parts.push(part),
         }
     }
-    let joined = parts.join("/");
+    let joined = parts
+        .iter()
+        .map(|part| part.as_str())
+        .collect::<Vec<_>>()
+        .join("/");
     match (rooted, joined.is_empty()) {
         (true, _) => format!("/{joined}"),
         (false, true) => ".".to_owned(),

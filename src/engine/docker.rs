@@ -182,9 +182,7 @@ impl Docker {
             };
             let Some(status) = info.status else { continue };
             // Each state once: byte counts and per-layer repeats would flood a log.
-            if !matches!(status.as_str(), "Downloading" | "Extracting" | "Waiting")
-                && seen.insert(status.clone())
-            {
+            if !is_byte_progress(&status) && seen.insert(status.clone()) {
                 events(Event::Pull {
                     reference: &reference,
                     status: &status,
@@ -569,8 +567,8 @@ impl Engine for Docker {
                 digest = Some(found);
                 continue;
             }
-            // Each state once (the stream names no layer); `Pushing` byte counts would flood a log.
-            if status != "Pushing" && seen.insert(status.clone()) {
+            // Each state once (the stream names no layer); byte counts would flood a log.
+            if !is_byte_progress(&status) && seen.insert(status.clone()) {
                 events(Event::Push {
                     reference: &reference,
                     status: &status,
@@ -657,4 +655,10 @@ fn docker_credentials(credentials: &Credentials) -> bollard::auth::DockerCredent
         ),
         ..Default::default()
     }
+}
+
+/// Whether a push or pull status is a layer's byte count or queue state, which the daemon sends
+/// many times a second.
+fn is_byte_progress(status: &str) -> bool {
+    ["Pushing", "Downloading", "Extracting", "Waiting"].contains(&status)
 }

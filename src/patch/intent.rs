@@ -15,6 +15,9 @@ use git2::{Oid, Repository};
 use super::PatchError;
 use crate::fs::write_if_changed;
 
+/// What the `ref` line holds when HEAD was detached (no branch to move).
+const DETACHED: &str = "HEAD";
+
 /// The file's name in the repository's git folder.
 pub const INTENT_FILE: &str = "FORGE_APPLY";
 
@@ -45,7 +48,7 @@ impl Intent {
     pub fn write(&self, repository: &Repository) -> Result<(), PatchError> {
         let text = format!(
             "ref {}\nfrom {}\nto {}\n",
-            self.reference.as_deref().unwrap_or("HEAD"),
+            self.reference.as_deref().unwrap_or(DETACHED),
             self.from,
             self.to
         );
@@ -69,7 +72,7 @@ impl Intent {
         let oid = |name: &str| field(name).and_then(|value| Oid::from_str(value).ok());
         match (field("ref"), oid("from"), oid("to")) {
             (Some(reference), Some(from), Some(to)) => Ok(Some(Self {
-                reference: (reference != "HEAD").then(|| reference.to_owned()),
+                reference: (reference != DETACHED).then(|| reference.to_owned()),
                 from,
                 to,
             })),

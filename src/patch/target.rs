@@ -241,7 +241,7 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
         .map_err(PatchError::git("cannot build a tree"))?;
     for entry in entries {
         let name = entry.file_name();
-        if name == ".git" {
+        if crate::fs::is_git_entry(&name) {
             continue;
         }
         let path = entry.path();

@@ -12,6 +12,8 @@ use std::fmt;
 use std::net::IpAddr;
 
 use crate::types::oci::RegistryHost;
+pub use crate::types::url::is_origin_only;
+use crate::types::url::{has_user_information, is_localhost};
 use url::{Host, Url};
 
 /// Token realms on another host that are the registry's own, by the registry's API host.
@@ -147,16 +149,6 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
     matches!(a.scheme(), "http" | "https") && a.origin() == b.origin()
 }
 
-fn has_user_information(url: &Url) -> bool {
-    !url.username().is_empty() || url.password().is_some()
-}
-
-/// Whether `url` is only an origin (`https://host:port/`): no user information, no path. A
-/// host name that parses into more than that is not one.
-pub fn is_origin_only(url: &Url) -> bool {
-    !has_user_information(url) && url.path() == "/"
-}
-
 /// Whether `url` is https.
 fn is_https(url: &Url) -> bool {
     url.scheme() == "https"
@@ -165,7 +157,7 @@ fn is_https(url: &Url) -> bool {
 /// Whether `url`'s host is this machine: `localhost` or a loopback address.
 pub fn is_loopback(url: &Url) -> bool {
     match url.host() {
-        Some(Host::Domain(name)) => name == "localhost",
+        Some(Host::Domain(name)) => is_localhost(name),
         Some(Host::Ipv4(address)) => address.is_loopback(),
         Some(Host::Ipv6(address)) => IpAddr::V6(address).is_loopback(),
         None => false,

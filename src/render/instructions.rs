@@ -65,13 +65,12 @@ pub fn instructions(dockerfile: &str) -> Vec<Instruction> {
 }
 
 impl Instruction {
-    /// The instruction's keyword (`COPY`, `RUN`, ...), upper-cased as Docker compares it.
-    pub fn keyword(&self) -> String {
+    /// Whether the instruction's keyword is `keyword`, in any case (as the builder reads it).
+    pub fn is(&self, keyword: &str) -> bool {
         self.text
             .split_whitespace()
             .next()
-            .unwrap_or_default()
-            .to_ascii_uppercase()
+            .is_some_and(|word| word.eq_ignore_ascii_case(keyword))
     }
 }
 
@@ -89,6 +88,6 @@ mod tests {
             ["FROM base:1", "ENV A=b", "run one && two", "RUN three"]
         );
         assert_eq!(found[2].line, 5);
-        assert_eq!(found[2].keyword(), "RUN");
+        assert!(found[2].is("RUN") && found[2].is("run"));
     }
 }

@@ -249,7 +249,7 @@ pub fn dockerfile_from(
     for pin in recipe.pins.pins.values().filter(|pin| patched(recipe, pin)) {
         let folder = gate::series_context_folder(pin.name.as_str());
         let copied = instructions::instructions(&text).iter().any(|instruction| {
-            instruction.keyword() == "COPY" && instruction.text.contains(&format!("{folder}/"))
+            instruction.is("COPY") && instruction.text.contains(&format!("{folder}/"))
         });
         if !copied {
             return Err(RenderError::SeriesNotCopied {

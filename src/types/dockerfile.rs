@@ -117,7 +117,7 @@ impl FromStr for ImagePath {
             && all_chars(value, |c| {
                 c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/')
             })
-            && !value.split('/').any(|part| part == "..");
+            && !super::segments(value).any(|part| part == super::Segment::Parent);
         if ok {
             Ok(Self(value.to_owned()))
         } else {

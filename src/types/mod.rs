@@ -87,3 +87,39 @@ crate::advised!(GrammarError);
 fn all_chars(value: &str, allowed: impl Fn(char) -> bool) -> bool {
     !value.is_empty() && value.chars().all(allowed)
 }
+
+/// One `/`-separated part of a slash path, as the path grammars and `.dockerignore` cleaning
+/// tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment<'a> {
+    /// Nothing between two slashes (or before a leading one).
+    Empty,
+    /// `.`
+    Current,
+    /// `..`
+    Parent,
+    /// Anything else.
+    Name(&'a str),
+}
+
+impl<'a> Segment<'a> {
+    /// The text the segment stands for.
+    pub fn as_str(self) -> &'a str {
+        match self {
+            Self::Empty => "",
+            Self::Current => ".",
+            Self::Parent => "..",
+            Self::Name(name) => name,
+        }
+    }
+}
+
+/// The segments of `path`, split at every `/`.
+pub fn segments(path: &str) -> impl Iterator<Item = Segment<'_>> {
+    path.split('/').map(|part| match part {
+        "" => Segment::Empty,
+        "." => Segment::Current,
+        ".." => Segment::Parent,
+        name => Segment::Name(name),
+    })
+}

@@ -169,7 +169,9 @@ impl ImageRef {
             })
             .transpose()?;
         let (registry, path) = match name.split_once('/') {
-            Some((first, path)) if first.contains(['.', ':']) || first == "localhost" => {
+            Some((first, path))
+                if first.contains(['.', ':']) || super::url::is_localhost(first) =>
+            {
                 if !is_domain(first) {
                     return Err(format!("registry {first:?} is not a host[:port]"));
                 }
@@ -386,12 +388,8 @@ impl FromStr for RegistryHost {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         let plain = all_chars(value, |c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c));
-        let origin = url::Url::parse(&format!("http://{value}/")).is_ok_and(|url| {
-            url.host().is_some()
-                && url.username().is_empty()
-                && url.password().is_none()
-                && url.path() == "/"
-        });
+        let origin = url::Url::parse(&format!("http://{value}/"))
+            .is_ok_and(|url| url.host().is_some() && super::url::is_origin_only(&url));
         if plain && origin {
             Ok(Self(value.to_owned()))
         } else {

@@ -97,9 +97,7 @@ impl FromStr for ContextPath {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         let ok = !value.is_empty()
-            && value
-                .split('/')
-                .all(|part| !part.is_empty() && part != "." && part != "..")
+            && super::segments(value).all(|part| matches!(part, super::Segment::Name(_)))
             && !value.chars().any(char::is_control);
         if ok {
             Ok(Self(value.to_owned()))

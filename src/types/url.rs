@@ -24,6 +24,23 @@ impl Url {
     }
 }
 
+/// Whether a parsed URL carries a user name or a password.
+pub fn has_user_information(url: &url::Url) -> bool {
+    !url.username().is_empty() || url.password().is_some()
+}
+
+/// Whether a parsed URL is only an origin (`https://host:port/`): no user information, no path.
+/// A host name that parses into more than that is not one.
+pub fn is_origin_only(url: &url::Url) -> bool {
+    !has_user_information(url) && url.path() == "/"
+}
+
+/// Whether a host name is `localhost`, the one registry name without a dot or a port (exactly,
+/// as docker reads a reference; the `url` crate has lowercased a parsed host already).
+pub fn is_localhost(name: &str) -> bool {
+    name == "localhost"
+}
+
 impl FromStr for Url {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {

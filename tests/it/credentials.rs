@@ -6,12 +6,12 @@
 //! The registries here are small servers written for the purpose, each logging what it was sent.
 //! 127.0.0.1 and 127.0.0.2 (both loopback) stand for two hosts.
 
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
 
 use base64::Engine as _;
 
 use crate::support::forge;
+use crate::support::http::{Request, respond, respond_to_head};
 use crate::support::index::IndexServer;
 use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{LoopbackServer, TestContext, assert_contains, env_refs, free_port};
@@ -77,19 +77,18 @@ impl Fake {
                 seen.authorization.as_deref().unwrap_or("")
             ));
             let answer = answer(&seen);
-            let mut head = format!(
-                "HTTP/1.1 {} Fake\r\nContent-Length: {}\r\nConnection: close\r\n",
-                answer.status,
-                answer.body.len()
-            );
-            for (name, value) in &answer.headers {
-                head.push_str(&format!("{name}: {value}\r\n"));
+            let status = format!("{} Fake", answer.status);
+            let headers: Vec<(&str, &str)> = answer
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect();
+            let body = answer.body.as_bytes();
+            if seen.method == "HEAD" {
+                respond_to_head(&mut stream, &status, &headers, body);
+            } else {
+                respond(&mut stream, &status, &headers, body);
             }
-            head.push_str("\r\n");
-            if seen.method != "HEAD" {
-                head.push_str(&answer.body);
-            }
-            let _ = stream.write_all(head.as_bytes());
         });
         Self { server }
     }
@@ -105,30 +104,12 @@ impl Fake {
 }
 
 fn read_request(stream: &TcpStream) -> Option<Seen> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let (mut host, mut authorization) = (String::new(), None);
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "host" => host = value.trim().to_owned(),
-                "authorization" => authorization = Some(value.trim().to_owned()),
-                _ => {}
-            }
-        }
-    }
+    let request = Request::read(stream)?;
     Some(Seen {
-        method,
-        target,
-        host,
-        authorization,
+        host: request.header("host").unwrap_or_default().to_owned(),
+        authorization: request.header("authorization").map(str::to_owned),
+        method: request.method,
+        target: request.target,
     })
 }
 

@@ -2,30 +2,8 @@
 //! that no message repeats the cause printed under it, and a check that every error type in
 //! the source says what to do about itself (`advised!`).
 
-use std::path::Path;
-
 use crate::support::snapshot::forge_snapshot;
 use crate::support::{Run, TestContext, assert_contains, free_port, repository_root};
-
-/// stderr and the exit code, with the recipe's temporary path and ports made stable.
-fn rendered(run: &Run, root: &Path) -> String {
-    let text = format!("exit {}\n{}", run.code, run.stderr);
-    let text = text.replace(&root.display().to_string(), "<recipe>");
-    // Loopback ports differ from run to run.
-    let mut out = String::new();
-    let mut rest = text.as_str();
-    while let Some(at) = rest.find("127.0.0.1:") {
-        out.push_str(&rest[..at + "127.0.0.1:".len()]);
-        rest = &rest[at + "127.0.0.1:".len()..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 {
-            out.push_str("<port>");
-            rest = &rest[digits..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
 
 /// Panics when a `caused by:` line only repeats what the line above it already said.
 #[track_caller]
@@ -47,7 +25,8 @@ fn snapshot(name: &str, context: &TestContext, args: &[&str], env: &[(&str, &str
     let run = context.forge_with(args, env);
     assert_no_repeated_cause(&run.stderr);
     assert!(run.stderr.contains("error: "), "{}", run.stderr);
-    insta::assert_snapshot!(name, rendered(&run, context.path()));
+    let text = format!("exit {}\n{}", run.code, run.stderr);
+    insta::assert_snapshot!(name, crate::support::snapshot::human(&text, context.path()));
     run
 }
 

@@ -294,16 +294,7 @@ fn live_index_requirements_come_from_the_real_wheels() {
         "tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
     );
 
-    context.edit(
-        "pins.toml",
-        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
-        "",
-    );
-    context.edit(
-        "pins.toml",
-        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
-        "version = \"0.1.11\"\n",
-    );
+    without_the_tvm_group(&context);
     let run = forge(
         &context,
         &["pin", "bump", "tilelang", "--to", "0.1.15"],
@@ -598,17 +589,7 @@ fn zip64(zip: &[u8]) -> Vec<u8> {
 #[test]
 fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
     let (context, _remote) = recipe_at_the_git_head();
-    // Without the lockstep group each moves on its own.
-    context.edit(
-        "pins.toml",
-        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
-        "",
-    );
-    context.edit(
-        "pins.toml",
-        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
-        "version = \"0.1.11\"\n",
-    );
+    without_the_tvm_group(&context);
     let index = recorded_index();
 
     // tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11: 0.1.11 meets it.
@@ -643,16 +624,7 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
 #[test]
 fn a_requirement_between_pins_of_no_group_makes_a_coordinated_move() {
     let (context, _remote) = recipe_at_the_git_head();
-    context.edit(
-        "pins.toml",
-        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
-        "",
-    );
-    context.edit(
-        "pins.toml",
-        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
-        "version = \"0.1.11\"\n",
-    );
+    without_the_tvm_group(&context);
     let index = recorded_index();
     index.publish(
         "tilelang",
@@ -791,4 +763,18 @@ fn a_denied_version_is_refused_with_its_reason_even_with_to_and_force() {
             ],
         );
     }
+}
+
+/// The default recipe's two tvm pins out of their lockstep group: each moves on its own.
+fn without_the_tvm_group(context: &TestContext) {
+    context.edit(
+        "pins.toml",
+        "group = \"tvm\"                  # moves with tilelang, each at its own version\n",
+        "",
+    );
+    context.edit(
+        "pins.toml",
+        "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+        "version = \"0.1.11\"\n",
+    );
 }

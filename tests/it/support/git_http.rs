@@ -3,13 +3,14 @@
 //! One thread accepts connections; each request runs `git http-backend` once with the CGI
 //! variables set, its body on stdin, and its CGI answer turned into an HTTP response.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use crate::support::LoopbackServer;
+use crate::support::http::Request;
 
 /// A running server for the bare repositories under one folder; stops when dropped.
 pub struct GitHttpServer {
@@ -37,43 +38,26 @@ impl GitHttpServer {
 }
 
 fn serve(stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() {
-        return;
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
+    let Some(mut request) = Request::read(&stream) else {
         return;
     };
-    let (method, target) = (method.to_owned(), target.to_owned());
-    let mut content_type = String::new();
-    let mut user_agent = String::new();
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-type" => content_type = value.trim().to_owned(),
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "user-agent" => user_agent = value.trim().to_owned(),
-                _ => {}
-            }
-        }
-    }
-    requests
-        .lock()
-        .unwrap()
-        .push(format!("{method} {target} ({user_agent})"));
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
+    let user_agent = request.header("user-agent").unwrap_or_default();
+    requests.lock().unwrap().push(format!(
+        "{} {} ({user_agent})",
+        request.method, request.target
+    ));
+    let content_type = request
+        .header("content-type")
+        .unwrap_or_default()
+        .to_owned();
+    let Some(body) = request.body() else {
         return;
-    }
-    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let answer = backend(root, &method, path, query, &content_type, &body);
+    };
+    let (path, query) = request
+        .target
+        .split_once('?')
+        .unwrap_or((&request.target, ""));
+    let answer = backend(root, &request.method, path, query, &content_type, &body);
     let _ = respond(stream, &answer);
 }
 

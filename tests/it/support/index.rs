@@ -12,43 +12,38 @@
 //! `load_fixture` publishes a package recorded from the real index by
 //! `tests/fixtures/index/record.py`.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::support::LoopbackServer;
+use crate::support::http::{FolderServer, Request, respond};
 
 /// A running index; stops when dropped.
 pub struct IndexServer {
-    // Stopped before its folder goes.
-    server: LoopbackServer,
-    root: tempfile::TempDir,
+    folder: FolderServer,
 }
 
 impl IndexServer {
     /// Starts an empty index on a free port.
     pub fn start() -> Self {
-        let root = tempfile::tempdir().expect("a temporary folder");
-        let folder = root.path().to_owned();
-        let server =
-            LoopbackServer::start(move |stream, requests| serve(stream, &folder, requests));
-        Self { server, root }
+        Self {
+            folder: FolderServer::start(serve),
+        }
     }
 
     /// The index URL, as pip's `--index-url` takes it.
     pub fn url(&self) -> String {
-        format!("http://{}/simple", self.server.address())
+        format!("http://{}/simple", self.folder.address())
     }
 
     /// The base of the PyPI-style JSON API (`/pypi/<name>/json`).
     pub fn json_api_url(&self) -> String {
-        format!("http://{}/pypi", self.server.address())
+        format!("http://{}/pypi", self.folder.address())
     }
 
     /// Publishes `files` (file names) of `package`.
     pub fn publish(&self, package: &str, files: &[&str]) -> &Self {
-        let folder = self.root.path().join(normalize(package));
+        let folder = self.folder.root().join(normalize(package));
         std::fs::create_dir_all(&folder).expect("package folder");
         for file in files {
             std::fs::write(folder.join(file), format!("{file}\n")).expect("write a file");
@@ -70,7 +65,7 @@ impl IndexServer {
     /// Publishes `file` of `package` with its content, served (with range requests) at the
     /// `url` the JSON page gives.
     pub fn publish_bytes(&self, package: &str, file: &str, bytes: &[u8]) -> &Self {
-        let folder = self.root.path().join(normalize(package));
+        let folder = self.folder.root().join(normalize(package));
         std::fs::create_dir_all(&folder).expect("package folder");
         std::fs::write(folder.join(file), bytes).expect("write a file");
         self
@@ -93,8 +88,8 @@ impl IndexServer {
     pub fn publish_requiring(&self, package: &str, file: &str, requires_python: &str) -> &Self {
         self.publish(package, &[file]);
         let path = self
-            .root
-            .path()
+            .folder
+            .root()
             .join(normalize(package))
             .join(format!("{file}.requires-python"));
         std::fs::write(path, requires_python).expect("write the requirement");
@@ -110,7 +105,7 @@ impl IndexServer {
             .join(format!("{package}.json"));
         let text = std::fs::read_to_string(&path).expect("a recorded fixture");
         let document: serde_json::Value = serde_json::from_str(&text).expect("fixture JSON");
-        let folder = self.root.path().join(normalize(package));
+        let folder = self.folder.root().join(normalize(package));
         for file in document["files"].as_array().expect("files") {
             let name = file["filename"].as_str().expect("a file name");
             self.publish(package, &[name]);
@@ -134,22 +129,22 @@ impl IndexServer {
     pub fn require_login(&self, user: &str, password: &str) -> &Self {
         use base64::Engine as _;
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        std::fs::write(self.root.path().join(LOGIN), format!("Basic {token}"))
+        std::fs::write(self.folder.root().join(LOGIN), format!("Basic {token}"))
             .expect("write the login");
         self
     }
 
     /// From now on, answers every range request with the whole file (200).
     pub fn refuse_ranges(&self) -> &Self {
-        std::fs::write(self.root.path().join(NO_RANGES), "").expect("write the switch");
+        std::fs::write(self.folder.root().join(NO_RANGES), "").expect("write the switch");
         self
     }
 
     /// Marks a published file yanked.
     pub fn yank(&self, package: &str, file: &str) -> &Self {
         let path = self
-            .root
-            .path()
+            .folder
+            .root()
             .join(normalize(package))
             .join(format!("{file}.yanked"));
         std::fs::write(path, "yanked for the test\n").expect("write the marker");
@@ -158,7 +153,7 @@ impl IndexServer {
 
     /// The paths requested so far.
     pub fn requests(&self) -> Vec<String> {
-        self.server.requests()
+        self.folder.requests()
     }
 }
 
@@ -185,72 +180,49 @@ fn normalize(name: &str) -> String {
 }
 
 fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
+    let Some(request) = Request::read(&stream) else {
         return;
-    }
-    let mut accept = String::new();
-    let mut range = None;
-    let mut authorization = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("accept") {
-                accept = value.trim().to_owned();
-            } else if name.eq_ignore_ascii_case("range") {
-                range = Some(value.trim().to_owned());
-            } else if name.eq_ignore_ascii_case("authorization") {
-                authorization = value.trim().to_owned();
-            }
-        }
-    }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_owned();
-    requests.lock().expect("the request log").push(path.clone());
+    };
+    let path = request.target.clone();
+    let log = |line: String| requests.lock().expect("the request log").push(line);
+    log(path.clone());
     if let Ok(login) = std::fs::read_to_string(root.join(LOGIN))
-        && login != authorization
+        && Some(login.as_str()) != request.header("authorization")
     {
-        requests
-            .lock()
-            .expect("the request log")
-            .push(format!("refused {path}"));
-        let body = "login required\n";
-        let head = format!(
-            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"index\"\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
+        log(format!("refused {path}"));
+        let headers = [
+            ("WWW-Authenticate", "Basic realm=\"index\""),
+            ("Content-Type", "text/plain"),
+        ];
+        respond(
+            &mut stream,
+            "401 Unauthorized",
+            &headers,
+            b"login required\n",
         );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body.as_bytes());
-        let _ = stream.flush();
         return;
     }
     if let Some(file) = distribution(root, &path) {
-        let range = range.filter(|_| !root.join(NO_RANGES).exists());
-        let (head, body) = file_answer(&file, range.as_deref());
-        requests
-            .lock()
-            .expect("the request log")
-            .push(format!("sent {path} {}", body.len()));
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(&body);
-        let _ = stream.flush();
+        let range = request
+            .header("range")
+            .filter(|_| !root.join(NO_RANGES).exists());
+        let (status, content_range, body) = file_answer(&file, range);
+        log(format!("sent {path} {}", body.len()));
+        let mut headers = vec![("Content-Type", "application/octet-stream")];
+        if let Some(content_range) = &content_range {
+            headers.push(("Content-Range", content_range));
+        }
+        respond(&mut stream, status, &headers, body);
         return;
     }
-    let (status, content_type, body) = answer(root, &path, &accept);
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+    let accept = request.header("accept").unwrap_or_default();
+    let (status, content_type, body) = answer(root, &path, accept);
+    respond(
+        &mut stream,
+        status,
+        &[("Content-Type", content_type)],
+        body.as_bytes(),
     );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body.as_bytes());
-    let _ = stream.flush();
 }
 
 /// The bytes of a distribution file `/files/<name>/<file>` published with `publish_bytes`.
@@ -268,8 +240,12 @@ fn distribution(root: &Path, path: &str) -> Option<Vec<u8>> {
     (bytes != format!("{file}\n").as_bytes()).then_some(bytes)
 }
 
-/// The whole file, or the one range asked for (`bytes=A-B`, `bytes=A-`, `bytes=-N`) as 206.
-fn file_answer(bytes: &[u8], range: Option<&str>) -> (String, Vec<u8>) {
+/// The whole file, or the one range asked for (`bytes=A-B`, `bytes=A-`, `bytes=-N`) as 206
+/// with its `Content-Range`.
+fn file_answer<'a>(
+    bytes: &'a [u8],
+    range: Option<&str>,
+) -> (&'static str, Option<String>, &'a [u8]) {
     let total = bytes.len();
     let parsed = range
         .and_then(|range| range.strip_prefix("bytes="))
@@ -287,18 +263,11 @@ fn file_answer(bytes: &[u8], range: Option<&str>) -> (String, Vec<u8>) {
         .filter(|(from, to)| from <= to);
     match parsed {
         Some((from, to)) => (
-            format!(
-                "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {from}-{to}/{total}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                to + 1 - from
-            ),
-            bytes[from..=to].to_vec(),
+            "206 Partial Content",
+            Some(format!("bytes {from}-{to}/{total}")),
+            &bytes[from..=to],
         ),
-        None => (
-            format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {total}\r\nConnection: close\r\n\r\n"
-            ),
-            bytes.to_vec(),
-        ),
+        None => ("200 OK", None, bytes),
     }
 }
 

@@ -4,6 +4,7 @@
 //! lives here.
 //!
 //! - `process`: tools that must succeed, free ports, waiting for a child, `LoopbackServer`;
+//! - `http`: the request and answer the small servers on it read and write;
 //! - `snapshot`: the placeholders snapshots compare through, and `forge_snapshot!`;
 //! - `images`: the Docker daemon, the offline example's base image and `Example` copies of it;
 //!   `image_guard`, `host_image`, `git_image`, `python_image`: images made on the spot;
@@ -19,6 +20,7 @@ pub(crate) mod git;
 pub(crate) mod git_http;
 pub(crate) mod git_image;
 pub(crate) mod host_image;
+pub(crate) mod http;
 pub(crate) mod image_guard;
 pub(crate) mod images;
 pub(crate) mod index;

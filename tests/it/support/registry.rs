@@ -6,7 +6,7 @@
 //! signed with `openssl`), the two challenges registries answer with. Plain HTTP `GET` and
 //! `PUT` reach its API directly, for what no client would send.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -15,6 +15,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
+use crate::support::http::{Request, respond};
 use crate::support::images::Example;
 use crate::support::{LoopbackServer, free_port, stdout_of, stop, wait_until};
 
@@ -294,37 +295,25 @@ impl TokenServer {
         let seen_agents = std::sync::Arc::clone(&agents);
         // Every answer closes its connection.
         let server = LoopbackServer::start(move |mut stream, log| {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            let mut authorization = String::new();
-            let mut agent = String::new();
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                    break;
-                }
-                if line.to_ascii_lowercase().starts_with("authorization:") {
-                    authorization = line.trim().to_owned();
-                }
-                if line.to_ascii_lowercase().starts_with("user-agent:") {
-                    agent = line["user-agent:".len()..].trim().to_owned();
-                }
-            }
-            let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+            let Some(request) = Request::read(&stream) else {
+                return;
+            };
+            let path = request.target.as_str();
             let body = if path.contains("push") { &push } else { &pull };
+            let agent = request.header("user-agent").unwrap_or_default();
             seen_agents
                 .lock()
                 .expect("the agent log")
                 .push(format!("{agent} {path}"));
+            // The header's name spelled one way, whatever case the client sent it in.
+            let authorization = request
+                .header("authorization")
+                .map_or_else(String::new, |value| format!(" Authorization: {value}"));
             log.lock()
                 .expect("the request log")
-                .push(format!("{path} {authorization}").trim_end().to_owned());
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes());
+                .push(format!("{path}{authorization}"));
+            let headers = [("Content-Type", "application/json")];
+            respond(&mut stream, "200 OK", &headers, body.as_bytes());
         });
         Self {
             realm: format!("http://{}/token", server.address()),

@@ -5,42 +5,37 @@
 //! page with a `Link: <...>; rel="next"` header to the next page. Anything else is 404. `wheel`
 //! builds a real (tiny) wheel with Python's zipfile, so that pip can install it.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
-use crate::support::LoopbackServer;
+use crate::support::http::{FolderServer, Request, respond};
 
 /// A running release server; stops when dropped.
 pub struct ReleaseServer {
-    // Stopped before its folder goes.
-    server: LoopbackServer,
-    root: tempfile::TempDir,
+    folder: FolderServer,
 }
 
 impl ReleaseServer {
     /// Starts a server with nothing released on a free port.
     pub fn start() -> Self {
-        let root = tempfile::tempdir().expect("a temporary folder");
-        let folder = root.path().to_owned();
-        let server =
-            LoopbackServer::start(move |stream, requests| serve(stream, &folder, requests));
-        Self { server, root }
+        Self {
+            folder: FolderServer::start(serve),
+        }
     }
 
     /// The URL template of its files, as a wheel set's `url` takes it.
     pub fn url_template(&self) -> String {
         format!(
             "http://{}/download/v{{version}}/{{file}}",
-            self.server.address()
+            self.folder.address()
         )
     }
 
     /// The GitHub releases API list of the project.
     pub fn releases_url(&self) -> String {
-        format!("http://{}/repos/o/r/releases", self.server.address())
+        format!("http://{}/repos/o/r/releases", self.folder.address())
     }
 
     /// Marks release `version` a draft (left out of every listing but the API's).
@@ -54,28 +49,28 @@ impl ReleaseServer {
     }
 
     fn mark(&self, version: &str, mark: &str) -> &Self {
-        let folder = self.root.path().join(format!("v{version}"));
+        let folder = self.folder.root().join(format!("v{version}"));
         std::fs::create_dir_all(&folder).expect("a release folder");
-        std::fs::write(self.root.path().join(format!("v{version}.{mark}")), "").expect("a mark");
+        std::fs::write(self.folder.root().join(format!("v{version}.{mark}")), "").expect("a mark");
         self
     }
 
     /// The request paths served so far.
     pub fn requests(&self) -> Vec<String> {
-        self.server.requests()
+        self.folder.requests()
     }
 
     /// The URL of `file` at `version`.
     pub fn url(&self, version: &str, file: &str) -> String {
         format!(
             "http://{}/download/v{version}/{file}",
-            self.server.address()
+            self.folder.address()
         )
     }
 
     /// Publishes `bytes` as `file` of release `version` (replacing what was there).
     pub fn publish(&self, version: &str, file: &str, bytes: &[u8]) -> &Self {
-        let folder = self.root.path().join(format!("v{version}"));
+        let folder = self.folder.root().join(format!("v{version}"));
         std::fs::create_dir_all(&folder).expect("a release folder");
         std::fs::write(folder.join(file), bytes).expect("write a release file");
         self
@@ -128,36 +123,20 @@ pub fn wheel(file: &str, marker: &str) -> Vec<u8> {
 }
 
 fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
+    let Some(request) = Request::read(&stream) else {
         return;
-    }
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-            break;
-        }
-    }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_owned();
+    };
+    let path = request.target;
     requests.lock().expect("the request log").push(path.clone());
     if let Some(query) = path.strip_prefix("/repos/o/r/releases") {
         let address = stream.local_addr().expect("an address").to_string();
-        let (body, link) = releases_page(root, &address, query);
-        let link = link.map_or_else(String::new, |next| {
-            format!("Link: <{next}>; rel=\"next\"\r\n")
-        });
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{link}Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body.as_bytes());
-        let _ = stream.flush();
+        let (body, next) = releases_page(root, &address, query);
+        let link = next.map(|next| format!("<{next}>; rel=\"next\""));
+        let mut headers = vec![("Content-Type", "application/json")];
+        if let Some(link) = &link {
+            headers.push(("Link", link));
+        }
+        respond(&mut stream, "200 OK", &headers, body.as_bytes());
         return;
     }
     let file = path
@@ -169,13 +148,8 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
         Some(bytes) => ("200 OK", bytes),
         None => ("404 Not Found", b"not found\n".to_vec()),
     };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(&body);
-    let _ = stream.flush();
+    let headers = [("Content-Type", "application/octet-stream")];
+    respond(&mut stream, status, &headers, &body);
 }
 
 /// The page of the releases list `query` asks for (`?page=N`, else the first), and the URL of

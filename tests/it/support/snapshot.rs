@@ -102,19 +102,26 @@ fn placeholders(text: &str, root: &str) -> String {
 /// Human output (a command's stdout or stderr) with what varies from run to run or machine to
 /// machine replaced, line by line, by the placeholders of `json_shape`: the recipe folder
 /// `root` (`<recipe>`), the process id, digests, commit ids, loopback ports; and besides them
-/// other temporary folders (`<tmp>`), bare 64-digit hex ids (`<hex>`), git's abbreviated
-/// commit ids (`<short>`), times (`<time>`) and durations (`<duration>`); table columns are
-/// compared by their order, not their padding, and the daemon's progress lines are folded into
-/// one `<progress>`. What `forge_snapshot!` compares.
+/// other temporary folders (`<tmp>`; `<tmp>…` where a column limit cut one), bare 64-digit hex
+/// ids (`<hex>`), git's abbreviated commit ids (`<short>`), times (`<time>`) and durations
+/// (`<duration>`); table columns are compared by their order, not their padding, and the
+/// daemon's progress lines are folded into one `<progress>`. What `forge_snapshot!` compares.
 pub fn human(text: &str, root: impl AsRef<Path>) -> String {
-    static FILTERS: std::sync::LazyLock<[(regex::Regex, &str); 5]> =
+    static FILTERS: std::sync::LazyLock<[(regex::Regex, &str); 6]> =
         std::sync::LazyLock::new(|| {
             let filter = |pattern: &str, to| (regex::Regex::new(pattern).unwrap(), to);
+            // The folders `tempfile` makes under the temporary folder, wherever TMPDIR puts it.
+            let temporary = regex::escape(&std::env::temp_dir().display().to_string());
+            let temporary = temporary.trim_end_matches('/');
             [
                 filter(
-                    r"(?:/private)?/tmp/(?:\.tmp|[a-z]+(?:-[a-z]+)*-)[A-Za-z0-9]{6}",
+                    &format!(
+                        r"(?:/private)?{temporary}/(?:\.tmp|[a-z]+(?:-[a-z]+)*-)[A-Za-z0-9]{{6}}"
+                    ),
                     "<tmp>",
                 ),
+                // A path under it cut by a column limit: where the cut falls, its length decides.
+                filter(&format!(r"(?:/private)?{temporary}/\S*…"), "<tmp>…"),
                 filter(r"\b127\.\d+\.\d+\.\d+:\d+\b", "<loopback>"),
                 filter(r"\b[0-9a-f]{64}\b", "<hex>"),
                 filter(
