@@ -21,20 +21,88 @@ pub struct Assignment {
     pub table: Vec<Segment>,
     /// The key in that table.
     pub key: String,
-    /// The new string value (already checked against its grammar).
-    pub value: String,
+    /// The new value (its strings already checked against their grammars).
+    pub value: Assigned,
+}
+
+/// A value forge writes into pins.toml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assigned {
+    /// A string.
+    Text(String),
+    /// An array of inline tables of strings, each table's keys in order: `files = [{ file =
+    /// "...", sha256 = "..." }]`, one table to a line in a table of its own.
+    Tables(Vec<Vec<(String, String)>>),
+}
+
+impl Assigned {
+    /// The value as `--json` shows it: a string, or an array of objects.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Assigned::Text(text) => serde_json::Value::String(text.clone()),
+            Assigned::Tables(tables) => tables
+                .iter()
+                .map(|table| {
+                    table
+                        .iter()
+                        .map(|(key, value)| (key.clone(), serde_json::Value::String(value.clone())))
+                        .collect::<serde_json::Map<_, _>>()
+                })
+                .collect(),
+        }
+    }
+
+    /// The value as TOML: on lines of their own (`multiline`) or on one.
+    fn toml(&self, multiline: bool) -> Value {
+        let text = match self {
+            Assigned::Text(text) => return string_value(text, false),
+            Assigned::Tables(tables) => {
+                let tables: Vec<String> = tables
+                    .iter()
+                    .map(|table| {
+                        let pairs: Vec<String> = table
+                            .iter()
+                            .map(|(key, value)| format!("{key} = \"{value}\""))
+                            .collect();
+                        format!("{{ {} }}", pairs.join(", "))
+                    })
+                    .collect();
+                if multiline {
+                    format!("[\n{}]", tables.iter().map(|table| format!("  {table},\n")).collect::<String>())
+                } else {
+                    format!("[{}]", tables.join(", "))
+                }
+            }
+        };
+        text.parse().expect("an array of inline tables of checked strings")
+    }
+}
+
+impl fmt::Display for Assigned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Assigned::Text(text) => write!(f, "{text:?}"),
+            Assigned::Tables(tables) if tables.len() == 1 => f.write_str("[1 entry]"),
+            Assigned::Tables(tables) => write!(f, "[{} entries]", tables.len()),
+        }
+    }
 }
 
 impl Assignment {
     /// `key = value` in the table at `table`.
     pub fn new(table: &[&str], key: &str, value: impl Into<String>) -> Self {
+        Self::of(table, key, Assigned::Text(value.into()))
+    }
+
+    /// `key = value` in the table at `table`, for any value.
+    pub fn of(table: &[&str], key: &str, value: Assigned) -> Self {
         Self {
             table: table
                 .iter()
                 .map(|part| Segment::Key((*part).to_owned()))
                 .collect(),
             key: key.to_owned(),
-            value: value.into(),
+            value,
         }
     }
 
@@ -78,7 +146,7 @@ impl Assignment {
 
 impl fmt::Display for Assignment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {:?}", self.place(), self.value)
+        write!(f, "{} = {}", self.place(), self.value)
     }
 }
 
@@ -91,8 +159,8 @@ pub enum EditError {
     /// The table to edit is not there.
     #[error("pins.toml has no table [{0}]")]
     NoTable(String),
-    /// The key holds something other than a string.
-    #[error("{0} is not a string")]
+    /// The key holds a value of another type than the one forge writes there.
+    #[error("{0} holds another type of value than forge writes there")]
     NotAString(String),
 }
 
@@ -147,20 +215,23 @@ pub fn apply(text: &str, assignments: &[Assignment]) -> Result<String, EditError
         }
         match table.get_mut(&assignment.key) {
             Some(Item::Value(old)) => {
-                let Value::String(formatted) = &*old else {
-                    return Err(EditError::NotAString(assignment.place()));
+                let mut new = match (&assignment.value, &*old) {
+                    (Assigned::Text(text), Value::String(formatted)) => {
+                        let literal = formatted
+                            .as_repr()
+                            .and_then(|repr| repr.as_raw().as_str())
+                            .is_some_and(|raw| raw.starts_with('\''));
+                        string_value(text, literal)
+                    }
+                    (Assigned::Tables(_), Value::Array(_)) => assignment.value.toml(!inline),
+                    _ => return Err(EditError::NotAString(assignment.place())),
                 };
-                let literal = formatted
-                    .as_repr()
-                    .and_then(|repr| repr.as_raw().as_str())
-                    .is_some_and(|raw| raw.starts_with('\''));
-                let mut new = string_value(&assignment.value, literal);
                 *new.decor_mut() = old.decor().clone();
                 *old = new;
             }
             Some(_) => return Err(EditError::NotAString(assignment.place())),
             None => {
-                let mut value = string_value(&assignment.value, false);
+                let mut value = assignment.value.toml(!inline);
                 if inline {
                     // The space before the closing brace follows the last key, now the new one.
                     let last = table
@@ -255,6 +326,51 @@ mod tests {
         assert_eq!(
             edited,
             "[base]\nimage = \"x:1\"\ndigest = \"sha256:00\"\n\n[env]\nA = \"b\"\n"
+        );
+    }
+
+    fn files(pairs: &[(&str, &str)]) -> Assigned {
+        Assigned::Tables(
+            pairs
+                .iter()
+                .map(|(file, sha256)| {
+                    vec![
+                        ("file".to_owned(), (*file).to_owned()),
+                        ("sha256".to_owned(), (*sha256).to_owned()),
+                    ]
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn writes_recorded_files_one_to_a_line_and_replaces_them_in_place() {
+        let text = "[pins.a]\nversion = \"1.0\"\n\n[pins.b]\nversion = \"2.0\"\n";
+        let added = apply(
+            text,
+            &[Assignment::of(&["pins", "a"], "files", files(&[("a-1.0-py3-none-any.whl", "00"), ("a-1.0-cp312-abi3-linux_aarch64.whl", "11")]))],
+        )
+        .unwrap();
+        assert_eq!(
+            added,
+            "[pins.a]\nversion = \"1.0\"\nfiles = [\n  { file = \"a-1.0-py3-none-any.whl\", sha256 = \"00\" },\n  { file = \"a-1.0-cp312-abi3-linux_aarch64.whl\", sha256 = \"11\" },\n]\n\n[pins.b]\nversion = \"2.0\"\n"
+        );
+        let commented = added.replace("files = [", "files = [   # by forge");
+        let replaced = apply(
+            &commented.replace("]\n\n[pins.b]", "]  # recorded\n\n[pins.b]"),
+            &[Assignment::of(&["pins", "a"], "files", files(&[("a-1.1-py3-none-any.whl", "22")]))],
+        )
+        .unwrap();
+        assert_eq!(
+            replaced,
+            "[pins.a]\nversion = \"1.0\"\nfiles = [\n  { file = \"a-1.1-py3-none-any.whl\", sha256 = \"22\" },\n]  # recorded\n\n[pins.b]\nversion = \"2.0\"\n"
+        );
+        let wheels = "[pins.w]\nwheels = [\n  { package = \"a\" },  # a\n]\n";
+        let mut at = Assignment::of(&["pins", "w", "wheels"], "files", files(&[("a-1.0-py3-none-any.whl", "00")]));
+        at.table.push(Segment::Index(0));
+        assert_eq!(
+            apply(wheels, &[at]).unwrap(),
+            "[pins.w]\nwheels = [\n  { package = \"a\", files = [{ file = \"a-1.0-py3-none-any.whl\", sha256 = \"00\" }] },  # a\n]\n"
         );
     }
 }

@@ -8,9 +8,9 @@ use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::GitRemoteError;
 use crate::package_index::wheel::WheelTarget;
 use crate::package_index::{Fit, IndexError, Releases, metadata_cache};
-use crate::pins::PinKind;
+use crate::pins::{HashedFile, PinKind};
 use crate::registry::RegistryError;
-use crate::types::python::{LocalLabel, PackageName, Version};
+use crate::types::python::{FileSha256, LocalLabel, PackageName, Version, WheelName};
 use crate::types::recipe::PinName;
 use crate::types::url::Url;
 
@@ -71,6 +71,47 @@ impl Package {
                 offered: Vec::new(),
             },
         }
+    }
+
+    /// The files pip may install of this package at the pin version `version` on `target`
+    /// (every wheel that fits when there is no target), yanked ones too (an exact pin may take
+    /// one), each with the sha256 its index lists, in name order; the names of the fitting
+    /// files the index lists no sha256 for as the error.
+    pub fn hashed_files(
+        &self,
+        version: &Version,
+        target: Option<&WheelTarget>,
+    ) -> Result<Vec<HashedFile>, Vec<String>> {
+        let parsed = self.parsed_at(version);
+        let mut files = Vec::new();
+        let mut unlisted = Vec::new();
+        for file in self
+            .releases
+            .files
+            .iter()
+            .filter(|file| Some(&file.version) == parsed.as_ref())
+            .filter(|file| {
+                target.map_or(file.name.ends_with(".whl"), |target| {
+                    target.fits_wheel(&file.name)
+                        && file
+                            .requires_python
+                            .as_deref()
+                            .is_none_or(|requires| target.requires_python_holds(requires))
+                })
+            })
+        {
+            let name = WheelName::from_str(&file.name);
+            let sha256 = file.sha256.as_deref().map(FileSha256::from_str);
+            match (name, sha256) {
+                (Ok(file), Some(Ok(sha256))) => files.push(HashedFile { file, sha256 }),
+                _ => unlisted.push(file.name.clone()),
+            }
+        }
+        if !unlisted.is_empty() {
+            return Err(unlisted);
+        }
+        files.sort();
+        Ok(files)
     }
 
     pub(super) fn parsed_at(&self, version: &Version) -> Option<pep440_rs::Version> {

@@ -37,7 +37,13 @@ pub fn pin_list(recipe: &Recipe, printer: &Printer) {
 }
 
 fn source_summary(pin: &Pin) -> String {
+    let unhashed = pin.unhashed().len();
     let mut summary = match &pin.source {
+        Source::Python(PythonSource {
+            package,
+            install: true,
+            ..
+        }) if unhashed > 0 => format!("{package} (no sha256)"),
         Source::Python(PythonSource {
             package,
             install: true,
@@ -54,11 +60,10 @@ fn source_summary(pin: &Pin) -> String {
                 .map(|wheel| wheel.package.to_string())
                 .collect::<Vec<_>>()
                 .join(" + ");
-            let unhashed = crate::pins::unhashed(wheels).len();
-            match (url, unhashed) {
-                (None, _) => packages,
-                (Some(_), 0) => format!("{packages} by URL"),
-                (Some(_), unhashed) => format!("{packages} by URL ({unhashed} without sha256)"),
+            let by = if url.is_some() { " by URL" } else { "" };
+            match unhashed {
+                0 => format!("{packages}{by}"),
+                unhashed => format!("{packages}{by} ({unhashed} without sha256)"),
             }
         }
         Source::Git(GitSource { url, branch, rev }) => {
@@ -99,12 +104,14 @@ fn pin_json(pin: &Pin) -> Value {
             install,
             index,
             shim,
+            files,
         }) => json!({
             "package": package.as_str(),
             "version": version.as_str(),
             "install": install,
             "index": index.as_ref().map(|index| index.as_str()),
             "shim": shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
+            "files": files_json(files),
         }),
         Source::Wheels(WheelSet {
             version,
@@ -123,6 +130,8 @@ fn pin_json(pin: &Pin) -> Value {
                     if let Some(download) = wheel.url(url.as_ref(), version) {
                         fields["url"] = json!(download.as_str());
                         fields["sha256"] = json!(wheel.sha256.as_ref().map(|hash| hash.as_str()));
+                    } else {
+                        fields["files"] = files_json(&wheel.files);
                     }
                     fields
                 }).collect::<Vec<_>>(),
@@ -146,4 +155,12 @@ fn pin_json(pin: &Pin) -> Value {
         target.extend(extra);
     }
     value
+}
+
+/// Recorded index files as `[{ "file", "sha256" }]`.
+fn files_json(files: &[crate::pins::HashedFile]) -> Value {
+    files
+        .iter()
+        .map(|file| json!({ "file": file.file.as_str(), "sha256": file.sha256.as_str() }))
+        .collect()
 }

@@ -103,7 +103,7 @@ impl PackageIndex for SimpleIndex {
         } else if content_type.contains("json") {
             parse_simple_json(package, &body, &url).map_err(invalid)
         } else if content_type.contains("html") || body.trim_start().starts_with('<') {
-            Ok(parse_simple_html(package, &body))
+            Ok(parse_simple_html(package, &body, &url))
         } else {
             Err(invalid(format!("unexpected content type {content_type:?}")))
         }
@@ -139,20 +139,12 @@ impl SimpleIndex {
     }
 }
 
-/// `url` made absolute against the page it was found on.
+/// `url` resolved against the page it was found on, as RFC 3986 resolves a reference (`../`
+/// segments included); as it is when either does not parse.
 fn absolute(page: &str, url: &str) -> String {
-    if url.contains("://") {
-        return url.to_owned();
-    }
-    let scheme_end = page.find("://").map_or(0, |at| at + 3);
-    if url.starts_with('/') {
-        let host_end = page[scheme_end..]
-            .find('/')
-            .map_or(page.len(), |at| scheme_end + at);
-        return format!("{}{url}", &page[..host_end]);
-    }
-    let folder = page.rfind('/').map_or(page, |at| &page[..=at]);
-    format!("{folder}{url}")
+    url::Url::parse(page)
+        .and_then(|base| base.join(url))
+        .map_or_else(|_| url.to_owned(), String::from)
 }
 
 #[derive(Deserialize)]
@@ -215,15 +207,8 @@ fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Re
                 .hashes
                 .get("sha256")
                 .map(String::as_str)
-                .or_else(|| {
-                    listed
-                        .url
-                        .as_deref()?
-                        .split_once("#sha256=")
-                        .map(|(_, hash)| hash)
-                })
-                .filter(|hash| hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
-                .map(str::to_ascii_lowercase);
+                .and_then(checked_sha256)
+                .or_else(|| listed.url.as_deref().and_then(fragment_sha256));
             file.metadata = match &listed.core_metadata {
                 serde_json::Value::Bool(offered) => *offered,
                 serde_json::Value::Object(_) => true,
@@ -247,10 +232,11 @@ fn parse_json_api(package: &PackageName, body: &str) -> Result<Releases, String>
     ))
 }
 
-/// Reads the anchors of a PEP 503 page: the text of each `<a>` is the file name (else the last
-/// segment of its `href`); `data-yanked` marks a yanked file.
-fn parse_simple_html(package: &PackageName, body: &str) -> Releases {
-    let mut files: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+/// Reads the anchors of a PEP 503 page at `page`: the text of each `<a>` is the file name (else
+/// the last segment of its `href`); `data-yanked` marks a yanked file; the `href` is where the
+/// file is, and its `#sha256=` fragment the file's hash.
+fn parse_simple_html(package: &PackageName, body: &str, page: &str) -> Releases {
+    let mut files: Vec<(String, Option<String>, Option<String>, Option<String>)> = Vec::new();
     let mut rest = body;
     while let Some(start) = find_ascii_case_insensitive(rest, "<a ") {
         rest = &rest[start..];
@@ -267,15 +253,34 @@ fn parse_simple_html(package: &PackageName, body: &str) -> Releases {
         let yanked = attribute(tag, "data-yanked").map(|reason| html_unescape(&reason));
         let requires_python =
             attribute(tag, "data-requires-python").map(|range| html_unescape(&range));
-        files.push((name, yanked, requires_python));
+        let href = attribute(tag, "href").map(|href| html_unescape(&href));
+        files.push((name, yanked, requires_python, href));
         rest = &after[text_end..];
     }
-    Releases::from_files(
+    let mut releases = Releases::from_files(
         package,
-        files.iter().map(|(name, yanked, requires_python)| {
+        files.iter().map(|(name, yanked, requires_python, _)| {
             (name.as_str(), yanked.as_deref(), requires_python.as_deref())
         }),
-    )
+    );
+    for file in &mut releases.files {
+        if let Some((.., Some(href))) = files.iter().find(|(name, ..)| *name == file.name) {
+            file.url = Some(absolute(page, href));
+            file.sha256 = fragment_sha256(href);
+        }
+    }
+    releases
+}
+
+/// The sha256 a file's URL carries in its `#sha256=` fragment (PEP 503), if it is one.
+fn fragment_sha256(url: &str) -> Option<String> {
+    checked_sha256(url.split_once("#sha256=")?.1)
+}
+
+/// `hash` as 64 lowercase hex digits, if it is a sha256 at all.
+fn checked_sha256(hash: &str) -> Option<String> {
+    (hash.len() == 64 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()))
+        .then(|| hash.to_ascii_lowercase())
 }
 
 /// The value of `name` in an HTML tag: `Some("")` for a bare attribute, `None` when absent.
@@ -402,8 +407,19 @@ mod tests {
 <A href="flashinfer_jit_cache-0.6.15%2Bcu130-cp39-abi3-linux_aarch64.whl"></A>
 <a href="x" data-yanked="broken">flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-linux_aarch64.whl</a>
 </body></html>"#;
-        let releases = parse_simple_html(&package("flashinfer-jit-cache"), page);
+        let releases = parse_simple_html(
+            &package("flashinfer-jit-cache"),
+            &page.replace("sha256=00", &format!("sha256={}", "AB".repeat(32))),
+            "https://flashinfer.ai/whl/cu130/flashinfer-jit-cache/",
+        );
         let versions: Vec<String> = releases.versions.iter().map(ToString::to_string).collect();
         assert_eq!(versions, ["0.6.14+cu130", "0.6.15+cu130"]);
+        let first = &releases.files[0];
+        assert_eq!(first.sha256.as_deref(), Some("ab".repeat(32).as_str()));
+        assert_eq!(
+            first.url.as_deref().map(|url| url.split('#').next().unwrap()),
+            Some("https://flashinfer.ai/whl/flashinfer_jit_cache-0.6.14%2Bcu130-cp39-abi3-linux_aarch64.whl")
+        );
+        assert_eq!(releases.files[1].sha256, None);
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::str::FromStr;
 use std::path::{Path, PathBuf};
 
 use toml::Spanned;
@@ -16,7 +17,7 @@ use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::{Url, UrlTemplate};
 
 use super::pin::{AssertSource, GitSource, PythonSource, WheelSet};
-use super::pin::{Denied, Pin, Shim, Source, Wheel};
+use super::pin::{Denied, HashedFile, Pin, Shim, Source, Wheel};
 use super::recipe::{
     Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
 };
@@ -470,13 +471,28 @@ impl Loader<'_> {
         let kind = raw.kind;
         let version = raw.version.clone();
         let source = match kind {
-            PinKind::Python => Source::Python(PythonSource {
-                package: raw.package.expect("required"),
-                version: version.expect("required").into_inner(),
-                install: raw.install.unwrap_or(true),
-                index: raw.index,
-                shim: raw.shim.map(|shim| self.shim(shim)).transpose()?,
-            }),
+            PinKind::Python => {
+                let package = raw.package.expect("required");
+                let version = version.expect("required").into_inner();
+                let install = raw.install.unwrap_or(true);
+                if !install && raw.files.is_some() {
+                    return Err(self.error(
+                        span,
+                        format!("pin `{name}` installs nothing (install = false) but records `files`"),
+                        "drop `files`: the base supplies the package, and nothing is downloaded",
+                    ));
+                }
+                let owner = format!("pin `{name}`");
+                let files = self.hashed_files(&owner, &name, &package, version.as_str(), raw.files, &span)?;
+                Source::Python(PythonSource {
+                    package,
+                    version,
+                    install,
+                    index: raw.index,
+                    shim: raw.shim.map(|shim| self.shim(shim)).transpose()?,
+                    files,
+                })
+            }
             PinKind::Wheels => self.wheel_set(
                 &name,
                 version.expect("required").into_inner(),
@@ -595,7 +611,7 @@ impl Loader<'_> {
                 "list at least one { package = \"...\" }",
             ));
         }
-        let wheels = self.wheels(name, url.as_ref(), raw_wheels, span)?;
+        let wheels = self.wheels(name, &version, url.as_ref(), raw_wheels, span)?;
         if releases.is_some() && url.is_none() {
             return Err(self.error(
                 span.clone(),
@@ -617,6 +633,7 @@ impl Loader<'_> {
     fn wheels(
         &self,
         name: &PinName,
+        version: &Version,
         url: Option<&UrlTemplate>,
         raw: Vec<schema::RawWheel>,
         span: &Range<usize>,
@@ -690,15 +707,72 @@ impl Loader<'_> {
                 }
                 (None, None) => {}
             }
+            if url.is_some() && wheel.files.is_some() {
+                return refuse(
+                    format!(
+                        "wheel `{package}` of set `{name}` has `files`, but the set is downloaded from its `url`"
+                    ),
+                    "a downloaded file's hash is its `sha256`; `files` records what an index offers",
+                );
+            }
+            let owner = format!("wheel `{package}` of set `{name}`");
+            let at = match &local {
+                Some(local) => format!("{version}+{local}"),
+                None => version.to_string(),
+            };
+            let files = self.hashed_files(&owner, name, &package, &at, wheel.files, span)?;
             wheels.push(Wheel {
                 package,
                 local,
                 index: wheel.index,
                 file: wheel.file,
                 sha256: wheel.sha256,
+                files,
             });
         }
         Ok(wheels)
+    }
+
+    /// The `files` recorded for `package` at `version` (the version its files carry, local
+    /// label included): each a wheel of that package and version, each named once.
+    fn hashed_files(
+        &self,
+        owner: &str,
+        pin: &PinName,
+        package: &PackageName,
+        version: &str,
+        raw: Option<Vec<schema::RawHashedFile>>,
+        span: &Range<usize>,
+    ) -> Result<Vec<HashedFile>, LoadError> {
+        let wanted = pep440_rs::Version::from_str(version).ok();
+        let mut files: Vec<HashedFile> = Vec::new();
+        for raw in raw.unwrap_or_default() {
+            let found = crate::package_index::version_of_file(package, raw.file.as_str());
+            if found.is_none() || found != wanted {
+                return Err(self.error(
+                    span.clone(),
+                    format!(
+                        "{owner}: recorded file {} is not a wheel of {package} {version}",
+                        raw.file
+                    ),
+                    format!(
+                        "`forge pin bump {pin} --to VERSION` records the files of the version it moves to; drop `files` to install the pin unchecked"
+                    ),
+                ));
+            }
+            if files.iter().any(|file| file.file == raw.file) {
+                return Err(self.error(
+                    span.clone(),
+                    format!("{owner}: file {} is recorded twice", raw.file),
+                    "keep one entry per file",
+                ));
+            }
+            files.push(HashedFile {
+                file: raw.file,
+                sha256: raw.sha256,
+            });
+        }
+        Ok(files)
     }
 
     /// The keys of `raw` are those its kind takes, and those it needs are there.
@@ -713,7 +787,7 @@ impl Loader<'_> {
             PinKind::Python => (
                 &[
                     "package", "module", "version", "install", "index", "group", "deny", "allow",
-                    "shim",
+                    "shim", "files",
                 ],
                 &["package", "version"],
             ),

@@ -29,8 +29,8 @@ mod schema;
 
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{
-    AssertSource, Denied, Distribution, GitSource, Pin, PythonSource, Shim, Source, Wheel,
-    WheelSet, unhashed,
+    AssertSource, Denied, Distribution, GitSource, HashedFile, Pin, PythonSource, Shim, Source,
+    Wheel, WheelSet,
 };
 pub use recipe::{
     Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,

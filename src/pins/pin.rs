@@ -5,6 +5,7 @@ use crate::types::dockerfile::Text;
 use crate::types::git::{BranchName, GitRev};
 use crate::types::python::{
     FileSha256, Identifier, LocalLabel, ModulePath, PackageName, Specifiers, Version, WheelFile,
+    WheelName,
 };
 use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::{Url, UrlTemplate};
@@ -35,6 +36,18 @@ impl Pin {
             self.source,
             Source::Assert(_) | Source::Python(PythonSource { install: false, .. })
         )
+    }
+
+    /// The distributions the layer installs without a hash pip checks (none for a pin that
+    /// installs nothing).
+    pub fn unhashed(&self) -> Vec<String> {
+        match &self.source {
+            Source::Python(python) if python.install && python.files.is_empty() => {
+                vec![python.package.to_string()]
+            }
+            Source::Wheels(set) => set.unhashed(),
+            _ => Vec::new(),
+        }
     }
 
     /// The kind, as written in pins.toml.
@@ -165,6 +178,9 @@ pub struct PythonSource {
     pub index: Option<Url>,
     /// A re-export shim appended to one of its modules.
     pub shim: Option<Shim>,
+    /// Every file of `version` pip may install on the image, with its sha256 (empty until
+    /// `forge pin bump` records them).
+    pub files: Vec<HashedFile>,
 }
 
 /// Wheels that always share one version.
@@ -216,6 +232,30 @@ pub struct Wheel {
     pub file: Option<WheelFile>,
     /// The sha256 of that file at the set's version, once recorded.
     pub sha256: Option<FileSha256>,
+    /// From an index: every file of its version pip may install on the image, with its sha256
+    /// (empty until `forge pin bump` records them).
+    pub files: Vec<HashedFile>,
+}
+
+/// One file of a version on an index that pip may install, and its sha256: what pip's `--hash`
+/// checks the download against.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HashedFile {
+    /// The file name, as the index lists it.
+    pub file: WheelName,
+    /// Its sha256.
+    pub sha256: FileSha256,
+}
+
+impl Wheel {
+    /// Whether pip checks what it installs for this wheel: a downloaded file's `sha256`, or the
+    /// files recorded from its index.
+    pub fn hashed(&self) -> bool {
+        match self.file {
+            Some(_) => self.sha256.is_some(),
+            None => !self.files.is_empty(),
+        }
+    }
 }
 
 impl Wheel {
@@ -244,13 +284,16 @@ impl Wheel {
     }
 }
 
-/// The packages of `wheels` downloaded without a recorded sha256.
-pub fn unhashed(wheels: &[Wheel]) -> Vec<String> {
-    wheels
-        .iter()
-        .filter(|wheel| wheel.file.is_some() && wheel.sha256.is_none())
-        .map(|wheel| wheel.package.to_string())
-        .collect()
+impl WheelSet {
+    /// The packages of the set pip installs without a hash to check: a downloaded file with no
+    /// `sha256`, a wheel from an index with no recorded `files`.
+    pub fn unhashed(&self) -> Vec<String> {
+        self.wheels
+            .iter()
+            .filter(|wheel| !wheel.hashed())
+            .map(|wheel| wheel.package.to_string())
+            .collect()
+    }
 }
 
 /// A module shim: a file appended to an installed module to restore names it lost.

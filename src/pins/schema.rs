@@ -14,7 +14,7 @@ use crate::types::git::{BranchName, GitRev};
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag, TagPattern};
 use crate::types::python::{
     FileSha256, Identifier, LocalLabel, ModulePath, PackageName, PythonExpr, PythonVersion,
-    Specifiers, Version, WheelFile,
+    Specifiers, Version, WheelFile, WheelName,
 };
 use crate::types::recipe::{ContextPath, Date, FixName, PinName, RecipePath};
 use crate::types::url::{Url, UrlTemplate};
@@ -170,6 +170,8 @@ pub(crate) struct RawPin {
     pub url: Option<UrlTemplate>,
     /// Where a wheel set downloaded by URL lists its versions (a GitHub releases API URL).
     pub releases: Option<Url>,
+    /// The files pip may install from the index at `version`, each with its sha256.
+    pub files: Option<Vec<RawHashedFile>>,
     pub branch: Option<BranchName>,
     pub rev: Option<GitRev>,
     pub probe: Option<Probe>,
@@ -196,6 +198,7 @@ impl RawPin {
         note(self.wheels.is_some(), "wheels");
         note(self.url.is_some(), "url");
         note(self.releases.is_some(), "releases");
+        note(self.files.is_some(), "files");
         note(self.branch.is_some(), "branch");
         note(self.rev.is_some(), "rev");
         note(self.probe.is_some(), "probe");
@@ -228,6 +231,16 @@ pub(crate) struct RawWheel {
     pub file: Option<WheelFile>,
     /// The sha256 of that file at the pin's version.
     pub sha256: Option<FileSha256>,
+    /// From an index: the files pip may install at the set's version, each with its sha256.
+    pub files: Option<Vec<RawHashedFile>>,
+}
+
+/// `{ file = "NAME-VERSION-...whl", sha256 = "HEX" }`: one file of a version on an index.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHashedFile {
+    pub file: WheelName,
+    pub sha256: FileSha256,
 }
 
 #[derive(Debug, Deserialize)]

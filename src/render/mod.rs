@@ -116,24 +116,28 @@ impl Advise for RenderError {
 
 crate::advised!(RenderError);
 
-/// What the render installs unchecked: for each wheel set downloaded from a URL, the wheels
-/// with no recorded sha256, as a warning to show with the render.
+/// What the render installs unchecked: for each pin, the distributions pip installs with no
+/// recorded sha256, as a warning to show with the render.
 pub fn unhashed_warnings(recipe: &Recipe) -> Vec<String> {
     recipe
         .pins
         .pins
         .values()
         .filter_map(|pin| {
-            let set = pin.wheel_set()?;
-            let unhashed = crate::pins::unhashed(&set.wheels);
+            let unhashed = pin.unhashed();
+            let version = pin.version()?;
+            let how = if pin.wheel_set().is_some_and(|set| set.url.is_some()) {
+                "downloads and records them"
+            } else {
+                "records every file of the version its index offers"
+            };
             (!unhashed.is_empty()).then(|| {
                 format!(
-                    "pin `{}`: no sha256 recorded for {}, so the Dockerfile installs {} unchecked (`forge pin bump {} --to {}` downloads and records them)",
+                    "pin `{}`: no sha256 recorded for {}, so the Dockerfile installs {} unchecked (`forge pin bump {} --to {version}` {how})",
                     pin.name,
                     unhashed.join(", "),
                     if unhashed.len() == 1 { "it" } else { "them" },
                     pin.name,
-                    set.version
                 )
             })
         })

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
+use crate::pins::{AssertSource, GitSource, PythonSource};
 use crate::pins::{Fix, Mutability, Pin, Source};
 use crate::recipe::Recipe;
 
@@ -73,6 +73,11 @@ enum SourceView {
         package: String,
         version: String,
         requirement: String,
+        /// Its line of a requirements file, quoted for the shell: the requirement with a
+        /// `--hash` for every recorded file (`printf '%s\n' LINE... | pip install -r /dev/stdin`).
+        line: String,
+        /// Whether every file pip may take has a recorded sha256 (`--require-hashes` holds).
+        hashed: bool,
         install: bool,
         index: Option<String>,
         shim: Option<ShimView>,
@@ -80,9 +85,11 @@ enum SourceView {
     Wheels {
         version: String,
         wheels: Vec<WheelView>,
-        /// The packages downloaded without a recorded sha256 (pip installs them unchecked):
-        /// the template says so where it installs them.
+        /// The packages without a recorded sha256 (pip installs them unchecked): the
+        /// template says so where it installs them.
         unhashed: Vec<String>,
+        /// Whether every wheel has its hashes (`--require-hashes` holds).
+        hashed: bool,
         /// Where the files are downloaded from (`{version}`, `{file}`), if not from an index.
         url: Option<String>,
     },
@@ -111,9 +118,14 @@ struct ShimView {
 struct WheelView {
     package: String,
     version: String,
-    /// What pip installs: `package==version` from an index, or the file's URL with
-    /// `#sha256=HEX` (which pip checks the download against) when the set has a `url`.
+    /// What pip installs: `package==version` from an index, or the file's URL when the set
+    /// has a `url`.
     requirement: String,
+    /// Its line of a requirements file, quoted for the shell: the requirement with a `--hash`
+    /// for each recorded sha256.
+    line: String,
+    /// Whether it has a recorded sha256.
+    hashed: bool,
     index: Option<String>,
     /// The file's URL, for a set downloaded from a `url`.
     url: Option<String>,
@@ -218,19 +230,34 @@ fn wheel_view(
     url: Option<&crate::types::url::UrlTemplate>,
 ) -> WheelView {
     let download = wheel.url(url, version);
-    let requirement = match (&download, &wheel.sha256) {
-        (Some(download), Some(sha256)) => format!("{download}#sha256={sha256}"),
-        (Some(download), None) => download.to_string(),
-        (None, _) => format!("{}=={}", wheel.package, wheel.version(version)),
+    let requirement = match &download {
+        Some(download) => download.to_string(),
+        None => format!("{}=={}", wheel.package, wheel.version(version)),
+    };
+    let hashes: Vec<&str> = match &download {
+        Some(_) => wheel.sha256.iter().map(|sha256| sha256.as_str()).collect(),
+        None => wheel.files.iter().map(|file| file.sha256.as_str()).collect(),
     };
     WheelView {
         package: wheel.package.to_string(),
         version: wheel.version(version),
+        line: requirements_line(&requirement, &hashes),
+        hashed: wheel.hashed(),
         requirement,
         index: wheel.index.as_ref().map(ToString::to_string),
         url: download.as_ref().map(ToString::to_string),
         sha256: wheel.sha256.as_ref().map(ToString::to_string),
     }
+}
+
+/// `requirement --hash=sha256:HEX ...` in single quotes: one line of a requirements file as a
+/// shell word. Requirements, URLs and hashes have passed grammars without quotes.
+fn requirements_line(requirement: &str, hashes: &[&str]) -> String {
+    let mut line = requirement.to_owned();
+    for hash in hashes {
+        line.push_str(&format!(" --hash=sha256:{hash}"));
+    }
+    format!("'{line}'")
 }
 
 impl PinView {
@@ -252,10 +279,19 @@ impl PinView {
                 install,
                 index,
                 shim,
+                files,
             }) => SourceView::Python {
                 package: package.to_string(),
                 version: version.to_string(),
                 requirement: format!("{package}=={version}"),
+                line: requirements_line(
+                    &format!("{package}=={version}"),
+                    &files
+                        .iter()
+                        .map(|file| file.sha256.as_str())
+                        .collect::<Vec<_>>(),
+                ),
+                hashed: !files.is_empty(),
                 install: *install,
                 index: index.as_ref().map(ToString::to_string),
                 shim: shim.as_ref().map(|shim| ShimView {
@@ -266,19 +302,16 @@ impl PinView {
                     gate: gate::with_fixes(gate::for_shim(shim), fixes.iter().copied()),
                 }),
             },
-            Source::Wheels(WheelSet {
-                version,
-                wheels,
-                url,
-                ..
-            }) => SourceView::Wheels {
-                version: version.to_string(),
-                wheels: wheels
+            Source::Wheels(set) => SourceView::Wheels {
+                version: set.version.to_string(),
+                wheels: set
+                    .wheels
                     .iter()
-                    .map(|wheel| wheel_view(wheel, version, url.as_ref()))
+                    .map(|wheel| wheel_view(wheel, &set.version, set.url.as_ref()))
                     .collect(),
-                unhashed: crate::pins::unhashed(wheels),
-                url: url.as_ref().map(ToString::to_string),
+                unhashed: set.unhashed(),
+                hashed: set.unhashed().is_empty(),
+                url: set.url.as_ref().map(ToString::to_string),
             },
             Source::Git(GitSource { url, branch, rev }) => SourceView::Git {
                 url: url.to_string(),

@@ -379,8 +379,54 @@ impl FromStr for WheelFile {
     }
 }
 
+/// The name of one wheel file as an index lists it, such as
+/// `apache_tvm_ffi-0.1.11-cp312-abi3-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl`: the
+/// wheel file name grammar (`NAME-VERSION[-BUILD]-PYTHON-ABI-PLATFORM.whl`, each part letters,
+/// digits, `.`, `_` or `+`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WheelName(String);
+string_newtype!(WheelName);
+
+impl WheelName {
+    /// The version part, as the file spells it (`0.1.11`, `0.6.14+cu130`).
+    pub fn version(&self) -> &str {
+        self.0.split('-').nth(1).unwrap_or_default()
+    }
+
+    /// The distribution part, as the file spells it (`apache_tvm_ffi`).
+    pub fn distribution(&self) -> &str {
+        self.0.split('-').next().unwrap_or_default()
+    }
+}
+
+impl FromStr for WheelName {
+    type Err = GrammarError;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let parts: Option<Vec<&str>> = value
+            .strip_suffix(".whl")
+            .map(|stem| stem.split('-').collect());
+        let ok = parts.is_some_and(|parts| {
+            (5..=6).contains(&parts.len())
+                && parts.iter().all(|part| {
+                    all_chars(part, |c| {
+                        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+')
+                    }) && !part.starts_with('.')
+                })
+        });
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(GrammarError::new(
+                "wheel file name",
+                value,
+                "expected NAME-VERSION[-BUILD]-PYTHON-ABI-PLATFORM.whl, each part letters, digits, '.', '_' or '+'",
+            ))
+        }
+    }
+}
+
 /// The sha256 of a file, 64 lowercase hex digits, as pip's `#sha256=` and `--hash` take it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FileSha256(String);
 string_newtype!(FileSha256);
 

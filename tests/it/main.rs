@@ -14,6 +14,7 @@ mod fixes;
 mod fuzz_replay;
 mod git_pin_series;
 mod hostile;
+mod index_hashes;
 mod journeys;
 mod json;
 mod patch;

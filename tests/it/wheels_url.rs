@@ -1,11 +1,9 @@
 //! A wheel set downloaded from a URL template (a project's release assets) instead of an index:
-//! each wheel's file is installed as `URL#sha256=HEX`, and pip itself is the judge that this
+//! each wheel's file is installed as `URL --hash=sha256:HEX`, and pip itself is the judge that this
 //! refuses a changed file. A wheel without a recorded hash is named in the render and in a
 //! warning, never installed silently.
 
-use std::process::Command;
-
-use crate::support::assert_hadolint_passes;
+use crate::support::{assert_hadolint_passes, pip};
 use crate::support::release::{ReleaseServer, sha256_hex, wheel};
 use crate::support::{TestContext, assert_contains};
 use crate::support::{forge, outdated_row};
@@ -45,44 +43,14 @@ fn recipe_on(server: &ReleaseServer, marker: &str) -> (TestContext, Vec<String>)
     (context, hashes)
 }
 
-/// The arguments of the rendered FlashInfer step's `pip install` that name downloads.
+/// The requirement lines of the rendered FlashInfer step: each file's URL, with its `--hash`.
 fn downloads(dockerfile: &str) -> Vec<String> {
-    let line = dockerfile
-        .lines()
-        .find(|line| line.starts_with("RUN python3 -m pip install") && line.contains("flashinfer"))
-        .expect("the FlashInfer install step");
-    line.split_whitespace()
-        .filter(|word| word.starts_with("http"))
-        .map(str::to_owned)
-        .collect()
+    pip::requirement_lines(dockerfile, "flashinfer")
 }
 
-/// Runs pip as the rendered step does (`--no-cache-dir --no-deps`), on `requirements`, into a
-/// scratch folder for the image's platform, with no configuration of this machine.
-fn pip_install(requirements: &[String]) -> std::process::Output {
-    let target = tempfile::tempdir().expect("a scratch folder");
-    Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--isolated",
-            "--no-cache-dir",
-            "--no-deps",
-        ])
-        .args(["--disable-pip-version-check", "--only-binary=:all:"])
-        .args([
-            "--platform",
-            "manylinux_2_28_aarch64",
-            "--python-version",
-            "3.12",
-        ])
-        .arg("--target")
-        .arg(target.path())
-        .args(requirements)
-        .env("PIP_CONFIG_FILE", "/dev/null")
-        .output()
-        .expect("python3 -m pip runs")
+/// The rendered FlashInfer step's pip command, run by pip on this machine.
+fn pip_install(dockerfile: &str) -> std::process::Output {
+    pip::run_step(dockerfile, "flashinfer", None)
 }
 
 #[test]
@@ -91,7 +59,7 @@ fn each_wheel_installs_by_url_and_sha256_and_pip_refuses_a_changed_file() {
     let (context, hashes) = recipe_on(&server, "released");
     let run = context.forge(&["render"]).expect_code(0);
     let rendered = downloads(&run.stdout);
-    let installed = pip_install(&rendered);
+    let installed = pip_install(&run.stdout);
     assert!(
         installed.status.success(),
         "pip installs the files whose hashes were recorded:\n{}",
@@ -100,7 +68,7 @@ fn each_wheel_installs_by_url_and_sha256_and_pip_refuses_a_changed_file() {
     // The release is replaced by another build: same names, other bytes.
     let [python, ..] = flashinfer_files("0.6.14");
     server.publish("0.6.14", &python, &wheel(&python, "replaced"));
-    let refused = pip_install(&rendered);
+    let refused = pip_install(&run.stdout);
     assert!(
         !refused.status.success(),
         "pip must refuse the changed file"
@@ -123,7 +91,7 @@ fn each_wheel_installs_by_url_and_sha256_and_pip_refuses_a_changed_file() {
     let wanted: Vec<String> = flashinfer_files("0.6.14")
         .iter()
         .zip(&hashes)
-        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.14", file)))
+        .map(|(file, hash)| format!("{} --hash=sha256:{hash}", server.url("0.6.14", file)))
         .collect();
     assert_eq!(rendered, wanted);
     assert_hadolint_passes(&run.stdout);
@@ -146,7 +114,7 @@ fn a_wheel_without_a_hash_is_named_in_the_render_and_a_warning() {
     );
     let urls = downloads(&run.stdout);
     assert_eq!(urls[1], server.url("0.6.14", &cubin));
-    assert!(urls[0].contains("#sha256=") && urls[2].contains("#sha256="));
+    assert!(urls[0].contains(" --hash=sha256:") && urls[2].contains(" --hash=sha256:"));
     assert_hadolint_passes(&run.stdout);
 }
 
@@ -319,14 +287,15 @@ fn pin_bump_to_downloads_every_file_and_records_its_sha256() {
     );
 
     // The committed render installs each file by its hash, and pip holds the release to it.
-    let rendered = downloads(&context.read("ci/Dockerfile.rendered"));
+    let committed = context.read("ci/Dockerfile.rendered");
+    let rendered = downloads(&committed);
     let wanted: Vec<String> = flashinfer_files("0.6.15")
         .iter()
         .zip(&hashes)
-        .map(|(file, hash)| format!("{}#sha256={hash}", server.url("0.6.15", file)))
+        .map(|(file, hash)| format!("{} --hash=sha256:{hash}", server.url("0.6.15", file)))
         .collect();
     assert_eq!(rendered, wanted);
-    assert!(pip_install(&rendered).status.success());
+    assert!(pip_install(&committed).status.success());
     let render = context.forge(&["render"]).expect_code(0);
     assert!(!render.stderr.contains("sha256"), "{}", render.stderr);
 }

@@ -2,11 +2,13 @@
 //! its own version (`bump::group`), and the move says why each member lands where it does.
 
 use super::version::join;
-use super::{Constraints, Move, PinBumpOptions, refused};
+use super::{Constraints, Move, PinBumpOptions, files, refused};
 use crate::bump::edit::Assignment;
 use crate::bump::group::{self, GroupPlan, MemberPlan};
 use crate::bump::{Candidate, Upstream, VersionOffer, VersionRefusal};
-use crate::pins::Pin;
+use crate::diagnostics::CheckFailed;
+use crate::pins::{Pin, Pins};
+use crate::types::recipe::PinName;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::python::Version;
@@ -18,7 +20,7 @@ pub(super) fn plan_newest(
     offer: &mut VersionOffer,
     upstream: &Upstream<'_>,
     printer: &Printer,
-) -> Option<Move> {
+) -> anyhow::Result<Option<Move>> {
     let plan = group::plan(&recipe.pins, offer, upstream, None, false);
     explain(&plan, printer);
     if plan.moves().is_empty() {
@@ -37,10 +39,10 @@ pub(super) fn plan_newest(
                 }
             ),
         );
-        return None;
+        return Ok(None);
     }
     super::report_from_base(offer, &plan.moves(), printer);
-    Some(group_move(offer, &plan))
+    Ok(Some(group_move(&recipe.pins, offer, &plan, None)?))
 }
 
 /// The group's move with `pin` at `version` (`--to`): the others stay where they can, else move
@@ -67,7 +69,9 @@ pub(super) fn plan_to(
         return Err(refused(&pin.name, version, &refusals).into());
     }
     explain(&plan, printer);
-    if plan.moves().is_empty() {
+    // `--to` where the pin stands records the files its index offers there.
+    let planned = group_move(&recipe.pins, offer, &plan, Some(&pin.name))?;
+    if planned.assignments.is_empty() {
         printer.status(
             "Fresh",
             format_args!("{} is already at {version}", pin.name),
@@ -75,7 +79,7 @@ pub(super) fn plan_to(
         return Ok(None);
     }
     super::report_from_base(offer, &plan.moves(), printer);
-    Ok(Some(group_move(offer, &plan)))
+    Ok(Some(planned))
 }
 
 /// Says, for each member but the ones that simply move to their newest version, why it lands
@@ -137,23 +141,40 @@ pub fn held_back(member: &MemberPlan) -> String {
         .join("; ")
 }
 
-fn group_move(offer: &VersionOffer, plan: &GroupPlan) -> Move {
-    let moves = plan.moves();
-    let assignments = moves
-        .iter()
-        .map(|(member, version)| {
-            Assignment::new(
-                &["pins", member.as_str()],
+/// The group's move: each moving member's version and the files it records there, and the
+/// files of `named` (the pin `--to` names) where it lands even when it stays.
+fn group_move(
+    pins: &Pins,
+    offer: &VersionOffer,
+    plan: &GroupPlan,
+    named: Option<&PinName>,
+) -> Result<Move, CheckFailed> {
+    let mut assignments = Vec::new();
+    for member in &plan.members {
+        if member.moves() {
+            assignments.push(Assignment::new(
+                &["pins", member.pin.as_str()],
                 "version",
-                offer.pin_version(member, version),
-            )
+                offer.pin_version(&member.pin, &member.to),
+            ));
+        }
+        if member.moves() || named == Some(&member.pin) {
+            assignments.extend(files::assignments(pins, offer, &member.pin, &member.to)?);
+        }
+    }
+    let moves = plan.moves();
+    let (first, first_to) = moves
+        .first()
+        .cloned()
+        .or_else(|| {
+            let member = plan.member(named?)?;
+            Some((member.pin.clone(), member.to.clone()))
         })
-        .collect();
-    let (first, first_to) = &moves[0];
+        .unwrap_or_else(|| (offer.pin.clone(), offer.current.clone()));
     let parts: Vec<String> = plan
         .members
         .iter()
-        .filter(|member| &member.pin != first)
+        .filter(|member| member.pin != first)
         .map(|member| {
             if member.moves() {
                 format!(
@@ -167,12 +188,15 @@ fn group_move(offer: &VersionOffer, plan: &GroupPlan) -> Move {
             }
         })
         .collect();
-    Move {
+    let from = plan
+        .member(&first)
+        .map_or_else(|| offer.current.clone(), |member| member.current.clone());
+    Ok(Move {
         subject: first.to_string(),
-        from: offer.pin_version(first, &plan.member(first).expect("a member").current),
-        to: offer.pin_version(first, first_to),
-        detail: format!("{}: {}", plan.group, parts.join(", ")),
+        from: offer.pin_version(&first, &from),
+        to: offer.pin_version(&first, &first_to),
+        detail: files::detail(format!("{}: {}", plan.group, parts.join(", ")), &assignments),
         assignments,
         patches: Vec::new(),
-    }
+    })
 }

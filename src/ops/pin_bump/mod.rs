@@ -4,6 +4,7 @@
 
 mod base;
 mod download;
+mod files;
 mod git;
 mod group;
 mod version;

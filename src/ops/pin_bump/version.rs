@@ -16,7 +16,7 @@ use crate::recipe::Recipe;
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
-use super::{Constraints, Move, PinBumpOptions, group};
+use super::{Constraints, Move, PinBumpOptions, files, group};
 
 pub(super) fn plan_version(
     recipe: &Recipe,
@@ -36,9 +36,7 @@ pub(super) fn plan_version(
     let force = options.constraints == Constraints::Force;
     let grouped = pin.group.is_some() && !offer.lockstep;
     if grouped && options.to.is_none() {
-        return Ok(group::plan_newest(
-            recipe, pin, &mut offer, upstream, printer,
-        ));
+        return group::plan_newest(recipe, pin, &mut offer, upstream, printer);
     }
     let chosen: Candidate = match &options.to {
         Some(text) => {
@@ -75,11 +73,17 @@ pub(super) fn plan_version(
             }
             warn_yanked(&offer, &version, printer);
             if offer.pin_version(&pin.name, &version) == offer.current.as_str() {
-                printer.status(
-                    "Fresh",
-                    format_args!("{} is already at {version}", pin.name),
-                );
-                return Ok(None);
+                // `--to` where it stands records the files its index offers there, if they
+                // are not what pins.toml holds.
+                let planned = version_move(pins, &offer, &version)?;
+                if planned.assignments.is_empty() {
+                    printer.status(
+                        "Fresh",
+                        format_args!("{} is already at {version}", pin.name),
+                    );
+                    return Ok(None);
+                }
+                return Ok(Some(planned));
             }
             candidate
         }
@@ -104,7 +108,7 @@ pub(super) fn plan_version(
         vec![(pin.name.clone(), chosen.version.clone())]
     };
     report_from_base(&offer, &moves, printer);
-    Ok(Some(version_move(&offer, &chosen.version)))
+    Ok(Some(version_move(pins, &offer, &chosen.version)?))
 }
 
 /// The newest version nothing refuses (or only what `--force` crosses), warning about each newer
@@ -321,31 +325,34 @@ fn target_version(offer: &VersionOffer, text: &str) -> Result<Version, BumpError
     Ok(bare)
 }
 
-fn version_move(offer: &VersionOffer, version: &Version) -> Move {
-    let assignments = offer
-        .members
-        .iter()
-        .map(|member| {
-            Assignment::new(
-                &["pins", member.as_str()],
-                "version",
-                offer.pin_version(member, version),
-            )
-        })
-        .collect();
+/// The move of the offer's members to `version`: each member's version where it changes, and
+/// the files it records there.
+fn version_move(
+    pins: &pins::Pins,
+    offer: &VersionOffer,
+    version: &Version,
+) -> Result<Move, CheckFailed> {
+    let mut assignments = Vec::new();
+    for member in &offer.members {
+        let to = offer.pin_version(member, version);
+        if offer.currents.get(member).is_none_or(|current| current.as_str() != to) {
+            assignments.push(Assignment::new(&["pins", member.as_str()], "version", to));
+        }
+        assignments.extend(files::assignments(pins, offer, member, version)?);
+    }
     let packages: Vec<String> = offer
         .packages
         .iter()
         .map(|package| format!("{} {}", package.name, package.version_at(version)))
         .collect();
-    Move {
+    Ok(Move {
         subject: offer.pin.to_string(),
         from: offer.current.to_string(),
         to: offer.pin_version(&offer.pin, version),
-        detail: packages.join(", "),
+        detail: files::detail(packages.join(", "), &assignments),
         assignments,
         patches: Vec::new(),
-    }
+    })
 }
 
 /// The refusal of a move as a failed check (exit 1), with the hint the reasons call for.

@@ -72,16 +72,22 @@ pub(super) fn apply(
     let edited = edit_recipe(recipe, &planned)?;
     let path = &edited.path;
     let invalidated = steps::invalidated(edited.old_render.as_str(), edited.new_render.as_str());
-    let verb = match options.mode {
-        BumpMode::Write => "Bumping",
-        BumpMode::DryRun => "Would bump",
+    // A move that only records the files of where the pin stands says so.
+    let stays = planned.from == planned.to;
+    let verb = match (options.mode, stays) {
+        (BumpMode::Write, false) => "Bumping",
+        (BumpMode::DryRun, false) => "Would bump",
+        (BumpMode::Write, true) => "Recording",
+        (BumpMode::DryRun, true) => "Would record",
+    };
+    let moved = if stays {
+        planned.from.clone()
+    } else {
+        format!("{} -> {}", planned.from, planned.to)
     };
     printer.status(
         verb,
-        format_args!(
-            "{} {} -> {} ({})",
-            planned.subject, planned.from, planned.to, planned.detail
-        ),
+        format_args!("{} {moved} ({})", planned.subject, planned.detail),
     );
     let pins_diff = unified_diff(&edited.old_text, &edited.new_text, "pins.toml");
     let dockerfile_diff = unified_diff(
@@ -264,7 +270,7 @@ fn bump_json(
         "assignments": planned.assignments.iter().map(|assignment| json!({
             "table": assignment.table_path(),
             "key": assignment.key,
-            "value": assignment.value,
+            "value": assignment.value.to_json(),
         })).collect::<Vec<_>>(),
         "written": written,
         "dockerfile": {

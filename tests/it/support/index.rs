@@ -6,8 +6,9 @@
 //! declares that range; one with a `.metadata` twin offers it as its PEP 658 metadata file
 //! (`core-metadata` in the JSON page, served at `/files/<name>/<file>.metadata`).
 //!
-//! Each file's sha256 is on the JSON page (`hashes`). `refuse_ranges` makes the server answer a
-//! range request with the whole file, as servers without range support do.
+//! Each file's sha256 is on the JSON page (`hashes`) and after its HTML link (`#sha256=`): the
+//! served file's own, or the one its `.sha256` twin records. `refuse_ranges` makes the server
+//! answer a range request with the whole file, as servers without range support do.
 //!
 //! `load_fixture` publishes a package recorded from the real index by
 //! `tests/fixtures/index/record.py`.
@@ -71,6 +72,14 @@ impl IndexServer {
         self
     }
 
+    /// From now on lists `hash` as the sha256 of `file` of `package`, whatever the file holds:
+    /// a mirror whose listing and files disagree.
+    pub fn list_sha256(&self, package: &str, file: &str, hash: &str) -> &Self {
+        let folder = self.folder.root().join(normalize(package));
+        std::fs::write(folder.join(format!("{file}.sha256")), hash).expect("write the hash");
+        self
+    }
+
     /// How many bytes of `/files/...` paths ending in `file` the server sent, and in how many
     /// answers.
     pub fn sent(&self, file: &str) -> (usize, usize) {
@@ -97,8 +106,9 @@ impl IndexServer {
     }
 
     /// Publishes a package recorded from the real index (`tests/fixtures/index/NAME.json`):
-    /// its wheel names, their `requires-python` and yanked marks, and for every version the
-    /// METADATA headers, offered as PEP 658 metadata files.
+    /// its wheel names, their `requires-python` and yanked marks and sha256 (listed, though the
+    /// stand-in served has another), and for every version the METADATA headers, offered as PEP
+    /// 658 metadata files.
     pub fn load_fixture(&self, package: &str) -> &Self {
         let path = crate::support::repository_root()
             .join("tests/fixtures/index")
@@ -115,6 +125,11 @@ impl IndexServer {
             }
             if file["yanked"] != serde_json::json!(false) {
                 self.yank(package, name);
+            }
+            // The real file's hash, which the stand-in served here does not have.
+            if let Some(sha256) = file["sha256"].as_str() {
+                std::fs::write(folder.join(format!("{name}.sha256")), sha256)
+                    .expect("write the hash");
             }
             let version = name.split('-').nth(1).expect("a version");
             if let Some(metadata) = document["metadata"][version].as_str() {
@@ -273,7 +288,7 @@ fn file_answer<'a>(
 
 /// A file that says something about another one rather than being published itself.
 fn is_twin(file: &str) -> bool {
-    [".yanked", ".requires-python", ".metadata"]
+    [".yanked", ".requires-python", ".metadata", ".sha256"]
         .iter()
         .any(|suffix| file.ends_with(suffix))
 }
@@ -351,7 +366,7 @@ fn simple_json(folder: &Path, name: &str, files: &[String]) -> String {
             let mut entry = serde_json::json!({
                 "filename": file,
                 "url": format!("/files/{name}/{file}"),
-                "hashes": { "sha256": sha256_of(&folder.join(file)) },
+                "hashes": { "sha256": listed_sha256(folder, file) },
                 "yanked": if yanked(folder, file) { serde_json::json!("yanked for the test") } else { serde_json::json!(false) },
             });
             if let Some(range) = requires_python(folder, file) {
@@ -387,8 +402,9 @@ fn simple_html(folder: &Path, name: &str, files: &[String]) -> String {
             ));
         }
         page.push_str(&format!(
-            "<a href=\"/files/{name}/{}\"{mark}>{file}</a><br/>\n",
-            file.replace('+', "%2B")
+            "<a href=\"/files/{name}/{}#sha256={}\"{mark}>{file}</a><br/>\n",
+            file.replace('+', "%2B"),
+            listed_sha256(folder, file)
         ));
     }
     page.push_str("</body></html>\n");
@@ -396,6 +412,13 @@ fn simple_html(folder: &Path, name: &str, files: &[String]) -> String {
 }
 
 /// The sha256 of a published file, in hex.
+/// The sha256 the pages list for `file`: a recorded one (`load_fixture`), else the served
+/// file's own.
+fn listed_sha256(folder: &Path, file: &str) -> String {
+    std::fs::read_to_string(folder.join(format!("{file}.sha256")))
+        .unwrap_or_else(|_| sha256_of(&folder.join(file)))
+}
+
 fn sha256_of(path: &Path) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(

@@ -13,6 +13,7 @@
 //!   releases, a git server over smart HTTP and bare git remotes, all on loopback;
 //! - `tls`, `credential_helper`, `keys`: certificates and stunnel, a docker credential helper,
 //!   signing keys;
+//! - `pip`: a rendered install step run by pip itself;
 //! - `verify`: `forge verify-digest` and its rows.
 
 pub(crate) mod credential_helper;
@@ -26,6 +27,7 @@ pub(crate) mod images;
 pub(crate) mod index;
 pub(crate) mod keys;
 pub(crate) mod node;
+pub(crate) mod pip;
 pub(crate) mod process;
 pub(crate) mod python_image;
 pub(crate) mod registry;

@@ -1,0 +1,114 @@
+//! The files a move records: for each pin it moves that installs from an index, every file of
+//! the new version pip may take on the image, with its sha256, written as the pin's `files` (a
+//! wheel set's under each wheel) so that the render's `--hash` options make pip refuse any other
+//! file.
+
+use crate::bump::VersionOffer;
+use crate::bump::edit::{Assigned, Assignment, Segment};
+use crate::diagnostics::CheckFailed;
+use crate::pins::{HashedFile, Pins, Source};
+use crate::types::python::Version;
+use crate::types::recipe::PinName;
+
+/// The `files` assignments for `member` landing at `version`, leaving out those that record
+/// what pins.toml already holds; refused when the index lists no sha256 for a file pip may take.
+pub(super) fn assignments(
+    pins: &Pins,
+    offer: &VersionOffer,
+    member: &PinName,
+    version: &Version,
+) -> Result<Vec<Assignment>, CheckFailed> {
+    let Some(pin) = pins.pins.get(member) else {
+        return Ok(Vec::new());
+    };
+    let files_of = |package: &crate::types::python::PackageName| {
+        let package = offer
+            .packages
+            .iter()
+            .find(|found| &found.pin == member && &found.name == package)?;
+        Some(
+            package
+                .hashed_files(version, offer.target.as_ref())
+                .map_err(|unlisted| unlisted_refusal(member, version, &package.index, &unlisted)),
+        )
+    };
+    let mut assignments = Vec::new();
+    match &pin.source {
+        Source::Python(python) if python.install => {
+            if let Some(files) = files_of(&python.package).transpose()?
+                && files != python.files
+            {
+                assignments.push(Assignment::of(
+                    &["pins", member.as_str()],
+                    "files",
+                    tables(&files),
+                ));
+            }
+        }
+        Source::Wheels(set) if set.url.is_none() => {
+            for (index, wheel) in set.wheels.iter().enumerate() {
+                if let Some(files) = files_of(&wheel.package).transpose()?
+                    && files != wheel.files
+                {
+                    let mut assignment = Assignment::of(
+                        &["pins", member.as_str(), "wheels"],
+                        "files",
+                        tables(&files),
+                    );
+                    assignment.table.push(Segment::Index(index));
+                    assignments.push(assignment);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(assignments)
+}
+
+/// `[{ file = "...", sha256 = "..." }, ...]`.
+fn tables(files: &[HashedFile]) -> Assigned {
+    Assigned::Tables(
+        files
+            .iter()
+            .map(|file| {
+                vec![
+                    ("file".to_owned(), file.file.to_string()),
+                    ("sha256".to_owned(), file.sha256.to_string()),
+                ]
+            })
+            .collect(),
+    )
+}
+
+fn unlisted_refusal(
+    pin: &PinName,
+    version: &Version,
+    index: &crate::types::url::Url,
+    unlisted: &[String],
+) -> CheckFailed {
+    CheckFailed::new(
+        format!(
+            "refusing to move {pin} to {version}: {} lists no sha256 for {}",
+            crate::redact::Redacted(index.as_str()),
+            unlisted.join(", ")
+        ),
+        "pip's --hash needs the sha256 of every file it may take: use an index that lists them (PEP 691 `hashes`, or `#sha256=` on a PEP 503 link); pins.toml was not changed",
+    )
+}
+
+/// A move's `detail` with the count of files it records (the tables it writes), when it
+/// records any.
+pub(super) fn detail(detail: String, assignments: &[Assignment]) -> String {
+    let recorded: usize = assignments
+        .iter()
+        .map(|assignment| match &assignment.value {
+            Assigned::Tables(tables) => tables.len(),
+            _ => 0,
+        })
+        .sum();
+    match recorded {
+        0 => detail,
+        1 => format!("{detail}; the sha256 of 1 file recorded"),
+        count => format!("{detail}; the sha256 of {count} files recorded"),
+    }
+}
