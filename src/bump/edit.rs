@@ -68,13 +68,20 @@ impl Assigned {
                     })
                     .collect();
                 if multiline {
-                    format!("[\n{}]", tables.iter().map(|table| format!("  {table},\n")).collect::<String>())
+                    format!(
+                        "[\n{}]",
+                        tables
+                            .iter()
+                            .map(|table| format!("  {table},\n"))
+                            .collect::<String>()
+                    )
                 } else {
                     format!("[{}]", tables.join(", "))
                 }
             }
         };
-        text.parse().expect("an array of inline tables of checked strings")
+        text.parse()
+            .expect("an array of inline tables of checked strings")
     }
 }
 
@@ -348,7 +355,14 @@ mod tests {
         let text = "[pins.a]\nversion = \"1.0\"\n\n[pins.b]\nversion = \"2.0\"\n";
         let added = apply(
             text,
-            &[Assignment::of(&["pins", "a"], "files", files(&[("a-1.0-py3-none-any.whl", "00"), ("a-1.0-cp312-abi3-linux_aarch64.whl", "11")]))],
+            &[Assignment::of(
+                &["pins", "a"],
+                "files",
+                files(&[
+                    ("a-1.0-py3-none-any.whl", "00"),
+                    ("a-1.0-cp312-abi3-linux_aarch64.whl", "11"),
+                ]),
+            )],
         )
         .unwrap();
         assert_eq!(
@@ -358,7 +372,11 @@ mod tests {
         let commented = added.replace("files = [", "files = [   # by forge");
         let replaced = apply(
             &commented.replace("]\n\n[pins.b]", "]  # recorded\n\n[pins.b]"),
-            &[Assignment::of(&["pins", "a"], "files", files(&[("a-1.1-py3-none-any.whl", "22")]))],
+            &[Assignment::of(
+                &["pins", "a"],
+                "files",
+                files(&[("a-1.1-py3-none-any.whl", "22")]),
+            )],
         )
         .unwrap();
         assert_eq!(
@@ -366,7 +384,11 @@ mod tests {
             "[pins.a]\nversion = \"1.0\"\nfiles = [\n  { file = \"a-1.1-py3-none-any.whl\", sha256 = \"22\" },\n]  # recorded\n\n[pins.b]\nversion = \"2.0\"\n"
         );
         let wheels = "[pins.w]\nwheels = [\n  { package = \"a\" },  # a\n]\n";
-        let mut at = Assignment::of(&["pins", "w", "wheels"], "files", files(&[("a-1.0-py3-none-any.whl", "00")]));
+        let mut at = Assignment::of(
+            &["pins", "w", "wheels"],
+            "files",
+            files(&[("a-1.0-py3-none-any.whl", "00")]),
+        );
         at.table.push(Segment::Index(0));
         assert_eq!(
             apply(wheels, &[at]).unwrap(),

@@ -99,7 +99,7 @@ impl PackageIndex for SimpleIndex {
             message,
         };
         if json_api {
-            parse_json_api(package, &body).map_err(invalid)
+            parse_json_api(package, &body, &url).map_err(invalid)
         } else if content_type.contains("json") {
             parse_simple_json(package, &body, &url).map_err(invalid)
         } else if content_type.contains("html") || body.trim_start().starts_with('<') {
@@ -167,8 +167,8 @@ struct SimpleFile {
     /// Where the file is.
     #[serde(default)]
     url: Option<String>,
-    /// Its digests by algorithm.
-    #[serde(default)]
+    /// Its digests by algorithm (`digests` in the JSON API).
+    #[serde(default, alias = "digests")]
     hashes: std::collections::BTreeMap<String, String>,
     /// PEP 714 (`core-metadata`) or PEP 658 as first published: `false`, `true` or hashes.
     #[serde(default, rename = "core-metadata", alias = "data-dist-info-metadata")]
@@ -195,13 +195,15 @@ impl SimpleFile {
 
 fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Releases, String> {
     let document: SimpleJson = serde_json::from_str(body).map_err(|error| error.to_string())?;
-    let mut releases = Releases::from_files(package, document.files.iter().map(SimpleFile::listed));
+    Ok(located(package, &document.files, page))
+}
+
+/// The releases `files` list, each file's URL (absolute against `page`), sha256 and PEP 658
+/// metadata file as the listing gives them.
+fn located(package: &PackageName, files: &[SimpleFile], page: &str) -> Releases {
+    let mut releases = Releases::from_files(package, files.iter().map(SimpleFile::listed));
     for file in &mut releases.files {
-        if let Some(listed) = document
-            .files
-            .iter()
-            .find(|listed| listed.filename == file.name)
-        {
+        if let Some(listed) = files.iter().find(|listed| listed.filename == file.name) {
             file.url = listed.url.as_deref().map(|url| absolute(page, url));
             file.sha256 = listed
                 .hashes
@@ -216,7 +218,7 @@ fn parse_simple_json(package: &PackageName, body: &str, page: &str) -> Result<Re
             };
         }
     }
-    Ok(releases)
+    releases
 }
 
 #[derive(Deserialize)]
@@ -224,19 +226,19 @@ struct JsonApi {
     releases: std::collections::BTreeMap<String, Vec<SimpleFile>>,
 }
 
-fn parse_json_api(package: &PackageName, body: &str) -> Result<Releases, String> {
+fn parse_json_api(package: &PackageName, body: &str, page: &str) -> Result<Releases, String> {
     let document: JsonApi = serde_json::from_str(body).map_err(|error| error.to_string())?;
-    Ok(Releases::from_files(
-        package,
-        document.releases.values().flatten().map(SimpleFile::listed),
-    ))
+    let files: Vec<SimpleFile> = document.releases.into_values().flatten().collect();
+    Ok(located(package, &files, page))
 }
 
 /// Reads the anchors of a PEP 503 page at `page`: the text of each `<a>` is the file name (else
 /// the last segment of its `href`); `data-yanked` marks a yanked file; the `href` is where the
 /// file is, and its `#sha256=` fragment the file's hash.
 fn parse_simple_html(package: &PackageName, body: &str, page: &str) -> Releases {
-    let mut files: Vec<(String, Option<String>, Option<String>, Option<String>)> = Vec::new();
+    // Each anchor's file name, yanked reason, requires-python and href.
+    type Anchor = (String, Option<String>, Option<String>, Option<String>);
+    let mut files: Vec<Anchor> = Vec::new();
     let mut rest = body;
     while let Some(start) = find_ascii_case_insensitive(rest, "<a ") {
         rest = &rest[start..];
@@ -417,8 +419,13 @@ mod tests {
         let first = &releases.files[0];
         assert_eq!(first.sha256.as_deref(), Some("ab".repeat(32).as_str()));
         assert_eq!(
-            first.url.as_deref().map(|url| url.split('#').next().unwrap()),
-            Some("https://flashinfer.ai/whl/flashinfer_jit_cache-0.6.14%2Bcu130-cp39-abi3-linux_aarch64.whl")
+            first
+                .url
+                .as_deref()
+                .map(|url| url.split('#').next().unwrap()),
+            Some(
+                "https://flashinfer.ai/whl/flashinfer_jit_cache-0.6.14%2Bcu130-cp39-abi3-linux_aarch64.whl"
+            )
         );
         assert_eq!(releases.files[1].sha256, None);
     }

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::str::FromStr;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use toml::Spanned;
 
@@ -469,21 +469,55 @@ impl Loader<'_> {
         self.check_keys(&name, &raw, &span)?;
         let deny = self.check_version(&name, &raw, notices)?;
         let kind = raw.kind;
+        if raw.module.is_none() && matches!(kind, PinKind::Python | PinKind::Wheels | PinKind::Git)
+        {
+            return Err(self.error(
+                span,
+                format!(
+                    "pin `{name}` needs `module`, the Python module whose import proves it landed"
+                ),
+                "set module = \"...\"; the smoke gate after its step imports it",
+            ));
+        }
+        let mut raw = raw;
+        let (module, group, allow) = (raw.module.take(), raw.group.take(), raw.allow.take());
+        let source = self.source(&name, raw, &span, notices)?;
+        Ok(Pin {
+            name,
+            source,
+            module,
+            group: group.map(Spanned::into_inner),
+            deny,
+            allow,
+        })
+    }
+
+    /// What the pin installs or asserts, by its kind.
+    fn source(
+        &self,
+        name: &PinName,
+        raw: RawPin,
+        span: &Range<usize>,
+        notices: &mut Vec<Notice>,
+    ) -> Result<Source, LoadError> {
         let version = raw.version.clone();
-        let source = match kind {
+        Ok(match raw.kind {
             PinKind::Python => {
                 let package = raw.package.expect("required");
                 let version = version.expect("required").into_inner();
                 let install = raw.install.unwrap_or(true);
                 if !install && raw.files.is_some() {
                     return Err(self.error(
-                        span,
-                        format!("pin `{name}` installs nothing (install = false) but records `files`"),
+                        span.clone(),
+                        format!(
+                            "pin `{name}` installs nothing (install = false) but records `files`"
+                        ),
                         "drop `files`: the base supplies the package, and nothing is downloaded",
                     ));
                 }
                 let owner = format!("pin `{name}`");
-                let files = self.hashed_files(&owner, &name, &package, version.as_str(), raw.files, &span)?;
+                let files =
+                    self.hashed_files(&owner, name, &package, version.as_str(), raw.files, span)?;
                 Source::Python(PythonSource {
                     package,
                     version,
@@ -494,12 +528,12 @@ impl Loader<'_> {
                 })
             }
             PinKind::Wheels => self.wheel_set(
-                &name,
+                name,
                 version.expect("required").into_inner(),
                 raw.wheels.expect("required"),
                 raw.url,
                 raw.releases,
-                &span,
+                span,
             )?,
             PinKind::Git => {
                 let rev = raw.rev.expect("required");
@@ -514,7 +548,7 @@ impl Loader<'_> {
                 let url = raw.url.expect("required");
                 let Some(url) = url.plain() else {
                     return Err(self.error(
-                        span,
+                        span.clone(),
                         format!("pin `{name}`: a git pin's url `{url}` cannot hold {{version}} or {{file}}"),
                         "placeholders belong to a wheel set's url; a git pin names its remote as it is",
                     ));
@@ -529,25 +563,6 @@ impl Loader<'_> {
                 probe: raw.probe.expect("required"),
                 version: version.expect("required").into_inner(),
             }),
-        };
-        if raw.module.is_none() && matches!(kind, PinKind::Python | PinKind::Wheels | PinKind::Git)
-        {
-            return Err(self.error(
-                span,
-                format!(
-                    "pin `{name}` needs `module`, the Python module whose import proves it landed"
-                ),
-                "set module = \"...\"; the smoke gate after its step imports it",
-            ));
-        }
-
-        Ok(Pin {
-            name,
-            source,
-            module: raw.module,
-            group: raw.group.map(Spanned::into_inner),
-            deny,
-            allow: raw.allow,
         })
     }
 
@@ -669,41 +684,14 @@ impl Loader<'_> {
                     );
                 }
                 (Some(_), Some(file)) => {
-                    if wheel.index.is_some() {
-                        return refuse(
-                            format!(
-                                "wheel `{package}` of set `{name}` has an `index`, but the set is downloaded from its `url`"
-                            ),
-                            "drop the wheel's `index`, or the pin's `url` to install from indexes",
-                        );
-                    }
-                    let spelled: PackageName = file
-                        .distribution()
-                        .parse()
-                        .expect("a wheel file's name part is a package name");
-                    if spelled.normalized() != package.normalized() {
-                        return refuse(
-                            format!(
-                                "wheel `{package}` of set `{name}`: its file `{file}` is a wheel of `{}`",
-                                file.distribution()
-                            ),
-                            "the file name starts with the package's name, with _ for -",
-                        );
-                    }
-                    match (&local, file.local()) {
-                        (Some(label), Some(in_file)) if label.as_str() != in_file => {
-                            return refuse(
-                                format!(
-                                    "wheel `{package}` of set `{name}`: `local` is {label} but its file carries +{in_file}"
-                                ),
-                                "drop `local`: a file's +LOCAL label says it",
-                            );
-                        }
-                        (None, Some(in_file)) => {
-                            local = Some(in_file.parse().expect("a wheel file's label is checked"));
-                        }
-                        _ => {}
-                    }
+                    self.downloaded_file(
+                        name,
+                        &package,
+                        wheel.index.is_some(),
+                        file,
+                        &mut local,
+                        span,
+                    )?;
                 }
                 (None, None) => {}
             }
@@ -731,6 +719,58 @@ impl Loader<'_> {
             });
         }
         Ok(wheels)
+    }
+
+    /// A wheel of set `name` downloaded from its `url`: a `file` of `package` (its `local` label
+    /// read from the file when pins.toml leaves it out), with no `index` of its own.
+    fn downloaded_file(
+        &self,
+        name: &PinName,
+        package: &PackageName,
+        has_index: bool,
+        file: &crate::types::python::WheelFile,
+        local: &mut Option<crate::types::python::LocalLabel>,
+        span: &Range<usize>,
+    ) -> Result<(), LoadError> {
+        if has_index {
+            return Err(self.error(
+                    span.clone(),
+                    format!(
+                        "wheel `{package}` of set `{name}` has an `index`, but the set is downloaded from its `url`"
+                    ),
+                    "drop the wheel's `index`, or the pin's `url` to install from indexes",
+                ));
+        }
+        let spelled: PackageName = file
+            .distribution()
+            .parse()
+            .expect("a wheel file's name part is a package name");
+        if spelled.normalized() != package.normalized() {
+            return Err(self.error(
+                span.clone(),
+                format!(
+                    "wheel `{package}` of set `{name}`: its file `{file}` is a wheel of `{}`",
+                    file.distribution()
+                ),
+                "the file name starts with the package's name, with _ for -",
+            ));
+        }
+        match (&*local, file.local()) {
+            (Some(label), Some(in_file)) if label.as_str() != in_file => {
+                return Err(self.error(
+                    span.clone(),
+                        format!(
+                            "wheel `{package}` of set `{name}`: `local` is {label} but its file carries +{in_file}"
+                        ),
+                        "drop `local`: a file's +LOCAL label says it",
+                    ));
+            }
+            (None, Some(in_file)) => {
+                *local = Some(in_file.parse().expect("a wheel file's label is checked"));
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The `files` recorded for `package` at `version` (the version its files carry, local

@@ -236,7 +236,11 @@ fn wheel_view(
     };
     let hashes: Vec<&str> = match &download {
         Some(_) => wheel.sha256.iter().map(|sha256| sha256.as_str()).collect(),
-        None => wheel.files.iter().map(|file| file.sha256.as_str()).collect(),
+        None => wheel
+            .files
+            .iter()
+            .map(|file| file.sha256.as_str())
+            .collect(),
     };
     WheelView {
         package: wheel.package.to_string(),

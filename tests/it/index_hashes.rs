@@ -6,9 +6,10 @@
 
 use crate::support::index::IndexServer;
 use crate::support::release::{sha256_hex, wheel};
-use crate::support::{TestContext, assert_contains, forge, pip};
+use crate::support::{TestContext, assert_contains, forge, pip, without_recorded_files};
 
-const OLD_GLIBC: &str = "apache_tvm_ffi-0.1.11-cp312-abi3-manylinux2014_aarch64.manylinux_2_17_aarch64.whl";
+const OLD_GLIBC: &str =
+    "apache_tvm_ffi-0.1.11-cp312-abi3-manylinux2014_aarch64.manylinux_2_17_aarch64.whl";
 const NEW_GLIBC: &str =
     "apache_tvm_ffi-0.1.11-cp312-abi3-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl";
 const TILELANG: &str = "tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl";
@@ -20,19 +21,10 @@ const OTHER_PYTHON: &str =
 /// wheels of both at 0.1.11; the sha256 of each file, by name.
 fn unhashed_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String)>) {
     let context = TestContext::default_recipe();
-    let text = context.read("pins.toml");
-    let mut kept = Vec::new();
-    let mut skipping = false;
-    for line in text.lines() {
-        if line.starts_with("files = [") {
-            skipping = true;
-        } else if skipping {
-            skipping = line != "]";
-        } else {
-            kept.push(line);
-        }
-    }
-    context.write("pins.toml", &(kept.join("\n") + "\n"));
+    context.write(
+        "pins.toml",
+        &without_recorded_files(&context.read("pins.toml")),
+    );
     assert!(!context.read("pins.toml").contains("files ="));
     let index = IndexServer::start();
     let mut hashes = Vec::new();
@@ -58,10 +50,19 @@ fn hash_of(hashes: &[(String, String)], file: &str) -> String {
 }
 
 #[test]
-fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
+fn pin_bump_records_every_file_pip_may_take() {
+    recorded_recipe_and_index();
+}
+
+/// `unhashed_recipe_and_index`, then `pin bump --to` the version each tvm pin stands at: the
+/// files recorded, said, and written once.
+fn recorded_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String)>) {
     let (context, index, hashes) = unhashed_recipe_and_index();
     let env = [("FORGE_INDEX_URL", index.url())];
-    let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
 
     let render = context.forge(&["render"]).expect_code(0);
     assert_contains(
@@ -73,13 +74,22 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
         "# NOT CHECKED BY HASH: pins.toml records no `files` for apache-tvm-ffi tilelang",
     );
 
-    let run = forge(&context, &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.11"], &env)
-        .expect_code(0);
+    let run = forge(
+        &context,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.11"],
+        &env,
+    )
+    .expect_code(0);
     assert_contains(
         &run.stderr,
         "Recording apache-tvm-ffi 0.1.11 (group tvm: tilelang stays at 0.1.11; the sha256 of 2 files recorded)",
     );
-    let run = forge(&context, &["pin", "bump", "tilelang", "--to", "0.1.11"], &env).expect_code(0);
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang", "--to", "0.1.11"],
+        &env,
+    )
+    .expect_code(0);
     assert_contains(&run.stderr, "the sha256 of 1 file recorded");
     let pins = context.read("pins.toml");
     assert_contains(
@@ -92,10 +102,21 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
     );
     assert!(!pins.contains(OTHER_PYTHON), "{pins}");
     // Nothing left to record: a second run changes nothing.
-    let again = forge(&context, &["pin", "bump", "tilelang", "--to", "0.1.11"], &env).expect_code(0);
+    let again = forge(
+        &context,
+        &["pin", "bump", "tilelang", "--to", "0.1.11"],
+        &env,
+    )
+    .expect_code(0);
     assert_contains(&again.stderr, "Fresh");
     assert_eq!(context.read("pins.toml"), pins);
 
+    (context, index, hashes)
+}
+
+#[test]
+fn pip_installs_the_rendered_step_by_the_recorded_hashes_and_refuses_a_changed_file() {
+    let (context, index, hashes) = recorded_recipe_and_index();
     let committed = context.read("ci/Dockerfile.rendered");
     assert_eq!(
         pip::requirement_lines(&committed, "tilelang"),
@@ -105,11 +126,20 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
                 hash_of(&hashes, OLD_GLIBC),
                 hash_of(&hashes, NEW_GLIBC)
             ),
-            format!("tilelang==0.1.11 --hash=sha256:{}", hash_of(&hashes, TILELANG)),
+            format!(
+                "tilelang==0.1.11 --hash=sha256:{}",
+                hash_of(&hashes, TILELANG)
+            ),
         ]
     );
-    assert!(!committed.contains("NOT CHECKED BY HASH: pins.toml"), "{committed}");
-    assert_contains(&committed, "--only-binary :all: --require-hashes -r /dev/stdin");
+    assert!(
+        !committed.contains("NOT CHECKED BY HASH: pins.toml"),
+        "{committed}"
+    );
+    assert_contains(
+        &committed,
+        "--only-binary :all: --require-hashes -r /dev/stdin",
+    );
 
     // pip, on the rendered step, takes the manylinux_2_28 file on a newer glibc (the bump read
     // the other one's METADATA).
@@ -121,8 +151,18 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
         "pip installs the recorded files:\n{}",
         String::from_utf8_lossy(&installed.stderr)
     );
-    assert_eq!(index.sent(NEW_GLIBC).1, new_before + 1, "{:?}", index.requests());
-    assert_eq!(index.sent(OLD_GLIBC).1, old_before, "{:?}", index.requests());
+    assert_eq!(
+        index.sent(NEW_GLIBC).1,
+        new_before + 1,
+        "{:?}",
+        index.requests()
+    );
+    assert_eq!(
+        index.sent(OLD_GLIBC).1,
+        old_before,
+        "{:?}",
+        index.requests()
+    );
 
     // One changed byte in the served file, the listing as it was: pip refuses the download.
     let mut changed = wheel(NEW_GLIBC, "served");
@@ -131,7 +171,10 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
     index.publish_bytes("apache-tvm-ffi", NEW_GLIBC, &changed);
     index.list_sha256("apache-tvm-ffi", NEW_GLIBC, &hash_of(&hashes, NEW_GLIBC));
     let refused = pip::run_step(&committed, "tilelang", Some(&index.url()));
-    assert!(!refused.status.success(), "pip must refuse the changed file");
+    assert!(
+        !refused.status.success(),
+        "pip must refuse the changed file"
+    );
     assert_contains(
         &String::from_utf8_lossy(&refused.stderr),
         "THESE PACKAGES DO NOT MATCH THE HASHES",
@@ -143,7 +186,10 @@ fn pin_bump_records_every_file_pip_may_take_and_pip_holds_the_render_to_them() {
         index.list_sha256("apache-tvm-ffi", file, &sha256_hex(&replaced));
     }
     let refused = pip::run_step(&committed, "tilelang", Some(&index.url()));
-    assert!(!refused.status.success(), "pip must refuse the replaced files");
+    assert!(
+        !refused.status.success(),
+        "pip must refuse the replaced files"
+    );
     assert_contains(
         &String::from_utf8_lossy(&refused.stderr),
         "apache-tvm-ffi==0.1.11",

@@ -58,9 +58,9 @@ fn malformed_toml_names_the_position() {
         "invalid basic string",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:71:18: invalid basic string, expected `"`
-        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
-        "#);
+    error: <tmp>/pins.toml:80:18: invalid basic string, expected `"`
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -72,10 +72,10 @@ fn unknown_key_is_refused_at_its_line() {
         &format!("{line}:1:"),
         "unknown field `vresion`",
     );
-    forge_snapshot!(run.stderr, "", @r"
-        error: <tmp>/pins.toml:63:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `branch`, `rev`, `probe`
-        hint: remove or rename the key; docs/pins.md lists every key forge reads
-        ");
+    forge_snapshot!(run.stderr, "", @"
+    error: <tmp>/pins.toml:69:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
+    hint: remove or rename the key; docs/pins.md lists every key forge reads
+    ");
     assert_contains(&run.stderr, "hint: remove or rename the key");
 }
 
@@ -89,9 +89,9 @@ fn version_with_a_newline_and_a_command_is_refused() {
         "invalid version \"0.6.14\\nRUN curl x | sh\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:71:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
-        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
-        "#);
+    error: <tmp>/pins.toml:80:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -104,9 +104,9 @@ fn version_with_a_shell_list_is_refused() {
         "invalid version \"0.6.14 && rm -rf /\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:71:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
-        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
-        "#);
+    error: <tmp>/pins.toml:80:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -219,6 +219,10 @@ fn a_denied_version_is_refused_with_its_reason() {
 #[test]
 fn a_lockstep_group_must_share_one_version() {
     let context = TestContext::default_recipe();
+    context.write(
+        "pins.toml",
+        &crate::support::without_recorded_files(&context.read("pins.toml")),
+    );
     context.edit(
         "pins.toml",
         "module = \"tilelang\"\nversion = \"0.1.11\"",
@@ -232,11 +236,16 @@ fn a_lockstep_group_must_share_one_version() {
         &format!("{text}\n[groups.tvm]\nlockstep = true\n"),
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:62:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
-        hint: give every pin of group `tvm` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.tvm]
-        ");
-    let line = line_of("[pins.tilelang]");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:64:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
+    hint: give every pin of group `tvm` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.tvm]
+    ");
+    let line = context
+        .read("pins.toml")
+        .lines()
+        .position(|line| line == "[pins.tilelang]")
+        .expect("the tilelang pin")
+        + 1;
     assert_contains(
         &run.stderr,
         &format!(
@@ -261,10 +270,10 @@ fn a_key_of_another_kind_is_refused() {
         "module = \"tilelang\"\nrev = \"a6b593d\"\n",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:62:1: pin `tilelang` of kind python cannot have `rev`
-        hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:68:1: pin `tilelang` of kind python cannot have `rev`
+    hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim, files
+    ");
     assert_contains(
         &run.stderr,
         "pin `tilelang` of kind python cannot have `rev`",
@@ -280,10 +289,10 @@ fn a_missing_series_folder_is_refused() {
         "series = \"patches/pr5\"",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:84:10: patch series folder `patches/pr5` does not exist in <recipe>
-        hint: paths in pins.toml are relative to the folder that holds it
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:93:10: patch series folder `patches/pr5` does not exist in <recipe>
+    hint: paths in pins.toml are relative to the folder that holds it
+    ");
     assert_contains(
         &run.stderr,
         "patch series folder `patches/pr5` does not exist",
@@ -410,10 +419,10 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
         "onto = { git = \"https://example.org/other.git\", rev = \"a6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:85:8: the series is onto https://example.org/other.git, which no git pin builds
-        hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:94:8: the series is onto https://example.org/other.git, which no git pin builds
+    hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
+    ");
     assert_contains(
         &run.stderr,
         &format!(
@@ -436,10 +445,10 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
         "onto = { git = \"https://github.com/deepseek-ai/DeepGEMM.git\", rev = \"b6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:85:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
-        hint: make `onto`'s rev the pin's (`forge pin bump deepgemm` moves both together)
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:94:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
+    hint: make `onto`'s rev the pin's (`forge pin bump deepgemm` moves both together)
+    ");
     assert_contains(
         &run.stderr,
         &format!(
@@ -493,10 +502,10 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
         .map(|(number, _)| number + 1)
         .expect("a second series onto DeepGEMM");
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:93:8: a second series onto pin `deepgemm`
-        hint: put all of a pin's patches in one series folder, in the order they apply
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: <recipe>/pins.toml:102:8: a second series onto pin `deepgemm`
+    hint: put all of a pin's patches in one series folder, in the order they apply
+    ");
     crate::support::assert_contains(
         &run.stderr,
         &format!("pins.toml:{line}:8: a second series onto pin `deepgemm`"),

@@ -3,9 +3,9 @@
 //! refuses a changed file. A wheel without a recorded hash is named in the render and in a
 //! warning, never installed silently.
 
-use crate::support::{assert_hadolint_passes, pip};
 use crate::support::release::{ReleaseServer, sha256_hex, wheel};
 use crate::support::{TestContext, assert_contains};
+use crate::support::{assert_hadolint_passes, pip};
 use crate::support::{forge, outdated_row};
 
 /// The three files of the default recipe's FlashInfer set at `version`.

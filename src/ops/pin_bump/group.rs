@@ -8,10 +8,10 @@ use crate::bump::group::{self, GroupPlan, MemberPlan};
 use crate::bump::{Candidate, Upstream, VersionOffer, VersionRefusal};
 use crate::diagnostics::CheckFailed;
 use crate::pins::{Pin, Pins};
-use crate::types::recipe::PinName;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::python::Version;
+use crate::types::recipe::PinName;
 
 /// The group's move to the newest versions that fit together, or `None` when it stays.
 pub(super) fn plan_newest(
@@ -195,7 +195,10 @@ fn group_move(
         subject: first.to_string(),
         from: offer.pin_version(&first, &from),
         to: offer.pin_version(&first, &first_to),
-        detail: files::detail(format!("{}: {}", plan.group, parts.join(", ")), &assignments),
+        detail: files::detail(
+            format!("{}: {}", plan.group, parts.join(", ")),
+            &assignments,
+        ),
         assignments,
         patches: Vec::new(),
     })

@@ -335,7 +335,11 @@ fn version_move(
     let mut assignments = Vec::new();
     for member in &offer.members {
         let to = offer.pin_version(member, version);
-        if offer.currents.get(member).is_none_or(|current| current.as_str() != to) {
+        if offer
+            .currents
+            .get(member)
+            .is_none_or(|current| current.as_str() != to)
+        {
             assignments.push(Assignment::new(&["pins", member.as_str()], "version", to));
         }
         assignments.extend(files::assignments(pins, offer, member, version)?);

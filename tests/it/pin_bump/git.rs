@@ -18,23 +18,23 @@ fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-           Checking patches/deepgemm (2 patches) onto file://<tmp>/remote.git at <short>
-            Applies 0001-add-extra.patch
-           Upstream 0002-add-docs.patch (already in the new revision)
-            Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
-            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-            Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>", [patches[1].onto] rev = "<commit>"
-           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
-        Invalidated 8 of 16 steps, from step 9 (Dockerfile line 29) on:
-               step  9/16  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…
-               step 10/16  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.11 tilelang==0.…
-               step 11/16  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
-               step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
-               step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
-               step 14/16  ARG FORGE_REVISION=unknown
-               step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
-               step 16/16  ENTRYPOINT ["/bin/bash"]
-        "#);
+       Checking patches/deepgemm (2 patches) onto file://<tmp>/remote.git at <short>
+        Applies 0001-add-extra.patch
+       Upstream 0002-add-docs.patch (already in the new revision)
+        Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
+        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>", [patches[1].onto] rev = "<commit>"
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 8 of 16 steps, from step 9 (Dockerfile line 29) on:
+           step  9/16  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.11 --hash=sha256:da2c8d07fdc737d1ba75f4de25c29f1…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     assert_contains(&run.stderr, "Applies 0001-add-extra.patch");
     assert_contains(
         &run.stderr,
@@ -96,20 +96,20 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
 
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-            Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
-            Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-            Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>"
-           Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
-        Invalidated 8 of 15 steps, from step 8 (Dockerfile line 26) on:
-               step  8/15  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…
-               step  9/15  RUN python3 -m pip install --no-cache-dir --no-deps apache-tvm-ffi==0.1.11 tilelang==0.…
-               step 10/15  RUN python3 -m pip install --no-cache-dir --no-deps flashinfer-python==0.6.14 flashinfe…
-               step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
-               step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
-               step 13/15  ARG FORGE_REVISION=unknown
-               step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
-               step 15/15  ENTRYPOINT ["/bin/bash"]
-        "#);
+        Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
+        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>"
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 8 of 15 steps, from step 8 (Dockerfile line 26) on:
+           step  8/15  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…
+           step  9/15  RUN printf '%s\n' 'apache-tvm-ffi==0.1.11 --hash=sha256:da2c8d07fdc737d1ba75f4de25c29f1…
+           step 10/15  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 11/15  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 12/15  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 13/15  ARG FORGE_REVISION=unknown
+           step 14/15  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 15/15  ENTRYPOINT ["/bin/bash"]
+    "#);
     assert_deepgemm_at(&context, &before, &remote.head);
     assert_contains(
         &run.stderr,

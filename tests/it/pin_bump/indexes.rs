@@ -55,7 +55,13 @@ fn each_wheel_is_looked_up_on_its_own_index_and_pip_settings_choose_the_default(
         &[("PIP_CONFIG_FILE", config.to_str().unwrap())],
     )
     .expect_code(0);
-    assert_moved(&context, &before, FLASHINFER_0_6_14, FLASHINFER_0_6_15);
+    assert_flashinfer_moved(
+        &context,
+        &before,
+        FLASHINFER_0_6_14,
+        FLASHINFER_0_6_15,
+        "0.6.15",
+    );
 }
 
 const INDEX_PASSWORD: &str = "n3trc-s3cret-pw";

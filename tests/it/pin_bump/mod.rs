@@ -100,6 +100,93 @@ fn assert_unchanged_saying(run: &Run, context: &TestContext, before: &str, messa
     assert_unchanged(context, before);
 }
 
+/// The sha256 of the stand-in `IndexServer::publish` serves for `file` (its name and a newline).
+fn stand_in_sha256(file: &str) -> String {
+    crate::support::release::sha256_hex(format!("{file}\n").as_bytes())
+}
+
+/// `{ file = "...", sha256 = "..." }` of the stand-in wheel `IndexServer::wheel` publishes for
+/// `package` at `version`.
+fn stand_in_entry(package: &str, version: &str) -> String {
+    let file = format!(
+        "{}-{version}-py3-none-manylinux_2_28_aarch64.whl",
+        package.replace('-', "_")
+    );
+    format!(
+        "{{ file = \"{file}\", sha256 = \"{}\" }}",
+        stand_in_sha256(&file)
+    )
+}
+
+/// Panics unless pins.toml is `before` with its first `from` made `to`, and FlashInfer's three
+/// wheels recording the stand-in files of `version` the index offers.
+#[track_caller]
+fn assert_flashinfer_moved(
+    context: &TestContext,
+    before: &str,
+    from: &str,
+    to: &str,
+    version: &str,
+) {
+    let wanted: Vec<String> = before
+        .replacen(from, to, 1)
+        .lines()
+        .map(|line| {
+            let wheel = [
+                "flashinfer-python",
+                "flashinfer-cubin",
+                "flashinfer-jit-cache",
+            ]
+            .into_iter()
+            .find(|package| line.starts_with(&format!("  {{ package = \"{package}\"")));
+            match (wheel, line.strip_suffix(" },")) {
+                (Some(package), Some(entry)) => {
+                    let at = if package.ends_with("jit-cache") {
+                        format!("{version}+cu130")
+                    } else {
+                        version.to_owned()
+                    };
+                    format!("{entry}, files = [{}] }},", stand_in_entry(package, &at))
+                }
+                _ => line.to_owned(),
+            }
+        })
+        .collect();
+    assert_eq!(context.read("pins.toml"), wanted.join("\n") + "\n");
+}
+
+/// `text` with the `files` of `[pins.PIN]` made `entries` (`{ file = ..., sha256 = ... }`).
+fn with_files(text: &str, pin: &str, entries: &[String]) -> String {
+    let table = text
+        .find(&format!("[pins.{pin}]"))
+        .unwrap_or_else(|| panic!("no [pins.{pin}]"));
+    let start = table + text[table..].find("files = [\n").expect("recorded files");
+    let end = start + text[start..].find("\n]\n").expect("the end of the files") + 3;
+    let lines: String = entries
+        .iter()
+        .map(|entry| format!("  {entry},\n"))
+        .collect();
+    format!("{}files = [\n{lines}]\n{}", &text[..start], &text[end..])
+}
+
+/// `{ file = ..., sha256 = ... }` of `file` as the real index lists it (`tests/fixtures/index`).
+fn fixture_entry(package: &str, file: &str) -> String {
+    let path = crate::support::repository_root()
+        .join("tests/fixtures/index")
+        .join(format!("{package}.json"));
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("a fixture")).expect("JSON");
+    let sha256 = document["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|entry| entry["filename"] == file)
+        .and_then(|entry| entry["sha256"].as_str())
+        .unwrap_or_else(|| panic!("{file} is not in the {package} fixture"))
+        .to_owned();
+    format!("{{ file = \"{file}\", sha256 = \"{sha256}\" }}")
+}
+
 /// Panics unless pins.toml is `before` with its first `from` made `to`, and nothing else.
 #[track_caller]
 fn assert_moved(context: &TestContext, before: &str, from: &str, to: &str) {

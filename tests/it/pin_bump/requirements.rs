@@ -140,7 +140,6 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
     let (context, _remote) = recipe_at_the_git_head();
     let before = context.read("pins.toml");
     let index = recorded_index();
-
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
     assert_eq!(
         outdated_row(&run.stdout, "tilelang"),
@@ -195,7 +194,7 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
     let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
     assert_contains(
         &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11; the sha256 of 1 file recorded)",
     );
     assert_contains(
         &run.stderr,
@@ -203,10 +202,14 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
     );
     assert_eq!(
         context.read("pins.toml"),
-        before.replacen(
-            "version = \"0.1.11\"\ngroup = \"tvm\"\n",
-            "version = \"0.1.15\"\ngroup = \"tvm\"\n",
-            1
+        with_files(
+            &before.replacen(
+                "version = \"0.1.11\"\ngroup = \"tvm\"\n",
+                "version = \"0.1.15\"\ngroup = \"tvm\"\n",
+                1
+            ),
+            "tilelang",
+            &[fixture_entry("tilelang", TILELANG_0_1_15)]
         )
     );
     // The committed render follows.
@@ -246,7 +249,7 @@ fn a_group_move_with_to_moves_a_partner_only_when_a_requirement_forces_it() {
     .expect_code(0);
     assert_contains(
         &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11)",
+        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11; the sha256 of 1 file recorded)",
     );
     context.write("pins.toml", &before);
 
@@ -649,23 +652,41 @@ fn a_requirement_between_pins_of_no_group_makes_a_coordinated_move() {
     );
     assert_contains(
         &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1)",
+        "Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1; the sha256 of 2 files recorded)",
     );
-    assert_eq!(
-        context.read("pins.toml"),
-        before
-            .replacen(
-                "version = \"0.1.11\"\ndeny",
-                "version = \"0.1.14.post1\"\ndeny",
-                1
-            )
-            .replacen(
-                "module = \"tilelang\"\nversion = \"0.1.11\"",
-                "module = \"tilelang\"\nversion = \"0.1.16\"",
-                1
-            )
+    let moved = with_files(
+        &with_files(
+            &before
+                .replacen(
+                    "version = \"0.1.11\"\ndeny",
+                    "version = \"0.1.14.post1\"\ndeny",
+                    1,
+                )
+                .replacen(
+                    "module = \"tilelang\"\nversion = \"0.1.11\"",
+                    "module = \"tilelang\"\nversion = \"0.1.16\"",
+                    1,
+                ),
+            "apache-tvm-ffi",
+            &[fixture_entry(
+                "apache-tvm-ffi",
+                "apache_tvm_ffi-0.1.14.post1-cp312-cp312-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl",
+            )],
+        ),
+        "tilelang",
+        &[format!(
+            "{{ file = \"{TILELANG_0_1_16}\", sha256 = \"{}\" }}",
+            stand_in_sha256(TILELANG_0_1_16)
+        )],
     );
+    assert_eq!(context.read("pins.toml"), moved);
 }
+
+/// The one tilelang 0.1.15 file the real index offers linux/aarch64.
+const TILELANG_0_1_15: &str = "tilelang-0.1.15-cp39-abi3-manylinux_2_34_aarch64.whl";
+
+/// The tilelang 0.1.16 the coordinated move lands on (a stand-in on the test's index).
+const TILELANG_0_1_16: &str = "tilelang-0.1.16-cp39-abi3-manylinux_2_34_aarch64.whl";
 
 #[test]
 fn a_python_pin_keeps_its_local_label() {
@@ -706,7 +727,14 @@ fn a_python_pin_keeps_its_local_label() {
 
     let run = forge_on(&context, &index, &["pin", "bump", "cutlass-dsl"]).expect_code(0);
     assert_contains(&run.stderr, "cutlass-dsl 4.6.0+cu130 -> 4.7.0+cu130");
-    let moved = ["version = \"4.6.0+cu130\"", "version = \"4.7.0+cu130\""];
+    // The move records the one file of 4.7.0+cu130 the index offers.
+    let moved = [
+        "version = \"4.6.0+cu130\"\ninstall = true\n",
+        &format!(
+            "version = \"4.7.0+cu130\"\ninstall = true\nfiles = [\n  {},\n]\n",
+            stand_in_entry("nvidia-cutlass-dsl", "4.7.0+cu130")
+        ),
+    ];
     assert_moved(&context, &before, moved[0], moved[1]);
     // --to may name the label or leave it to the pin; another label is refused.
     context.write("pins.toml", &before);

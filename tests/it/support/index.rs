@@ -446,7 +446,12 @@ fn json_api(root: &Path, name: &str) -> Option<(&'static str, &'static str, Stri
         files
             .as_array_mut()
             .expect("an array")
-            .push(serde_json::json!({ "filename": file, "yanked": yanked }));
+            .push(serde_json::json!({
+                "filename": file,
+                "yanked": yanked,
+                "url": format!("/files/{name}/{file}"),
+                "digests": { "sha256": listed_sha256(&folder, &file) },
+            }));
     }
     let document = serde_json::json!({ "info": { "name": name }, "releases": releases });
     Some(("200 OK", "application/json", document.to_string()))

@@ -119,6 +119,23 @@ pub fn flashinfer_on_indexes(text: &str) -> String {
     format!("{}{indexed}{}", &text[..start], &text[end..])
 }
 
+/// pins.toml `text` without the `files` any pin records (`files = [` to its closing `]` line):
+/// every index pin installed unchecked, free to be edited to another version.
+pub fn without_recorded_files(text: &str) -> String {
+    let mut kept = Vec::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with("files = [") {
+            skipping = line != "files = []";
+        } else if skipping {
+            skipping = line != "]";
+        } else {
+            kept.push(line);
+        }
+    }
+    kept.join("\n") + "\n"
+}
+
 /// A temporary recipe folder.
 pub struct TestContext {
     dir: tempfile::TempDir,
