@@ -6,13 +6,14 @@ use std::str::FromStr;
 
 use crate::package_index::wheel::WheelTarget;
 use crate::package_index::{IndexError, Releases};
-use crate::pins::{Pin, Pins};
+use crate::pins::{Distribution, Pin, Pins};
 use crate::types::python::{PackageName, Version};
 use crate::types::recipe::PinName;
 use crate::types::url::Url;
 
 use super::group;
 use super::offer::{OfferError, Package, Prereleases, VersionOffer, YankedFiles, declared};
+use super::requires;
 use super::upstream::Upstream;
 
 /// What the index offers the version-pinned `pin` (python or wheels) and its group.
@@ -237,6 +238,28 @@ fn releases_everywhere(
     }
 }
 
+/// Every package the recipe pins (normalized name) at its current version, local label kept.
+fn pinned_versions(pins: &Pins) -> Vec<(&Pin, Distribution<'_>, pep440_rs::Version)> {
+    let mut pinned = Vec::new();
+    for pin in pins.pins.values() {
+        let Some(version) = pin.version() else {
+            continue;
+        };
+        let bare = Version::from_str(&version.pep440().without_local().to_string())
+            .unwrap_or_else(|_| version.clone());
+        for distribution in pin.distributions() {
+            let text = match &distribution.local {
+                Some(local) => format!("{bare}+{local}"),
+                None => bare.to_string(),
+            };
+            if let Ok(parsed) = pep440_rs::Version::from_str(&text) {
+                pinned.push((pin, distribution, parsed));
+            }
+        }
+    }
+    pinned
+}
+
 /// Records every pinned package at its current version and, for the pins outside the move,
 /// what they declare there: a move must meet their requirements too.
 fn learn_the_others(
@@ -245,37 +268,110 @@ fn learn_the_others(
     upstream: &Upstream<'_>,
     fetched: &mut BTreeMap<(String, String), Releases>,
 ) {
-    for pin in pins.pins.values() {
-        let Some(version) = pin.version() else {
-            continue;
-        };
-        let bare = Version::from_str(&version.pep440().without_local().to_string())
-            .unwrap_or_else(|_| version.clone());
-        for distribution in pin.distributions() {
-            let (name, own_index) = (distribution.package, distribution.index);
-            let text = match &distribution.local {
-                Some(local) => format!("{bare}+{local}"),
-                None => bare.to_string(),
-            };
-            let Ok(parsed) = pep440_rs::Version::from_str(&text) else {
-                continue;
-            };
-            offer.pinned.insert(name.normalized(), parsed.clone());
-            let index = upstream.indexes.for_package(own_index).clone();
-            let key = (index.to_string(), name.normalized());
-            if !fetched.contains_key(&key) {
-                // A pin outside the move that cannot be looked up declares nothing here.
-                let releases = releases_everywhere(upstream, own_index, name).unwrap_or_default();
-                fetched.insert(key.clone(), releases);
-            }
-            let target = offer.target.as_ref();
-            if let Some(requirements) = declared(upstream, &fetched[&key], &parsed, target) {
-                offer
-                    .declared
-                    .insert((name.normalized(), parsed.to_string()), requirements);
-            }
+    for (_, distribution, parsed) in pinned_versions(pins) {
+        let (name, own_index) = (distribution.package, distribution.index);
+        offer.pinned.insert(name.normalized(), parsed.clone());
+        let index = upstream.indexes.for_package(own_index).clone();
+        let key = (index.to_string(), name.normalized());
+        if !fetched.contains_key(&key) {
+            // A pin outside the move that cannot be looked up declares nothing here.
+            let releases = releases_everywhere(upstream, own_index, name).unwrap_or_default();
+            fetched.insert(key.clone(), releases);
+        }
+        let target = offer.target.as_ref();
+        if let Some(requirements) = declared(upstream, &fetched[&key], &parsed, target) {
+            offer
+                .declared
+                .insert((name.normalized(), parsed.to_string()), requirements);
         }
     }
+}
+
+/// One file of a wheel set downloaded by URL, with the METADATA read out of it.
+#[derive(Debug, Clone)]
+pub struct Downloaded {
+    /// The wheel's package.
+    pub package: PackageName,
+    /// Its local label, if any.
+    pub local: Option<crate::types::python::LocalLabel>,
+    /// The file's name.
+    pub file: String,
+    /// Where it was downloaded from.
+    pub url: Url,
+    /// Its sha256.
+    pub sha256: String,
+    /// The METADATA inside it.
+    pub metadata: String,
+}
+
+/// What a wheel set downloaded by URL offers at `version`: the files downloaded, each a
+/// package whose one release is that file (its `Requires-Python` the one its METADATA
+/// declares), what each declares, and the pinned set at its current versions, so that the move
+/// is judged as an index pin's is: its requirements on the other pins and the base's packages,
+/// and the image's Python. What the other pins require of the set is not looked up (no index
+/// is asked for a set that comes from a URL).
+pub fn download_offer(
+    pins: &Pins,
+    pin: &Pin,
+    version: &Version,
+    files: &[Downloaded],
+    installed: &BTreeMap<String, String>,
+) -> VersionOffer {
+    let packages: Vec<Package> = files
+        .iter()
+        .map(|downloaded| {
+            let mut releases = Releases::from_files(
+                &downloaded.package,
+                [(
+                    downloaded.file.as_str(),
+                    None,
+                    requires::requires_python(&downloaded.metadata).as_deref(),
+                )],
+            );
+            for file in &mut releases.files {
+                file.url = Some(downloaded.url.to_string());
+                file.sha256 = Some(downloaded.sha256.clone());
+            }
+            Package {
+                pin: pin.name.clone(),
+                name: downloaded.package.clone(),
+                local: downloaded.local.clone(),
+                index: downloaded.url.clone(),
+                releases,
+            }
+        })
+        .collect();
+    let mut offer = VersionOffer {
+        pin: pin.name.clone(),
+        current: pin.version().expect("a version-pinned kind").clone(),
+        members: vec![pin.name.clone()],
+        packages,
+        newer: Vec::new(),
+        kinds: [(pin.name.clone(), pin.kind())].into_iter().collect(),
+        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref()),
+        current_yanked: None,
+        pinned: BTreeMap::new(),
+        declared: BTreeMap::new(),
+        lockstep: false,
+        available: BTreeMap::new(),
+        currents: [(pin.name.clone(), pin.version().expect("a version").clone())]
+            .into_iter()
+            .collect(),
+        installed: installed.clone(),
+        grouped: false,
+    };
+    for (_, distribution, parsed) in pinned_versions(pins) {
+        offer
+            .pinned
+            .insert(distribution.package.normalized(), parsed);
+    }
+    for (downloaded, package) in files.iter().zip(&offer.packages) {
+        offer.declared.insert(
+            (downloaded.package.normalized(), package.version_at(version)),
+            requires::requirements(&downloaded.metadata),
+        );
+    }
+    offer
 }
 
 fn local_label(version: &pep440_rs::Version) -> Option<String> {

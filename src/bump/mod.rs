@@ -33,7 +33,7 @@ mod upstream;
 pub use git_and_base::{BaseOffer, GitOffer, base_offer, git_offer};
 use judging::judge;
 pub use judging::{FromBase, from_base};
-pub use lookup::{coordinated_offer, pin_of_package, version_offer};
+pub use lookup::{Downloaded, coordinated_offer, download_offer, pin_of_package, version_offer};
 pub use offer::{Candidate, OfferError, Package, Prereleases, VersionOffer, YankedFiles};
 pub use refusal::VersionRefusal;
 pub use upstream::{Clients, Sources, Upstream};

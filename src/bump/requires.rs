@@ -29,6 +29,16 @@ pub fn requirements(metadata: &str) -> Vec<Declared> {
         .collect()
 }
 
+/// The `Requires-Python` range a METADATA text declares, if it does.
+pub fn requires_python(metadata: &str) -> Option<String> {
+    metadata
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .find_map(|line| line.strip_prefix("Requires-Python:"))
+        .map(|range| range.trim().to_owned())
+        .filter(|range| !range.is_empty())
+}
+
 /// The marker environment of the image: CPython on Linux, the target's architecture and Python;
 /// `None` when pins.toml declares no Python (then only extras decide, and there are none).
 pub fn environment(target: &WheelTarget) -> Option<MarkerEnvironment> {

@@ -3,7 +3,7 @@
 //! refuses a changed file. A wheel without a recorded hash is named in the render and in a
 //! warning, never installed silently.
 
-use crate::support::release::{ReleaseServer, sha256_hex, wheel};
+use crate::support::release::{ReleaseServer, sha256_hex, wheel, wheel_with_metadata};
 use crate::support::{TestContext, assert_contains};
 use crate::support::{assert_hadolint_passes, pip};
 use crate::support::{forge, outdated_row};
@@ -464,4 +464,105 @@ fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
         &with_pre.stderr,
         "Would bump flashinfer 0.6.15 -> 0.6.17rc1",
     );
+}
+
+/// The METADATA headers of `package` at `version` as the real index has them
+/// (`tests/fixtures/index`).
+fn recorded_metadata(package: &str, version: &str) -> String {
+    let path = crate::support::repository_root()
+        .join("tests/fixtures/index")
+        .join(format!("{package}.json"));
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("a fixture")).expect("JSON");
+    document["metadata"][version]
+        .as_str()
+        .expect("recorded METADATA")
+        .to_owned()
+}
+
+/// Publishes the set's three files at `version`, flashinfer-python's with the METADATA the
+/// real release declares.
+fn release_with_real_metadata(server: &ReleaseServer, version: &str) {
+    let [python, cubin, jit] = flashinfer_files(version);
+    let metadata = recorded_metadata("flashinfer-python", version);
+    server.publish(
+        version,
+        &python,
+        &wheel_with_metadata(&python, version, &metadata),
+    );
+    for file in [cubin, jit] {
+        server.publish(version, &file, &wheel(&file, version));
+    }
+}
+
+/// A downloaded set is judged as an index pin is: the real flashinfer-python 0.7.4 requires
+/// nvidia-cutlass-dsl>=4.8.0, and the base's cutlass-dsl is pinned at 4.6.0, so the move is
+/// refused naming the requirement and pins.toml stays byte-identical; 0.6.14's requirements
+/// hold, and the move records the three hashes.
+#[test]
+fn pin_bump_reads_each_downloaded_wheels_metadata_and_refuses_an_unmet_requirement() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    release_with_real_metadata(&server, "0.7.4");
+    release_with_real_metadata(&server, "0.6.14");
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.7.4"],
+        &[],
+    )
+    .expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "error: refusing to move flashinfer to 0.7.4: flashinfer-python 0.7.4 requires nvidia-cutlass-dsl>=4.8.0, not 4.6.0",
+    );
+    assert_eq!(
+        context.read("pins.toml"),
+        before,
+        "pins.toml must be byte-identical"
+    );
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Recording flashinfer 0.6.14 (flashinfer-python 0.6.14 sha256:",
+    );
+    let pins = context.read("pins.toml");
+    for file in flashinfer_files("{version}") {
+        assert_contains(&pins, &format!("file = \"{file}\", sha256 = \""));
+    }
+}
+
+/// A downloaded wheel whose `Requires-Python` the image's Python does not meet is refused as an
+/// index wheel is.
+#[test]
+fn pin_bump_refuses_a_downloaded_wheel_for_another_python() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let [python, cubin, jit] = flashinfer_files("0.7.5");
+    let metadata = "Name: flashinfer-python\nVersion: 0.7.5\nRequires-Python: >=3.13\n";
+    server.publish(
+        "0.7.5",
+        &python,
+        &wheel_with_metadata(&python, "0.7.5", metadata),
+    );
+    for file in [cubin, jit] {
+        server.publish("0.7.5", &file, &wheel(&file, "0.7.5"));
+    }
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.7.5"],
+        &[],
+    )
+    .expect_code(1);
+    assert_contains(&run.stderr, "refusing to move flashinfer to 0.7.5");
+    assert_contains(&run.stderr, "requires-python >=3.13");
+    assert_eq!(context.read("pins.toml"), before);
 }

@@ -8,12 +8,14 @@ use std::str::FromStr;
 use anyhow::Context as _;
 
 use crate::bump::edit::{Assignment, Segment};
-use crate::bump::{BumpError, VersionRefusal, release};
+use crate::bump::{self, BumpError, Downloaded, Upstream, VersionRefusal, YankedFiles, release};
 use crate::diagnostics::CheckFailed;
 use crate::package_index::download::{self, Fetched};
+use crate::package_index::zip_range;
 use crate::pins::WheelSet;
 use crate::pins::{Pin, Wheel};
 use crate::printer::Printer;
+use crate::recipe::Recipe;
 use crate::types::python::{FileSha256, Version};
 use crate::types::url::{Url, UrlTemplate};
 
@@ -22,10 +24,12 @@ use super::{Constraints, Move, PinBumpOptions, refused};
 /// Plans the move of `pin`, whose wheel set `set` is downloaded from `url`, to `--to`; `None`
 /// when it is already there with every hash recorded.
 pub(super) fn plan_download(
+    recipe: &Recipe,
     pin: &Pin,
     set: &WheelSet,
     url: &UrlTemplate,
     options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
     printer: &Printer,
 ) -> anyhow::Result<Option<Move>> {
     let WheelSet {
@@ -65,6 +69,16 @@ pub(super) fn plan_download(
         return Ok(None);
     }
     let hashes = hash_files(pin, url, wheels, &version, printer)?;
+    let downloaded = read_metadata(url, wheels, &version, &hashes)?;
+    judge_downloads(
+        recipe,
+        pin,
+        &version,
+        &downloaded,
+        options.constraints,
+        upstream,
+        printer,
+    )?;
     let mut assignments = vec![Assignment::new(
         &["pins", pin.name.as_str()],
         "version",
@@ -219,4 +233,61 @@ fn hash_files(
         .into());
     }
     Ok(hashes)
+}
+
+/// The files of the set at `version`, each with the METADATA read out of it (range requests
+/// where the server serves them, the whole file otherwise; no credentials, through redirects).
+fn read_metadata(
+    url: &UrlTemplate,
+    wheels: &[Wheel],
+    version: &Version,
+    hashes: &[(FileSha256, u64)],
+) -> anyhow::Result<Vec<Downloaded>> {
+    let agent = crate::http::agent();
+    let mut downloaded = Vec::new();
+    for (wheel, (sha256, _)) in wheels.iter().zip(hashes) {
+        let file_url = wheel
+            .url(Some(url), version)
+            .expect("every wheel of a set with a url has a file");
+        let metadata =
+            zip_range::metadata(&|url| agent.get(url), file_url.as_str()).with_context(|| {
+                format!("cannot read the METADATA of {file_url}; pins.toml was not changed")
+            })?;
+        downloaded.push(Downloaded {
+            package: wheel.package.clone(),
+            local: wheel.local.clone(),
+            file: wheel
+                .file
+                .as_ref()
+                .expect("every wheel of a set with a url has a file")
+                .expand(version),
+            url: file_url,
+            sha256: sha256.to_string(),
+            metadata,
+        });
+    }
+    Ok(downloaded)
+}
+
+/// Judges the move to the `downloaded` files as an index pin's move is judged: each wheel's
+/// requirements on the pinned set and on the base's packages, and its `Requires-Python`; the
+/// same refusal, naming the requirement, as the index path.
+fn judge_downloads(
+    recipe: &Recipe,
+    pin: &Pin,
+    version: &Version,
+    downloaded: &[Downloaded],
+    constraints: Constraints,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let offer = bump::download_offer(&recipe.pins, pin, version, downloaded, upstream.installed);
+    let candidate = offer.judge(&recipe.pins, version, YankedFiles::Allowed);
+    let force = constraints == Constraints::Force;
+    if !(candidate.allowed() || force && candidate.forceable()) {
+        let refusals: Vec<&VersionRefusal> = candidate.refusals.iter().collect();
+        return Err(refused(&pin.name, version, &refusals).into());
+    }
+    super::report_from_base(&offer, &[(pin.name.clone(), version.clone())], printer);
+    Ok(())
 }

@@ -158,7 +158,7 @@ pub fn pin_bump_with(
         if let Some(git) = pin.git() {
             git::plan_git(recipe, pin, git, options, upstream, printer)?
         } else if let Some((set, url)) = pin.wheel_set().and_then(downloaded) {
-            download::plan_download(pin, set, url, options, printer)?
+            download::plan_download(recipe, pin, set, url, options, upstream, printer)?
         } else {
             plan_version(recipe, pin, options, upstream, printer)?
         }

@@ -86,6 +86,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// A wheel file named `file` (its name and version read from the file name) whose one module
 /// holds `marker`, built by Python's zipfile.
 pub fn wheel(file: &str, marker: &str) -> Vec<u8> {
+    let (name, version) = {
+        let mut parts = file.trim_end_matches(".whl").split('-');
+        (parts.next().unwrap(), parts.next().unwrap())
+    };
+    wheel_with_metadata(file, marker, &format!("Name: {name}\nVersion: {version}\n"))
+}
+
+/// `wheel`, its METADATA headers (after `Metadata-Version`) being `headers`.
+pub fn wheel_with_metadata(file: &str, marker: &str, headers: &str) -> Vec<u8> {
     let folder = tempfile::tempdir().expect("a temporary folder");
     let mut parts = file.trim_end_matches(".whl").split('-');
     let (name, version) = (parts.next().unwrap(), parts.next().unwrap());
@@ -100,7 +109,7 @@ pub fn wheel(file: &str, marker: &str) -> Vec<u8> {
     .unwrap();
     std::fs::write(
         info.join("METADATA"),
-        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        format!("Metadata-Version: 2.1\n{headers}"),
     )
     .unwrap();
     std::fs::write(
