@@ -52,9 +52,25 @@ pub fn requirement_lines(dockerfile: &str, marker: &str) -> Vec<String> {
 pub fn run_step(dockerfile: &str, marker: &str, index: Option<&str>) -> Output {
     let (command, _) = step(dockerfile, marker);
     let target = tempfile::tempdir().expect("a scratch folder");
+    // `python3` is the interpreter itself, not a version manager's shim around it (a shim that
+    // rehashes after an install fails when two tests install at once).
+    let bin = tempfile::tempdir().expect("a scratch folder");
+    let interpreter = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let interpreter = String::from_utf8(interpreter.stdout).expect("a path");
+    std::os::unix::fs::symlink(interpreter.trim(), bin.path().join("python3"))
+        .expect("link python3");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut shell = Command::new("bash");
     shell
         .args(["-o", "pipefail", "-c", &command])
+        .env("PATH", path)
         .env("PIP_CONFIG_FILE", "/dev/null")
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         .env("PIP_NO_INPUT", "1")
