@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long one request may take, connection and body included.
-const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The largest body forge reads: an index page of a package with thousands of files.
 pub const BODY_LIMIT: u64 = 64 * 1024 * 1024;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::package_index::releases::{self, ReleasesError};
+use crate::package_index::releases::{self, ApiToken, ReleasesError, TokenUse};
 use crate::pins::WheelSet;
 use crate::pins::{Pin, Wheel};
 use crate::types::python::Version;
@@ -22,17 +22,31 @@ pub struct ReleaseCandidate {
     pub refusals: Vec<(&'static str, String)>,
 }
 
-/// Lists the releases at `url` newer than `pin`'s wheel set `set`, newest first;
-/// `enforce_range` false lets versions outside `allow` through (`--force`).
+/// The releases newer than a set, and how the listing was read.
+#[derive(Debug, Clone)]
+pub struct Candidates {
+    /// Newest first.
+    pub newer: Vec<ReleaseCandidate>,
+    /// What the environment's GitHub token did.
+    pub token: TokenUse,
+    /// Whether the listing had more pages than forge reads.
+    pub cut: bool,
+}
+
+/// Lists the releases at `url` newer than `pin`'s wheel set `set`, newest first, with the
+/// environment's GitHub token; `enforce_range` false lets versions outside `allow` through
+/// (`--force`).
 pub fn candidates(
     pin: &Pin,
     set: &WheelSet,
     url: &Url,
     prereleases: Prereleases,
     enforce_range: bool,
-) -> Result<Vec<ReleaseCandidate>, ReleasesError> {
+) -> Result<Candidates, ReleasesError> {
     let (current, wheels) = (&set.version, &set.wheels);
-    let mut newer: Vec<ReleaseCandidate> = releases::list(url)?
+    let listing = releases::list(url, ApiToken::from_environment().as_ref())?;
+    let mut newer: Vec<ReleaseCandidate> = listing
+        .releases
         .into_iter()
         .filter_map(|release| {
             let version = release.version?;
@@ -47,7 +61,11 @@ pub fn candidates(
         .collect();
     newer.sort_by_key(|candidate| std::cmp::Reverse(candidate.version.pep440()));
     newer.dedup_by(|a, b| a.version == b.version);
-    Ok(newer)
+    Ok(Candidates {
+        newer,
+        token: listing.token,
+        cut: listing.cut,
+    })
 }
 
 /// What holds back the release of `version` holding `assets`.

@@ -443,7 +443,7 @@ fn url_set_standing(
     match &set.releases {
         Some(releases) => {
             match bump::release::candidates(pin, set, releases, options.prereleases, true) {
-                Ok(newer) => release_standing(&newer, standing),
+                Ok(listed) => release_standing(&listed.newer, standing),
                 Err(error) => fail(standing, &error),
             }
         }

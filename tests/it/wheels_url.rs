@@ -4,6 +4,7 @@
 //! warning, never installed silently.
 
 use crate::support::release::{ReleaseServer, sha256_hex, wheel, wheel_with_metadata};
+use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{TestContext, assert_contains};
 use crate::support::{assert_hadolint_passes, pip};
 use crate::support::{forge, outdated_row};
@@ -565,4 +566,151 @@ fn pin_bump_refuses_a_downloaded_wheel_for_another_python() {
     assert_contains(&run.stderr, "refusing to move flashinfer to 0.7.5");
     assert_contains(&run.stderr, "requires-python >=3.13");
     assert_eq!(context.read("pins.toml"), before);
+}
+
+/// The GitHub token goes with the listing to the API's own origin over https, and nowhere else:
+/// not to the host the files are downloaded from, not over plain http; the run names the
+/// variable and never prints the token.
+#[test]
+fn a_github_token_goes_only_to_the_releases_api_over_https() {
+    const TOKEN: &str = "ghp_forge-test-token";
+    let api = ReleaseServer::start_on("127.0.0.1");
+    let assets = ReleaseServer::start_on("127.0.0.2");
+    for server in [&api, &assets] {
+        release(server, "0.6.15", &flashinfer_files("0.6.15"));
+    }
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates, api.address(), false);
+    let listing = format!("https://127.0.0.1:{}/repos/o/r/releases", terminator.port());
+    let context = unhashed_recipe_on(&assets);
+    context.edit(
+        "pins.toml",
+        "wheels = [",
+        &format!("releases = \"{listing}\"\nwheels = ["),
+    );
+    let ca = certificates.file("ca.pem");
+    let ca = ca.to_str().unwrap();
+
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[
+            ("GH_TOKEN", TOKEN),
+            ("GITHUB_TOKEN", "not-this-one"),
+            ("SSL_CERT_FILE", ca),
+        ],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!("Listed {listing} with the token in GH_TOKEN"),
+    );
+    assert!(
+        !run.stderr.contains(TOKEN) && !run.stdout.contains(TOKEN),
+        "{}",
+        run.stderr
+    );
+    let sent: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|line| line.starts_with("authorization "))
+        .collect();
+    assert_eq!(
+        sent,
+        [format!(
+            "authorization /repos/o/r/releases?per_page=100 Bearer {TOKEN}"
+        )]
+    );
+    let elsewhere: Vec<String> = assets
+        .requests()
+        .into_iter()
+        .filter(|line| line.starts_with("authorization "))
+        .collect();
+    assert!(elsewhere.is_empty(), "the asset host got {elsewhere:?}");
+
+    // Over plain http the token stays home, and the run says why.
+    let plain = unhashed_recipe_on(&assets);
+    plain.edit(
+        "pins.toml",
+        "wheels = [",
+        &format!("releases = \"{}\"\nwheels = [", assets.releases_url()),
+    );
+    let run = forge(
+        &plain,
+        &["pin", "bump", "flashinfer"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    )
+    .expect_code(0);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "warning: GITHUB_TOKEN is set but not sent to {}: a token goes only over https",
+            assets.releases_url()
+        ),
+    );
+    assert!(
+        assets
+            .requests()
+            .iter()
+            .all(|line| !line.starts_with("authorization ")),
+        "{:?}",
+        assets.requests()
+    );
+}
+
+/// A listing is read from one origin: a next page elsewhere refuses the move (it is not dropped
+/// without a word), and a listing longer than forge reads says so.
+#[test]
+fn a_next_page_elsewhere_is_refused_and_a_cut_listing_says_so() {
+    // Behind TLS, the server's next links name its own plain-http port: another origin.
+    let api = ReleaseServer::start();
+    for version in ["0.6.15", "0.6.16", "0.6.17"] {
+        release(&api, version, &flashinfer_files(version));
+    }
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates, api.address(), false);
+    let context = unhashed_recipe_on(&api);
+    let before = context.read("pins.toml");
+    let listing = format!("https://127.0.0.1:{}/repos/o/r/releases", terminator.port());
+    context.edit(
+        "pins.toml",
+        "wheels = [",
+        &format!("releases = \"{listing}\"\nwheels = ["),
+    );
+    let ca = certificates.file("ca.pem");
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer"],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        "name a next page on another host or port: http://127.0.0.1:",
+    );
+    assert_eq!(
+        context
+            .read("pins.toml")
+            .replacen(&format!("releases = \"{listing}\"\n"), "", 1),
+        before
+    );
+
+    // Two releases a page: 22 releases are 11 pages, one more than forge reads.
+    let long = ReleaseServer::start();
+    for minor in 0..21 {
+        long.publish(&format!("0.7.{minor}"), "notes.txt", b"");
+    }
+    release(&long, "0.7.21", &flashinfer_files("0.7.21"));
+    let context = unhashed_recipe_on(&long);
+    context.edit(
+        "pins.toml",
+        "wheels = [",
+        &format!("releases = \"{}\"\nwheels = [", long.releases_url()),
+    );
+    let run = forge(&context, &["pin", "bump", "flashinfer"], &[]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "lists more releases than forge reads (10 pages); older ones are not offered",
+    );
+    assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.7.21");
 }

@@ -11,6 +11,7 @@ use crate::bump::edit::{Assignment, Segment};
 use crate::bump::{self, BumpError, Downloaded, Upstream, VersionRefusal, YankedFiles, release};
 use crate::diagnostics::CheckFailed;
 use crate::package_index::download::{self, Fetched};
+use crate::package_index::releases::TokenUse;
 use crate::package_index::zip_range;
 use crate::pins::WheelSet;
 use crate::pins::{Pin, Wheel};
@@ -133,6 +134,25 @@ fn newest_release(
             pin.name
         )
     })?;
+    match newer.token {
+        TokenUse::Sent(variable) => {
+            printer.status(
+                "Listed",
+                format_args!("{releases} with the token in {variable}"),
+            );
+        }
+        TokenUse::NotHttps(variable) => printer.warn(format_args!(
+            "{variable} is set but not sent to {releases}: a token goes only over https"
+        )),
+        TokenUse::None => {}
+    }
+    if newer.cut {
+        printer.warn(format_args!(
+            "{releases} lists more releases than forge reads ({} pages); older ones are not offered",
+            crate::package_index::releases::MAX_PAGES
+        ));
+    }
+    let newer = newer.newer;
     let pick = newer
         .iter()
         .position(|candidate| candidate.refusals.is_empty());

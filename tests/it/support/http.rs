@@ -17,12 +17,17 @@ pub struct FolderServer {
 }
 
 impl FolderServer {
-    /// Starts `serve` on a free loopback port with an empty folder.
+    /// Starts `serve` on a free port of 127.0.0.1 with an empty folder.
     pub fn start(serve: fn(TcpStream, &Path, &Mutex<Vec<String>>)) -> Self {
+        Self::start_on("127.0.0.1", serve)
+    }
+
+    /// Starts `serve` on a free port of the loopback address `ip` with an empty folder.
+    pub fn start_on(ip: &str, serve: fn(TcpStream, &Path, &Mutex<Vec<String>>)) -> Self {
         let root = tempfile::tempdir().expect("a temporary folder");
         let folder = root.path().to_owned();
         let server =
-            LoopbackServer::start(move |stream, requests| serve(stream, &folder, requests));
+            LoopbackServer::start_on(ip, move |stream, requests| serve(stream, &folder, requests));
         Self { server, root }
     }
 

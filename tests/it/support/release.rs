@@ -20,9 +20,19 @@ pub struct ReleaseServer {
 impl ReleaseServer {
     /// Starts a server with nothing released on a free port.
     pub fn start() -> Self {
+        Self::start_on("127.0.0.1")
+    }
+
+    /// Starts a server with nothing released on a free port of the loopback address `ip`.
+    pub fn start_on(ip: &str) -> Self {
         Self {
-            folder: FolderServer::start(serve),
+            folder: FolderServer::start_on(ip, serve),
         }
+    }
+
+    /// `IP:PORT`.
+    pub fn address(&self) -> &str {
+        self.folder.address()
     }
 
     /// The URL template of its files, as a wheel set's `url` takes it.
@@ -135,8 +145,14 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
     let Some(request) = Request::read(&stream) else {
         return;
     };
-    let path = request.target;
-    requests.lock().expect("the request log").push(path.clone());
+    let path = request.target.clone();
+    let mut log = requests.lock().expect("the request log");
+    log.push(path.clone());
+    // Every credential sent, to say where one went.
+    if let Some(authorization) = request.header("authorization") {
+        log.push(format!("authorization {path} {authorization}"));
+    }
+    drop(log);
     if let Some(query) = path.strip_prefix("/repos/o/r/releases") {
         let address = stream.local_addr().expect("an address").to_string();
         let (body, next) = releases_page(root, &address, query);
