@@ -142,6 +142,7 @@ pub fn plan(
     for warning in render::unhashed_warnings(recipe) {
         printer.warn(warning);
     }
+    wheels_load_on_the_base(recipe)?;
 
     let trees = patched_trees(recipe, printer)?;
     let mut members: Vec<Member> = recipe
@@ -397,6 +398,31 @@ fn human_size(bytes: u64) -> String {
     } else {
         format!("{size:.1} {}", UNITS[unit])
     }
+}
+
+/// Refuses a recipe with a wheel that cannot load on the base: one whose manylinux tags need a
+/// newer glibc than the one forge.lock records for the base (`verify-digest --contents` reads
+/// it). Without a recorded glibc nothing is refused.
+pub fn wheels_load_on_the_base(recipe: &Recipe) -> Result<(), CheckFailed> {
+    let glibc = lock::load(&recipe.root)
+        .ok()
+        .flatten()
+        .and_then(|lock| lock.base().and_then(|base| base.glibc.clone()));
+    let Some(glibc) = glibc else {
+        return Ok(());
+    };
+    let found = recipe.pins.needing_newer_glibc(&glibc);
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(CheckFailed::new(
+        format!(
+            "the base runs glibc {glibc} ({}, from `verify-digest --contents`), which cannot load {}",
+            lock::LOCK_FILE,
+            found.join("; ")
+        ),
+        "move the pin to a version with a wheel for this glibc (`forge pin bump NAME --to VERSION` records its files), or move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents`)",
+    ))
 }
 
 #[cfg(test)]

@@ -84,7 +84,8 @@ fn offer_for(
         packages,
         newer: Vec::new(),
         kinds,
-        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref()),
+        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref())
+            .map(|target| target.with_glibc(upstream.glibc)),
         current_yanked,
         pinned: BTreeMap::new(),
         declared: BTreeMap::new(),
@@ -315,7 +316,7 @@ pub fn download_offer(
     pin: &Pin,
     version: &Version,
     files: &[Downloaded],
-    installed: &BTreeMap<String, String>,
+    upstream: &Upstream<'_>,
 ) -> VersionOffer {
     let packages: Vec<Package> = files
         .iter()
@@ -348,7 +349,8 @@ pub fn download_offer(
         packages,
         newer: Vec::new(),
         kinds: [(pin.name.clone(), pin.kind())].into_iter().collect(),
-        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref()),
+        target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref())
+            .map(|target| target.with_glibc(upstream.glibc)),
         current_yanked: None,
         pinned: BTreeMap::new(),
         declared: BTreeMap::new(),
@@ -357,7 +359,7 @@ pub fn download_offer(
         currents: [(pin.name.clone(), pin.version().expect("a version").clone())]
             .into_iter()
             .collect(),
-        installed: installed.clone(),
+        installed: upstream.installed.clone(),
         grouped: false,
     };
     for (_, distribution, parsed) in pinned_versions(pins) {

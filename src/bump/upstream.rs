@@ -24,6 +24,9 @@ pub struct Upstream<'a> {
     /// The Python distributions the last build's image holds (normalized name to version), as
     /// forge.lock records them: what the base supplies to requirements on unpinned packages.
     pub installed: &'a BTreeMap<String, String>,
+    /// The glibc the last build's image runs, as forge.lock records it: which manylinux wheels
+    /// load there.
+    pub glibc: Option<&'a str>,
 }
 
 /// The real clients an `Upstream` borrows: the package index, the git remote and the registry,
@@ -34,6 +37,7 @@ pub struct Clients {
     git: crate::git_remote::Git2Remote,
     registry: crate::registry::RegistryClient,
     installed: BTreeMap<String, String>,
+    glibc: Option<String>,
 }
 
 /// Where `pin bump` and `pin outdated` look, beyond what the recipe names.
@@ -69,13 +73,15 @@ impl Clients {
                 .chain(&own),
         );
         // A record that cannot be read says nothing about the base here; the build reports it.
-        let installed = crate::lock::load(&recipe.root)
+        let base = crate::lock::load(&recipe.root)
             .ok()
             .flatten()
-            .and_then(|lock| lock.base().map(|base| base.packages.clone()))
-            .unwrap_or_default();
+            .and_then(|lock| lock.base().cloned());
+        let (installed, glibc) =
+            base.map_or_else(Default::default, |base| (base.packages, base.glibc));
         Ok(Self {
             installed,
+            glibc,
             indexes,
             index: crate::package_index::SimpleIndex::with_credentials(credentials),
             git: crate::git_remote::Git2Remote,
@@ -95,6 +101,7 @@ impl Clients {
             git: &self.git,
             registry: &self.registry,
             installed: &self.installed,
+            glibc: self.glibc.as_deref(),
         }
     }
 }

@@ -47,7 +47,7 @@ pub enum Lock {
         /// The inputs.
         inputs: Box<Inputs>,
         /// The base of the last build, kept for what it says the base holds.
-        base: Option<BaseRecord>,
+        base: Option<Box<BaseRecord>>,
     },
     /// A build's whole record.
     Built(Box<Record>),
@@ -65,7 +65,7 @@ impl Lock {
     /// The base as the last build recorded it.
     pub fn base(&self) -> Option<&BaseRecord> {
         match self {
-            Lock::Inputs { base, .. } => base.as_ref(),
+            Lock::Inputs { base, .. } => base.as_deref(),
             Lock::Built(record) => Some(&record.base),
         }
     }
@@ -85,7 +85,7 @@ impl Lock {
             return self;
         }
         Lock::Inputs {
-            base: self.base().cloned(),
+            base: self.base().cloned().map(Box::new),
             inputs: Box::new(inputs),
         }
     }
@@ -98,7 +98,7 @@ impl Lock {
                 let body = toml::to_string(&InputsFile {
                     version: FORMAT_VERSION,
                     inputs: (**inputs).clone(),
-                    base: base.clone(),
+                    base: base.as_deref().cloned(),
                 })
                 .expect("inputs serialize");
                 format!("{INPUTS_HEADER}{body}")
@@ -341,6 +341,13 @@ pub struct BaseRecord {
     /// before forge read them leave it out.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub packages: std::collections::BTreeMap<String, String>,
+    /// The glibc the image runs (`2.39`), as `verify-digest --contents` read it: which
+    /// manylinux wheels load there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<String>,
+    /// The Python the image runs (`3.12`), as `verify-digest --contents` read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
 }
 
 /// The image built.
@@ -540,7 +547,7 @@ fn parse(path: &Path, text: &str) -> Result<Lock, LockError> {
         let file: InputsFile = toml::from_str(text).map_err(invalid)?;
         return Ok(Lock::Inputs {
             inputs: Box::new(file.inputs),
-            base: file.base,
+            base: file.base.map(Box::new),
         });
     }
     let record: Record = toml::from_str(text).map_err(invalid)?;
@@ -564,6 +571,8 @@ impl Record {
                 digest: None,
                 id: Some(Digest::filled('9')),
                 packages: std::collections::BTreeMap::new(),
+                glibc: None,
+                python: None,
             },
             ImageRecord {
                 repository: "localhost:5000/forge/example".parse().unwrap(),
@@ -687,7 +696,7 @@ mod tests {
             lock,
             Lock::Inputs {
                 inputs: Box::new(moved),
-                base: Some(Record::sample().base),
+                base: Some(Box::new(Record::sample().base)),
             }
         );
         lock.write(folder.path()).unwrap();

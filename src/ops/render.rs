@@ -39,6 +39,7 @@ pub fn render(
     for warning in render::unhashed_warnings(recipe) {
         printer.warn(warning);
     }
+    crate::pipeline::wheels_load_on_the_base(recipe)?;
     let digest = dockerfile.digest();
     match &options.mode {
         RenderMode::Stdout => {

@@ -373,16 +373,29 @@ fn record_installed(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let installed = probe::installed(output);
-    if installed.is_empty() || installed == record.base.packages {
+    let runtime = probe::runtime(output);
+    if installed.is_empty() {
+        return Ok(());
+    }
+    let base = &record.base;
+    if installed == base.packages && runtime.glibc == base.glibc && runtime.python == base.python {
         return Ok(());
     }
     let mut updated = record.clone();
     updated.base.packages = installed;
+    updated.base.glibc = runtime.glibc;
+    updated.base.python = runtime.python;
     updated.write(&recipe.root)?;
+    let glibc = updated
+        .base
+        .glibc
+        .as_ref()
+        .map(|glibc| format!(", glibc {glibc}"))
+        .unwrap_or_default();
     printer.status(
         "Recorded",
         format_args!(
-            "{} installed Python distributions in {} (what `pin bump` checks requirements on unpinned packages against)",
+            "{} installed Python distributions{glibc} in {} (what `pin bump` checks requirements on unpinned packages and wheel tags against)",
             updated.base.packages.len(),
             crate::lock::LOCK_FILE
         ),

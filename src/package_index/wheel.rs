@@ -16,6 +16,9 @@ pub struct WheelTarget {
     pub arch: String,
     /// The image's Python (`[base] python`); without it only the platform is checked.
     pub python: Option<PythonVersion>,
+    /// The base's glibc (`major`, `minor`), as `verify-digest --contents` recorded it; without
+    /// it every manylinux tag counts as fitting.
+    pub glibc: Option<(u64, u64)>,
 }
 
 impl WheelTarget {
@@ -35,15 +38,26 @@ impl WheelTarget {
         Some(Self {
             arch: arch.to_owned(),
             python: python.cloned(),
+            glibc: None,
         })
     }
 
-    /// The target in words: `linux/aarch64, Python 3.12`.
+    /// The target on a base whose glibc is `glibc` (`2.39`), when it is known.
+    pub fn with_glibc(mut self, glibc: Option<&str>) -> Self {
+        self.glibc = glibc.and_then(glibc_version);
+        self
+    }
+
+    /// The target in words: `linux/aarch64, Python 3.12, glibc 2.39`.
     pub fn describe(&self) -> String {
-        match &self.python {
-            Some(python) => format!("linux/{}, Python {python}", self.arch),
-            None => format!("linux/{}", self.arch),
+        let mut words = format!("linux/{}", self.arch);
+        if let Some(python) = &self.python {
+            words.push_str(&format!(", Python {python}"));
         }
+        if let Some((major, minor)) = self.glibc {
+            words.push_str(&format!(", glibc {major}.{minor}"));
+        }
+        words
     }
 
     /// Whether the wheel named `file` can be installed on the target (by its tags only).
@@ -78,11 +92,24 @@ impl WheelTarget {
         let Some(family) = platform.strip_suffix(&format!("_{}", self.arch)) else {
             return false;
         };
-        matches!(
-            family,
-            "linux" | "manylinux1" | "manylinux2010" | "manylinux2014"
-        ) || family.starts_with("manylinux_")
-            || family.starts_with("musllinux_")
+        if family == "linux" {
+            return true;
+        }
+        if family.starts_with("musllinux_") {
+            // A base whose glibc is known is not a musl one.
+            return self.glibc.is_none();
+        }
+        // PEP 600: manylinux_X_Y needs glibc X.Y; the older names are aliases of it.
+        let needs = match family {
+            "manylinux1" => Some((2, 5)),
+            "manylinux2010" => Some((2, 12)),
+            "manylinux2014" => Some((2, 17)),
+            _ => family.strip_prefix("manylinux_").and_then(|version| {
+                let (major, minor) = version.split_once('_')?;
+                Some((major.parse().ok()?, minor.parse().ok()?))
+            }),
+        };
+        needs.is_some_and(|needs| self.glibc.is_none_or(|glibc| needs <= glibc))
     }
 
     fn fits_interpreter(&self, python: &str, abi: &str) -> bool {
@@ -116,6 +143,35 @@ impl WheelTarget {
             abi => python == exact && abi == exact,
         }
     }
+}
+
+/// `2.39` as (2, 39).
+fn glibc_version(text: &str) -> Option<(u64, u64)> {
+    let (major, minor) = text.trim().split_once('.')?;
+    let minor = minor.split('.').next()?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// The glibc a wheel file needs at least, by its newest-needing manylinux tag that names one
+/// (`None` for a wheel that needs none, or a name that is not a wheel's).
+pub fn glibc_needed(file: &str) -> Option<(u64, u64)> {
+    let tags = wheel_tags(file)?;
+    tags.platforms
+        .iter()
+        .filter_map(|platform| {
+            for (alias, needs) in [
+                ("manylinux1_", (2, 5)),
+                ("manylinux2010_", (2, 12)),
+                ("manylinux2014_", (2, 17)),
+            ] {
+                if platform.starts_with(alias) {
+                    return Some(needs);
+                }
+            }
+            let mut parts = platform.strip_prefix("manylinux_")?.split('_');
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .min()
 }
 
 /// The tag sets of a wheel file name.
@@ -193,6 +249,32 @@ mod tests {
         let any_python = target("linux/amd64", None);
         assert!(any_python.fits_wheel("tilelang-0.1.15-cp313-cp313-manylinux_2_28_x86_64.whl"));
         assert!(!any_python.fits_wheel("tilelang-0.1.15-cp313-cp313-manylinux_2_28_aarch64.whl"));
+    }
+
+    #[test]
+    fn manylinux_tags_fit_a_base_with_that_glibc_or_newer() {
+        let old = target("linux/arm64", Some("3.12")).with_glibc(Some("2.28"));
+        assert!(
+            old.fits_wheel("a-1.0-cp312-abi3-manylinux2014_aarch64.manylinux_2_17_aarch64.whl")
+        );
+        assert!(
+            old.fits_wheel("a-1.0-cp312-abi3-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl")
+        );
+        assert!(!old.fits_wheel("tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl"));
+        assert!(!old.fits_wheel("a-1.0-cp312-cp312-musllinux_1_2_aarch64.whl"));
+        assert!(old.fits_wheel("a-1.0-cp39-abi3-linux_aarch64.whl"));
+        assert_eq!(old.describe(), "linux/aarch64, Python 3.12, glibc 2.28");
+        let new = old.clone().with_glibc(Some("2.39"));
+        assert!(new.fits_wheel("tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl"));
+        assert_eq!(
+            glibc_needed("a-1.0-cp312-abi3-manylinux_2_24_aarch64.manylinux_2_28_aarch64.whl"),
+            Some((2, 24))
+        );
+        assert_eq!(glibc_needed("a-1.0-py3-none-any.whl"), None);
+        assert_eq!(
+            glibc_needed("a-1.0-cp312-abi3-manylinux_2_28_x86_64.whl"),
+            Some((2, 28))
+        );
     }
 
     #[test]

@@ -200,3 +200,67 @@ impl Fix {
         matches!(&self.by, FixedBy::Overlay(folder) if *folder == overlay.from)
     }
 }
+
+impl Pins {
+    /// The wheels that cannot load on a base running `glibc` (`2.39`): each URL wheel whose file
+    /// needs a newer one, and each index distribution none of whose recorded files loads there,
+    /// in words (`tilelang: tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl needs glibc 2.34`).
+    pub fn needing_newer_glibc(&self, glibc: &str) -> Vec<String> {
+        use crate::package_index::wheel::glibc_needed;
+        let Some(base) = glibc.split_once('.').and_then(|(major, minor)| {
+            Some((
+                major.parse::<u64>().ok()?,
+                minor.split('.').next()?.parse::<u64>().ok()?,
+            ))
+        }) else {
+            return Vec::new();
+        };
+        let too_new = |file: &str| glibc_needed(file).filter(|needs| *needs > base);
+        let said = |pin: &PinName, file: &str, (major, minor): (u64, u64)| {
+            format!("{pin}: {file} needs glibc {major}.{minor}")
+        };
+        let mut found = Vec::new();
+        for pin in self.pins.values() {
+            let mut recorded: Vec<Vec<String>> = Vec::new();
+            match &pin.source {
+                super::Source::Python(python) => {
+                    recorded.push(
+                        python
+                            .files
+                            .iter()
+                            .map(|file| file.file.to_string())
+                            .collect(),
+                    );
+                }
+                super::Source::Wheels(set) => {
+                    for wheel in &set.wheels {
+                        match wheel.file.as_ref() {
+                            Some(file) => recorded.push(vec![file.expand(&set.version)]),
+                            None => recorded.push(
+                                wheel
+                                    .files
+                                    .iter()
+                                    .map(|file| file.file.to_string())
+                                    .collect(),
+                            ),
+                        }
+                    }
+                }
+                _ => {}
+            }
+            for files in recorded.iter().filter(|files| !files.is_empty()) {
+                // pip takes any recorded file that loads: only a distribution none of whose
+                // files loads cannot install.
+                if files.iter().all(|file| too_new(file).is_some()) {
+                    let file = &files[0];
+                    found.push(said(
+                        &pin.name,
+                        file,
+                        too_new(file).expect("needs a newer one"),
+                    ));
+                }
+            }
+        }
+        found
+    }
+}

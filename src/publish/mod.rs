@@ -214,6 +214,8 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
         digest: base.digest.clone(),
         id: None,
         packages: std::collections::BTreeMap::new(),
+        glibc: None,
+        python: None,
     };
     if let Some(local) = engine.image(base.image.as_str()).await? {
         if record.digest.is_none() {

@@ -133,6 +133,8 @@ pub fn command<'a>(
     // Every installed distribution: what the base supplies to the pins' requirements.
     let mut python = vec![
         "import importlib.metadata as m\nfor d in m.distributions():\n    print('installed', d.metadata['Name'], d.version)".to_owned(),
+        // The C library and Python the image runs: which wheel tags load there.
+        "import platform, sys\nlibc, version = platform.libc_ver()\nprint('runtime', libc or '-', version or '-', '%d.%d' % sys.version_info[:2])".to_owned(),
     ];
     if !packages.is_empty() {
         python.push(format!(
@@ -185,6 +187,33 @@ pub fn installed(output: &str) -> BTreeMap<String, String> {
             Some((name.normalized(), version.trim().to_owned()))
         })
         .collect()
+}
+
+/// The C library and Python an image runs, from the output of `command`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Runtime {
+    /// The glibc version (`2.39`); `None` on another C library, or without Python to ask.
+    pub glibc: Option<String>,
+    /// The Python version (`3.12`).
+    pub python: Option<String>,
+}
+
+/// The image's runtime, from the output of `command`.
+pub fn runtime(output: &str) -> Runtime {
+    let Some(line) = output
+        .lines()
+        .find_map(|line| line.strip_prefix("runtime "))
+    else {
+        return Runtime::default();
+    };
+    let mut words = line.split_whitespace();
+    let (libc, version, python) = (words.next(), words.next(), words.next());
+    Runtime {
+        glibc: (libc == Some("glibc"))
+            .then(|| version.map(ToOwned::to_owned))
+            .flatten(),
+        python: python.map(ToOwned::to_owned),
+    }
 }
 
 /// One check per pin value, file and fix, from the output of `command`.

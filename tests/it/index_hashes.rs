@@ -266,3 +266,78 @@ fn recorded_files_must_be_wheels_of_the_pin_at_its_version() {
         assert_contains(&run.stderr, message);
     }
 }
+
+/// A forge.lock whose base, as `verify-digest --contents` read it, runs `glibc`.
+fn lock_with_base_glibc(glibc: &str) -> String {
+    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
+    format!(
+        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\nglibc = \"{glibc}\"\npython = \"3.12\"\n\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
+        digest('1'),
+        digest('2'),
+        digest('3'),
+        digest('4'),
+        digest('5'),
+        digest('6'),
+        digest('7'),
+    )
+}
+
+/// The real tilelang 0.1.11 wheel is manylinux_2_34: a base that runs glibc 2.28 cannot load
+/// it, and the recipe is refused before anything is rendered or built; on glibc 2.39 it loads.
+#[test]
+fn a_wheel_the_bases_glibc_cannot_load_is_refused_at_load() {
+    let context = TestContext::default_recipe();
+    context.write("forge.lock", &lock_with_base_glibc("2.28"));
+    for command in [&["render"][..], &["build", "--dry-run"][..]] {
+        let run = context.forge(command).expect_code(1);
+        assert_contains(
+            &run.stderr,
+            "error: the base runs glibc 2.28 (forge.lock, from `verify-digest --contents`), which cannot load tilelang: tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl needs glibc 2.34",
+        );
+        // apache-tvm-ffi has a manylinux2014 file too: pip takes that one there.
+        assert!(!run.stderr.contains("apache-tvm-ffi:"), "{}", run.stderr);
+    }
+    context.write("forge.lock", &lock_with_base_glibc("2.39"));
+    context.forge(&["render"]).expect_code(0);
+}
+
+/// With the base's glibc recorded, a move records only the files that load there, and refuses
+/// a version with none.
+#[test]
+fn pin_bump_records_only_the_files_the_bases_glibc_loads() {
+    const NEWER_GLIBC: &str = "apache_tvm_ffi-0.1.11-cp312-abi3-manylinux_2_34_aarch64.whl";
+    let (context, index, hashes) = unhashed_recipe_and_index();
+    index.publish_bytes("apache-tvm-ffi", NEWER_GLIBC, &wheel(NEWER_GLIBC, "served"));
+    context.write("forge.lock", &lock_with_base_glibc("2.28"));
+    let env = [("FORGE_INDEX_URL", index.url())];
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (*name, value.as_str()))
+        .collect();
+    forge(
+        &context,
+        &["pin", "bump", "apache-tvm-ffi", "--to", "0.1.11"],
+        &env,
+    )
+    .expect_code(0);
+    let pins = context.read("pins.toml");
+    assert_contains(
+        &pins,
+        &format!(
+            "files = [\n  {{ file = \"{OLD_GLIBC}\", sha256 = \"{}\" }},\n  {{ file = \"{NEW_GLIBC}\", sha256 = \"{}\" }},\n]\n",
+            hash_of(&hashes, OLD_GLIBC),
+            hash_of(&hashes, NEW_GLIBC)
+        ),
+    );
+    assert!(!pins.contains(NEWER_GLIBC), "{pins}");
+    let run = forge(
+        &context,
+        &["pin", "bump", "tilelang", "--to", "0.1.11"],
+        &env,
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_contains(&run.stderr, "refusing to move tilelang to 0.1.11");
+    assert_contains(&run.stderr, "glibc 2.28");
+    assert_contains(&run.stderr, "manylinux_2_34_aarch64");
+    assert_eq!(context.read("pins.toml"), pins);
+}

@@ -380,6 +380,14 @@ fn contents_read_back_a_python_pin_the_base_ships_and_name_a_moved_version() {
         Some(python_image::FIXTURE_VERSION),
         "{lock}"
     );
+    // And the glibc and Python it runs: which wheel tags load there.
+    let glibc = lock["base"]["glibc"].as_str().unwrap_or_default();
+    assert!(
+        glibc.starts_with("2.") && glibc[2..].parse::<u32>().is_ok(),
+        "{lock}"
+    );
+    let python = lock["base"]["python"].as_str().unwrap_or_default();
+    assert!(python.starts_with("3."), "{lock}");
     assert_eq!(
         row(&json, "pin", PythonRecipe::NCCL_PIN),
         &pin_row(PythonRecipe::NCCL_PIN, &nccl, &nccl, true)

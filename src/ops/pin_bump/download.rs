@@ -301,7 +301,7 @@ fn judge_downloads(
     upstream: &Upstream<'_>,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let offer = bump::download_offer(&recipe.pins, pin, version, downloaded, upstream.installed);
+    let offer = bump::download_offer(&recipe.pins, pin, version, downloaded, upstream);
     let candidate = offer.judge(&recipe.pins, version, YankedFiles::Allowed);
     let force = constraints == Constraints::Force;
     if !(candidate.allowed() || force && candidate.forceable()) {

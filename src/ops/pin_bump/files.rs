@@ -26,11 +26,16 @@ pub(super) fn assignments(
             .packages
             .iter()
             .find(|found| &found.pin == member && &found.name == package)?;
-        Some(
-            package
-                .hashed_files(version, offer.target.as_ref())
-                .map_err(|unlisted| unlisted_refusal(member, version, &package.index, &unlisted)),
-        )
+        let files = package
+            .hashed_files(version, offer.target.as_ref())
+            .map_err(|unlisted| unlisted_refusal(member, version, &package.index, &unlisted));
+        Some(files.and_then(|files| {
+            if files.is_empty() {
+                Err(no_file_loads(member, version, package, offer))
+            } else {
+                Ok(files)
+            }
+        }))
     };
     let mut assignments = Vec::new();
     match &pin.source {
@@ -77,6 +82,39 @@ fn tables(files: &[HashedFile]) -> Assigned {
                 ]
             })
             .collect(),
+    )
+}
+
+/// No file of `package` at `version` loads on the image: pip would find none to install.
+fn no_file_loads(
+    pin: &PinName,
+    version: &Version,
+    package: &crate::bump::Package,
+    offer: &VersionOffer,
+) -> CheckFailed {
+    let target = offer
+        .target
+        .as_ref()
+        .map_or_else(|| "the image".to_owned(), |target| target.describe());
+    let offered: Vec<String> = package
+        .releases
+        .files
+        .iter()
+        .filter(|file| file.version.to_string() == package.version_at(version))
+        .filter_map(|file| crate::package_index::wheel::tag_triple(&file.name))
+        .collect();
+    CheckFailed::new(
+        format!(
+            "refusing to move {pin} to {version}: no wheel of {} {} loads on {target} (offered: {})",
+            package.name,
+            package.version_at(version),
+            if offered.is_empty() {
+                "none".to_owned()
+            } else {
+                offered.join(", ")
+            }
+        ),
+        "the image needs a wheel of the package for its platform, Python and glibc: pick a version that has one, or move the base; pins.toml was not changed",
     )
 }
 
