@@ -15,7 +15,8 @@
 //!
 //! A pin's kind is its `Source` variant, whose payload struct holds what only that kind has;
 //! code that needs one kind asks for its payload (`Pin::git`, `Pin::wheel_set`, `Pin::python`)
-//! or for what every kind installs (`Pin::distributions`). Adding a kind touches `pin` (its
+//! or for what every kind installs (`Pin::distributions`, `Pin::installed` with the files
+//! recorded for each). Adding a kind touches `pin` (its
 //! payload), `schema` and `load` (its keys), and then the files the compiler names, the only
 //! ones that match on every kind: the template's view and the build's gates
 //! (`render::view`, `render::gate`), the image's read-back (`verify::probe`), the SBOM and
@@ -29,8 +30,8 @@ mod schema;
 
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{
-    AssertSource, Denied, Distribution, GitSource, HashedFile, Pin, PythonSource, Shim, Source,
-    Wheel, WheelSet,
+    AssertSource, Denied, Distribution, GitSource, HashedFile, Installed, Pin, PythonSource, Shim,
+    Source, Wheel, WheelSet,
 };
 pub use recipe::{
     Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,

@@ -50,6 +50,35 @@ impl Pin {
         }
     }
 
+    /// Each distribution the layer installs for the pin, and what pins.toml records of its
+    /// files: none for a pin the base supplies or one built from source.
+    pub fn installed(&self) -> Vec<Installed<'_>> {
+        match &self.source {
+            Source::Python(python) if python.install => vec![Installed::Indexed {
+                wheel: None,
+                package: &python.package,
+                files: &python.files,
+            }],
+            Source::Wheels(set) => set
+                .wheels
+                .iter()
+                .enumerate()
+                .map(|(index, wheel)| match &wheel.file {
+                    Some(file) => Installed::Downloaded {
+                        package: &wheel.package,
+                        file: file.expand(&set.version),
+                    },
+                    None => Installed::Indexed {
+                        wheel: Some(index),
+                        package: &wheel.package,
+                        files: &wheel.files,
+                    },
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The kind, as written in pins.toml.
     pub fn kind(&self) -> PinKind {
         match self.source {
@@ -137,6 +166,28 @@ impl Pin {
             Source::Git(_) | Source::Assert(_) => Vec::new(),
         }
     }
+}
+
+/// A distribution the layer installs, and what pins.toml records of its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installed<'a> {
+    /// From an index: the files pins.toml records (`files`, the pin's own or, at `wheel`, a
+    /// wheel's of its set).
+    Indexed {
+        /// Which wheel of the set, for a wheel set.
+        wheel: Option<usize>,
+        /// The distribution.
+        package: &'a PackageName,
+        /// The recorded files.
+        files: &'a [HashedFile],
+    },
+    /// Downloaded by URL: its one file at the pin's version.
+    Downloaded {
+        /// The distribution.
+        package: &'a PackageName,
+        /// The file's name.
+        file: String,
+    },
 }
 
 /// A Python distribution a pin installs.

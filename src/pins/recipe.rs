@@ -221,38 +221,18 @@ impl Pins {
         };
         let mut found = Vec::new();
         for pin in self.pins.values() {
-            let mut recorded: Vec<Vec<String>> = Vec::new();
-            match &pin.source {
-                super::Source::Python(python) => {
-                    recorded.push(
-                        python
-                            .files
-                            .iter()
-                            .map(|file| file.file.to_string())
-                            .collect(),
-                    );
-                }
-                super::Source::Wheels(set) => {
-                    for wheel in &set.wheels {
-                        match wheel.file.as_ref() {
-                            Some(file) => recorded.push(vec![file.expand(&set.version)]),
-                            None => recorded.push(
-                                wheel
-                                    .files
-                                    .iter()
-                                    .map(|file| file.file.to_string())
-                                    .collect(),
-                            ),
-                        }
+            for installed in pin.installed() {
+                let files: Vec<String> = match installed {
+                    super::Installed::Indexed { files, .. } => {
+                        files.iter().map(|file| file.file.to_string()).collect()
                     }
-                }
-                _ => {}
-            }
-            for files in recorded.iter().filter(|files| !files.is_empty()) {
+                    super::Installed::Downloaded { file, .. } => vec![file],
+                };
                 // pip takes any recorded file that loads: only a distribution none of whose
                 // files loads cannot install.
-                if files.iter().all(|file| too_new(file).is_some()) {
-                    let file = &files[0];
+                if let Some(file) = files.first()
+                    && files.iter().all(|file| too_new(file).is_some())
+                {
                     found.push(said(
                         &pin.name,
                         file,

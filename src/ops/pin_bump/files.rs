@@ -6,7 +6,7 @@
 use crate::bump::VersionOffer;
 use crate::bump::edit::{Assigned, Assignment, Segment};
 use crate::diagnostics::CheckFailed;
-use crate::pins::{HashedFile, Pins, Source};
+use crate::pins::{HashedFile, Installed, Pins};
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
@@ -38,34 +38,34 @@ pub(super) fn assignments(
         }))
     };
     let mut assignments = Vec::new();
-    match &pin.source {
-        Source::Python(python) if python.install => {
-            if let Some(files) = files_of(&python.package).transpose()?
-                && files != python.files
-            {
-                assignments.push(Assignment::of(
-                    &["pins", member.as_str()],
+    for installed in pin.installed() {
+        let Installed::Indexed {
+            wheel,
+            package,
+            files: recorded,
+        } = installed
+        else {
+            continue;
+        };
+        let Some(files) = files_of(package).transpose()? else {
+            continue;
+        };
+        if files == recorded {
+            continue;
+        }
+        let assignment = match wheel {
+            None => Assignment::of(&["pins", member.as_str()], "files", tables(&files)),
+            Some(index) => {
+                let mut assignment = Assignment::of(
+                    &["pins", member.as_str(), "wheels"],
                     "files",
                     tables(&files),
-                ));
+                );
+                assignment.table.push(Segment::Index(index));
+                assignment
             }
-        }
-        Source::Wheels(set) if set.url.is_none() => {
-            for (index, wheel) in set.wheels.iter().enumerate() {
-                if let Some(files) = files_of(&wheel.package).transpose()?
-                    && files != wheel.files
-                {
-                    let mut assignment = Assignment::of(
-                        &["pins", member.as_str(), "wheels"],
-                        "files",
-                        tables(&files),
-                    );
-                    assignment.table.push(Segment::Index(index));
-                    assignments.push(assignment);
-                }
-            }
-        }
-        _ => {}
+        };
+        assignments.push(assignment);
     }
     Ok(assignments)
 }
