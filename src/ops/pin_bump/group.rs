@@ -1,7 +1,7 @@
 //! `pin bump` of a pin in a group that is not lockstep: the group moves as one, each member to
 //! its own version (`bump::group`), and the move says why each member lands where it does.
 
-use super::version::join;
+use super::refusing::join;
 use super::{Constraints, Move, PinBumpOptions, files, refused};
 use crate::bump::edit::Assignment;
 use crate::bump::group::{self, GroupPlan, MemberPlan};

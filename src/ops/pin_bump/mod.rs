@@ -7,12 +7,14 @@ mod download;
 mod files;
 mod git;
 mod group;
+mod refusing;
 mod version;
 mod write;
 
 use version::plan_version;
 
-pub(crate) use version::{refused, report_from_base};
+pub(crate) use refusing::refused;
+pub(crate) use version::report_from_base;
 
 use std::str::FromStr;
 
