@@ -269,17 +269,7 @@ fn recorded_files_must_be_wheels_of_the_pin_at_its_version() {
 
 /// A forge.lock whose base, as `verify-digest --contents` read it, runs `glibc`.
 fn lock_with_base_glibc(glibc: &str) -> String {
-    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
-    format!(
-        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\nglibc = \"{glibc}\"\npython = \"3.12\"\n\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
-        digest('1'),
-        digest('2'),
-        digest('3'),
-        digest('4'),
-        digest('5'),
-        digest('6'),
-        digest('7'),
-    )
+    crate::support::default_recipe_lock(&format!("glibc = \"{glibc}\"\npython = \"3.12\"\n"))
 }
 
 /// The real tilelang 0.1.11 wheel is manylinux_2_34: a base that runs glibc 2.28 cannot load

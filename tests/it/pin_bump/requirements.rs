@@ -55,22 +55,12 @@ const FLASHINFER_0_7_4: &str = "version = \"0.7.4\"";
 /// A forge.lock as a build writes it, with `packages` (TOML lines) as what the image holds; none
 /// for a record written before forge recorded them.
 fn lock_with_packages(packages: &str) -> String {
-    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
     let packages = if packages.is_empty() {
         String::new()
     } else {
         format!("\n[base.packages]\n{packages}\n")
     };
-    format!(
-        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n{packages}\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
-        digest('1'),
-        digest('2'),
-        digest('3'),
-        digest('4'),
-        digest('5'),
-        digest('6'),
-        digest('7'),
-    )
+    crate::support::default_recipe_lock(&packages)
 }
 
 /// What a move requires of packages the recipe does not pin is listed as coming from the base,

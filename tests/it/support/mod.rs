@@ -136,6 +136,22 @@ pub fn without_recorded_files(text: &str) -> String {
     kept.join("\n") + "\n"
 }
 
+/// A forge.lock for the default recipe as a build writes it, its `[base]` holding `base` (TOML
+/// lines after its `image`, such as what `verify-digest --contents` records).
+pub fn default_recipe_lock(base: &str) -> String {
+    let digest = |c: char| format!("\"sha256:{}\"", c.to_string().repeat(64));
+    format!(
+        "version = 1\n\n[inputs]\npins = {}\ntemplates = {}\npatches = {}\noverlays = {}\ndockerfile = {}\ncontext = {}\n\n[base]\nimage = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n{base}\n[image]\nrepository = \"ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10\"\nid = {}\n\n[[tags]]\nname = \"experimental-pr4\"\nmutability = \"moving\"\n",
+        digest('1'),
+        digest('2'),
+        digest('3'),
+        digest('4'),
+        digest('5'),
+        digest('6'),
+        digest('7'),
+    )
+}
+
 /// A temporary recipe folder.
 pub struct TestContext {
     dir: tempfile::TempDir,
