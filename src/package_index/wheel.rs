@@ -3,6 +3,7 @@
 //! (PEP 691's `requires-python`) against that Python. An sdist never fits: the layer installs
 //! wheels with `--no-deps` and builds nothing.
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use crate::types::oci::Platform;
@@ -205,6 +206,21 @@ pub fn tag_triple(file: &str) -> Option<String> {
     (parts.len() >= 5).then(|| parts[parts.len() - 3..].join("-"))
 }
 
+/// Every `python-abi-platform` tag a wheel file name stands for (a compressed set such as
+/// `py2.py3-none-any` is two), as an installed wheel's `WHEEL` file lists them in `Tag:` lines.
+pub fn expanded_tags(file: &str) -> Option<BTreeSet<String>> {
+    let tags = wheel_tags(file)?;
+    let mut expanded = BTreeSet::new();
+    for python in &tags.pythons {
+        for abi in &tags.abis {
+            for platform in &tags.platforms {
+                expanded.insert(format!("{python}-{abi}-{platform}"));
+            }
+        }
+    }
+    Some(expanded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,5 +302,22 @@ mod tests {
         assert!(!arm.requires_python_holds("<3.12"));
         assert!(arm.requires_python_holds("not a range"));
         assert!(target("linux/arm64", None).requires_python_holds(">=3.13"));
+    }
+
+    #[test]
+    fn a_compressed_tag_set_stands_for_each_of_its_tags() {
+        let tags = |file| expanded_tags(file).unwrap().into_iter().collect::<Vec<_>>();
+        assert_eq!(
+            tags("a-1.0-cp312-cp312-manylinux2014_aarch64.manylinux_2_17_aarch64.whl"),
+            [
+                "cp312-cp312-manylinux2014_aarch64",
+                "cp312-cp312-manylinux_2_17_aarch64"
+            ]
+        );
+        assert_eq!(
+            tags("x-1.0-1build-py2.py3-none-any.whl"),
+            ["py2-none-any", "py3-none-any"]
+        );
+        assert_eq!(expanded_tags("x-1.0.tar.gz"), None);
     }
 }

@@ -13,7 +13,9 @@
 //!    tags against each other (`registry`); a tag it does not hold (`unserved`); each other
 //!    platform's entry of a multi-platform index (`platform_entry`).
 //! 5. contents: what a run of the image reports (`probe`), against the pins and the overlay
-//!    files of the recipe, or that the image is not there to run (`image_missing`).
+//!    files of the recipe, or that the image is not there to run (`image_missing`); of each
+//!    wheel a pin installs, which pinned file it was and whether its files are as its `RECORD`
+//!    lists (`record`).
 
 pub mod attached;
 mod check;
@@ -21,6 +23,7 @@ mod daemon;
 mod error;
 mod inputs;
 pub mod probe;
+mod record;
 mod registry;
 
 pub use check::{Check, Kind, MISSING, Report};

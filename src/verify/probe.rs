@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Check, Kind, MISSING};
+use super::{Check, Kind, MISSING, record};
 
 pub use crate::context::overlays::{ExpectedFile, overlay_files};
 use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
@@ -154,6 +154,7 @@ pub fn command<'a>(
             ));
         }
     }
+    python.extend(record::script(pins.iter().copied()));
     python.extend(fixes.iter().map(fix_probe));
     {
         script.push_str(&format!(
@@ -223,6 +224,7 @@ pub fn checks<'a>(
     fixes: &[Fix],
     output: &str,
 ) -> Vec<Check> {
+    let pins: Vec<&Pin> = pins.into_iter().collect();
     let mut found_files: BTreeMap<&str, String> = BTreeMap::new();
     let mut found: BTreeMap<(Line, &str), &str> = BTreeMap::new();
     let no_python = output.lines().any(|line| line == NO_PYTHON);
@@ -240,7 +242,7 @@ pub fn checks<'a>(
         }
     }
     let mut checks = Vec::new();
-    for wanted in wanted(pins) {
+    for wanted in wanted(pins.iter().copied()) {
         let actual = match found.get(&(wanted.kind, wanted.key.as_str())) {
             Some(&"-") | Some(&"") => MISSING.to_owned(),
             Some(value) => (*value).to_owned(),
@@ -259,6 +261,13 @@ pub fn checks<'a>(
         };
         checks.push(Check::new(Kind::Pin, subject, wanted.value, actual, ok));
     }
+    let overlaid = files.iter().map(|file| file.path.as_str()).collect();
+    checks.extend(record::checks(
+        pins.iter().copied(),
+        &overlaid,
+        output,
+        no_python.then_some(NO_PYTHON),
+    ));
     for fix in fixes {
         let actual = match found.get(&(Line::Fix, fix.name.as_str())) {
             Some(&"ok") => IN_PLACE.to_owned(),

@@ -3,8 +3,6 @@
 //! into the Python base image's site-packages, once with the keyword argument the fix is
 //! about and once without it.
 
-use std::process::Command;
-
 use crate::support::image_guard::ImageGuard;
 use crate::support::images::{build_in, daemon_platform, docker_available};
 use crate::support::python_image;
@@ -14,18 +12,6 @@ use crate::support::{TestContext, assert_contains};
 const FIXED: &str = "def decode(query, swa_topk_lens=None):\n    return query\n";
 const BROKEN: &str = "def decode(query):\n    return query\n";
 const SYMPTOM: &str = "decode fails with an unexpected keyword argument swa_topk_lens";
-
-/// The site-packages folder of the host's Python, which the base image copies as it is.
-fn site_packages() -> String {
-    let output = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('purelib'))",
-        ])
-        .output()
-        .expect("the host's python3 runs");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
 
 /// A recipe on the Python base whose overlay brings the module `stand_in`.
 fn recipe(repository: &str, images: &ImageGuard, module: &str) -> TestContext {
@@ -46,7 +32,7 @@ fn recipe(repository: &str, images: &ImageGuard, module: &str) -> TestContext {
             daemon_platform(),
             images.label_entry(),
             base.name,
-            site_packages(),
+            base.site_packages,
         ),
     );
     context.write(

@@ -29,5 +29,6 @@ mod render;
 mod report;
 mod support;
 mod verify;
+mod wheel_record;
 mod wheels_url;
 mod workflow;

@@ -73,6 +73,8 @@ pub(crate) struct PythonImage {
     pub(crate) name: String,
     /// Where the image's `libnccl.so.2` is.
     pub(crate) nccl_path: String,
+    /// The site-packages folder its interpreter puts on `sys.path` (the host's own path).
+    pub(crate) site_packages: String,
 }
 
 /// NCCL's version text for (major, minor, patch), as `ncclGetVersion` callers print it.
@@ -124,7 +126,11 @@ pub(crate) fn ensure() -> PythonImage {
     tree.busybox();
     add_fixtures(&mut tree, &site_packages, &nccl_path);
     let name = host_image::imported(REPOSITORY, &tree);
-    let image = PythonImage { name, nccl_path };
+    let image = PythonImage {
+        name,
+        nccl_path,
+        site_packages,
+    };
     *made = Some(image.clone());
     image
 }

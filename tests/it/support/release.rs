@@ -103,37 +103,60 @@ pub fn wheel(file: &str, marker: &str) -> Vec<u8> {
     wheel_with_metadata(file, marker, &format!("Name: {name}\nVersion: {version}\n"))
 }
 
-/// `wheel`, its METADATA headers (after `Metadata-Version`) being `headers`.
+/// `wheel`, its METADATA headers (after `Metadata-Version`) being `headers`: a wheel as a build
+/// backend writes it, `WHEEL` with one `Tag:` line per tag of the name and `RECORD` with the
+/// sha256 of every other file, so pip installs it with those hashes.
 pub fn wheel_with_metadata(file: &str, marker: &str, headers: &str) -> Vec<u8> {
     let folder = tempfile::tempdir().expect("a temporary folder");
-    let mut parts = file.trim_end_matches(".whl").split('-');
+    let stem = file.trim_end_matches(".whl");
+    let mut parts = stem.split('-');
     let (name, version) = (parts.next().unwrap(), parts.next().unwrap());
-    let tag = file.trim_end_matches(".whl").splitn(3, '-').nth(2).unwrap();
-    let info = folder.path().join(format!("{name}-{version}.dist-info"));
-    std::fs::create_dir_all(&info).unwrap();
-    std::fs::create_dir_all(folder.path().join(name)).unwrap();
-    std::fs::write(
-        folder.path().join(name).join("__init__.py"),
-        format!("MARKER = {marker:?}\n"),
-    )
-    .unwrap();
-    std::fs::write(
-        info.join("METADATA"),
-        format!("Metadata-Version: 2.1\n{headers}"),
-    )
-    .unwrap();
-    std::fs::write(
-        info.join("WHEEL"),
-        format!("Wheel-Version: 1.0\nGenerator: forge-tests\nRoot-Is-Purelib: true\nTag: {tag}\n"),
-    )
-    .unwrap();
-    std::fs::write(info.join("RECORD"), "").unwrap();
+    let triple: Vec<&str> = stem.rsplitn(4, '-').take(3).collect();
+    let [platforms, abis, pythons] = triple[..] else {
+        panic!("{file} is not a wheel's name");
+    };
+    let mut tags = String::new();
+    for python in pythons.split('.') {
+        for abi in abis.split('.') {
+            for platform in platforms.split('.') {
+                tags.push_str(&format!("Tag: {python}-{abi}-{platform}\n"));
+            }
+        }
+    }
+    let info = format!("{name}-{version}.dist-info");
+    let files = [
+        (
+            format!("{name}/__init__.py"),
+            format!("MARKER = {marker:?}\n"),
+        ),
+        (
+            format!("{info}/METADATA"),
+            format!("Metadata-Version: 2.1\n{headers}"),
+        ),
+        (
+            format!("{info}/WHEEL"),
+            format!("Wheel-Version: 1.0\nGenerator: forge-tests\nRoot-Is-Purelib: true\n{tags}"),
+        ),
+    ];
+    let mut record = String::new();
+    for (path, text) in &files {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let hash = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(text.as_bytes()));
+        record.push_str(&format!("{path},sha256={hash},{}\n", text.len()));
+        let path = folder.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    record.push_str(&format!("{info}/RECORD,,\n"));
+    std::fs::write(folder.path().join(&info).join("RECORD"), record).unwrap();
     let out = folder.path().join(file);
     let status = Command::new("python3")
         .args(["-m", "zipfile", "-c"])
         .arg(&out)
         .arg(name)
-        .arg(format!("{name}-{version}.dist-info"))
+        .arg(&info)
         .current_dir(folder.path())
         .status()
         .expect("python3 builds the wheel");
