@@ -14,3 +14,7 @@ pub fn download_limit() -> u64 {
         .filter(|bytes| *bytes > 0)
         .unwrap_or(8 * 1024 * 1024 * 1024)
 }
+
+/// The largest key file forge reads (`--sign-key`, `--key`): 64 KiB, a hundred times a PEM key
+/// pair.
+pub const KEY_FILE_LIMIT: u64 = 64 * 1024;

@@ -61,6 +61,20 @@ pub enum KeyError {
     /// `--sign` without a key.
     #[error("--sign needs a signing key, and neither --sign-key nor FORGE_SIGNING_KEY gives one")]
     Missing,
+    /// The path names a special file (a FIFO, a device, a socket), refused without reading it.
+    #[error("{} is a {kind}, not a key file", path.display())]
+    Special {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        kind: crate::fs::Special,
+    },
+    /// The file is larger than any key file.
+    #[error("{} holds more than {} KiB, more than any key file", path.display(), crate::limits::KEY_FILE_LIMIT / 1024)]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
     /// A file that would be overwritten exists.
     #[error("{} already exists", path.display())]
     Exists {
@@ -73,6 +87,7 @@ impl crate::diagnostics::Advise for KeyError {
     fn advice(&self) -> crate::diagnostics::Advice {
         crate::diagnostics::Advice::Hint(match self {
             KeyError::Io { .. } => "check the path and its permissions".to_owned(),
+            KeyError::Special { .. } | KeyError::TooLarge { .. } => "name the PEM file itself (`forge keygen` writes one of a few hundred bytes); a key can also come as PEM text in FORGE_SIGNING_KEY".to_owned(),
             KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve".to_owned(),
             KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
             KeyError::Missing => "name the private key with --sign-key FILE, or put its PEM text in FORGE_SIGNING_KEY; `forge keygen` writes a pair".to_owned(),
@@ -208,13 +223,38 @@ pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyErro
     Ok(verifying)
 }
 
-/// The text of the PEM file at `path`.
+/// The text of the PEM file at `path`: a regular file (a FIFO or a device is refused without
+/// being read, so nothing blocks or runs on for ever) of at most `limits::KEY_FILE_LIMIT` bytes,
+/// of which no more than one byte past the limit is read.
 fn read_pem(path: &Path) -> Result<String, KeyError> {
-    std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+    use std::io::Read as _;
+    let io = |source| KeyError::Io {
         action: "read",
         path: path.to_owned(),
         source,
-    })
+    };
+    let file = crate::fs::open_regular(path).map_err(|error| match error {
+        crate::fs::PathError::Special { kind, .. } => KeyError::Special {
+            path: path.to_owned(),
+            kind,
+        },
+        crate::fs::PathError::Read { source, .. } => io(source),
+        other => io(std::io::Error::other(other.to_string())),
+    })?;
+    let limit = crate::limits::KEY_FILE_LIMIT;
+    let too_large = || KeyError::TooLarge {
+        path: path.to_owned(),
+    };
+    // A sparse file of gigabytes is refused by its size, before a byte of it is read.
+    if file.metadata().map_err(io)?.len() > limit {
+        return Err(too_large());
+    }
+    let mut text = String::new();
+    file.take(limit + 1).read_to_string(&mut text).map_err(io)?;
+    if text.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -579,3 +579,55 @@ fn a_signed_push_to_a_token_registry_asks_for_a_token_that_may_push() {
     );
     verify(&example, &["--remote", "--key", &keys.public_arg()], &env).expect_code(0);
 }
+
+#[test]
+fn a_key_path_that_is_no_key_file_is_refused_without_reading_it_whole() {
+    let context = TestContext::empty();
+    let folder = tempfile::tempdir().unwrap();
+    let fifo = folder.path().join("key.fifo");
+    crate::support::fifo(&fifo);
+    // 3 GB that take no disk: refused by their size, not after reading them.
+    let sparse = folder.path().join("sparse.pem");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let large = folder.path().join("large.pem");
+    std::fs::write(&large, "x".repeat(64 * 1024 + 1)).unwrap();
+    let cases = [
+        (
+            "/dev/zero".to_owned(),
+            "/dev/zero is a character device, not a key file",
+        ),
+        (
+            fifo.display().to_string(),
+            "key.fifo is a FIFO (a named pipe), not a key file",
+        ),
+        (
+            sparse.display().to_string(),
+            "sparse.pem holds more than 64 KiB, more than any key file",
+        ),
+        (
+            large.display().to_string(),
+            "large.pem holds more than 64 KiB, more than any key file",
+        ),
+    ];
+    for (path, said) in &cases {
+        for args in [
+            vec!["build", "--push", "--sign", "--sign-key", path.as_str()],
+            vec![
+                "verify-digest",
+                "example.org/r:latest",
+                "--key",
+                path.as_str(),
+            ],
+        ] {
+            let Some(run) = context.forge_bounded(&args, std::time::Duration::from_secs(20)) else {
+                panic!("forge {args:?} was still running after 20 s");
+            };
+            let run = run.expect_code(2);
+            assert_contains(&run.stderr, said);
+            assert_contains(&run.stderr, "hint: name the PEM file itself");
+        }
+    }
+}
