@@ -119,6 +119,15 @@ impl FromStr for UrlTemplate {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         let sample = value.replace("{version}", "0").replace("{file}", "x");
+        // A login in the URL would be written into the Dockerfile, the image's history and the
+        // record, and sent with every download.
+        if url::Url::parse(&sample).is_ok_and(|url| has_user_information(&url)) {
+            return Err(GrammarError::new(
+                "url",
+                value,
+                "a wheel set's url must not hold a user name or token (it is written into the Dockerfile and the image's history): serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)",
+            ));
+        }
         match sample.parse::<Url>() {
             Ok(_) => Ok(Self(value.to_owned())),
             Err(_) => Err(GrammarError::new(
@@ -153,6 +162,8 @@ mod template_tests {
             "https://example.org/{file} x",
             "https://example.org/{file}#sha256=00",
             "https://example.org/{file}\n",
+            "https://user:token@example.org/{file}",
+            "https://token@example.org/{file}",
         ] {
             assert!(
                 bad.parse::<UrlTemplate>().is_err(),

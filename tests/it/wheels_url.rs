@@ -207,6 +207,23 @@ fn url_and_file_templates_keep_to_their_grammar() {
         let run = context.forge(&["render"]).expect_code(2);
         assert_contains(&run.stderr, message);
     }
+    // A login in the url would land in the Dockerfile and the image's history: refused, where it
+    // stands, and the token is not repeated.
+    context.write(
+        "pins.toml",
+        &before.replacen(
+            "https://github.com/",
+            "https://lab:s3cr3t-token@github.com/",
+            1,
+        ),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(&run.stderr, "pins.toml:85:");
+    assert_contains(
+        &run.stderr,
+        "a wheel set's url must not hold a user name or token (it is written into the Dockerfile and the image's history): serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)",
+    );
+    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
     // Without the set's url, a file (and its hash) has nowhere to come from.
     context.write(
         "pins.toml",
