@@ -17,6 +17,14 @@ pub fn agent() -> ureq::Agent {
     config().timeout_global(Some(TIMEOUT)).build().into()
 }
 
+/// Whether requests that start at `url` must stay on https: those that start there. A redirect
+/// from https to plain http is then refused (as the registry client refuses it), so what is
+/// hashed or read never came over a connection anyone on the way could rewrite.
+pub fn stays_on_https(url: &str) -> bool {
+    url.get(..8)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
+}
+
 /// Like `agent`, but redirects come back as responses: for a client that decides itself where
 /// a redirect may lead and what goes with it (the registry client, see `registry::trust`).
 pub fn agent_without_redirects() -> ureq::Agent {

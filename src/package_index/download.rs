@@ -38,6 +38,14 @@ pub enum DownloadError {
         /// What the connection said.
         message: String,
     },
+    /// A redirect from https led to plain http.
+    #[error("cannot download {}: it redirects from https to plain http ({})", crate::redact::Redacted(url.as_str()), crate::redact::Redacted(to.as_str()))]
+    Downgrade {
+        /// The URL.
+        url: String,
+        /// Where the redirect led.
+        to: String,
+    },
     /// The body stopped early, stalled, or crossed the size limit.
     #[error("cannot hash {}: {message}", crate::redact::Redacted(url.as_str()))]
     Body {
@@ -52,6 +60,7 @@ impl Advise for DownloadError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
             DownloadError::Unreachable { .. } => "check the network and the pin's `url`; pins.toml was not changed".to_owned(),
+            DownloadError::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`; pins.toml was not changed".to_owned(),
             DownloadError::Body { .. } => "try again; a file larger than the limit needs FORGE_DOWNLOAD_LIMIT (bytes) raised, and a slow link FORGE_IDLE_TIMEOUT (seconds); pins.toml was not changed".to_owned(),
         })
     }
@@ -63,13 +72,22 @@ crate::advised!(DownloadError);
 pub fn sha256(url: &Url) -> Result<Fetched, DownloadError> {
     // No overall time limit: a large wheel takes long on a slow link. The idle time and the
     // size limit bound it instead.
-    let agent: ureq::Agent = crate::http::config().build().into();
+    let agent: ureq::Agent = crate::http::config()
+        .https_only(crate::http::stays_on_https(url.as_str()))
+        .build()
+        .into();
     let response = agent
         .get(url.as_str())
         .call()
-        .map_err(|error| DownloadError::Unreachable {
-            url: url.to_string(),
-            message: error.to_string(),
+        .map_err(|error| match error {
+            ureq::Error::RequireHttpsOnly(to) => DownloadError::Downgrade {
+                url: url.to_string(),
+                to,
+            },
+            error => DownloadError::Unreachable {
+                url: url.to_string(),
+                message: error.to_string(),
+            },
         })?;
     let status = response.status();
     if !status.is_success() {

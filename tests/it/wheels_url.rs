@@ -212,8 +212,8 @@ fn url_and_file_templates_keep_to_their_grammar() {
     context.write(
         "pins.toml",
         &before.replacen(
-            "https://github.com/",
-            "https://lab:s3cr3t-token@github.com/",
+            "https://github.com/flashinfer-ai",
+            "https://lab:s3cr3t-token@github.com/flashinfer-ai",
             1,
         ),
     );
@@ -730,4 +730,48 @@ fn a_next_page_elsewhere_is_refused_and_a_cut_listing_says_so() {
         "lists more releases than forge reads (10 pages); older ones are not offered",
     );
     assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.7.21");
+}
+
+/// A download that starts on https and is redirected to plain http is refused before anything
+/// it served is hashed, naming both URLs; pins.toml is left as it was.
+#[test]
+fn a_redirect_from_https_to_plain_http_is_refused() {
+    let assets = ReleaseServer::start();
+    release(&assets, "0.6.15", &flashinfer_files("0.6.15"));
+    // The https front answers every download with a redirect to the plain-http server.
+    let front = ReleaseServer::start();
+    front.redirect_downloads_to(&format!("http://{}", assets.address()));
+    let certificates = Certificates::make();
+    let terminator = TlsTerminator::start(&certificates, front.address(), false);
+    let context = TestContext::default_recipe();
+    let secure = format!(
+        "https://127.0.0.1:{}/download/v{{version}}/{{file}}",
+        terminator.port()
+    );
+    context.edit("pins.toml", DEFAULT_URL, &secure);
+    let before = context.read("pins.toml");
+    let ca = certificates.file("ca.pem");
+    let run = forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    )
+    .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "it redirects from https to plain http (http://{}/download/v0.6.15/",
+            assets.address()
+        ),
+    );
+    assert_contains(&run.stderr, "hint: forge hashes only what came over https");
+    assert_eq!(context.read("pins.toml"), before);
+    assert!(
+        assets
+            .requests()
+            .iter()
+            .all(|path| !path.starts_with("/download/")),
+        "the plain-http server was asked: {:?}",
+        assets.requests()
+    );
 }

@@ -263,7 +263,11 @@ fn read_metadata(
     version: &Version,
     hashes: &[(FileSha256, u64)],
 ) -> anyhow::Result<Vec<Downloaded>> {
-    let agent = crate::http::agent();
+    let agent: ureq::Agent = crate::http::config()
+        .timeout_global(Some(crate::http::TIMEOUT))
+        .https_only(crate::http::stays_on_https(url.as_str()))
+        .build()
+        .into();
     let mut downloaded = Vec::new();
     for (wheel, (sha256, _)) in wheels.iter().zip(hashes) {
         let file_url = wheel

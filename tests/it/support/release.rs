@@ -12,6 +12,9 @@ use std::sync::Mutex;
 
 use crate::support::http::{FolderServer, Request, respond};
 
+/// The file in the server's folder that holds where downloads redirect to.
+const REDIRECT: &str = ".redirect";
+
 /// A running release server; stops when dropped.
 pub struct ReleaseServer {
     folder: FolderServer,
@@ -76,6 +79,12 @@ impl ReleaseServer {
             "http://{}/download/v{version}/{file}",
             self.folder.address()
         )
+    }
+
+    /// Answers every download with a redirect to the same path under `base` (`http://IP:PORT`).
+    pub fn redirect_downloads_to(&self, base: &str) -> &Self {
+        std::fs::write(self.folder.root().join(REDIRECT), base).expect("the redirect base");
+        self
     }
 
     /// Publishes `bytes` as `file` of release `version` (replacing what was there).
@@ -185,6 +194,13 @@ fn serve(mut stream: TcpStream, root: &Path, requests: &Mutex<Vec<String>>) {
             headers.push(("Link", link));
         }
         respond(&mut stream, "200 OK", &headers, body.as_bytes());
+        return;
+    }
+    if path.starts_with("/download/")
+        && let Ok(base) = std::fs::read_to_string(root.join(REDIRECT))
+    {
+        let location = format!("{base}{path}");
+        respond(&mut stream, "302 Found", &[("Location", &location)], b"");
         return;
     }
     let file = path
