@@ -136,6 +136,29 @@ fn the_default_recipe_downloads_the_release_assets_and_says_which_hashes_are_mis
     assert_eq!(downloads(&run.stdout), wanted);
 }
 
+/// A login in a wheel set's url would land in the Dockerfile and the image's history: refused
+/// where it stands, and the token is not repeated.
+#[test]
+fn a_wheel_url_with_a_login_is_refused_at_load() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    context.write(
+        "pins.toml",
+        &before.replacen(
+            "https://github.com/flashinfer-ai",
+            "https://lab:s3cr3t-token@github.com/flashinfer-ai",
+            1,
+        ),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(&run.stderr, "pins.toml:85:");
+    assert_contains(
+        &run.stderr,
+        "a wheel set's url must not hold a user name or token (it is written into the Dockerfile and the image's history): serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)",
+    );
+    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
+}
+
 #[test]
 fn url_and_file_templates_keep_to_their_grammar() {
     let context = TestContext::default_recipe();
@@ -207,23 +230,6 @@ fn url_and_file_templates_keep_to_their_grammar() {
         let run = context.forge(&["render"]).expect_code(2);
         assert_contains(&run.stderr, message);
     }
-    // A login in the url would land in the Dockerfile and the image's history: refused, where it
-    // stands, and the token is not repeated.
-    context.write(
-        "pins.toml",
-        &before.replacen(
-            "https://github.com/flashinfer-ai",
-            "https://lab:s3cr3t-token@github.com/flashinfer-ai",
-            1,
-        ),
-    );
-    let run = context.forge(&["render"]).expect_code(2);
-    assert_contains(&run.stderr, "pins.toml:85:");
-    assert_contains(
-        &run.stderr,
-        "a wheel set's url must not hold a user name or token (it is written into the Dockerfile and the image's history): serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)",
-    );
-    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
     // Without the set's url, a file (and its hash) has nowhere to come from.
     context.write(
         "pins.toml",
