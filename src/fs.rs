@@ -43,6 +43,74 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
     Ok(Written::Changed)
 }
 
+/// Where a path the user names for output (`--out`, `--context-out`) leads, and how it is
+/// written: atomic replacement is for regular files; a device or a FIFO (`/dev/null`,
+/// `/dev/stdout` on a terminal or a pipe) is written through, never renamed over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A regular file, or nothing yet: written through a temporary file and a rename. A
+    /// symbolic link is followed, so the link stays and the file it names is replaced.
+    File(PathBuf),
+    /// A character device or a FIFO: opened and written in place.
+    Through(PathBuf),
+}
+
+impl Destination {
+    /// Where `path` leads; a folder, a socket or a block device is refused by name.
+    pub fn of(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::FileTypeExt as _;
+        let refuse = |what: &str| {
+            std::io::Error::other(format!(
+                "{} is {what}: forge writes output only to a regular file, a character device or a FIFO",
+                path.display()
+            ))
+        };
+        // Every link followed; a path that does not exist (yet) is a new regular file.
+        let metadata = match std::fs::metadata(path) {
+            Ok(metadata) => metadata,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Destination::File(path.to_owned()));
+            }
+            Err(error) => return Err(error),
+        };
+        let kind = metadata.file_type();
+        if kind.is_char_device() || kind.is_fifo() {
+            return Ok(Destination::Through(path.to_owned()));
+        }
+        if kind.is_dir() {
+            return Err(refuse("a folder"));
+        }
+        if !kind.is_file() {
+            return Err(refuse(if kind.is_socket() {
+                "a socket"
+            } else {
+                "a block device"
+            }));
+        }
+        let is_link = std::fs::symlink_metadata(path)?.file_type().is_symlink();
+        Ok(Destination::File(if is_link {
+            std::fs::canonicalize(path)?
+        } else {
+            path.to_owned()
+        }))
+    }
+}
+
+/// `write_if_changed` for a path the user names for output: through a device or FIFO, into
+/// the regular file a link names, refusing anything else (see `Destination`).
+pub fn write_output(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
+    match Destination::of(path)? {
+        Destination::File(file) => write_if_changed(&file, bytes),
+        Destination::Through(special) => {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(special)?
+                .write_all(bytes)?;
+            Ok(Written::Changed)
+        }
+    }
+}
+
 /// `bytes` in a temporary file next to `path`, on disk and with the mode `path` has (else
 /// 0644), ready to be renamed over it.
 fn stage(path: &Path, bytes: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {

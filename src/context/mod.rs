@@ -157,9 +157,24 @@ pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, Cont
         DOCKERFILE,
         Source::Bytes(inputs.dockerfile.as_bytes().to_vec()),
     );
-    let (hash, size, archive) = match output {
+    let (hash, size, archive) = write_archive(&entries, inputs.mtime, output)?;
+    Ok(BuildContext {
+        digest: Digest::from_sha256(&hash),
+        size,
+        entries: entries.len(),
+        archive,
+    })
+}
+
+/// Writes the archive where `output` says; its sha256, size and where it lives.
+fn write_archive(
+    entries: &Entries,
+    mtime: u64,
+    output: Output,
+) -> Result<(Vec<u8>, u64, Option<Archive>), ContextError> {
+    Ok(match output {
         Output::Discard => {
-            let (hash, size, _) = entries.write(std::io::sink(), inputs.mtime)?;
+            let (hash, size, _) = entries.write(std::io::sink(), mtime)?;
             (hash, size, None)
         }
         Output::TemporaryFile => {
@@ -168,30 +183,43 @@ pub fn assemble(inputs: Inputs<'_>, output: Output) -> Result<BuildContext, Cont
                 .suffix(".tar")
                 .tempfile()
                 .map_err(ContextError::Write)?;
-            let (hash, size, file) = entries.write(file, inputs.mtime)?;
+            let (hash, size, file) = entries.write(file, mtime)?;
             (hash, size, Some(Archive::Temporary(file)))
         }
         Output::File(path) => {
-            let folder = match path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
-            };
-            let file = tempfile::Builder::new()
-                .prefix(".forge-context-")
-                .suffix(".tmp")
-                .tempfile_in(folder)
-                .map_err(ContextError::Write)?;
-            let (hash, size, file) = entries.write(file, inputs.mtime)?;
-            file.persist(&path)
-                .map_err(|error| ContextError::Write(error.error))?;
-            (hash, size, Some(Archive::Kept(path)))
+            match crate::fs::Destination::of(&path).map_err(ContextError::Write)? {
+                // A device or FIFO gets a copy of the archive the build reads from its own file.
+                crate::fs::Destination::Through(special) => {
+                    let file = tempfile::Builder::new()
+                        .prefix("forge-context-")
+                        .suffix(".tar")
+                        .tempfile()
+                        .map_err(ContextError::Write)?;
+                    let (hash, size, file) = entries.write(file, mtime)?;
+                    let copied = std::fs::File::open(file.path()).and_then(|mut archive| {
+                        let mut out = std::fs::OpenOptions::new().write(true).open(&special)?;
+                        std::io::copy(&mut archive, &mut out)
+                    });
+                    copied.map_err(ContextError::Write)?;
+                    (hash, size, Some(Archive::Temporary(file)))
+                }
+                crate::fs::Destination::File(target) => {
+                    let folder = match target.parent() {
+                        Some(parent) if !parent.as_os_str().is_empty() => parent,
+                        _ => Path::new("."),
+                    };
+                    let file = tempfile::Builder::new()
+                        .prefix(".forge-context-")
+                        .suffix(".tmp")
+                        .tempfile_in(folder)
+                        .map_err(ContextError::Write)?;
+                    let (hash, size, file) = entries.write(file, mtime)?;
+                    file.persist(&target)
+                        .map_err(|error| ContextError::Write(error.error))?;
+                    (hash, size, Some(Archive::Kept(target)))
+                }
+            }
         }
-    };
-    Ok(BuildContext {
-        digest: Digest::from_sha256(&hash),
-        size,
-        entries: entries.len(),
-        archive,
     })
 }
 

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
-use crate::fs::{Written, write_if_changed};
+use crate::fs::{Written, write_output};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
@@ -52,7 +52,7 @@ pub fn render(
             }
         }
         RenderMode::Write(path) => {
-            let written = write_if_changed(path, dockerfile.as_str().as_bytes())
+            let written = write_output(path, dockerfile.as_str().as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             match written {
                 Written::Changed => {

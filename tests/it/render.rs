@@ -314,3 +314,84 @@ fn version_names_the_commit_and_date_and_completions_and_the_man_page_are_printe
     assert!(page.contains(".TH forge 1"), "{page}");
     assert_contains(&page, "verify\\-digest");
 }
+
+/// `--out` and `--context-out` replace a regular file atomically, write through a FIFO or a
+/// device (never renaming over it), follow a link to the file it names, and refuse a folder.
+#[test]
+fn outputs_write_through_devices_and_fifos_and_replace_only_regular_files() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let context = TestContext::default_recipe();
+    let expected = context.forge(&["render"]).expect_code(0).stdout;
+    let folder = tempfile::tempdir().unwrap();
+
+    // A FIFO: what a reader at its other end gets is the Dockerfile, and it stays a FIFO.
+    let fifo = folder.path().join("out.fifo");
+    crate::support::fifo(&fifo);
+    for args in [
+        vec!["render", "--out"],
+        vec!["build", "--dry-run", "--context-out"],
+    ] {
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let mut args = args.clone();
+        let target = fifo.to_str().unwrap();
+        args.push(target);
+        context.forge(&args).expect_code(0);
+        let read = reader.join().unwrap();
+        if args[0] == "render" {
+            assert_eq!(String::from_utf8(read).unwrap(), expected);
+        } else {
+            assert!(
+                read.len() > 1024,
+                "the context archive came through the FIFO"
+            );
+        }
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
+
+    // A character device of the test's own (the null device's numbers), where mknod may be run.
+    let null = folder.path().join("null");
+    let name = std::ffi::CString::new(null.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `name` is a NUL-terminated path that outlives the call.
+    let made = unsafe { libc::mknod(name.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    if made == 0 {
+        context
+            .forge(&["render", "--out", null.to_str().unwrap()])
+            .expect_code(0);
+        let kind = std::fs::symlink_metadata(&null).unwrap().file_type();
+        assert!(kind.is_char_device(), "the device became {kind:?}");
+    }
+
+    // A link to a regular file: the link stays, the file it names gets the Dockerfile.
+    let file = folder.path().join("Dockerfile.real");
+    std::fs::write(&file, "old\n").unwrap();
+    let link = folder.path().join("Dockerfile.link");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    context
+        .forge(&["render", "--out", link.to_str().unwrap()])
+        .expect_code(0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+
+    // A folder is refused by name and left as it was.
+    let run = context
+        .forge(&["render", "--out", folder.path().to_str().unwrap()])
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "is a folder: forge writes output only to a regular file, a character device or a FIFO",
+    );
+    assert!(folder.path().is_dir());
+}
