@@ -249,12 +249,14 @@ fn read_pem(path: &Path) -> Result<String, KeyError> {
     if file.metadata().map_err(io)?.len() > limit {
         return Err(too_large());
     }
-    let mut text = String::new();
-    file.take(limit + 1).read_to_string(&mut text).map_err(io)?;
-    if text.len() as u64 > limit {
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
         return Err(too_large());
     }
-    Ok(text)
+    // Bytes that are not text are not a PEM key either: the parse says so, naming the kind of
+    // key wanted, rather than an I/O error about UTF-8.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]

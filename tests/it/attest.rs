@@ -612,6 +612,21 @@ fn a_key_path_that_is_no_key_file_is_refused_without_reading_it_whole() {
             "large.pem holds more than 64 KiB, more than any key file",
         ),
     ];
+    let garbage = folder.path().join("garbage.pem");
+    std::fs::write(&garbage, [0xff_u8, 0xfe, 0x00, 0x80]).unwrap();
+    let run = context
+        .forge(&[
+            "build",
+            "--push",
+            "--sign",
+            "--sign-key",
+            garbage.to_str().unwrap(),
+        ])
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "garbage.pem is not an unencrypted PKCS#8 PEM private key on the P-256 curve",
+    );
     for (path, said) in &cases {
         for args in [
             vec!["build", "--push", "--sign", "--sign-key", path.as_str()],

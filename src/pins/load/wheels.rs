@@ -76,6 +76,18 @@ impl Loader<'_> {
                 "list at least one { package = \"...\" }",
             ));
         }
+        // A login in the URL would be written into the Dockerfile, the image's history and the
+        // record, and sent with every download. (A git pin's URL may hold one: it is cloned by
+        // the build and redacted wherever it is shown.)
+        if url.as_ref().is_some_and(UrlTemplate::has_user_information) {
+            return Err(self.error(
+                span.clone(),
+                format!(
+                    "wheel set `{name}`: its url must not hold a user name or token (it is written into the Dockerfile and the image's history)"
+                ),
+                "serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)",
+            ));
+        }
         let wheels = self.wheels(name, &version, url.as_ref(), raw_wheels, span)?;
         if releases.is_some() && url.is_none() {
             return Err(self.error(
