@@ -79,14 +79,20 @@ enum Archive {
     Kept(PathBuf),
 }
 
+impl Archive {
+    /// Where it is on disk.
+    fn path(&self) -> Option<&Path> {
+        Some(match self {
+            Archive::Temporary(file) => file.path(),
+            Archive::Kept(path) => path,
+        })
+    }
+}
+
 impl BuildContext {
     /// The archive on disk, unless it was assembled with `Output::Discard`.
     pub fn archive(&self) -> Option<&Path> {
-        match &self.archive {
-            Some(Archive::Temporary(file)) => Some(file.path()),
-            Some(Archive::Kept(path)) => Some(path),
-            None => None,
-        }
+        self.archive.as_ref().and_then(Archive::path)
     }
 }
 
@@ -190,18 +196,15 @@ fn write_archive(
             match crate::fs::Destination::of(&path).map_err(ContextError::Write)? {
                 // A device or FIFO gets a copy of the archive the build reads from its own file.
                 crate::fs::Destination::Through(special) => {
-                    let file = tempfile::Builder::new()
-                        .prefix("forge-context-")
-                        .suffix(".tar")
-                        .tempfile()
-                        .map_err(ContextError::Write)?;
-                    let (hash, size, file) = entries.write(file, mtime)?;
-                    let copied = std::fs::File::open(file.path()).and_then(|mut archive| {
+                    let (hash, size, archive) =
+                        write_archive(entries, mtime, Output::TemporaryFile)?;
+                    let kept = archive.as_ref().and_then(Archive::path);
+                    let copied = kept.map_or(Ok(0), |kept| {
                         let mut out = std::fs::OpenOptions::new().write(true).open(&special)?;
-                        std::io::copy(&mut archive, &mut out)
+                        std::io::copy(&mut std::fs::File::open(kept)?, &mut out)
                     });
                     copied.map_err(ContextError::Write)?;
-                    (hash, size, Some(Archive::Temporary(file)))
+                    (hash, size, archive)
                 }
                 crate::fs::Destination::File(target) => {
                     let folder = match target.parent() {

@@ -197,14 +197,11 @@ fn wheel_row(
     });
     match matched {
         Some(file) => Check::new(Kind::Pin, subject, file.clone(), file.clone(), true),
-        // Nothing recorded to compare with: the tags are what there is to say.
-        None if distribution.files.is_empty() => {
-            let tags = tags.iter().copied().collect::<Vec<_>>().join(" ");
-            Check::new(Kind::Pin, subject, expected, format!("tags {tags}"), true)
-        }
         None => {
             let tags = tags.iter().copied().collect::<Vec<_>>().join(" ");
-            Check::new(Kind::Pin, subject, expected, format!("tags {tags}"), false)
+            // With nothing recorded to compare with, the tags are what there is to say.
+            let ok = distribution.files.is_empty();
+            Check::new(Kind::Pin, subject, expected, format!("tags {tags}"), ok)
         }
     }
 }
@@ -222,22 +219,19 @@ fn record_row(
     let Some((checked, changed)) = found.record else {
         return Check::new(Kind::Pin, subject, AS_RECORDED, "no RECORD", false);
     };
-    let overlays = found
-        .changed
-        .iter()
-        .filter(|path| overlaid.contains(**path))
-        .count();
-    let changed_here = changed.saturating_sub(overlays);
-    if changed_here == 0 {
-        return Check::new(Kind::Pin, subject, AS_RECORDED, AS_RECORDED, true);
-    }
-    let paths: Vec<&str> = found
+    // A file an overlay writes is that overlay's row.
+    let not_overlaid: Vec<&str> = found
         .changed
         .iter()
         .copied()
         .filter(|path| !overlaid.contains(path))
-        .take(NAMED)
         .collect();
+    let overlays = found.changed.len() - not_overlaid.len();
+    let changed_here = changed.saturating_sub(overlays);
+    if changed_here == 0 {
+        return Check::new(Kind::Pin, subject, AS_RECORDED, AS_RECORDED, true);
+    }
+    let paths = &not_overlaid[..not_overlaid.len().min(NAMED)];
     let more = changed_here.saturating_sub(paths.len());
     let more = if more > 0 {
         format!(" and {more} more")
