@@ -42,6 +42,7 @@ pub mod http;
 pub mod limits;
 pub mod location;
 pub mod lock;
+pub mod normalize;
 pub mod ops;
 pub mod package_index;
 pub mod patch;

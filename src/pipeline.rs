@@ -385,7 +385,7 @@ pub fn patches_json(patches: &[PatchRecord]) -> Vec<Value> {
 
 /// `bytes` for people: `812 B`, `15.5 KiB`. indicatif's `HumanBytes` prints two decimals
 /// (`15.50 KiB`), where forge's messages and documents show one.
-fn human_size(bytes: u64) -> String {
+pub fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut size = bytes as f64;
     let mut unit = 0;

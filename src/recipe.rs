@@ -125,6 +125,12 @@ impl Recipe {
         })
     }
 
+    /// The recipe's `SOURCE_DATE_EPOCH`: midnight UTC of its date. The build's steps see it, and
+    /// every timestamp of the published image later than it is clamped to it.
+    pub fn source_date_epoch(&self) -> u64 {
+        self.date.unix_midnight()
+    }
+
     /// The path of pins.toml.
     pub fn pins_path(&self) -> PathBuf {
         in_folder(&self.root, PINS_FILE)

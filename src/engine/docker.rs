@@ -156,10 +156,29 @@ impl Docker {
         events: &mut dyn FnMut(Event<'_>),
     ) -> Result<ImageInfo, EngineError> {
         let reference = format!("{repository}@{digest}");
-        // As the docker CLI asks: the repository, and the digest in the tag's place.
+        self.pull_named(
+            (repository.as_str(), digest.as_str()),
+            reference,
+            platform,
+            credentials,
+            events,
+        )
+        .await
+    }
+
+    /// Pulls `name` at `tag_or_digest` (as the docker CLI asks: the repository, and the tag or
+    /// digest in the tag's place), calling it `reference` in messages and events.
+    async fn pull_named(
+        &self,
+        (name, tag_or_digest): (&str, &str),
+        reference: String,
+        platform: &Platform,
+        credentials: Option<&Credentials>,
+        events: &mut dyn FnMut(Event<'_>),
+    ) -> Result<ImageInfo, EngineError> {
         let options = CreateImageOptionsBuilder::default()
-            .from_image(repository.as_str())
-            .tag(digest.as_str())
+            .from_image(name)
+            .tag(tag_or_digest)
             .platform(platform.as_str())
             .build();
         let mut stream =
@@ -193,7 +212,7 @@ impl Docker {
             .await?
             .ok_or_else(|| EngineError::Pull {
                 reference,
-                message: "the daemon reported success but holds no image under that digest"
+                message: "the daemon reported success but holds no image under that reference"
                     .to_owned(),
             })
     }
@@ -473,9 +492,22 @@ impl Engine for Docker {
                     action: format!("inspect {reference}"),
                     message: format!("the daemon reported the image id {id:?}"),
                 })?;
+                let layers = inspect
+                    .root_fs
+                    .and_then(|root| root.layers)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|layer| Digest::from_str(layer))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|error| EngineError::Api {
+                        action: format!("inspect {reference}"),
+                        message: format!("the daemon reported a layer {error}"),
+                    })?;
                 Ok(Some(ImageInfo {
                     id: ImageId(id),
                     repo_digests: inspect.repo_digests.unwrap_or_default(),
+                    tags: inspect.repo_tags.unwrap_or_default(),
+                    layers,
                 }))
             }
             Err(BollardError::DockerResponseServerError {
@@ -576,6 +608,91 @@ impl Engine for Docker {
             }
         }
         digest.ok_or(EngineError::NoPushDigest { reference })
+    }
+
+    fn export(
+        &self,
+        image: &ImageId,
+    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, EngineError>> {
+        let action = format!("export {image}");
+        self.client
+            .export_image(image.0.as_str())
+            .map(move |chunk| chunk.map_err(|error| self.api(action.clone())(error)))
+    }
+
+    async fn load(&self, archive: &std::path::Path) -> Result<(), EngineError> {
+        let file = tokio::fs::File::open(archive)
+            .await
+            .map_err(|source| EngineError::Context {
+                path: archive.to_owned(),
+                source,
+            })?;
+        let options = bollard::query_parameters::ImportImageOptionsBuilder::default()
+            .quiet(true)
+            .build();
+        let mut stream = self.client.import_image_stream(
+            options,
+            tokio_util::io::ReaderStream::with_capacity(file, 1 << 20),
+            None,
+        );
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    if let Some(error) = info.error_detail.and_then(|detail| detail.message) {
+                        return Err(EngineError::Api {
+                            action: "load the normalized image".to_owned(),
+                            message: error,
+                        });
+                    }
+                }
+                Err(error) => return Err(self.api("load the normalized image")(error)),
+            }
+        }
+        Ok(())
+    }
+
+    async fn pull_reference(
+        &self,
+        reference: &crate::types::oci::ImageRef,
+        platform: &Platform,
+        credentials: Option<&Credentials>,
+    ) -> Result<ImageInfo, EngineError> {
+        let text = reference.as_str();
+        let name = crate::types::oci::repository_name(text);
+        let tag_or_digest = match (reference.digest(), reference.tag()) {
+            (Some(digest), _) => digest.as_str(),
+            (None, Some(tag)) => tag,
+            (None, None) => "latest",
+        };
+        self.pull_named(
+            (name, tag_or_digest),
+            text.to_owned(),
+            platform,
+            credentials,
+            &mut |_| {},
+        )
+        .await
+    }
+
+    async fn remove_untagged(&self, image: &ImageId) -> Result<bool, EngineError> {
+        match self.image(image.0.as_str()).await? {
+            Some(info) if info.tags.is_empty() => {}
+            _ => return Ok(false),
+        }
+        let options = RemoveImageOptionsBuilder::default().noprune(true).build();
+        match self
+            .client
+            .remove_image(image.0.as_str(), Some(options), None)
+            .await
+        {
+            Ok(_) => Ok(true),
+            // Still in use (a container, an image built on it): it stays, as `docker rmi` leaves it.
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404 | 409,
+                ..
+            }) => Ok(false),
+            Err(error) => Err(self.api(format!("remove the image {image}"))(error)),
+        }
     }
 
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError> {

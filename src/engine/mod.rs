@@ -85,6 +85,10 @@ pub struct ImageInfo {
     pub id: ImageId,
     /// `repository@sha256:…` for each registry it was pushed to or pulled from.
     pub repo_digests: Vec<String>,
+    /// `repository:tag` for each tag that names it.
+    pub tags: Vec<String>,
+    /// Its layers' diff ids, bottom first.
+    pub layers: Vec<Digest>,
 }
 
 impl ImageInfo {
@@ -333,6 +337,28 @@ pub trait Engine {
     /// Runs `command` in a new container of `image` with its entrypoint replaced and no
     /// network, waits for it to end, removes it, and returns its exit code and output.
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
+
+    /// The `docker save` archive of `image`, as the engine streams it.
+    fn export(
+        &self,
+        image: &ImageId,
+    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, EngineError>>;
+
+    /// Loads the `docker load` archive `archive`.
+    async fn load(&self, archive: &Path) -> Result<(), EngineError>;
+
+    /// Pulls `reference` for `platform` as `docker pull` does (quietly: for an image a build
+    /// already fetched, only its manifest and config travel) and returns what it names then.
+    async fn pull_reference(
+        &self,
+        reference: &crate::types::oci::ImageRef,
+        platform: &Platform,
+        credentials: Option<&Credentials>,
+    ) -> Result<ImageInfo, EngineError>;
+
+    /// Removes the image `image` names when no tag names it, keeping the images it was built
+    /// on; returns whether it was removed.
+    async fn remove_untagged(&self, image: &ImageId) -> Result<bool, EngineError>;
 
     /// The daemon's version, when it says.
     async fn version(&self) -> Option<String> {

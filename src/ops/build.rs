@@ -26,6 +26,7 @@ use crate::types::oci::ImageRef;
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
 use super::build_request::{build_credentials, build_request};
+use super::normalizing::{Built, normalized};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -298,8 +299,21 @@ async fn run<E: Engine>(
         built = engine.build(&request, &mut events) => built.map_err(anyhow::Error::from),
     };
     display.finish();
-    let image = built.map_err(|error| base_pull_refused(recipe, error))?;
-    printer.status("Built", &image);
+    let built = built.map_err(|error| base_pull_refused(recipe, error))?;
+    printer.status("Built", &built);
+    let normalized = tokio::select! {
+        biased;
+        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
+        normalized = normalized(
+            recipe,
+            engine,
+            (&built, Built::Removed),
+            platform,
+            &request.credentials,
+            printer,
+        ) => normalized,
+    }?;
+    let image = normalized.id;
 
     let publication = Publication {
         recipe,

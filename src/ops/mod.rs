@@ -5,6 +5,7 @@ mod attaching;
 pub mod build;
 mod build_request;
 pub mod lock;
+mod normalizing;
 pub mod patch;
 pub mod pin_bump;
 pub mod pin_list;

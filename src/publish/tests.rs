@@ -136,6 +136,8 @@ impl Engine for MemoryEngine {
                 .map(|id| ImageInfo {
                     id,
                     repo_digests: Vec::new(),
+                    tags: Vec::new(),
+                    layers: Vec::new(),
                 })
         };
         self.answer(Call::Image(reference.to_owned())).await;
@@ -188,6 +190,30 @@ impl Engine for MemoryEngine {
 
     async fn run(&self, _image: &ImageId, _command: &[String]) -> Result<RunOutput, EngineError> {
         unreachable!("publishing runs nothing")
+    }
+
+    fn export(
+        &self,
+        _image: &ImageId,
+    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, EngineError>> {
+        futures_util::stream::empty()
+    }
+
+    async fn load(&self, _archive: &std::path::Path) -> Result<(), EngineError> {
+        unreachable!("publishing loads nothing")
+    }
+
+    async fn pull_reference(
+        &self,
+        _reference: &crate::types::oci::ImageRef,
+        _platform: &crate::types::oci::Platform,
+        _credentials: Option<&Credentials>,
+    ) -> Result<ImageInfo, EngineError> {
+        unreachable!("publishing pulls nothing")
+    }
+
+    async fn remove_untagged(&self, _image: &ImageId) -> Result<bool, EngineError> {
+        unreachable!("publishing removes nothing")
     }
 }
 

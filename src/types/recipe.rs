@@ -121,6 +121,16 @@ impl Date {
         chrono::DateTime::from_timestamp(seconds, 0).map(|time| Self(time.date_naive()))
     }
 
+    /// Midnight UTC of this date, in seconds since 1970: the recipe's `SOURCE_DATE_EPOCH`.
+    pub fn unix_midnight(&self) -> u64 {
+        let seconds = self
+            .0
+            .and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp();
+        u64::try_from(seconds).unwrap_or(0)
+    }
+
     /// Midnight UTC of this date, RFC 3339, as the OCI `created` annotation wants it.
     pub fn rfc3339_midnight(&self) -> String {
         format!("{}T00:00:00Z", self.0.format("%Y-%m-%d"))

@@ -1,0 +1,74 @@
+//! After the engine built an image: the image forge publishes, normalized (`normalize`) on the
+//! daemon that built it, for the one-platform build and for every node of a multi-platform one.
+
+use crate::engine::{Engine, ImageId};
+use crate::normalize::{self, Normalized};
+use crate::pipeline::human_size;
+use crate::printer::Printer;
+use crate::recipe::Recipe;
+use crate::registry::Credentials;
+use crate::types::oci::{Digest, Platform};
+
+/// What happens to the image the engine built once its normalized form is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Built {
+    /// Removed, unless a tag names it: only the normalized image is kept.
+    Removed,
+    /// Kept: it carries the build cache pushed for cold runners (`--cache-to`).
+    Kept,
+}
+
+/// Normalizes `built`, which `engine` built for `platform` from `recipe`, and says so; `built`
+/// is then removed or kept as `then` says. `credentials` are the build's, for pulling the base
+/// when the daemon does not hold it by name.
+pub(super) async fn normalized<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    (built, then): (&ImageId, Built),
+    platform: &Platform,
+    credentials: &[Credentials],
+    printer: &Printer,
+) -> anyhow::Result<Normalized> {
+    let base = base_layers(recipe, engine, platform, credentials).await?;
+    let base_name = recipe.pins.base.reference();
+    let normalized =
+        normalize::normalize(engine, built, &base, &base_name, recipe.source_date_epoch()).await?;
+    printer.status(
+        "Normalized",
+        format_args!(
+            "{} ({} layers above the base, {} rewritten)",
+            normalized.id,
+            normalized.layers.len(),
+            human_size(normalized.rewritten)
+        ),
+    );
+    if then == Built::Removed && normalized.id != *built {
+        engine.remove_untagged(built).await?;
+    }
+    Ok(normalized)
+}
+
+/// The diff ids of the base's layers, as the daemon holds them. A BuildKit build fetches the
+/// base without naming it on the daemon; pulling it then fetches only its manifest and config.
+async fn base_layers<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    platform: &Platform,
+    credentials: &[Credentials],
+) -> anyhow::Result<Vec<Digest>> {
+    let base = &recipe.pins.base;
+    let reference: crate::types::oci::ImageRef = base
+        .reference()
+        .parse()
+        .expect("the base and its digest make a reference");
+    if let Some(held) = engine.image(reference.as_str()).await? {
+        return Ok(held.layers);
+    }
+    let credentials = credentials
+        .iter()
+        .find(|credentials| credentials.registry == reference.registry());
+    let pulled = engine
+        .pull_reference(&reference, platform, credentials)
+        .await?;
+    Ok(pulled.layers)
+}
