@@ -240,10 +240,9 @@ fn build_options(request: &BuildRequest<'_>) -> bollard::query_parameters::Build
         .iter()
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
-    // A build that reads another image's cache also writes its own into the image, so that
-    // the next runner can read it in turn. Only then: BuildKit writes that metadata in no
-    // stable order, so an image carrying it gets a new id on every build, even from cache.
-    if request.builder == Builder::Buildkit && !request.cache_from.is_empty() {
+    // Only for the cache image: the normalized image forge publishes drops this metadata,
+    // which BuildKit writes in no stable order.
+    if request.builder == Builder::Buildkit && request.inline_cache {
         args.insert("BUILDKIT_INLINE_CACHE", "1");
     }
     let labels: HashMap<&str, &str> = request

@@ -72,10 +72,13 @@ pub struct BuildRequest<'a> {
     /// configured registry's; the daemon uses each only for the registry it names.
     pub credentials: Vec<crate::registry::Credentials>,
     /// Images whose build cache the builder may reuse (`--cache-from`): BuildKit reads the
-    /// inline cache metadata such an image carries, from its registry, and writes its own into
-    /// the image it builds; the classic builder reuses the layers of these images if the daemon
-    /// holds them.
+    /// inline cache metadata such an image carries, from its registry; the classic builder
+    /// reuses the layers of these images if the daemon holds them.
     pub cache_from: Vec<String>,
+    /// Whether BuildKit writes the build's cache metadata into the image it builds, for a
+    /// cache image pushed beside the published one (the published, normalized image carries
+    /// none).
+    pub inline_cache: bool,
 }
 
 /// What the engine knows about a local image.

@@ -25,7 +25,7 @@ use crate::types::oci::ImageRef;
 
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
-use super::build_request::{build_credentials, build_request};
+use super::build_request::{build_credentials, build_request, cache_image};
 use super::normalizing::{Built, normalized};
 
 /// Runs `forge build` on `recipe`.
@@ -301,13 +301,14 @@ async fn run<E: Engine>(
     display.finish();
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
+    let cache = cache_image(recipe, options);
     let normalized = tokio::select! {
         biased;
         signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
         normalized = normalized(
             recipe,
             engine,
-            (&built, Built::Removed),
+            (&built, if cache.is_some() { Built::Kept } else { Built::Removed }),
             platform,
             &request.credentials,
             printer,
@@ -348,6 +349,10 @@ async fn run<E: Engine>(
         // The push is recorded by now, so a stop cannot put anything back: attaching (well
         // under a second) runs to its end, and SIGINT and SIGTERM stay caught until it has.
         attach(&attaching, &mut published.record, printer)?;
+    }
+    // Last: the published image stands whatever happens to its cache.
+    if let Some(cache) = &cache {
+        cache.push(engine, &built, &request.credentials, printer).await;
     }
     if printer.is_json() {
         let mut report = published.to_json(plan);

@@ -69,6 +69,11 @@ pub(super) fn build_request<'a>(
     revision: Option<&str>,
     credentials: Vec<Credentials>,
 ) -> BuildRequest<'a> {
+    let cache = cache_image(recipe, options);
+    let mut cache_from = options.cache_from.clone();
+    if let Some(cache) = &cache {
+        cache_from.push(cache.to_string());
+    }
     BuildRequest {
         context: plan
             .context
@@ -80,7 +85,66 @@ pub(super) fn build_request<'a>(
         args: pipeline::build_args(recipe, revision),
         labels: plan.labels(),
         credentials,
-        cache_from: options.cache_from.clone(),
+        cache_from,
+        inline_cache: cache.is_some(),
+    }
+}
+
+/// The build cache a push reads and writes (`[image] cache`): `REPOSITORY:TAG`, or `None` when
+/// the recipe names none or nothing is pushed.
+pub(super) fn cache_image(recipe: &Recipe, options: &BuildOptions) -> Option<CacheImage> {
+    let tag = recipe.pins.image.cache.clone()?;
+    options.push.then(|| CacheImage {
+        repository: recipe.pins.image.repository.clone(),
+        tag,
+    })
+}
+
+/// Where the build cache lives: a tag of its own beside the image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct CacheImage {
+    /// The image's repository.
+    pub repository: crate::types::oci::Repository,
+    /// The cache's tag.
+    pub tag: crate::types::oci::Tag,
+}
+
+impl CacheImage {
+    /// Tags the image the engine built (before normalizing, with its cache metadata) as the
+    /// cache and pushes it with the matching one of `credentials`. A failure is a warning: the
+    /// published image stands, and the next cold runner only rebuilds more.
+    pub(super) async fn push<E: crate::engine::Engine>(
+        &self,
+        engine: &E,
+        built: &crate::engine::ImageId,
+        credentials: &[Credentials],
+        printer: &Printer,
+    ) {
+        let credentials = credentials.iter().find(|credentials| {
+            crate::registry::credentials::same_registry(
+                &credentials.registry,
+                self.repository.registry(),
+            )
+        });
+        let pushed = async {
+            engine.tag(built, &self.repository, &self.tag).await?;
+            engine
+                .push(&self.repository, &self.tag, credentials, &mut |_| {})
+                .await
+        }
+        .await;
+        match pushed {
+            Ok(digest) => printer.status("Pushed", format_args!("{self} {digest} (build cache)")),
+            Err(error) => printer.warn(format_args!(
+                "the build cache was not pushed to {self} ({error}); the image is published, and the next runner with an empty daemon builds the steps again"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for CacheImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.repository, self.tag)
     }
 }
 

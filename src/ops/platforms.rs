@@ -14,6 +14,7 @@
 use anyhow::Context as _;
 
 use super::build_request::{BuildOptions, build_credentials, build_request};
+use super::normalizing::{Built, normalized};
 use crate::engine::steps::Event;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::PlatformRecord;
@@ -183,7 +184,7 @@ async fn build_everywhere(
     nodes: Vec<(Platform, Docker)>,
     credentials: Option<&crate::registry::Credentials>,
     printer: &Printer,
-) -> anyhow::Result<Vec<Built>> {
+) -> anyhow::Result<Vec<NodeImage>> {
     let (recipe, options, plan) = (job.recipe, job.options, job.plan);
     let repository = &recipe.pins.image.repository;
     let build_credentials = build_credentials(recipe, printer);
@@ -204,14 +205,25 @@ async fn build_everywhere(
             "Building",
             format_args!("{repository} for {platform} on {}", engine.host()),
         );
-        let image = engine.build(&request, &mut events).await?;
+        let built_image = engine.build(&request, &mut events).await?;
+        printer.status("Built", &built_image);
+        let image = normalized(
+            recipe,
+            &engine,
+            (&built_image, Built::Removed),
+            &platform,
+            &request.credentials,
+            printer,
+        )
+        .await?
+        .id;
         let tag = image_index::platform_tag(first, &platform);
         engine.tag(&image, repository, &tag).await?;
         let manifest = engine
             .push(repository, &tag, credentials, &mut events)
             .await?;
         printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
-        built.push(Built {
+        built.push(NodeImage {
             platform,
             image,
             manifest,
@@ -223,7 +235,7 @@ async fn build_everywhere(
 }
 
 /// One platform's image, built on its node and pushed under its platform tag.
-struct Built {
+struct NodeImage {
     platform: Platform,
     image: ImageId,
     manifest: Digest,
@@ -234,13 +246,13 @@ struct Built {
 /// recipe's tags at `index` and records it with every platform's image.
 async fn publish_index(
     job: &Job<'_>,
-    built: &[Built],
+    built: &[NodeImage],
     target: &image_index::PushTarget,
     index: &image_index::ImageIndex,
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let (recipe, options, plan) = (job.recipe, job.options, job.plan);
-    let Built {
+    let NodeImage {
         platform,
         image,
         engine,

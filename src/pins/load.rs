@@ -155,6 +155,7 @@ impl Loader<'_> {
         let (pins, lockstep) = self.pins(raw.pins, raw.groups, &mut notices)?;
 
         let tags = self.tags(raw.image.tags)?;
+        let cache = self.cache_tag(raw.image.cache, &tags)?;
         let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
         self.downloads_fit(&pins, &platforms, raw.base.python.as_ref())?;
 
@@ -210,6 +211,7 @@ impl Loader<'_> {
                 platform: platforms[0].clone(),
                 platforms,
                 source: raw.image.source,
+                cache,
                 labels: raw.image.labels,
             },
             base: Base {
@@ -230,6 +232,28 @@ impl Loader<'_> {
             lockstep,
             notices,
         })
+    }
+
+    /// `[image] cache`: a tag of its own, none of the image's.
+    fn cache_tag(
+        &self,
+        cache: Option<Spanned<crate::types::oci::Tag>>,
+        tags: &[TagSpec],
+    ) -> Result<Option<crate::types::oci::Tag>, LoadError> {
+        let Some(cache) = cache else {
+            return Ok(None);
+        };
+        if tags
+            .iter()
+            .any(|tag| tag.template.as_str() == cache.get_ref().as_str())
+        {
+            return Err(self.error(
+                cache.span(),
+                format!("[image] cache `{}` is also a tag of the image", cache.get_ref()),
+                "the build cache lives under a tag of its own, such as cache = \"buildcache\"",
+            ));
+        }
+        Ok(Some(cache.into_inner()))
     }
 
     /// `[image.tags]`: each template checked, at least one.

@@ -73,6 +73,10 @@ pub struct Image {
     pub platforms: Vec<Platform>,
     /// `org.opencontainers.image.source`.
     pub source: Option<Url>,
+    /// The tag of the build cache beside the image in its repository (`[image] cache`): a push
+    /// reads it with `--cache-from` and writes the build's own there, so that a runner with an
+    /// empty daemon reuses the last build's steps.
+    pub cache: Option<crate::types::oci::Tag>,
     /// The recipe's own labels.
     pub labels: BTreeMap<LabelKey, Text>,
 }

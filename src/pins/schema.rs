@@ -79,6 +79,7 @@ pub(crate) struct RawImage {
     pub platform: Option<Platform>,
     pub platforms: Option<Spanned<Vec<Platform>>>,
     pub source: Option<Url>,
+    pub cache: Option<Spanned<crate::types::oci::Tag>>,
     #[serde(default)]
     pub labels: BTreeMap<LabelKey, Text>,
 }

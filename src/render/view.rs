@@ -33,6 +33,8 @@ struct ImageView {
     platform: String,
     tags: Vec<TagView>,
     created: String,
+    /// The recipe's date in seconds since 1970, midnight UTC (`SOURCE_DATE_EPOCH`).
+    source_date_epoch: u64,
     version: String,
     labels: Vec<NameValue>,
 }
@@ -171,6 +173,7 @@ impl View {
                     })
                     .collect(),
                 created: recipe.date.rfc3339_midnight(),
+                source_date_epoch: recipe.source_date_epoch(),
                 version,
                 labels: name_values(&pins.image.labels),
             },
