@@ -324,26 +324,21 @@ mod tests {
     fn layer(gnu: bool, names: Option<(&str, &str)>, shift: u64) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
         let long = format!("opt/{}/file.py", "d".repeat(120));
-        let mut all: Vec<(String, EntryType, u64, Vec<u8>, Option<&str>)> = ENTRIES
-            .iter()
-            .map(|made| {
-                (
-                    made.path.to_owned(),
-                    made.kind,
-                    made.mtime,
-                    made.data.to_vec(),
-                    made.link,
-                )
-            })
-            .collect();
-        all.push((
-            long,
-            EntryType::Regular,
-            1_796_228_517,
-            b"x = 1\n".to_vec(),
-            None,
-        ));
-        for (path, kind, mtime, data, link) in all {
+        let long = Made {
+            path: &long,
+            kind: EntryType::Regular,
+            mtime: 1_796_228_517,
+            data: b"x = 1\n",
+            link: None,
+        };
+        for made in ENTRIES.iter().chain([&long]) {
+            let Made {
+                path,
+                kind,
+                mtime,
+                data,
+                link,
+            } = *made;
             let mut header = if gnu {
                 Header::new_gnu()
             } else {
@@ -374,17 +369,15 @@ mod tests {
                     format!("{}.5", mtime + shift).into_bytes(),
                 );
                 if path.len() > 100 {
-                    records.insert("path".to_owned(), path.clone().into_bytes());
+                    records.insert("path".to_owned(), path.as_bytes().to_vec());
                 }
                 write_pax(builder.get_mut(), &records).unwrap();
                 let name = &path.as_bytes()[..path.len().min(100)];
                 header.as_ustar_mut().unwrap().name[..name.len()].copy_from_slice(name);
                 header.set_cksum();
-                builder.append(&header, data.as_slice()).unwrap();
+                builder.append(&header, data).unwrap();
             } else {
-                builder
-                    .append_data(&mut header, &path, data.as_slice())
-                    .unwrap();
+                builder.append_data(&mut header, path, data).unwrap();
             }
         }
         builder.into_inner().unwrap()

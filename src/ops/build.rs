@@ -293,28 +293,26 @@ async fn run<E: Engine>(
         display.event(event);
     };
     // Dropping the build's stream closes its connection, and the daemon cancels the build.
-    let built = tokio::select! {
-        biased;
-        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
-        built = engine.build(&request, &mut events) => built.map_err(anyhow::Error::from),
-    };
+    let built = stop.race(engine.build(&request, &mut events)).await;
     display.finish();
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
     let cache = cache_image(recipe, options);
-    let normalized = tokio::select! {
-        biased;
-        signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
-        normalized = normalized(
-            recipe,
-            engine,
-            (&built, if cache.is_some() { Built::Kept } else { Built::Removed }),
-            platform,
-            &request.credentials,
-            printer,
-        ) => normalized,
-    }?;
-    let image = normalized.id;
+    let kept = if cache.is_some() {
+        Built::Kept
+    } else {
+        Built::Removed
+    };
+    let credentials = &request.credentials;
+    let normalizing = normalized(
+        recipe,
+        engine,
+        (&built, kept),
+        platform,
+        credentials,
+        printer,
+    );
+    let image = stop.race(normalizing).await?.id;
 
     let publication = Publication {
         recipe,
@@ -352,8 +350,22 @@ async fn run<E: Engine>(
     }
     // Last: the published image stands whatever happens to its cache.
     if let Some(cache) = &cache {
-        cache.push(engine, &built, &request.credentials, printer).await;
+        cache
+            .push(engine, &built, &request.credentials, printer)
+            .await;
     }
+    print_built(&published, plan, &steps, &image, printer);
+    Ok(())
+}
+
+/// What a build answers: the image id, or with `--json` the whole report with each step.
+fn print_built(
+    published: &publish::Published,
+    plan: &Plan,
+    steps: &StepOutcomes,
+    image: &crate::engine::ImageId,
+    printer: &Printer,
+) {
     if printer.is_json() {
         let mut report = published.to_json(plan);
         report["steps"] = steps.to_json();
@@ -361,7 +373,6 @@ async fn run<E: Engine>(
     } else {
         printer.stdout(&format!("{image}\n"));
     }
-    Ok(())
 }
 
 #[cfg(test)]

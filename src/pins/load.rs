@@ -249,7 +249,10 @@ impl Loader<'_> {
         {
             return Err(self.error(
                 cache.span(),
-                format!("[image] cache `{}` is also a tag of the image", cache.get_ref()),
+                format!(
+                    "[image] cache `{}` is also a tag of the image",
+                    cache.get_ref()
+                ),
                 "the build cache lives under a tag of its own, such as cache = \"buildcache\"",
             ));
         }

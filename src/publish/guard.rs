@@ -15,6 +15,19 @@ use super::error::BuildError;
 pub trait Stop {
     /// Waits until the stop arrives, and names it (`SIGINT`, `SIGTERM`).
     async fn received(&mut self) -> &'static str;
+
+    /// Runs `work` unless the stop arrives first, which drops it (a daemon request in flight is
+    /// cancelled with its connection) and fails with `BuildError::Interrupted`.
+    async fn race<T, E: Into<anyhow::Error>>(
+        &mut self,
+        work: impl std::future::Future<Output = Result<T, E>>,
+    ) -> anyhow::Result<T> {
+        tokio::select! {
+            biased;
+            signal = self.received() => Err(super::BuildError::Interrupted { signal }.into()),
+            done = work => done.map_err(Into::into),
+        }
+    }
 }
 
 /// SIGINT and SIGTERM, caught from the moment the daemon is asked to build: instead of ending
