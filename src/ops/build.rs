@@ -26,7 +26,7 @@ use crate::types::oci::ImageRef;
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
 use super::build_request::{build_credentials, build_request, cache_image};
-use super::normalizing::{Built, normalized};
+use super::normalizing::normalized;
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -221,22 +221,24 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     printer.stdout(&text);
 }
 
-/// Says what the build reuses and what it builds, for which platform, with which builder.
+/// Says what the build reuses and what it builds: `request` of `repository`.
 fn announce(
-    cache_from: &[String],
+    request: &crate::engine::BuildRequest<'_>,
     repository: &crate::types::oci::Repository,
-    platform: &crate::types::oci::Platform,
-    builder: Builder,
     printer: &Printer,
 ) {
-    for source in cache_from {
+    for source in &request.cache_from {
         printer.status("Caching", format_args!("from {source}"));
     }
+    let platform = request
+        .platform
+        .map(|platform| format!(" for {platform}"))
+        .unwrap_or_default();
     printer.status(
         "Building",
         format_args!(
-            "{repository} for {platform} with the {} builder",
-            match builder {
+            "{repository}{platform} with the {} builder",
+            match request.builder {
                 Builder::Buildkit => "BuildKit",
                 Builder::Classic => "classic",
             }
@@ -278,13 +280,7 @@ async fn run<E: Engine>(
         revision.as_deref(),
         build_credentials(recipe, printer),
     );
-    announce(
-        &request.cache_from,
-        repository,
-        platform,
-        options.builder,
-        printer,
-    );
+    announce(&request, repository, printer);
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
     let mut steps = StepOutcomes::default();
@@ -298,16 +294,11 @@ async fn run<E: Engine>(
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
     let cache = cache_image(recipe, options);
-    let kept = if cache.is_some() {
-        Built::Kept
-    } else {
-        Built::Removed
-    };
     let credentials = &request.credentials;
     let normalizing = normalized(
         recipe,
         engine,
-        (&built, kept),
+        (&built, cache.as_ref()),
         platform,
         credentials,
         printer,

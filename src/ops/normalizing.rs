@@ -1,6 +1,7 @@
 //! After the engine built an image: the image forge publishes, normalized (`normalize`) on the
 //! daemon that built it, for the one-platform build and for every node of a multi-platform one.
 
+use super::build_request::CacheImage;
 use crate::engine::{Engine, ImageId};
 use crate::normalize::{self, Normalized};
 use crate::pipeline::human_size;
@@ -9,22 +10,14 @@ use crate::recipe::Recipe;
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform};
 
-/// What happens to the image the engine built once its normalized form is loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Built {
-    /// Removed, unless a tag names it: only the normalized image is kept.
-    Removed,
-    /// Kept: it carries the build cache pushed for cold runners (`--cache-to`).
-    Kept,
-}
-
-/// Normalizes `built`, which `engine` built for `platform` from `recipe`, and says so; `built`
-/// is then removed or kept as `then` says. `credentials` are the build's, for pulling the base
-/// when the daemon does not hold it by name.
+/// Normalizes `built`, which `engine` built for `platform` from `recipe`, and says so. `built`
+/// is then removed (unless a tag names it), or kept when it is pushed as the build `cache`.
+/// `credentials` are the build's, for pulling the base when the daemon does not hold it by
+/// name.
 pub(super) async fn normalized<E: Engine>(
     recipe: &Recipe,
     engine: &E,
-    (built, then): (&ImageId, Built),
+    (built, cache): (&ImageId, Option<&CacheImage>),
     platform: &Platform,
     credentials: &[Credentials],
     printer: &Printer,
@@ -42,7 +35,7 @@ pub(super) async fn normalized<E: Engine>(
             human_size(normalized.rewritten)
         ),
     );
-    if then == Built::Removed && normalized.id != *built {
+    if cache.is_none() && normalized.id != *built {
         engine.remove_untagged(built).await?;
     }
     Ok(normalized)

@@ -14,7 +14,7 @@
 use anyhow::Context as _;
 
 use super::build_request::{BuildOptions, build_credentials, build_request};
-use super::normalizing::{Built, normalized};
+use super::normalizing::normalized;
 use crate::engine::steps::Event;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::PlatformRecord;
@@ -210,7 +210,7 @@ async fn build_everywhere(
         let image = normalized(
             recipe,
             &engine,
-            (&built_image, Built::Removed),
+            (&built_image, None),
             &platform,
             &request.credentials,
             printer,
