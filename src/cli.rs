@@ -260,6 +260,12 @@ pub struct VerifyDigestArgs {
     /// digests to 12 hex digits to fit 120 columns).
     #[arg(long)]
     pub wide: bool,
+
+    /// Also build the recorded inputs again, with no cache, on the first daemon, and compare
+    /// the result with the recorded image layer by layer and file by file. With REF, the
+    /// recipe folder (-C) must hold the inputs the image's record names.
+    #[arg(long)]
+    pub rebuild: bool,
 }
 
 /// `forge pull`.

@@ -19,10 +19,22 @@ pub(super) fn run(
         hosts: args.host.clone(),
         insecure_registries: args.image.insecure_registry.clone(),
         key,
+        rebuild: args.rebuild,
     };
     match &args.image.reference {
         Some(reference) => {
-            crate::ops::verify_digest::verify_reference(reference, &options, printer)?
+            // Only a rebuild needs the recipe beside the reference.
+            let recipe = if args.rebuild {
+                Some(super::open_recipe(cli, printer)?)
+            } else {
+                None
+            };
+            crate::ops::verify_digest::verify_reference(
+                reference,
+                recipe.as_ref(),
+                &options,
+                printer,
+            )?
         }
         None => {
             let recipe = super::open_recipe(cli, printer)?;

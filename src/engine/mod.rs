@@ -43,7 +43,7 @@ impl ImageId {
 }
 
 /// Which of the daemon's builders runs the build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Builder {
     /// BuildKit, with a session per build.

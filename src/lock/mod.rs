@@ -365,6 +365,10 @@ pub struct ImageRecord {
     /// recipe is in git.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
+    /// The daemon's builder that built it, which `verify-digest --rebuild` builds with again;
+    /// records written before forge recorded it leave it out, and BuildKit stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builder: Option<crate::engine::Builder>,
 }
 
 /// One tag applied to the image.
@@ -579,6 +583,7 @@ impl Record {
                 id: Digest::filled('a'),
                 platform: Some("linux/arm64".parse().unwrap()),
                 revision: Some("e".repeat(40)),
+                builder: Some(crate::engine::Builder::Buildkit),
             },
             vec![
                 TagRecord {

@@ -272,6 +272,7 @@ async fn run<E: Engine>(
         .as_ref()
         .unwrap_or(&recipe.pins.image.platform);
     let revision = pipeline::revision(&recipe.root);
+    let cache = cache_image(recipe, options, printer).await;
     let request = build_request(
         recipe,
         options,
@@ -279,6 +280,7 @@ async fn run<E: Engine>(
         platform,
         revision.as_deref(),
         build_credentials(recipe, printer),
+        cache.as_ref(),
     );
     announce(&request, repository, printer);
     let mut stop = Signals::listen()?;
@@ -293,7 +295,6 @@ async fn run<E: Engine>(
     display.finish();
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
-    let cache = cache_image(recipe, options);
     let credentials = &request.credentials;
     let normalizing = normalized(
         recipe,
@@ -315,6 +316,7 @@ async fn run<E: Engine>(
         revision: revision.as_deref(),
         push: options.push,
         force: options.force,
+        builder: options.builder,
     };
     let registry = registry_of(options, repository, platform);
     let mut events = |event: Event<'_>| display.event(event);

@@ -68,10 +68,10 @@ pub(super) fn build_request<'a>(
     platform: &'a Platform,
     revision: Option<&str>,
     credentials: Vec<Credentials>,
+    cache: Option<&CacheImage>,
 ) -> BuildRequest<'a> {
-    let cache = cache_image(recipe, options);
     let mut cache_from = options.cache_from.clone();
-    if let Some(cache) = &cache {
+    if let Some(cache) = cache.filter(|cache| cache.readable) {
         cache_from.push(cache.to_string());
     }
     BuildRequest {
@@ -90,14 +90,54 @@ pub(super) fn build_request<'a>(
     }
 }
 
-/// The build cache a push reads and writes (`[image] cache`): `REPOSITORY:TAG`, or `None` when
-/// the recipe names none or nothing is pushed.
-pub(super) fn cache_image(recipe: &Recipe, options: &BuildOptions) -> Option<CacheImage> {
+/// How long the registry may take to say whether it holds the build cache before the build goes
+/// on without it.
+const CACHE_PROBE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The build cache a push reads and writes (`[image] cache`), `REPOSITORY:TAG`, and whether the
+/// registry holds it yet; `None` when the recipe names none or nothing is pushed. The registry
+/// is asked first because BuildKit waits without limit on a registry that does not answer.
+pub(super) async fn cache_image(
+    recipe: &Recipe,
+    options: &BuildOptions,
+    printer: &Printer,
+) -> Option<CacheImage> {
     let tag = recipe.pins.image.cache.clone()?;
-    options.push.then(|| CacheImage {
+    if !options.push {
+        return None;
+    }
+    let mut cache = CacheImage {
         repository: recipe.pins.image.repository.clone(),
         tag,
-    })
+        readable: false,
+    };
+    let (repository, tag) = (cache.repository.clone(), cache.tag.clone());
+    let insecure = options.insecure_registries.clone();
+    let probe = tokio::task::spawn_blocking(move || {
+        let (client, _) = crate::registry::RegistryClient::for_recipe(&repository, insecure)
+            .map_err(|error| error.to_string())?;
+        let remote = crate::registry::RemoteRepository::from(&repository);
+        match crate::registry::Registry::manifest(&client, &remote, tag.as_str()) {
+            Ok(_) => Ok(true),
+            Err(crate::registry::RegistryError::NotFound { .. }) => Ok(false),
+            Err(error) => Err(error.to_string()),
+        }
+    });
+    match tokio::time::timeout(CACHE_PROBE, probe).await {
+        Ok(Ok(Ok(true))) => cache.readable = true,
+        Ok(Ok(Ok(false))) => printer.status(
+            "Caching",
+            format_args!("nothing yet: {cache} does not exist, this push writes it"),
+        ),
+        Ok(Ok(Err(error))) => printer.warn(format_args!(
+            "the build cache {cache} cannot be read ({error}); building without it"
+        )),
+        Ok(Err(_)) | Err(_) => printer.warn(format_args!(
+            "the registry did not say within {} s whether it holds the build cache {cache}; building without it",
+            CACHE_PROBE.as_secs()
+        )),
+    }
+    Some(cache)
 }
 
 /// Where the build cache lives: a tag of its own beside the image.
@@ -107,6 +147,8 @@ pub(super) struct CacheImage {
     pub repository: crate::types::oci::Repository,
     /// The cache's tag.
     pub tag: crate::types::oci::Tag,
+    /// Whether the registry holds it, so that the build can read it.
+    pub readable: bool,
 }
 
 impl CacheImage {

@@ -12,6 +12,7 @@ pub mod pin_list;
 pub mod pin_outdated;
 mod platforms;
 pub mod pull;
+mod rebuild;
 pub mod render;
 pub mod report;
 pub mod verify_digest;

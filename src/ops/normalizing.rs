@@ -43,7 +43,7 @@ pub(super) async fn normalized<E: Engine>(
 
 /// The diff ids of the base's layers, as the daemon holds them. A BuildKit build fetches the
 /// base without naming it on the daemon; pulling it then fetches only its manifest and config.
-async fn base_layers<E: Engine>(
+pub(super) async fn base_layers<E: Engine>(
     recipe: &Recipe,
     engine: &E,
     platform: &Platform,

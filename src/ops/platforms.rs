@@ -200,6 +200,7 @@ async fn build_everywhere(
             &platform,
             job.revision.as_deref(),
             build_credentials.clone(),
+            None,
         );
         printer.status(
             "Building",
@@ -268,6 +269,7 @@ async fn publish_index(
         revision: job.revision.as_deref(),
         push: false,
         force: options.force,
+        builder: options.builder,
     };
     let registry = {
         let (repository, platform) = (recipe.pins.image.repository.clone(), platform.clone());

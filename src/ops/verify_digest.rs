@@ -42,6 +42,9 @@ pub struct VerifyOptions {
     pub insecure_registries: Vec<RegistryHost>,
     /// With `remote`: check the attachments of each tag's manifest with this key.
     pub key: Option<crate::attest::keys::VerifyingKey>,
+    /// Build the recorded inputs again with no cache on the first daemon and compare the
+    /// result with the recorded image.
+    pub rebuild: bool,
 }
 
 /// Runs `forge verify-digest` on `recipe`: against its forge.lock.
@@ -98,15 +101,18 @@ pub fn verify_digest(
         client: &client,
         repository,
         recipe: Some(recipe),
+        rebuild: options.rebuild.then_some((recipe, &plan)),
         origin: lock::path(&recipe.root).display().to_string(),
     };
     run_checks(&subject, options, options.remote, report, printer)
 }
 
 /// Runs `forge verify-digest REF`: against the build record attached to the image `reference`
-/// names in its registry, with no recipe folder. The registry is always asked.
+/// names in its registry, with no recipe folder, except for `--rebuild`, which builds
+/// `recipe` (whose inputs must be the recorded ones) again. The registry is always asked.
 pub fn verify_reference(
     reference: &ImageRef,
+    recipe: Option<&Recipe>,
     options: &VerifyOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {
@@ -117,6 +123,22 @@ pub fn verify_reference(
         printer,
     )?;
     let record = attached.record();
+    let mut report = Report::default();
+    let plan = match recipe {
+        Some(recipe) if options.rebuild => {
+            let plan = pipeline::plan(
+                recipe,
+                Output::TemporaryFile,
+                true,
+                Some(record.inputs.context_mtime),
+                printer,
+            )?;
+            let current = plan.inputs.as_ref().expect("the plan computes the inputs");
+            report.extend(verify::inputs(&record.inputs, current));
+            Some((recipe, plan))
+        }
+        _ => None,
+    };
     let subject = Subject {
         record,
         pins: &attached.pins,
@@ -135,9 +157,10 @@ pub fn verify_reference(
         client: &attached.client,
         repository: attached.repository.clone(),
         recipe: None,
+        rebuild: plan.as_ref().map(|(recipe, plan)| (*recipe, plan)),
         origin: attached.origin(),
     };
-    run_checks(&subject, options, true, Report::default(), printer)
+    run_checks(&subject, options, true, report, printer)
 }
 
 /// What is verified, and against what: a recipe's forge.lock, or the record attached to an
@@ -160,6 +183,8 @@ struct Subject<'a> {
     /// The recipe, when verifying against its forge.lock: the base is checked on the first
     /// node, and what the image holds is recorded there.
     recipe: Option<&'a Recipe>,
+    /// With `--rebuild`: the recipe and its plan (the context the rebuild sends).
+    rebuild: Option<(&'a Recipe, &'a pipeline::Plan)>,
     /// Where the record came from, for the closing line.
     origin: String,
 }
@@ -244,6 +269,7 @@ fn daemon_checks(
                     if options.contents {
                         content_checks(subject, &engine, report, printer).await?;
                     }
+                    rebuild_checks(subject, &engine, report, printer).await?;
                 }
                 anyhow::Ok(())
             }
@@ -284,6 +310,7 @@ fn conclude(
     let failed: Vec<&Check> = report.failed().collect();
     if let Some(first) = failed.first() {
         let stale = failed.iter().any(|check| check.name == Kind::Input);
+        let rebuilt = failed.iter().all(|check| check.name == Kind::Rebuild);
         return Err(CheckFailed::new(
             format!(
                 "{} of {} checks failed; the first: {} {}: expected {}, found {}",
@@ -296,6 +323,8 @@ fn conclude(
             ),
             if stale {
                 "an input changed since the build: build again to record it, or restore the input"
+            } else if rebuilt {
+                "the rebuild made another image: the rows above name each layer, and in it each file, that came out differently; a step that writes the clock, a build path or a random name does not reproduce (README, \"Reproducible images\")"
             } else {
                 "what was recorded no longer holds: re-point the tags at the recorded image, or build again; a dated tag that names another image in the registry is only re-pointed by `forge build --push --force` or under a new [image] date"
             },
@@ -325,6 +354,29 @@ async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> a
 async fn base_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
     let found = engine.image(record.base.image.as_str()).await?;
     report.extend(verify::base(&record.base, engine.host(), found.as_ref()));
+    Ok(())
+}
+
+/// With `--rebuild`, and only when every input is the recorded one: the recorded inputs built
+/// again on `engine` and compared with the recorded image.
+async fn rebuild_checks(
+    subject: &Subject<'_>,
+    engine: &Docker,
+    report: &mut Report,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let Some((recipe, plan)) = subject.rebuild else {
+        return Ok(());
+    };
+    if report
+        .checks
+        .iter()
+        .any(|check| check.name == Kind::Input && !check.ok)
+    {
+        printer.warn("the inputs differ from the record's, so nothing was rebuilt");
+        return Ok(());
+    }
+    report.extend(super::rebuild::rebuild(recipe, subject.record, plan, engine, printer).await?);
     Ok(())
 }
 

@@ -95,6 +95,7 @@ fn record(
             id: publication.image.0.clone(),
             platform: Some(publication.platform.clone()),
             revision: publication.revision.map(str::to_owned),
+            builder: Some(publication.builder),
         },
         publication
             .tags

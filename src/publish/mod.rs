@@ -67,6 +67,8 @@ pub struct Publication<'a> {
     pub push: bool,
     /// Re-point immutable tags that name another image.
     pub force: bool,
+    /// The daemon's builder that built it.
+    pub builder: crate::engine::Builder,
 }
 
 impl Publication<'_> {

@@ -313,6 +313,7 @@ impl Bench {
             revision: Some("0123456789abcdef0123456789abcdef01234567"),
             push,
             force,
+            builder: crate::engine::Builder::Buildkit,
         }
     }
 

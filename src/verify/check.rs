@@ -45,6 +45,9 @@ pub enum Kind {
     ProvenanceInputs,
     /// The SBOM attached to a tag's manifest.
     Sbom,
+    /// The recorded image against the one `--rebuild` made: the image, then each config
+    /// field, layer and file that differs.
+    Rebuild,
 }
 
 impl Kind {
@@ -69,6 +72,7 @@ impl Kind {
             Kind::ProvenanceSubject => "provenance subject",
             Kind::ProvenanceInputs => "provenance inputs",
             Kind::Sbom => "sbom",
+            Kind::Rebuild => "rebuild",
         }
     }
 }

@@ -1,0 +1,242 @@
+//! `forge verify-digest --rebuild`: the recorded inputs built again on the daemon given, with no
+//! cache, normalized, and compared with the recorded image.
+//!
+//! 1. Build the plan (whose inputs the caller has checked against the record) with the recorded
+//!    builder, platform and revision, and normalize the result as `forge build` does.
+//! 2. The same image id is the proof: one row, `rebuild image`, that holds.
+//! 3. Otherwise the recorded image is found on the daemon, or pulled by the digest a pushed tag
+//!    recorded, both images are exported, and a row is added for each config field, each layer
+//!    and, in it, each file that differs (path, then size and sha256 on each side), so that a
+//!    step writing the clock, a build path or a random name is named in one run.
+//!
+//! The rebuilt image is removed afterwards unless it is the recorded one.
+
+use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
+use crate::lock::Record;
+use crate::normalize::{self, compare};
+use crate::pipeline::{self, Plan};
+use crate::printer::Printer;
+use crate::progress::{Display, ProgressMode};
+use crate::recipe::Recipe;
+use crate::types::oci::{Digest, Platform};
+use crate::verify::{Check, Kind};
+
+use super::build_request::build_credentials;
+use super::normalizing::{base_layers, normalized};
+
+/// Rebuilds `plan` of `recipe` as `record` says it was built, on `engine`, and compares the
+/// result with the recorded image.
+pub(super) async fn rebuild(
+    recipe: &Recipe,
+    record: &Record,
+    plan: &Plan,
+    engine: &Docker,
+    printer: &Printer,
+) -> anyhow::Result<Vec<Check>> {
+    let platform = record
+        .image
+        .platform
+        .as_ref()
+        .unwrap_or(&recipe.pins.image.platform);
+    let credentials = build_credentials(recipe, printer);
+    let builder = record.image.builder.unwrap_or(Builder::Buildkit);
+    let request = BuildRequest {
+        context: plan
+            .context
+            .archive()
+            .expect("verify assembles the context into a file"),
+        builder,
+        no_cache: true,
+        platform: Some(platform),
+        args: pipeline::build_args(recipe, record.image.revision.as_deref()),
+        labels: plan.labels(),
+        credentials: credentials.clone(),
+        cache_from: Vec::new(),
+        inline_cache: false,
+    };
+    printer.status(
+        "Rebuilding",
+        format_args!(
+            "{} for {platform} with no cache on {}",
+            record.image.repository,
+            engine.host()
+        ),
+    );
+    let mut display = Display::new(ProgressMode::Auto, printer, false);
+    let built = engine
+        .build(&request, &mut |event| display.event(event))
+        .await;
+    display.finish();
+    let built = built?;
+    let rebuilt = normalized(
+        recipe,
+        engine,
+        (&built, None),
+        platform,
+        &credentials,
+        printer,
+    )
+    .await?
+    .id;
+    let recorded = ImageId(record.image.id.clone());
+    let image = Check::compare(
+        Kind::Rebuild,
+        "image",
+        recorded.0.as_str(),
+        rebuilt.0.as_str(),
+    );
+    if image.ok {
+        return Ok(vec![image]);
+    }
+    recorded_on(engine, record, platform, &credentials, printer).await?;
+    let base = base_layers(recipe, engine, platform, &credentials).await?;
+    let spool = tempfile::Builder::new()
+        .prefix("forge-rebuild-")
+        .tempdir()
+        .map_err(|source| normalize::NormalizeError::Spool {
+            folder: std::env::temp_dir(),
+            source,
+        })?;
+    let one = normalize::export(engine, &recorded, &base, spool.path()).await?;
+    let two = normalize::export(engine, &rebuilt, &base, spool.path()).await?;
+    let comparison = compare::compare(&one, &two)?;
+    engine.remove_untagged(&rebuilt).await?;
+    let mut checks = vec![image];
+    checks.extend(rows(&comparison));
+    Ok(checks)
+}
+
+/// Makes sure `engine` holds the recorded image: it is there, or it is pulled by the digest a
+/// pushed tag recorded.
+async fn recorded_on(
+    engine: &Docker,
+    record: &Record,
+    platform: &Platform,
+    credentials: &[crate::registry::Credentials],
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    if engine.image(record.image.id.as_str()).await?.is_some() {
+        return Ok(());
+    }
+    let repository = &record.image.repository;
+    let Some(pushed) = record.tags.iter().find_map(|tag| tag.pushed.as_ref()) else {
+        anyhow::bail!(crate::diagnostics::CheckFailed::new(
+            format!(
+                "the recorded image {} is not on {} and was never pushed, so the rebuild has nothing to compare with",
+                record.image.id,
+                engine.host()
+            ),
+            "rebuild on the daemon that built it (--host), or push it first (`forge build --push`)",
+        ));
+    };
+    printer.status(
+        "Pulling",
+        format_args!("{repository}@{pushed} to compare with"),
+    );
+    let credentials = credentials.iter().find(|credentials| {
+        crate::registry::credentials::same_registry(&credentials.registry, repository.registry())
+    });
+    engine
+        .pull(repository, pushed, platform, credentials, &mut |_| {})
+        .await?;
+    Ok(())
+}
+
+/// The rows of a comparison: each config field, each layer and each file that differs.
+fn rows(comparison: &compare::Comparison) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for (field, recorded, rebuilt) in &comparison.config {
+        checks.push(Check::compare(
+            Kind::Rebuild,
+            format!("config {field}"),
+            recorded.as_str(),
+            rebuilt.as_str(),
+        ));
+    }
+    let digest = |digest: &Option<Digest>| {
+        digest
+            .as_ref()
+            .map_or_else(|| "no layer".to_owned(), Digest::to_string)
+    };
+    for layer in &comparison.layers {
+        let step = layer
+            .step
+            .as_deref()
+            .map(|step| format!(" ({})", instruction(step)))
+            .unwrap_or_default();
+        checks.push(Check::compare(
+            Kind::Rebuild,
+            format!("layer {}{step}", layer.index),
+            digest(&layer.recorded),
+            digest(&layer.rebuilt),
+        ));
+        for entry in &layer.entries {
+            // Mode, owner and mtime are shown only when they are all that differs.
+            let full = match (&entry.recorded, &entry.rebuilt) {
+                (Some(one), Some(two)) => one.describe(false) == two.describe(false),
+                _ => false,
+            };
+            let describe = |side: &Option<compare::Entry>| {
+                side.as_ref()
+                    .map_or_else(|| "absent".to_owned(), |entry| entry.describe(full))
+            };
+            checks.push(Check::compare(
+                Kind::Rebuild,
+                format!("layer {} {}", layer.index, entry.path),
+                describe(&entry.recorded),
+                describe(&entry.rebuilt),
+            ));
+        }
+    }
+    checks
+}
+
+/// The widest step shown in a layer's row.
+const STEP_WIDTH: usize = 60;
+
+/// The Dockerfile instruction a history entry's `created_by` records, as the Dockerfile wrote
+/// it: without BuildKit's build-argument prefix (`|2 A=1 B=2 /bin/sh -c`) and `# buildkit`
+/// suffix, or the classic builder's `/bin/sh -c #(nop)`; cut to `STEP_WIDTH` characters.
+fn instruction(created_by: &str) -> String {
+    let text = created_by.trim();
+    let text = text.strip_suffix("# buildkit").unwrap_or(text).trim_end();
+    let text = match text.split_once("/bin/sh -c ") {
+        Some((_, command)) => match command.strip_prefix("#(nop) ") {
+            Some(instruction) => instruction.trim().to_owned(),
+            None => format!("RUN {}", command.trim()),
+        },
+        None => text.to_owned(),
+    };
+    if text.chars().count() <= STEP_WIDTH {
+        return text;
+    }
+    let cut: String = text.chars().take(STEP_WIDTH - 1).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instruction;
+
+    #[test]
+    fn a_step_reads_as_the_dockerfile_wrote_it() {
+        assert_eq!(
+            instruction(
+                "RUN |2 SOURCE_DATE_EPOCH=1783468800 APP_CHANNEL=stable /bin/sh -c date > /when # buildkit"
+            ),
+            "RUN date > /when"
+        );
+        assert_eq!(instruction("/bin/sh -c date > /when"), "RUN date > /when");
+        assert_eq!(
+            instruction("/bin/sh -c #(nop) COPY dir:0a1b in /opt/app/ "),
+            "COPY dir:0a1b in /opt/app/"
+        );
+        assert_eq!(
+            instruction("COPY overlays/app/ /opt/app/ # buildkit"),
+            "COPY overlays/app/ /opt/app/"
+        );
+        let long = instruction(&format!("RUN {}", "x".repeat(100)));
+        assert_eq!(long.chars().count(), 60);
+        assert!(long.ends_with('…'));
+    }
+}
