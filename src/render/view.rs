@@ -11,6 +11,11 @@ use crate::recipe::Recipe;
 
 use super::{REVISION_ARG, gate};
 
+/// The `SOURCE_DATE_EPOCH` the steps see: 1980-01-01T00:00:00Z, the earliest time a zip file
+/// (a wheel a step builds) can hold, as Nix sets it. A fixed value keeps each step's cache when
+/// the recipe's date moves; the image's own timestamps are clamped to that date afterwards.
+pub const STEP_SOURCE_DATE_EPOCH: u64 = 315_532_800;
+
 /// What the template sees. Field names are the template's vocabulary; keep them stable.
 #[derive(Debug, Serialize)]
 pub(super) struct View {
@@ -24,6 +29,8 @@ pub(super) struct View {
     fixes: Vec<String>,
     revision_arg: &'static str,
     revisions_dir: &'static str,
+    /// The `SOURCE_DATE_EPOCH` every step sees: fixed, whatever the recipe's date.
+    step_source_date_epoch: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -33,8 +40,6 @@ struct ImageView {
     platform: String,
     tags: Vec<TagView>,
     created: String,
-    /// The recipe's date in seconds since 1970, midnight UTC (`SOURCE_DATE_EPOCH`).
-    source_date_epoch: u64,
     version: String,
     labels: Vec<NameValue>,
 }
@@ -173,7 +178,6 @@ impl View {
                     })
                     .collect(),
                 created: recipe.date.rfc3339_midnight(),
-                source_date_epoch: recipe.source_date_epoch(),
                 version,
                 labels: name_values(&pins.image.labels),
             },
@@ -204,6 +208,7 @@ impl View {
             fixes: pins.fixes.iter().map(|fix| fix.name.to_string()).collect(),
             revision_arg: REVISION_ARG,
             revisions_dir: gate::REVISIONS_DIR,
+            step_source_date_epoch: STEP_SOURCE_DATE_EPOCH,
         }
     }
 }

@@ -1,8 +1,10 @@
-//! `forge build --cache-from`: a CI runner starts with an empty daemon. The offline example,
-//! pushed by the tests' daemon to a real `docker-registry` on loopback, is built again on a
-//! second daemon that holds nothing but the base: it runs no RUN step; after a `pin bump` it
-//! runs exactly the RUN steps the bump said it invalidated. Steps are counted from the build's
-//! own report of what its builder ran and what it took from the cache.
+//! The build cache beside the image (`[image] cache`): a CI runner starts with an empty daemon.
+//! The offline example, pushed by the tests' daemon to a real `docker-registry` on loopback,
+//! writes its build cache there; a second daemon that holds nothing but the base pushes the same
+//! recipe: it runs no RUN step, ends on the image id the first push published, and the registry
+//! keeps the dated tag where it was. After a `pin bump` it runs exactly the RUN steps the bump
+//! said it invalidated. Steps are counted from the build's own report of what its builder ran
+//! and what it took from the cache; what the registry holds is read with skopeo.
 
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
@@ -11,7 +13,9 @@ use serde_json::Value;
 
 use crate::support::forge;
 use crate::support::git::GitRemote;
-use crate::support::images::{BASE_IMAGE, Example, build_in, docker_available, ensure_base_image};
+use crate::support::images::{
+    BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image, reported_id,
+};
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
@@ -59,13 +63,15 @@ fn load_base(host: &str) {
 }
 
 #[test]
-fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated() {
+fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_only_what_a_bump_invalidated()
+ {
     let registry = RegistryServer::start();
     if !docker_available() || registry_tools_missing() {
         return;
     }
     ensure_base_image();
-    let example = Example::with_repository(&format!("{}/forge-cache/example", registry.address()));
+    let path = "forge-cache/example";
+    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
     let remote = GitRemote::new();
     let pins = example.context.read("pins.toml");
     let pins = pins
@@ -73,17 +79,35 @@ fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated
         .replace("branch = \"main\"", "branch = \"nv_dev\"")
         .replace("3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293", &remote.first);
     example.context.write("pins.toml", &pins);
-    let cache = format!("--cache-from={}:latest", example.repository);
-    // The first push has no cache in the registry to read: the build goes on without it, and
-    // writes its own into the image for the next.
-    let first = build_in(&example.context, &["--push", &cache], &[]).expect_code(0);
+    let cache = format!("{}:buildcache", example.repository);
+
+    // The first push finds no cache to read, and writes its own beside the image.
+    let first = build_in(&example.context, &["--push"], &[]).expect_code(0);
     assert!(
-        first
-            .stderr
-            .contains(&format!("Caching from {}:latest", example.repository)),
+        first.stderr.contains(&format!(
+            "Caching nothing yet: {cache} does not exist, this push writes it"
+        )),
         "{}",
         first.stderr
     );
+    assert!(
+        first.stderr.contains(&format!("Pushed {cache} sha256:")),
+        "{}",
+        first.stderr
+    );
+    let published = reported_id(&first.json());
+    let dated = registry.digest(path, DATED_TAG);
+    // The published image carries no cache metadata; the cache image does.
+    let config = registry.config(path, DATED_TAG);
+    assert!(config.get("moby.buildkit.cache.v0").is_none(), "{config:#}");
+    assert!(
+        registry
+            .config(path, "buildcache")
+            .get("moby.buildkit.cache.v0")
+            .is_some(),
+        "the cache image carries BuildKit's inline cache"
+    );
+
     let Some(node) = SecondDaemon::start_or_skip() else {
         return;
     };
@@ -91,14 +115,21 @@ fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated
     load_base(&node.host);
     let on_node = [("DOCKER_HOST", node.host.as_str())];
 
-    // The same recipe on the cold daemon: every RUN step comes from the registry's cache.
-    let report = build_in(&example.context, &[&cache], &on_node)
-        .expect_code(0)
-        .json();
+    // The same recipe on the cold daemon: every RUN step comes from the registry's cache, and
+    // the image is the published one, which the dated tag keeps.
+    let again = build_in(&example.context, &["--push"], &on_node).expect_code(0);
+    assert!(
+        again.stderr.contains(&format!("Caching from {cache}")),
+        "{}",
+        again.stderr
+    );
+    let report = again.json();
     let cached = run_steps(&report, "cached");
     assert_eq!(run_steps(&report, "done"), BTreeSet::new(), "{report:#}");
     // The example's three: the overlay's check, the revision file and the smoke gate.
     assert_eq!(cached.len(), 3, "{report:#}");
+    assert_eq!(reported_id(&report), published, "{report:#}");
+    assert_eq!(registry.digest(path, DATED_TAG), dated);
 
     // After a bump, exactly the RUN steps it names run again.
     let bump = forge(&example.context, &["--json", "pin", "bump", "app"], &[]).expect_code(0);
@@ -124,7 +155,7 @@ fn a_cold_daemon_reuses_the_pushed_cache_and_reruns_only_what_a_bump_invalidated
         "date = \"2026-07-08\"",
         "date = \"2026-07-09\"",
     );
-    let report = build_in(&example.context, &[&cache], &on_node)
+    let report = build_in(&example.context, &["--push"], &on_node)
         .expect_code(0)
         .json();
     assert_eq!(run_steps(&report, "done"), invalidated, "{report:#}");

@@ -252,6 +252,16 @@ impl RegistryServer {
         self.digest(repository, tag)
     }
 
+    /// The image config `repository:tag` names, from `skopeo inspect --config`.
+    pub fn config(&self, repository: &str, tag: &str) -> serde_json::Value {
+        let stdout = stdout_of(
+            Command::new("skopeo")
+                .args(["inspect", "--tls-verify=false", "--config", "--raw"])
+                .arg(format!("docker://{}/{repository}:{tag}", self.address)),
+        );
+        serde_json::from_slice(&stdout).expect("an image config")
+    }
+
     /// The manifest digest of `repository:tag`, from `skopeo inspect`.
     pub fn digest(&self, repository: &str, tag: &str) -> String {
         let mut command = Command::new("skopeo");
