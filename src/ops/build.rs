@@ -257,7 +257,67 @@ fn registry_of(
     move || RemoteTags::connect(&repository, platform, insecure)
 }
 
-/// The daemon part: build, racing the stop signals, then publish.
+/// What the daemon made of the plan: the engine's image and the normalized one, with the
+/// request, the cache it wrote to, and how each step ended.
+struct Made<'a> {
+    request: crate::engine::BuildRequest<'a>,
+    cache: Option<super::build_request::CacheImage>,
+    built: crate::engine::ImageId,
+    image: crate::engine::ImageId,
+    steps: StepOutcomes,
+}
+
+/// Builds `plan` for `platform` on `engine` and normalizes the result, racing `stop`.
+async fn make<'a, E: Engine>(
+    (recipe, options, plan): (&Recipe, &BuildOptions, &'a Plan),
+    engine: &E,
+    platform: &'a crate::types::oci::Platform,
+    revision: Option<&str>,
+    stop: &mut Signals,
+    display: &mut Display,
+    printer: &Printer,
+) -> anyhow::Result<Made<'a>> {
+    let cache = cache_image(recipe, options, printer).await;
+    let credentials = build_credentials(recipe, printer);
+    let request = build_request(
+        recipe,
+        options,
+        plan,
+        platform,
+        revision,
+        credentials,
+        cache.as_ref(),
+    );
+    announce(&request, &recipe.pins.image.repository, printer);
+    let mut steps = StepOutcomes::default();
+    let mut events = |event: Event<'_>| {
+        steps.note(&event);
+        display.event(event);
+    };
+    // Dropping the build's stream closes its connection, and the daemon cancels the build.
+    let built = stop.race(engine.build(&request, &mut events)).await;
+    display.finish();
+    let built = built.map_err(|error| base_pull_refused(recipe, error))?;
+    printer.status("Built", &built);
+    let normalizing = normalized(
+        recipe,
+        engine,
+        (&built, cache.as_ref()),
+        platform,
+        &request.credentials,
+        printer,
+    );
+    let image = stop.race(normalizing).await?.id;
+    Ok(Made {
+        request,
+        cache,
+        built,
+        image,
+        steps,
+    })
+}
+
+/// The daemon part: build and normalize, racing the stop signals, then publish.
 async fn run<E: Engine>(
     recipe: &Recipe,
     options: &BuildOptions,
@@ -272,43 +332,21 @@ async fn run<E: Engine>(
         .as_ref()
         .unwrap_or(&recipe.pins.image.platform);
     let revision = pipeline::revision(&recipe.root);
-    let cache = cache_image(recipe, options, printer).await;
-    let request = build_request(
-        recipe,
-        options,
-        plan,
-        platform,
-        revision.as_deref(),
-        build_credentials(recipe, printer),
-        cache.as_ref(),
-    );
-    announce(&request, repository, printer);
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
-    let mut steps = StepOutcomes::default();
-    let mut events = |event: Event<'_>| {
-        steps.note(&event);
-        display.event(event);
-    };
-    // Dropping the build's stream closes its connection, and the daemon cancels the build.
-    let built = stop.race(engine.build(&request, &mut events)).await;
-    display.finish();
-    let built = built.map_err(|error| base_pull_refused(recipe, error))?;
-    printer.status("Built", &built);
-    let credentials = &request.credentials;
-    let normalizing = normalized(
-        recipe,
+    let made = make(
+        (recipe, options, plan),
         engine,
-        (&built, cache.as_ref()),
         platform,
-        credentials,
+        revision.as_deref(),
+        &mut stop,
+        &mut display,
         printer,
-    );
-    let image = stop.race(normalizing).await?.id;
-
+    )
+    .await?;
     let publication = Publication {
         recipe,
-        image: &image,
+        image: &made.image,
         platform,
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
@@ -342,12 +380,11 @@ async fn run<E: Engine>(
         attach(&attaching, &mut published.record, printer)?;
     }
     // Last: the published image stands whatever happens to its cache.
-    if let Some(cache) = &cache {
-        cache
-            .push(engine, &built, &request.credentials, printer)
-            .await;
+    if let Some(cache) = &made.cache {
+        let credentials = &made.request.credentials;
+        cache.push(engine, &made.built, credentials, printer).await;
     }
-    print_built(&published, plan, &steps, &image, printer);
+    print_built(&published, plan, &made.steps, &made.image, printer);
     Ok(())
 }
 

@@ -62,6 +62,29 @@ fn load_base(host: &str) {
     );
 }
 
+/// Bumps the example's git pin and returns the RUN steps the bump says it invalidates, as the
+/// builder names them.
+fn bumped(example: &Example) -> BTreeSet<String> {
+    let bump = forge(&example.context, &["--json", "pin", "bump", "app"], &[]).expect_code(0);
+    let invalidated: BTreeSet<String> = bump.json()["invalidated"]["steps"]
+        .as_array()
+        .expect("the bump names the steps it invalidates")
+        .iter()
+        // The builder names a step with its build arguments filled in.
+        .map(|step| {
+            folded(
+                &step["text"]
+                    .as_str()
+                    .unwrap()
+                    .replace("${APP_CHANNEL}", "stable"),
+            )
+        })
+        .filter(|step| step.starts_with("RUN "))
+        .collect();
+    assert!(!invalidated.is_empty());
+    invalidated
+}
+
 #[test]
 fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_only_what_a_bump_invalidated()
  {
@@ -132,23 +155,7 @@ fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_
     assert_eq!(registry.digest(path, DATED_TAG), dated);
 
     // After a bump, exactly the RUN steps it names run again.
-    let bump = forge(&example.context, &["--json", "pin", "bump", "app"], &[]).expect_code(0);
-    let invalidated: BTreeSet<String> = bump.json()["invalidated"]["steps"]
-        .as_array()
-        .expect("the bump names the steps it invalidates")
-        .iter()
-        // The builder names a step with its build arguments filled in.
-        .map(|step| {
-            folded(
-                &step["text"]
-                    .as_str()
-                    .unwrap()
-                    .replace("${APP_CHANNEL}", "stable"),
-            )
-        })
-        .filter(|step| step.starts_with("RUN "))
-        .collect();
-    assert!(!invalidated.is_empty());
+    let invalidated = bumped(&example);
     // A new image goes out under a new dated tag.
     example.context.edit(
         "pins.toml",

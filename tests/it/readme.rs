@@ -35,6 +35,26 @@ const NOT_RUN: usize = 1;
 /// Where the documents put the checkout.
 const HOME_CHECKOUT: &str = "/home/me/forge";
 
+/// The offline example's repository as the documents name it. Each sandbox tags under a name
+/// of its own instead, of the same length so that tables keep their columns, and shows it as
+/// this one.
+const DOCUMENTED_REPOSITORY: &str = "forge-example/offline";
+
+/// A repository name as long as `DOCUMENTED_REPOSITORY`, unique to one sandbox of this process.
+fn sandbox_repository() -> String {
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut number = (std::process::id() % 100_000) * 100 + made % 100;
+    let mut digits = Vec::new();
+    for _ in 0..6 {
+        digits.push(char::from_digit(number % 36, 36).expect("a base-36 digit"));
+        number /= 36;
+    }
+    let name = format!("forge-readme/o-{}", digits.iter().rev().collect::<String>());
+    assert_eq!(name.len(), DOCUMENTED_REPOSITORY.len());
+    name
+}
+
 /// One console block of a document.
 #[derive(Debug)]
 struct Block {
@@ -286,11 +306,8 @@ const SETUPS: &[Setup] = &[
         before: |sandbox, step| {
             if step == 0 {
                 sandbox.build_offline(&[]);
-                docker(&[
-                    "tag",
-                    BASE_IMAGE,
-                    "forge-example/offline:2026-07-08-offline",
-                ]);
+                let dated = format!("{}:2026-07-08-offline", sandbox.repository);
+                docker(&["tag", BASE_IMAGE, &dated]);
             }
         },
         varying: daemon_ids,
@@ -602,6 +619,8 @@ struct Sandbox {
     env: Vec<(&'static str, String)>,
     /// Ids the set-up made that vary from run to run (commits of a git remote it made).
     ids: Vec<String>,
+    /// The offline example's repository in this sandbox, shown as `DOCUMENTED_REPOSITORY`.
+    repository: String,
 }
 
 impl Sandbox {
@@ -636,13 +655,29 @@ impl Sandbox {
         std::fs::create_dir_all(&bin).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_forge"), bin.join("forge")).unwrap();
         std::fs::create_dir_all(folder.path().join("docker-config")).unwrap();
-        Self {
+        let repository = sandbox_repository();
+        let sandbox = Self {
             folder,
             keep: Vec::new(),
-            removals: Vec::new(),
+            // Whatever a block builds of the offline example goes when the block ends.
+            removals: ["latest", "2026-07-08-offline"]
+                .iter()
+                .map(|tag| format!("{repository}:{tag}"))
+                .collect(),
             env: Vec::new(),
             ids: Vec::new(),
-        }
+            repository,
+        };
+        let mut sandbox = sandbox;
+        sandbox.edit(
+            "examples/offline/pins.toml",
+            &format!("repository = \"{DOCUMENTED_REPOSITORY}\""),
+            &format!("repository = \"{}\"", sandbox.repository),
+        );
+        // The repository is in pins.toml, whose digest the verify table shows.
+        let pins = std::fs::read(sandbox.checkout().join("examples/offline/pins.toml")).unwrap();
+        sandbox.ids.push(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pins)));
+        sandbox
     }
 
     fn root(&self) -> &Path {
@@ -713,9 +748,6 @@ impl Sandbox {
         command.extend_from_slice(args);
         let (code, output) = self.run("", &command.join(" "), 0);
         assert_eq!(code, 0, "the set-up's build failed:\n{output}");
-        for tag in ["latest", "2026-07-08-offline"] {
-            self.removals.push(format!("forge-example/offline:{tag}"));
-        }
     }
 
     /// Makes `index` the package index every command asks (`FORGE_INDEX_URL`, the mirror that
@@ -725,11 +757,14 @@ impl Sandbox {
         self.keep.push(Box::new(index));
     }
 
-    /// `text` with the copy's paths as the documents write them.
+    /// `text` with the copy's paths and the offline example's repository as the documents
+    /// write them.
     fn as_documented(&self, text: &str) -> String {
         let checkout = self.checkout().display().to_string();
         let root = self.root().display().to_string();
-        text.replace(&checkout, HOME_CHECKOUT).replace(&root, "")
+        text.replace(&checkout, HOME_CHECKOUT)
+            .replace(&root, "")
+            .replace(&self.repository, DOCUMENTED_REPOSITORY)
     }
 }
 
