@@ -9,6 +9,8 @@
 //! 4. `context`: Dockerfile + overlays + patched trees + shims → a deterministic tar and its
 //!    sha256, the context digest.
 //! 5. `engine`: context → image id (Docker Engine API, BuildKit or classic) → tags, pushes.
+//!    `normalize` then makes that image a function of its content (times clamped to the
+//!    recipe's date, nothing host-specific) and loads it back: what forge tags.
 //! 6. `lock`: the successful build → `forge.lock`, its record.
 //! 7. `verify`: the record and what daemons, the registry and the image hold now → a `Report`.
 //!

@@ -27,6 +27,7 @@ mod readme;
 mod remote_daemon;
 mod render;
 mod report;
+mod reproducible;
 mod support;
 mod verify;
 mod wheel_record;

@@ -58,7 +58,7 @@ fn malformed_toml_names_the_position() {
         "invalid basic string",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:80:18: invalid basic string, expected `"`
+    error: <tmp>/pins.toml:81:18: invalid basic string, expected `"`
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -73,7 +73,7 @@ fn unknown_key_is_refused_at_its_line() {
         "unknown field `vresion`",
     );
     forge_snapshot!(run.stderr, "", @"
-    error: <tmp>/pins.toml:69:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
+    error: <tmp>/pins.toml:70:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
     hint: remove or rename the key; docs/pins.md lists every key forge reads
     ");
     assert_contains(&run.stderr, "hint: remove or rename the key");
@@ -89,7 +89,7 @@ fn version_with_a_newline_and_a_command_is_refused() {
         "invalid version \"0.6.14\\nRUN curl x | sh\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:80:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    error: <tmp>/pins.toml:81:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -104,7 +104,7 @@ fn version_with_a_shell_list_is_refused() {
         "invalid version \"0.6.14 && rm -rf /\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:80:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    error: <tmp>/pins.toml:81:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -119,7 +119,7 @@ fn tag_with_a_space_is_refused() {
         "invalid tag \"experimental pr4\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:12:11: invalid tag "experimental pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        error: <tmp>/pins.toml:13:11: invalid tag "experimental pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
         hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
         "#);
 }
@@ -134,7 +134,7 @@ fn tag_with_a_quote_is_refused() {
         "invalid tag \"experimental\\\"pr4\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:12:11: invalid tag "experimental\"pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        error: <tmp>/pins.toml:13:11: invalid tag "experimental\"pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
         hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
         "#);
 }
@@ -150,7 +150,7 @@ fn tag_of_129_characters_is_refused() {
         "invalid tag",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:12:11: invalid tag "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+        error: <tmp>/pins.toml:13:11: invalid tag "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
         hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
         "#);
 }
@@ -165,7 +165,7 @@ fn image_reference_with_a_newline_is_refused() {
         "invalid image reference",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:20:9: invalid image reference "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\nRUN id": invalid tag "2026-07-01-v0.24.0\nRUN id": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'; expected [registry/]repository[:tag][@sha256:digest]
+        error: <tmp>/pins.toml:21:9: invalid image reference "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\nRUN id": invalid tag "2026-07-01-v0.24.0\nRUN id": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'; expected [registry/]repository[:tag][@sha256:digest]
         hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
         "#);
 }
@@ -207,7 +207,7 @@ fn a_denied_version_is_refused_with_its_reason() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:58:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
+        error: <recipe>/pins.toml:59:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
         hint: move the pin to another version; the deny list records what broke
         ");
     assert_contains(
@@ -237,7 +237,7 @@ fn a_lockstep_group_must_share_one_version() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:64:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
+    error: <recipe>/pins.toml:65:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
     hint: give every pin of group `tvm` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.tvm]
     ");
     let line = context
@@ -271,7 +271,7 @@ fn a_key_of_another_kind_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:68:1: pin `tilelang` of kind python cannot have `rev`
+    error: <recipe>/pins.toml:69:1: pin `tilelang` of kind python cannot have `rev`
     hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim, files
     ");
     assert_contains(
@@ -290,7 +290,7 @@ fn a_missing_series_folder_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:93:10: patch series folder `patches/pr5` does not exist in <recipe>
+    error: <recipe>/pins.toml:94:10: patch series folder `patches/pr5` does not exist in <recipe>
     hint: paths in pins.toml are relative to the folder that holds it
     ");
     assert_contains(
@@ -420,7 +420,7 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:94:8: the series is onto https://example.org/other.git, which no git pin builds
+    error: <recipe>/pins.toml:95:8: the series is onto https://example.org/other.git, which no git pin builds
     hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
     ");
     assert_contains(
@@ -446,7 +446,7 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:94:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
+    error: <recipe>/pins.toml:95:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
     hint: make `onto`'s rev the pin's (`forge pin bump deepgemm` moves both together)
     ");
     assert_contains(
@@ -503,7 +503,7 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
         .expect("a second series onto DeepGEMM");
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:102:8: a second series onto pin `deepgemm`
+    error: <recipe>/pins.toml:103:8: a second series onto pin `deepgemm`
     hint: put all of a pin's patches in one series folder, in the order they apply
     ");
     crate::support::assert_contains(
@@ -529,7 +529,7 @@ fn a_tag_template_that_loops_is_refused_quickly() {
     let started = std::time::Instant::now();
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @r#"
-        error: <recipe>/pins.toml:13:14: tag template "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}": invalid template
+        error: <recipe>/pins.toml:14:14: tag template "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}": invalid template
         hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
         "#);
     assert!(

@@ -676,7 +676,9 @@ impl Sandbox {
         );
         // The repository is in pins.toml, whose digest the verify table shows.
         let pins = std::fs::read(sandbox.checkout().join("examples/offline/pins.toml")).unwrap();
-        sandbox.ids.push(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pins)));
+        sandbox
+            .ids
+            .push(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pins)));
         sandbox
     }
 
@@ -944,6 +946,7 @@ fn check(block: &Block, setup: &Setup) -> Result<(), String> {
     }
     let mut varying = (setup.varying)(&sandbox);
     varying.extend(sandbox.ids.iter().cloned());
+    varying.extend(engine_built(&printed));
     for (step, output) in block.steps.iter().zip(&printed) {
         let expected: Vec<(usize, String)> = step
             .expected
@@ -975,6 +978,17 @@ fn check(block: &Block, setup: &Setup) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The ids of the images the engine built, as `Built sha256:…` lines name them: forge removes
+/// them once it has loaded the normalized image, and their config holds the engine's clock.
+fn engine_built(printed: &[String]) -> Vec<String> {
+    printed
+        .iter()
+        .flat_map(|output| output.lines())
+        .filter_map(|line| line.trim_start().strip_prefix("Built sha256:"))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Runs the blocks whose set-up needs one of `needs`, and fails with every stale one.

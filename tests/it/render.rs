@@ -149,7 +149,7 @@ fn a_pin_the_template_uses_but_pins_toml_lacks_is_an_error_with_template_line_an
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/templates/Dockerfile.j2:42:18: undefined value `pins.deepgemm.branch`
+        error: <recipe>/templates/Dockerfile.j2:51:18: undefined value `pins.deepgemm.branch`
         hint: the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template
         ");
     assert!(run.stdout.is_empty());

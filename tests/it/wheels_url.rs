@@ -153,7 +153,7 @@ fn a_wheel_url_with_a_login_is_refused_at_load() {
     let run = context.forge(&["render"]).expect_code(2);
     assert_contains(
         &run.stderr,
-        "pins.toml:78:1: wheel set `flashinfer`: its url must not hold a user name or token (it is written into the Dockerfile and the image's history)",
+        "pins.toml:79:1: wheel set `flashinfer`: its url must not hold a user name or token (it is written into the Dockerfile and the image's history)",
     );
     assert_contains(
         &run.stderr,

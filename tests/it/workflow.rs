@@ -453,8 +453,26 @@ fn pushed(checkout: &Path) -> String {
         .expect("the publish job recorded the pushed digest")
 }
 
+/// A pull request that moves an input of `source` without `forge lock` fails the check, naming
+/// it.
+fn a_stale_input_fails_the_check(source: &TestContext, runner: &Runner<'_>) {
+    source.write("overlays/app/conf/extra.conf", "colour = blue\n");
+    git(source.path(), &["add", "--all"]);
+    git(
+        source.path(),
+        &["commit", "--quiet", "-m", "an overlay gains a file"],
+    );
+    let stale = fresh_clone(source);
+    let failed = runner
+        .run_job("check", &stale.path().join("checkout"))
+        .expect_err("the check fails while forge.lock is stale");
+    assert_contains(&failed, "--locked: the inputs no longer match");
+    assert_contains(&failed, "run `forge lock`");
+}
+
 /// CI has a fresh clone and an empty daemon: the `check` job, then `publish`, then `publish`
-/// again (a re-run of the same commit), then a commit that bumps a pin and `publish` once more;
+/// again on another empty daemon (a re-run of the same commit on a cold runner), then a commit
+/// that bumps a pin and `publish` once more;
 /// each run of `publish` signs with the key from its secret and verifies with the committed
 /// public key. A commit that moves an input without `forge lock` fails `check`, naming the
 /// command.
@@ -497,30 +515,28 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
     assert_published_and_verified(&checkout);
     let published = pushed(&checkout);
 
-    // A re-run of the same commit: a fresh checkout on the same runner ends on the same image,
-    // which the dated tag keeps.
+    // A re-run of the same commit on another runner, whose daemon is empty: through the build
+    // cache it ends on the same image, which the dated tag keeps.
+    let Some(cold) = SecondDaemon::start_or_skip() else {
+        return;
+    };
+    let _cold_bridge = cold.reach(registry.port());
+    let cold_runner = Runner {
+        workflow: &workflow,
+        expressions: &expressions,
+        daemon: &cold.host,
+        path: runner.path.clone(),
+    };
     let rerun = fresh_clone(&source);
     let checkout = rerun.path().join("checkout");
-    runner.run_job("publish", &checkout).unwrap();
+    cold_runner.run_job("publish", &checkout).unwrap();
     assert_eq!(
         pushed(&checkout),
         published,
-        "a re-run publishes the same image"
+        "a re-run on a cold runner publishes the same image"
     );
 
-    // A pull request that moves an input without `forge lock` fails the check, naming it.
-    source.write("overlays/app/conf/extra.conf", "colour = blue\n");
-    git(source.path(), &["add", "--all"]);
-    git(
-        source.path(),
-        &["commit", "--quiet", "-m", "an overlay gains a file"],
-    );
-    let stale = fresh_clone(&source);
-    let failed = runner
-        .run_job("check", &stale.path().join("checkout"))
-        .expect_err("the check fails while forge.lock is stale");
-    assert_contains(&failed, "--locked: the inputs no longer match");
-    assert_contains(&failed, "run `forge lock`");
+    a_stale_input_fails_the_check(&source, &runner);
 
     // The maintainer locks it, bumps the git pin under a new date, and pushes: CI publishes it.
     source.forge(&["-q", "lock"]).expect_code(0);
