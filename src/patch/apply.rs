@@ -25,7 +25,7 @@ use super::intent::{self, Intent};
 use super::mail::{Author, Patch, raw_date, without_crud};
 use super::{PatchError, Series, patch_id};
 
-/// The git config key that marks a scratch repository, whose commits get a fixed time (see
+/// The git config key that marks a scratch repository, whose commits get a fixed committer (see
 /// `committer`); `target` writes it.
 pub(super) const SCRATCH_KEY: &str = "forge.scratch";
 
@@ -569,10 +569,19 @@ fn check_clean(repository: &Repository, location: &Path) -> Result<(), PatchErro
 }
 
 /// The committer line: `FORGE_COMMITTER_NAME` / `FORGE_COMMITTER_EMAIL`, else the
-/// repository's git config; the time is `SOURCE_DATE_EPOCH` when set, else 0 in a scratch
-/// repository, else now.
+/// repository's git config; the time is `SOURCE_DATE_EPOCH` when set, else now. In a scratch
+/// repository it is always `forge <forge@localhost>` at time 0: a scratch copy lives only inside
+/// one build, and a committer of its own makes its commit ids, which the image's labels and
+/// forge.lock name, a function of the series and its target alone, whoever builds where.
 fn committer(repository: &Repository) -> Option<Vec<u8>> {
     let config = repository.config().ok();
+    let scratch = config
+        .as_ref()
+        .and_then(|config| config.get_bool(SCRATCH_KEY).ok())
+        .unwrap_or(false);
+    if scratch {
+        return Some(identity_line(b"forge", b"forge@localhost", (0, 0)));
+    }
     let setting = |variable: &str, key: &str| {
         std::env::var(variable)
             .ok()
@@ -581,20 +590,10 @@ fn committer(repository: &Repository) -> Option<Vec<u8>> {
     };
     let name = setting("FORGE_COMMITTER_NAME", "user.name")?;
     let email = setting("FORGE_COMMITTER_EMAIL", "user.email")?;
-    let epoch = std::env::var("SOURCE_DATE_EPOCH")
+    let when = std::env::var("SOURCE_DATE_EPOCH")
         .ok()
-        .and_then(|value| value.trim().parse::<i64>().ok());
-    // A scratch copy lives only inside one build: a fixed time keeps its commit ids, and so
-    // the ids forge.lock records, the same from one run to the next.
-    let scratch = config
-        .as_ref()
-        .and_then(|config| config.get_bool(SCRATCH_KEY).ok())
-        .unwrap_or(false);
-    let when = match (epoch, scratch) {
-        (Some(seconds), _) => (seconds, 0),
-        (None, true) => (0, 0),
-        (None, false) => now(),
-    };
+        .and_then(|value| value.trim().parse::<i64>().ok())
+        .map_or_else(now, |seconds| (seconds, 0));
     Some(identity_line(name.as_bytes(), email.as_bytes(), when))
 }
 

@@ -127,6 +127,7 @@ fn diff_ids(reference: &str) -> Vec<String> {
     String::from_utf8(output.stdout)
         .unwrap()
         .lines()
+        .filter(|line| !line.is_empty())
         .skip(1)
         .map(str::to_owned)
         .collect()
