@@ -50,6 +50,31 @@ pub struct Normalized {
     pub rewritten: u64,
     /// Whether the engine held the normalized image already (nothing was loaded).
     pub already_held: bool,
+    /// How long each part took: the export read as it streamed, the rewrite, the load.
+    pub took: Phases,
+}
+
+/// How long each part of a normalization took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Phases {
+    /// Exporting the image and reading it.
+    pub export: std::time::Duration,
+    /// Rewriting the layers and the config.
+    pub rewrite: std::time::Duration,
+    /// Loading the result (zero when the engine held it already).
+    pub load: std::time::Duration,
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "export {:.2} s, rewrite {:.2} s, load {:.2} s",
+            self.export.as_secs_f64(),
+            self.rewrite.as_secs_f64(),
+            self.load.as_secs_f64()
+        )
+    }
 }
 
 /// Why an image could not be normalized.
@@ -146,7 +171,9 @@ pub async fn normalize<E: Engine>(
         .prefix("forge-normalize-")
         .tempdir()
         .map_err(|source| spool_error(&std::env::temp_dir(), source))?;
+    let started = std::time::Instant::now();
     let saved = export(engine, built, base, spool.path()).await?;
+    let exported = started.elapsed();
     let found = saved
         .layers
         .iter()
@@ -171,6 +198,7 @@ pub async fn normalize<E: Engine>(
         rewritten,
     } = written;
     let id = ImageId(id);
+    let rewritten_at = started.elapsed();
     let already_held = engine.image(id.0.as_str()).await?.is_some();
     if !already_held {
         engine.load(&archive).await?;
@@ -183,6 +211,11 @@ pub async fn normalize<E: Engine>(
         layers,
         rewritten,
         already_held,
+        took: Phases {
+            export: exported,
+            rewrite: rewritten_at - exported,
+            load: started.elapsed() - rewritten_at,
+        },
     })
 }
 

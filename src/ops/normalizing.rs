@@ -35,6 +35,7 @@ pub(super) async fn normalized<E: Engine>(
             human_size(normalized.rewritten)
         ),
     );
+    printer.detail("Took", normalized.took);
     if cache.is_none() && normalized.id != *built {
         engine.remove_untagged(built).await?;
     }

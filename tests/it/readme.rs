@@ -15,8 +15,8 @@
 //! copy's temporary path, and the ids the daemon, the registry and git assign (image ids,
 //! pushed digests, the checkout's commit, the commits of a git remote a set-up made), which may
 //! differ from the document's only consistently (one document id stands for one id of the run).
-//! Dockerfile, context, input and file digests, patch commits (`Me <me@example.org>` commits
-//! them) and everything else must match byte for byte.
+//! Dockerfile, context, input and file digests, patch commits (made in scratch repositories,
+//! committed by forge itself) and everything else must match byte for byte.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

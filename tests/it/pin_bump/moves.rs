@@ -42,7 +42,7 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
     assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.6.15");
     assert_contains(&run.stderr, "flashinfer-jit-cache 0.6.15+cu130");
     // FlashInfer is step 10 of 15: it and everything after it run again, DeepGEMM does not.
-    assert_contains(&run.stderr, "Invalidated 6 of 15 steps, from step 10");
+    assert_contains(&run.stderr, "Invalidated 6 of 16 steps, from step 11");
     let listed: Vec<&str> = run
         .stderr
         .lines()
@@ -638,7 +638,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         &run,
         &context,
         &before,
-        &["Invalidated 6 of 15 steps", "a dry run writes nothing"],
+        &["Invalidated 6 of 16 steps", "a dry run writes nothing"],
     );
     let after = std::fs::metadata(context.path().join("pins.toml"))
         .unwrap()
@@ -662,6 +662,6 @@ fn json_reports_the_assignments_and_the_invalidated_steps() {
     assert_eq!(document["written"], true);
     assert_eq!(document["assignments"][0]["table"], "pins.flashinfer");
     assert_eq!(document["assignments"][0]["value"], "0.6.15");
-    assert_eq!(document["invalidated"]["total"], 15);
-    assert_eq!(document["invalidated"]["steps"][0]["number"], 10);
+    assert_eq!(document["invalidated"]["total"], 16);
+    assert_eq!(document["invalidated"]["steps"][0]["number"], 11);
 }
