@@ -220,7 +220,7 @@ fn write_pax<W: Write>(out: &mut W, records: &BTreeMap<String, Vec<u8>>) -> io::
 }
 
 /// Pads an entry's data of `size` bytes to the next 512-byte block.
-fn pad<W: Write>(out: &mut W, size: u64) -> io::Result<()> {
+pub(super) fn pad<W: Write>(out: &mut W, size: u64) -> io::Result<()> {
     let rest = (512 - size % 512) % 512;
     out.write_all(&[0; 512][..rest as usize])
 }

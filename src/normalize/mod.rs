@@ -19,7 +19,7 @@
 //! itself makes differently on every run (a build path, a clock, a random name compiled into a
 //! file) stays different, and `verify-digest --rebuild` names it file by file (`compare`).
 
-mod archive;
+pub mod archive;
 pub mod compare;
 mod config;
 pub mod layer;
@@ -34,6 +34,7 @@ use crate::diagnostics::{Advice, Advise, ExitStatus};
 use crate::engine::{Engine, EngineError, ImageId};
 use crate::types::oci::Digest;
 
+pub use archive::LoadArchive;
 pub use saved::{Content, Saved};
 
 /// How many exported chunks may wait for the reading thread.
@@ -167,12 +168,9 @@ pub async fn normalize<E: Engine>(
     base_name: &str,
     epoch: u64,
 ) -> Result<Normalized, NormalizeError> {
-    let spool = tempfile::Builder::new()
-        .prefix("forge-normalize-")
-        .tempdir()
-        .map_err(|source| spool_error(&std::env::temp_dir(), source))?;
+    let spool = spool()?;
     let started = std::time::Instant::now();
-    let saved = export(engine, built, base, spool.path()).await?;
+    let (saved, load) = export(engine, built, base, spool.path(), epoch).await?;
     let exported = started.elapsed();
     let found = saved
         .layers
@@ -188,7 +186,7 @@ pub async fn normalize<E: Engine>(
         });
     }
     let folder = spool.path().to_owned();
-    let written = tokio::task::spawn_blocking(move || rewrite(saved, found, epoch, &folder))
+    let written = tokio::task::spawn_blocking(move || finish(saved, load, (found, epoch), &folder))
         .await
         .expect("the rewrite does not panic")?;
     let Written {
@@ -219,6 +217,14 @@ pub async fn normalize<E: Engine>(
     })
 }
 
+/// A temporary folder for the load archive.
+pub fn spool() -> Result<tempfile::TempDir, NormalizeError> {
+    tempfile::Builder::new()
+        .prefix("forge-normalize-")
+        .tempdir()
+        .map_err(|source| spool_error(&std::env::temp_dir(), source))
+}
+
 fn spool_error(folder: &std::path::Path, source: std::io::Error) -> NormalizeError {
     NormalizeError::Spool {
         folder: folder.to_owned(),
@@ -226,19 +232,20 @@ fn spool_error(folder: &std::path::Path, source: std::io::Error) -> NormalizeErr
     }
 }
 
-/// Exports `image` from `engine` and reads it as it streams, keeping the layers not in `base`
-/// (large ones in `spool`).
+/// Exports `image` from `engine` and reads it as it streams: the layers not in `base` are
+/// rewritten, their times clamped to `epoch`, into a load archive in `spool`.
 pub async fn export<E: Engine>(
     engine: &E,
     image: &ImageId,
     base: &[Digest],
     spool: &std::path::Path,
-) -> Result<Saved, NormalizeError> {
+    epoch: u64,
+) -> Result<(Saved, LoadArchive), NormalizeError> {
+    let mut load = LoadArchive::create(spool).map_err(|source| spool_error(spool, source))?;
     let (sender, receiver) = tokio::sync::mpsc::channel(CHUNKS_IN_FLIGHT);
     let base: HashSet<Digest> = base.iter().cloned().collect();
-    let folder = spool.to_owned();
     let reading = tokio::task::spawn_blocking(move || {
-        saved::read(ChunkReader::new(receiver), &base, &folder)
+        saved::read(ChunkReader::new(receiver), &base, &mut load, epoch).map(|saved| (saved, load))
     });
     let mut stream = std::pin::pin!(engine.export(image));
     let mut pumped = Ok(());
@@ -270,44 +277,51 @@ struct Written {
     rewritten: u64,
 }
 
-/// Rewrites the layers of `saved` above its first `base` ones into a load archive in `folder`,
-/// with the config that names them.
-fn rewrite(
+/// Finishes the load archive of `saved`: the layers above its first `base` ones rewritten (most
+/// already are, as the export streamed), and the config that names them.
+fn finish(
     saved: Saved,
-    base: usize,
-    epoch: u64,
+    mut load: LoadArchive,
+    (base, epoch): (usize, u64),
     folder: &std::path::Path,
 ) -> Result<Written, NormalizeError> {
     let spooled = |source| spool_error(folder, source);
-    let mut archive = archive::LoadArchive::create(folder).map_err(spooled)?;
     let mut diff_ids = Vec::with_capacity(saved.layers.len());
+    let mut paths = Vec::with_capacity(saved.layers.len());
     let mut layers = Vec::new();
     let mut rewritten = 0;
     for (index, (diff_id, content)) in saved.layers.iter().enumerate() {
         if index < base {
-            archive.held(diff_id);
+            paths.push(archive::held_path(diff_id));
             diff_ids.push(diff_id.clone());
             continue;
         }
-        let Some(raw) = content.reader().map_err(spooled)? else {
-            return Err(NormalizeError::RepeatsBase {
-                index: index + 1,
-                diff_id: diff_id.clone(),
-            });
+        let placed = match content {
+            Content::Rewritten(placed) => placed.clone(),
+            // A small layer, kept in memory as it came.
+            Content::Memory(bytes) => {
+                load.rewrite(bytes.as_slice(), epoch)
+                    .map_err(|source| NormalizeError::Export {
+                        what: format!("layer {} ({diff_id}) of the built image", index + 1),
+                        source,
+                    })?
+                    .1
+            }
+            Content::Dropped => {
+                return Err(NormalizeError::RepeatsBase {
+                    index: index + 1,
+                    diff_id: diff_id.clone(),
+                });
+            }
         };
-        let written = archive
-            .rewrite(raw, epoch)
-            .map_err(|source| NormalizeError::Export {
-                what: format!("layer {} ({diff_id}) of the built image", index + 1),
-                source,
-            })?;
-        rewritten += written.size;
-        layers.push((diff_id.clone(), written.diff_id.clone()));
-        diff_ids.push(written.diff_id);
+        rewritten += placed.rewritten.size;
+        layers.push((diff_id.clone(), placed.rewritten.diff_id.clone()));
+        diff_ids.push(placed.rewritten.diff_id.clone());
+        paths.push(placed.path);
     }
     let config = config::normalize(&saved.config, &diff_ids, epoch)?;
     let id = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&config));
-    let archive = archive.finish(&config, &id).map_err(spooled)?;
+    let archive = load.finish(&config, &id, &paths).map_err(spooled)?;
     Ok(Written {
         archive,
         id,

@@ -1,7 +1,7 @@
 //! A `docker save` archive, read once as it streams in: its manifest, the image's config, and
-//! every layer by its diff id. The base's layers are only hashed and dropped (or, where the
-//! archive names a blob by its digest, skipped unread); the others are kept, small ones in
-//! memory and large ones in temporary files, for the rewrite.
+//! every layer by its diff id. A layer the archive names by a base layer's digest is skipped
+//! unread; a small file is kept in memory; a large one (a layer) is rewritten into the load
+//! archive as it streams, and cut off again when its digest shows it is the base's.
 //!
 //! Both layouts the Engine API writes are read: the legacy one (`<id>/layer.tar`,
 //! `<config>.json`, `manifest.json` last; engines before 25) and the OCI one (`blobs/sha256/…`
@@ -10,39 +10,36 @@
 //! the config names is refused.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, Read, Write};
-use std::path::Path;
+use std::io::{self, Read};
 
 use serde::Deserialize;
 
 use super::NormalizeError;
-use super::layer::Hashing;
+use super::archive::{LoadArchive, Placed};
 use crate::types::oci::Digest;
 
 /// Files up to this size are kept in memory: every config and manifest, and the small layers.
 const IN_MEMORY: u64 = 1 << 20;
 
 /// Where a file of the archive went.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Content {
     /// Dropped: a layer of the base.
     Dropped,
-    /// Kept in memory.
+    /// Kept in memory, as the engine wrote it.
     Memory(Vec<u8>),
-    /// Kept in a temporary file.
-    File(tempfile::NamedTempFile),
+    /// Rewritten into the load archive.
+    Rewritten(Placed),
 }
 
 impl Content {
-    /// A reader of the kept bytes; `None` for a dropped file.
+    /// A reader of the kept bytes (for a rewritten layer, the rewritten ones, whose entries are
+    /// the engine's with times clamped); `None` for a dropped file.
     pub fn reader(&self) -> io::Result<Option<Box<dyn Read + '_>>> {
         Ok(match self {
             Content::Dropped => None,
             Content::Memory(bytes) => Some(Box::new(bytes.as_slice())),
-            Content::File(file) => Some(Box::new(io::BufReader::with_capacity(
-                1 << 20,
-                file.reopen()?,
-            ))),
+            Content::Rewritten(placed) => Some(Box::new(placed.reader()?)),
         })
     }
 }
@@ -84,11 +81,13 @@ struct RootFs {
 }
 
 /// Reads the `docker save` archive of one image from `archive`, dropping the layers whose diff
-/// ids are in `base` and keeping the others (large ones in temporary files in `spool`).
+/// ids are in `base`, keeping small files in memory and rewriting large ones (the layers) into
+/// `load` with their times clamped to `epoch`.
 pub fn read(
     archive: impl Read,
     base: &HashSet<Digest>,
-    spool: &Path,
+    load: &mut LoadArchive,
+    epoch: u64,
 ) -> Result<Saved, NormalizeError> {
     let mut files: HashMap<String, Stored> = HashMap::new();
     let mut links: HashMap<String, String> = HashMap::new();
@@ -114,7 +113,7 @@ pub fn read(
             continue;
         }
         let size = entry.size();
-        let stored = store(&mut entry, &path, size, base, spool).map_err(|source| {
+        let stored = store(&mut entry, (&path, size), base, load, epoch).map_err(|source| {
             NormalizeError::Export {
                 what: format!("{path} of the exported image"),
                 source,
@@ -125,14 +124,15 @@ pub fn read(
     assemble(files, &links)
 }
 
-/// Reads one file of the archive: skipped when its name is a base layer's digest, else hashed
-/// and kept, or dropped once its digest shows it is a base layer.
+/// Reads one file of the archive (`path`, of `size` bytes): skipped when its name is a base
+/// layer's digest, else hashed and kept in memory or rewritten into `load`, and cut off again
+/// once its digest shows it is a base layer.
 fn store(
     entry: &mut impl Read,
-    path: &str,
-    size: u64,
+    (path, size): (&str, u64),
     base: &HashSet<Digest>,
-    spool: &Path,
+    load: &mut LoadArchive,
+    epoch: u64,
 ) -> io::Result<Stored> {
     if let Some(digest) = blob_digest(path).filter(|digest| base.contains(digest)) {
         return Ok(Stored {
@@ -149,25 +149,24 @@ fn store(
             content: Content::Memory(bytes),
         });
     }
-    let file = tempfile::Builder::new()
-        .prefix("layer-")
-        .tempfile_in(spool)?;
-    let mut out = Hashing::new(io::BufWriter::with_capacity(1 << 20, file.reopen()?));
-    io::copy(entry, &mut out)?;
-    out.flush()?;
-    let (digest, _) = out.finish();
-    let content = if base.contains(&digest) {
-        Content::Dropped
-    } else {
-        Content::File(file)
-    };
-    Ok(Stored { digest, content })
+    let (digest, placed) = load.rewrite(entry, epoch)?;
+    if base.contains(&digest) {
+        load.discard(&placed)?;
+        return Ok(Stored {
+            digest,
+            content: Content::Dropped,
+        });
+    }
+    Ok(Stored {
+        digest,
+        content: Content::Rewritten(placed),
+    })
 }
 
 /// Picks the image out of the archive's files: the manifest's config and layers, each layer
 /// checked against the diff id the config gives it.
 fn assemble(
-    mut files: HashMap<String, Stored>,
+    files: HashMap<String, Stored>,
     links: &HashMap<String, String>,
 ) -> Result<Saved, NormalizeError> {
     let invalid = |what: String| NormalizeError::Invalid(what);
@@ -187,7 +186,7 @@ fn assemble(
             entries.len()
         ))
     })?;
-    let config = take_bytes(&mut files, &resolve(&entry.config, links)).ok_or_else(|| {
+    let config = take_bytes(&files, &resolve(&entry.config, links)).ok_or_else(|| {
         invalid(format!(
             "the exported image lacks its config {}",
             entry.config
@@ -206,7 +205,7 @@ fn assemble(
     let mut layers = Vec::with_capacity(diff_ids.len());
     for (index, (diff_id, path)) in diff_ids.into_iter().zip(&entry.layers).enumerate() {
         let path = resolve(path, links);
-        let stored = files.get_mut(&path).ok_or_else(|| {
+        let stored = files.get(&path).ok_or_else(|| {
             invalid(format!(
                 "layer {} ({path}) is missing from the exported image",
                 index + 1
@@ -219,22 +218,17 @@ fn assemble(
                 stored.digest
             )));
         }
-        // A layer listed twice is kept once: the second use reads the same bytes.
-        let content = match &stored.content {
-            Content::Memory(bytes) => Content::Memory(bytes.clone()),
-            _ => std::mem::replace(&mut stored.content, Content::Dropped),
-        };
-        layers.push((diff_id, content));
+        // A layer listed twice is written once, and named twice.
+        layers.push((diff_id, stored.content.clone()));
     }
     Ok(Saved { config, layers })
 }
 
-/// Takes the bytes of the file at `path`, from memory or its temporary file.
-fn take_bytes(files: &mut HashMap<String, Stored>, path: &str) -> Option<Vec<u8>> {
+/// The bytes of the file at `path`, kept in memory (every config and manifest is small).
+fn take_bytes(files: &HashMap<String, Stored>, path: &str) -> Option<Vec<u8>> {
     match &files.get(path)?.content {
         Content::Memory(bytes) => Some(bytes.clone()),
-        Content::File(file) => std::fs::read(file.path()).ok(),
-        Content::Dropped => None,
+        _ => None,
     }
 }
 

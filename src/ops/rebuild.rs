@@ -90,15 +90,12 @@ pub(super) async fn rebuild(
     }
     recorded_on(engine, record, platform, &credentials, printer).await?;
     let base = base_layers(recipe, engine, platform, &credentials).await?;
-    let spool = tempfile::Builder::new()
-        .prefix("forge-rebuild-")
-        .tempdir()
-        .map_err(|source| normalize::NormalizeError::Spool {
-            folder: std::env::temp_dir(),
-            source,
-        })?;
-    let one = normalize::export(engine, &recorded, &base, spool.path()).await?;
-    let two = normalize::export(engine, &rebuilt, &base, spool.path()).await?;
+    // Both images are normalized already: reading them rewrites each layer to the same bytes.
+    let spool = normalize::spool()?;
+    let epoch = recipe.source_date_epoch();
+    // The archives hold the layers the comparison reads: kept until it is done.
+    let (one, _one) = normalize::export(engine, &recorded, &base, spool.path(), epoch).await?;
+    let (two, _two) = normalize::export(engine, &rebuilt, &base, spool.path(), epoch).await?;
     let comparison = compare::compare(&one, &two)?;
     engine.remove_untagged(&rebuilt).await?;
     let mut checks = vec![image];
