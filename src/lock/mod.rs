@@ -369,6 +369,13 @@ pub struct ImageRecord {
     /// records written before forge recorded it leave it out, and BuildKit stands in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builder: Option<crate::engine::Builder>,
+    /// The image the engine built, which forge normalized into `id`: a build that ends on it
+    /// again, with the same `normalized` format, reuses `id` instead of rewriting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built: Option<Digest>,
+    /// The format of the normalization that made `id` of `built` (`normalize::FORMAT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized: Option<u32>,
 }
 
 /// One tag applied to the image.
@@ -584,6 +591,8 @@ impl Record {
                 platform: Some("linux/arm64".parse().unwrap()),
                 revision: Some("e".repeat(40)),
                 builder: Some(crate::engine::Builder::Buildkit),
+                built: Some(Digest::filled('c')),
+                normalized: Some(1),
             },
             vec![
                 TagRecord {

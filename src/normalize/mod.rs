@@ -37,6 +37,10 @@ use crate::types::oci::Digest;
 pub use archive::LoadArchive;
 pub use saved::{Content, Saved};
 
+/// The format of the normalization, recorded with the image it made: a later forge that
+/// normalizes differently bumps it, and then rewrites the images an earlier one made.
+pub const FORMAT: u32 = 1;
+
 /// How many exported chunks may wait for the reading thread.
 const CHUNKS_IN_FLIGHT: usize = 8;
 

@@ -355,6 +355,7 @@ async fn run<E: Engine>(
         push: options.push,
         force: options.force,
         builder: options.builder,
+        built: Some(&made.built),
     };
     let registry = registry_of(options, repository, platform);
     let mut events = |event: Event<'_>| display.event(event);

@@ -22,24 +22,75 @@ pub(super) async fn normalized<E: Engine>(
     credentials: &[Credentials],
     printer: &Printer,
 ) -> anyhow::Result<Normalized> {
-    let base = base_layers(recipe, engine, platform, credentials).await?;
-    let base_name = recipe.pins.base.reference();
-    let normalized =
-        normalize::normalize(engine, built, &base, &base_name, recipe.source_date_epoch()).await?;
-    printer.status(
-        "Normalized",
-        format_args!(
-            "{} ({} layers above the base, {} rewritten)",
-            normalized.id,
-            normalized.layers.len(),
-            human_size(normalized.rewritten)
-        ),
-    );
-    printer.detail("Took", normalized.took);
+    let normalized = match recorded(recipe, engine, built, platform).await? {
+        Some(normalized) => {
+            printer.status(
+                "Normalized",
+                format_args!(
+                    "{} (forge.lock records it as made of the image just built; nothing to rewrite)",
+                    normalized.id
+                ),
+            );
+            normalized
+        }
+        None => {
+            let base = base_layers(recipe, engine, platform, credentials).await?;
+            let base_name = recipe.pins.base.reference();
+            let epoch = recipe.source_date_epoch();
+            let normalized = normalize::normalize(engine, built, &base, &base_name, epoch).await?;
+            printer.status(
+                "Normalized",
+                format_args!(
+                    "{} ({} layers above the base, {} rewritten)",
+                    normalized.id,
+                    normalized.layers.len(),
+                    human_size(normalized.rewritten)
+                ),
+            );
+            printer.detail("Took", normalized.took);
+            normalized
+        }
+    };
     if cache.is_none() && normalized.id != *built {
         engine.remove_untagged(built).await?;
     }
     Ok(normalized)
+}
+
+/// The normalized image forge.lock records as made of `built` (for `platform`, by this
+/// normalization's format), when the daemon holds it: a build that ends on the image the last
+/// one built reuses it instead of exporting and rewriting it again.
+async fn recorded<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    built: &ImageId,
+    platform: &Platform,
+) -> anyhow::Result<Option<Normalized>> {
+    let Some(record) = crate::lock::load(&recipe.root)
+        .ok()
+        .flatten()
+        .and_then(crate::lock::Lock::built)
+    else {
+        return Ok(None);
+    };
+    let image = &record.image;
+    let same = image.built.as_ref() == Some(&built.0)
+        && image.normalized == Some(normalize::FORMAT)
+        && image
+            .platform
+            .as_ref()
+            .unwrap_or(&recipe.pins.image.platform)
+            == platform;
+    if !same || engine.image(image.id.as_str()).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Normalized {
+        id: ImageId(image.id.clone()),
+        layers: Vec::new(),
+        rewritten: 0,
+        already_held: true,
+        took: normalize::Phases::default(),
+    }))
 }
 
 /// The diff ids of the base's layers, as the daemon holds them. A BuildKit build fetches the

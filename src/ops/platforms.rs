@@ -225,6 +225,7 @@ async fn build_everywhere(
             .await?;
         printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
         built.push(NodeImage {
+            built: built_image,
             platform,
             image,
             manifest,
@@ -237,10 +238,25 @@ async fn build_everywhere(
 
 /// One platform's image, built on its node and pushed under its platform tag.
 struct NodeImage {
+    /// The image the engine built, before normalizing.
+    built: ImageId,
     platform: Platform,
     image: ImageId,
     manifest: Digest,
     engine: Docker,
+}
+
+/// What forge.lock records of each platform's image.
+fn platform_records(built: &[NodeImage]) -> Vec<PlatformRecord> {
+    built
+        .iter()
+        .map(|built| PlatformRecord {
+            platform: built.platform.clone(),
+            id: built.image.0.clone(),
+            manifest: built.manifest.clone(),
+            node: built.engine.host().to_owned(),
+        })
+        .collect()
 }
 
 /// Publishes the first platform's image on its node (tags, forge.lock), then points the
@@ -257,6 +273,7 @@ async fn publish_index(
         platform,
         image,
         engine,
+        built: engine_built,
         ..
     } = &built[0];
     let publication = Publication {
@@ -270,6 +287,7 @@ async fn publish_index(
         push: false,
         force: options.force,
         builder: options.builder,
+        built: Some(engine_built),
     };
     let registry = {
         let (repository, platform) = (recipe.pins.image.repository.clone(), platform.clone());
@@ -306,15 +324,7 @@ async fn publish_index(
     for tag in &mut record.tags {
         tag.pushed = Some(stored.clone());
     }
-    record.platforms = built
-        .iter()
-        .map(|built| PlatformRecord {
-            platform: built.platform.clone(),
-            id: built.image.0.clone(),
-            manifest: built.manifest.clone(),
-            node: built.engine.host().to_owned(),
-        })
-        .collect();
+    record.platforms = platform_records(built);
     record.write(&recipe.root)?;
     let attaching = super::attaching::Attaching {
         recipe,

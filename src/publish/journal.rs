@@ -96,6 +96,8 @@ fn record(
             platform: Some(publication.platform.clone()),
             revision: publication.revision.map(str::to_owned),
             builder: Some(publication.builder),
+            built: publication.built.map(|built| built.0.clone()),
+            normalized: publication.built.map(|_| crate::normalize::FORMAT),
         },
         publication
             .tags

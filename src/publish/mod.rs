@@ -69,6 +69,8 @@ pub struct Publication<'a> {
     pub force: bool,
     /// The daemon's builder that built it.
     pub builder: crate::engine::Builder,
+    /// The image the engine built, which forge normalized into `image`.
+    pub built: Option<&'a ImageId>,
 }
 
 impl Publication<'_> {

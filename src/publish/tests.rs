@@ -314,6 +314,7 @@ impl Bench {
             push,
             force,
             builder: crate::engine::Builder::Buildkit,
+            built: None,
         }
     }
 

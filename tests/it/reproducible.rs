@@ -140,8 +140,20 @@ fn a_no_cache_rebuild_and_a_fresh_daemon_end_on_the_image_the_dated_tag_holds() 
     }
     let example = Example::new("reproducible");
     let first = reported_id(&example.build(&[]).expect_code(0).json());
+    // From the cache the engine ends on the image it built before, which forge.lock records
+    // the normalized image of: nothing is exported or rewritten.
+    let cached = example.build(&[]).expect_code(0);
+    assert_eq!(reported_id(&cached.json()), first);
+    assert!(
+        cached.stderr.contains(&format!(
+            "Normalized {first} (forge.lock records it as made of the image just built; nothing to rewrite)"
+        )),
+        "{}",
+        cached.stderr
+    );
     let again = example.build(&["--no-cache"]).expect_code(0);
     assert_eq!(reported_id(&again.json()), first, "{}", again.stderr);
+    assert!(again.stderr.contains("KiB rewritten)"), "{}", again.stderr);
     assert!(
         again
             .stderr
