@@ -79,6 +79,16 @@ fn record(
         recorded.image.id == publication.image.0
             && &recorded.image.repository == publication.repository()
     });
+    // The engine image a record of the same image names stays named: builds with and without
+    // the inline cache metadata of a push end on two engine images of one normalized image, and
+    // the record of that image does not change with them.
+    let (built, normalized) = match same_image.filter(|recorded| recorded.image.built.is_some()) {
+        Some(recorded) => (recorded.image.built.clone(), recorded.image.normalized),
+        None => (
+            publication.built.map(|built| built.0.clone()),
+            publication.built.map(|_| crate::normalize::FORMAT),
+        ),
+    };
     let pushed_before = |tag: &Tag| {
         same_image?
             .tags
@@ -96,8 +106,8 @@ fn record(
             platform: Some(publication.platform.clone()),
             revision: publication.revision.map(str::to_owned),
             builder: Some(publication.builder),
-            built: publication.built.map(|built| built.0.clone()),
-            normalized: publication.built.map(|_| crate::normalize::FORMAT),
+            built,
+            normalized,
         },
         publication
             .tags
