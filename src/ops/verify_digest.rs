@@ -60,18 +60,8 @@ pub fn verify_digest(
         .clone()
         .with_repository(record.image.repository.clone());
     let mut report = Report::default();
-
-    // The context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says
-    // now, so that only a changed input can change its digest.
-    let plan = pipeline::plan(
-        recipe,
-        Output::TemporaryFile,
-        true,
-        Some(record.inputs.context_mtime),
-        printer,
-    )?;
+    let plan = recorded_plan(recipe, &record, &mut report, printer)?;
     let current = plan.inputs.as_ref().expect("the plan computes the inputs");
-    report.extend(verify::inputs(&record.inputs, current));
 
     let files = if options.contents {
         let archive = plan
@@ -126,16 +116,7 @@ pub fn verify_reference(
     let mut report = Report::default();
     let plan = match recipe {
         Some(recipe) if options.rebuild => {
-            let plan = pipeline::plan(
-                recipe,
-                Output::TemporaryFile,
-                true,
-                Some(record.inputs.context_mtime),
-                printer,
-            )?;
-            let current = plan.inputs.as_ref().expect("the plan computes the inputs");
-            report.extend(verify::inputs(&record.inputs, current));
-            Some((recipe, plan))
+            Some((recipe, recorded_plan(recipe, record, &mut report, printer)?))
         }
         _ => None,
     };
@@ -161,6 +142,27 @@ pub fn verify_reference(
         origin: attached.origin(),
     };
     run_checks(&subject, options, true, report, printer)
+}
+
+/// The plan of `recipe` as `record`'s build made it, with a row in `report` for each input: the
+/// context is assembled with the mtime the build used, whatever SOURCE_DATE_EPOCH says now, so
+/// that only a changed input can change its digest.
+fn recorded_plan(
+    recipe: &Recipe,
+    record: &Record,
+    report: &mut Report,
+    printer: &Printer,
+) -> anyhow::Result<pipeline::Plan> {
+    let plan = pipeline::plan(
+        recipe,
+        Output::TemporaryFile,
+        true,
+        Some(record.inputs.context_mtime),
+        printer,
+    )?;
+    let current = plan.inputs.as_ref().expect("the plan computes the inputs");
+    report.extend(verify::inputs(&record.inputs, current));
+    Ok(plan)
 }
 
 /// What is verified, and against what: a recipe's forge.lock, or the record attached to an

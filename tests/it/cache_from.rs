@@ -7,7 +7,6 @@
 //! and what it took from the cache; what the registry holds is read with skopeo.
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
@@ -40,26 +39,6 @@ fn run_steps(report: &Value, state: &str) -> BTreeSet<String> {
         .map(|step| folded(step["name"].as_str().unwrap()))
         .filter(|step| step.starts_with("RUN "))
         .collect()
-}
-
-/// Copies the base image from the tests' daemon to `host`, as a runner's base is provisioned.
-fn load_base(host: &str) {
-    let mut save = Command::new("docker")
-        .args(["save", BASE_IMAGE])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let loaded = Command::new("docker")
-        .args(["-H", host, "load", "--quiet"])
-        .stdin(save.stdout.take().unwrap())
-        .output()
-        .unwrap();
-    assert!(save.wait().unwrap().success(), "docker save {BASE_IMAGE}");
-    assert!(
-        loaded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&loaded.stderr)
-    );
 }
 
 /// Bumps the example's git pin and returns the RUN steps the bump says it invalidates, as the
@@ -135,7 +114,7 @@ fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_
         return;
     };
     let _bridge = node.reach(registry.port());
-    load_base(&node.host);
+    node.load(BASE_IMAGE);
     let on_node = [("DOCKER_HOST", node.host.as_str())];
 
     // The same recipe on the cold daemon: every RUN step comes from the registry's cache, and

@@ -10,9 +10,8 @@
 //! the clock and random bytes, names that step's layer and both files with their sizes and
 //! sha256 on each side; a tester does the same from the image reference on a cold daemon.
 
-use std::collections::BTreeSet;
 use std::io::Read as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -28,26 +27,6 @@ const EPOCH: u64 = 1_783_468_800;
 /// The step the tests add to make a layer that cannot reproduce.
 const CLOCK_STEP: &str =
     "RUN date +%s > /opt/app/built-at && head -c 8 /dev/urandom > /opt/app/random.bin";
-
-/// Copies the base image from the tests' daemon to `host`, as a runner's base is provisioned.
-fn load_base(host: &str) {
-    let mut save = Command::new("docker")
-        .args(["save", BASE_IMAGE])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let loaded = Command::new("docker")
-        .args(["-H", host, "load", "--quiet"])
-        .stdin(save.stdout.take().unwrap())
-        .output()
-        .unwrap();
-    assert!(save.wait().unwrap().success(), "docker save {BASE_IMAGE}");
-    assert!(
-        loaded.status.success(),
-        "{}",
-        String::from_utf8_lossy(&loaded.stderr)
-    );
-}
 
 /// The example with a step that writes the clock and random bytes, last.
 fn with_clock_step(example: &Example) {
@@ -183,7 +162,7 @@ fn a_no_cache_rebuild_and_a_fresh_daemon_end_on_the_image_the_dated_tag_holds() 
     let Some(node) = SecondDaemon::start_or_skip() else {
         return;
     };
-    load_base(&node.host);
+    node.load(BASE_IMAGE);
     let on_node = [("DOCKER_HOST", node.host.as_str())];
     let there = build_in(&example.context, &[], &on_node).expect_code(0);
     assert_eq!(reported_id(&there.json()), first, "{}", there.stderr);
@@ -232,28 +211,7 @@ fn a_rebuild_proves_a_reproducible_image_and_names_each_file_a_clock_step_change
         run.stderr
     );
     // The rebuilt image is gone; the recorded one stays.
-    let held: BTreeSet<String> = images_labelled(&clock.repository);
-    assert_eq!(held, BTreeSet::from([recorded]));
-}
-
-/// The ids of the images the daemon holds for the test whose guard label is `repository`.
-fn images_labelled(repository: &str) -> BTreeSet<String> {
-    let output = Command::new("docker")
-        .args([
-            "images",
-            "--all",
-            "--quiet",
-            "--no-trunc",
-            "--filter",
-            &format!("label=dev.forge.test={repository}"),
-        ])
-        .output()
-        .unwrap();
-    String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    assert_eq!(clock.images(), [recorded]);
 }
 
 /// Panics unless the rebuild rows of `found` (a `verify-digest --rebuild --json` of the example
@@ -321,7 +279,7 @@ fn a_tester_rebuilds_from_the_image_reference_on_a_cold_daemon() {
         return;
     };
     let _bridge = node.reach(registry.port());
-    load_base(&node.host);
+    node.load(BASE_IMAGE);
     let run = verify_in(
         &clone,
         &[&reference, "--rebuild", "--host", &node.host],

@@ -31,7 +31,7 @@ impl ImageGuard {
     }
 
     /// The ids of the images labelled for this guard, each once.
-    fn images(&self) -> Vec<String> {
+    pub(crate) fn images(&self) -> Vec<String> {
         let filter = format!("label={LABEL}={}", self.value);
         let Ok(output) = Command::new("docker")
             .args([

@@ -102,7 +102,7 @@ pub(crate) fn image_id(reference: &str) -> Option<String> {
 pub(crate) struct Example {
     pub(crate) context: TestContext,
     pub(crate) repository: String,
-    _images: ImageGuard,
+    images: ImageGuard,
 }
 
 impl Example {
@@ -127,8 +127,13 @@ impl Example {
         Self {
             context,
             repository: repository.to_owned(),
-            _images: images,
+            images,
         }
+    }
+
+    /// The ids of every image the daemon holds of this example's builds.
+    pub(crate) fn images(&self) -> Vec<String> {
+        self.images.images()
     }
 
     pub(crate) fn tag_id(&self, tag: &str) -> Option<String> {

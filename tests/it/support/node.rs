@@ -139,6 +139,26 @@ impl Drop for SecondDaemon {
 }
 
 impl SecondDaemon {
+    /// Copies `image` from the tests' daemon to this one, as a runner's base is provisioned.
+    pub fn load(&self, image: &str) {
+        let mut save = Command::new("docker")
+            .args(["save", image])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let loaded = Command::new("docker")
+            .args(["-H", &self.host, "load", "--quiet"])
+            .stdin(save.stdout.take().unwrap())
+            .output()
+            .unwrap();
+        assert!(save.wait().unwrap().success(), "docker save {image}");
+        assert!(
+            loaded.status.success(),
+            "{}",
+            String::from_utf8_lossy(&loaded.stderr)
+        );
+    }
+
     /// Lets the daemon reach `127.0.0.1:port` of the host: in its network namespace that
     /// address answers with a connection forwarded to the host's, so a registry on the host's
     /// loopback is reached under the name it has there. Dropping the bridge closes it.
