@@ -299,14 +299,7 @@ async fn make<'a, E: Engine>(
     display.finish();
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
-    let normalizing = normalized(
-        recipe,
-        engine,
-        (&built, cache.as_ref()),
-        platform,
-        &request.credentials,
-        printer,
-    );
+    let normalizing = normalized(recipe, engine, (&built, &request), platform, printer);
     let image = stop.race(normalizing).await?.id;
     Ok(Made {
         request,

@@ -1,8 +1,7 @@
 //! After the engine built an image: the image forge publishes, normalized (`normalize`) on the
 //! daemon that built it, for the one-platform build and for every node of a multi-platform one.
 
-use super::build_request::CacheImage;
-use crate::engine::{Engine, ImageId};
+use crate::engine::{BuildRequest, Builder, Engine, ImageId};
 use crate::normalize::{self, Normalized};
 use crate::pipeline::human_size;
 use crate::printer::Printer;
@@ -10,18 +9,19 @@ use crate::recipe::Recipe;
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform};
 
-/// Normalizes `built`, which `engine` built for `platform` from `recipe`, and says so. `built`
-/// is then removed (unless a tag names it), or kept when it is pushed as the build `cache`.
-/// `credentials` are the build's, for pulling the base when the daemon does not hold it by
-/// name.
+/// Normalizes `built`, which `engine` built for `platform` from `recipe` as `request` asked,
+/// and says so. `built` is then removed (unless a tag names it), or kept: when it is pushed as
+/// the build cache (`request.inline_cache`), and when the classic builder made it, for whose
+/// cache it is the last step. The request's credentials pull the base when the daemon does not
+/// hold it by name.
 pub(super) async fn normalized<E: Engine>(
     recipe: &Recipe,
     engine: &E,
-    (built, cache): (&ImageId, Option<&CacheImage>),
+    (built, request): (&ImageId, &BuildRequest<'_>),
     platform: &Platform,
-    credentials: &[Credentials],
     printer: &Printer,
 ) -> anyhow::Result<Normalized> {
+    let credentials = &request.credentials;
     let normalized = match recorded(recipe, engine, built, platform).await? {
         Some(normalized) => {
             printer.status(
@@ -51,7 +51,8 @@ pub(super) async fn normalized<E: Engine>(
             normalized
         }
     };
-    if cache.is_none() && normalized.id != *built {
+    let kept = request.inline_cache || request.builder == Builder::Classic;
+    if !kept && normalized.id != *built {
         engine.remove_untagged(built).await?;
     }
     Ok(normalized)

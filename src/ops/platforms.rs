@@ -211,9 +211,8 @@ async fn build_everywhere(
         let image = normalized(
             recipe,
             &engine,
-            (&built_image, None),
+            (&built_image, &request),
             &platform,
-            &request.credentials,
             printer,
         )
         .await?

@@ -68,16 +68,9 @@ pub(super) async fn rebuild(
         .await;
     display.finish();
     let built = built?;
-    let rebuilt = normalized(
-        recipe,
-        engine,
-        (&built, None),
-        platform,
-        &credentials,
-        printer,
-    )
-    .await?
-    .id;
+    let rebuilt = normalized(recipe, engine, (&built, &request), platform, printer)
+        .await?
+        .id;
     let recorded = ImageId(record.image.id.clone());
     let image = Check::compare(
         Kind::Rebuild,
