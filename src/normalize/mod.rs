@@ -3,8 +3,9 @@
 //!
 //! 1. Export the built image (`Engine::export`, a `docker save` archive) and read it as it
 //!    streams (`saved`): the config, and each layer by its diff id. The base's layers, known by
-//!    the diff ids the base has on the daemon, are dropped unread or only hashed.
-//! 2. Rewrite each layer above the base (`layer`) into a `docker load` archive (`archive`):
+//!    the diff ids the base has on the daemon, are skipped unread where the archive names them
+//!    by digest, else cut off again once read.
+//! 2. As it streams, rewrite each layer (`layer`) into a `docker load` archive (`archive`):
 //!    entries in the order the layer has them, owners by number only, mtimes clamped to the
 //!    epoch, every header written one way.
 //! 3. Rewrite the config (`config`): the new diff ids, timestamps clamped, nothing that says
@@ -19,7 +20,7 @@
 //! itself makes differently on every run (a build path, a clock, a random name compiled into a
 //! file) stays different, and `verify-digest --rebuild` names it file by file (`compare`).
 
-pub mod archive;
+mod archive;
 pub mod compare;
 mod config;
 pub mod layer;

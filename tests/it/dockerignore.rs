@@ -171,9 +171,10 @@ fn docker_paths(context: &TestContext, guard: &str) -> BTreeSet<String> {
     let dockerfile = folder.path().join("Dockerfile");
     std::fs::write(&dockerfile, format!("FROM {BASE_IMAGE}\nCOPY . /ctx\n")).unwrap();
     // The classic builder: the docker CLI itself reads .dockerignore and sends what is left.
+    // No cache: a cached step is an image another test's clean-up may remove under the build.
     let built = Command::new("docker")
         .env("DOCKER_BUILDKIT", "0")
-        .args(["build", "--quiet", "--force-rm", "--label"])
+        .args(["build", "--quiet", "--no-cache", "--force-rm", "--label"])
         .arg(format!("{LABEL}={guard}"))
         .arg("--file")
         .arg(&dockerfile)
