@@ -147,9 +147,9 @@ pub struct BuildArgs {
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<RegistryHost>,
 
-    /// Reuse the build cache of this image (repeatable), as a runner with an empty daemon
-    /// would: BuildKit reads the cache metadata the image carries from its registry and writes
-    /// the new image's own (which makes its id differ on every build, even from cache).
+    /// Also reuse the build cache of this image (repeatable): BuildKit reads the cache metadata
+    /// the image carries from its registry. With --push, the recipe's own ([image] cache) is
+    /// read and written without this flag.
     #[arg(long, value_name = "REF")]
     pub cache_from: Vec<String>,
 
