@@ -133,7 +133,8 @@ pub fn entry_differences(
 pub struct LayerDifference {
     /// Its place in the image, from 1.
     pub index: usize,
-    /// The step that made it, from the recorded image's history.
+    /// The step that made it, from the recorded image's history, as the Dockerfile wrote it
+    /// (`instruction`).
     pub step: Option<String>,
     /// The recorded diff id; `None` when the recorded image has fewer layers.
     pub recorded: Option<Digest>,
@@ -151,6 +152,52 @@ pub struct Comparison {
     pub config: Vec<(String, String, String)>,
     /// Each layer that differs.
     pub layers: Vec<LayerDifference>,
+}
+
+impl Comparison {
+    /// Where the images differ, in one line: each layer with the step that made it and up to
+    /// three of its paths (`in layer 6 (RUN …): /a, /b`), else the config fields; `None` when
+    /// they do not differ.
+    pub fn summary(&self) -> Option<String> {
+        const SHOWN: usize = 3;
+        let mut parts = Vec::new();
+        for layer in &self.layers {
+            let made = layer
+                .step
+                .as_deref()
+                .map(|made| format!(" ({made})"))
+                .unwrap_or_default();
+            let mut paths: Vec<&str> = layer
+                .entries
+                .iter()
+                .take(SHOWN)
+                .map(|entry| entry.path.as_str())
+                .collect();
+            let more = layer.entries.len().saturating_sub(SHOWN);
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            if paths.is_empty() {
+                paths.push("its entries' metadata");
+            }
+            parts.push(format!(
+                "layer {}{made}: {}{more}",
+                layer.index,
+                paths.join(", ")
+            ));
+        }
+        if parts.is_empty() && !self.config.is_empty() {
+            let fields: Vec<&str> = self
+                .config
+                .iter()
+                .map(|(field, ..)| field.as_str())
+                .collect();
+            parts.push(format!("the config: {}", fields.join(", ")));
+        }
+        (!parts.is_empty()).then(|| format!("they differ in {}", parts.join("; ")))
+    }
 }
 
 /// Compares the images exported as `recorded` and `rebuilt`, whose layers not kept (the base's)
@@ -214,7 +261,7 @@ fn layer_steps(config: &Value) -> Vec<Option<String>> {
         .into_iter()
         .flatten()
         .filter(|entry| entry["empty_layer"] != Value::Bool(true))
-        .map(|entry| entry["created_by"].as_str().map(str::to_owned))
+        .map(|entry| entry["created_by"].as_str().map(instruction))
         .collect()
 }
 
@@ -244,5 +291,55 @@ fn flat_differences(
         }
     } else if left != right {
         out.push((path.to_owned(), left.to_string(), right.to_string()));
+    }
+}
+
+/// The widest step shown in a layer's row.
+const STEP_WIDTH: usize = 60;
+
+/// The Dockerfile instruction a history entry's `created_by` records, as the Dockerfile wrote
+/// it: without BuildKit's build-argument prefix (`|2 A=1 B=2 /bin/sh -c`) and `# buildkit`
+/// suffix, or the classic builder's `/bin/sh -c #(nop)`; cut to `STEP_WIDTH` characters.
+pub fn instruction(created_by: &str) -> String {
+    let text = created_by.trim();
+    let text = text.strip_suffix("# buildkit").unwrap_or(text).trim_end();
+    let text = match text.split_once("/bin/sh -c ") {
+        Some((_, command)) => match command.strip_prefix("#(nop) ") {
+            Some(instruction) => instruction.trim().to_owned(),
+            None => format!("RUN {}", command.trim()),
+        },
+        None => text.to_owned(),
+    };
+    if text.chars().count() <= STEP_WIDTH {
+        return text;
+    }
+    let cut: String = text.chars().take(STEP_WIDTH - 1).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instruction;
+
+    #[test]
+    fn a_step_reads_as_the_dockerfile_wrote_it() {
+        assert_eq!(
+            instruction(
+                "RUN |2 SOURCE_DATE_EPOCH=1783468800 APP_CHANNEL=stable /bin/sh -c date > /when # buildkit"
+            ),
+            "RUN date > /when"
+        );
+        assert_eq!(instruction("/bin/sh -c date > /when"), "RUN date > /when");
+        assert_eq!(
+            instruction("/bin/sh -c #(nop) COPY dir:0a1b in /opt/app/ "),
+            "COPY dir:0a1b in /opt/app/"
+        );
+        assert_eq!(
+            instruction("COPY overlays/app/ /opt/app/ # buildkit"),
+            "COPY overlays/app/ /opt/app/"
+        );
+        let long = instruction(&format!("RUN {}", "x".repeat(100)));
+        assert_eq!(long.chars().count(), 60);
+        assert!(long.ends_with('…'));
     }
 }

@@ -26,7 +26,7 @@ use crate::types::oci::ImageRef;
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
 use super::build_request::{build_credentials, build_request, cache_image};
-use super::normalizing::normalized;
+use super::normalizing::{differences, normalized};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -310,6 +310,28 @@ async fn make<'a, E: Engine>(
     })
 }
 
+/// `error`, and when it is a dated tag that names another image on the daemon, with where that
+/// image and the one just built differ (a step that does not reproduce), as `engine` holds both.
+async fn explained<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    mut error: anyhow::Error,
+    platform: &crate::types::oci::Platform,
+    credentials: &[crate::registry::Credentials],
+) -> anyhow::Error {
+    let Some(BuildError::TagHoldsAnother { current, built, .. }) = error.downcast_ref() else {
+        return error;
+    };
+    let pair = (current.clone(), built.clone());
+    let compared = differences(recipe, engine, (&pair.0, &pair.1), platform, credentials).await;
+    if let (Ok(comparison), Some(BuildError::TagHoldsAnother { differs, .. })) =
+        (compared, error.downcast_mut())
+    {
+        *differs = comparison.summary();
+    }
+    error
+}
+
 /// The daemon part: build and normalize, racing the stop signals, then publish.
 async fn run<E: Engine>(
     recipe: &Recipe,
@@ -352,7 +374,7 @@ async fn run<E: Engine>(
     };
     let registry = registry_of(options, repository, platform);
     let mut events = |event: Event<'_>| display.event(event);
-    let mut published = publish::publish(
+    let published = publish::publish(
         &publication,
         engine,
         registry,
@@ -360,7 +382,12 @@ async fn run<E: Engine>(
         &mut events,
         printer,
     )
-    .await?;
+    .await;
+    let credentials = &made.request.credentials;
+    let mut published = match published {
+        Ok(published) => published,
+        Err(error) => return Err(explained(recipe, engine, error, platform, credentials).await),
+    };
     if options.push {
         let attaching = Attaching {
             recipe,

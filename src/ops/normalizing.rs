@@ -58,6 +58,25 @@ pub(super) async fn normalized<E: Engine>(
     Ok(normalized)
 }
 
+/// How the images `one` and `two` on `engine` compare, layer by layer and file by file (the
+/// base's layers, equal in both, left out); both are read as normalized, so rewriting a
+/// normalized image's layers gives back its own bytes.
+pub(super) async fn differences<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    (one, two): (&ImageId, &ImageId),
+    platform: &Platform,
+    credentials: &[Credentials],
+) -> anyhow::Result<normalize::compare::Comparison> {
+    let base = base_layers(recipe, engine, platform, credentials).await?;
+    let spool = normalize::spool()?;
+    let epoch = recipe.source_date_epoch();
+    // The archives hold the layers the comparison reads: kept until it is done.
+    let (left, _left) = normalize::export(engine, one, &base, spool.path(), epoch).await?;
+    let (right, _right) = normalize::export(engine, two, &base, spool.path(), epoch).await?;
+    Ok(normalize::compare::compare(&left, &right)?)
+}
+
 /// The normalized image forge.lock records as made of `built` (for `platform`, by this
 /// normalization's format), when the daemon holds it: a build that ends on the image the last
 /// one built reuses it instead of exporting and rewriting it again.

@@ -13,7 +13,7 @@
 
 use crate::engine::{BuildRequest, Builder, Docker, Engine, ImageId};
 use crate::lock::Record;
-use crate::normalize::{self, compare};
+use crate::normalize::compare;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::progress::{Display, ProgressMode};
@@ -22,7 +22,7 @@ use crate::types::oci::{Digest, Platform};
 use crate::verify::{Check, Kind};
 
 use super::build_request::build_credentials;
-use super::normalizing::{base_layers, normalized};
+use super::normalizing::{differences, normalized};
 
 /// Rebuilds `plan` of `recipe` as `record` says it was built, on `engine`, and compares the
 /// result with the recorded image.
@@ -82,14 +82,8 @@ pub(super) async fn rebuild(
         return Ok(vec![image]);
     }
     recorded_on(engine, record, platform, &credentials, printer).await?;
-    let base = base_layers(recipe, engine, platform, &credentials).await?;
-    // Both images are normalized already: reading them rewrites each layer to the same bytes.
-    let spool = normalize::spool()?;
-    let epoch = recipe.source_date_epoch();
-    // The archives hold the layers the comparison reads: kept until it is done.
-    let (one, _one) = normalize::export(engine, &recorded, &base, spool.path(), epoch).await?;
-    let (two, _two) = normalize::export(engine, &rebuilt, &base, spool.path(), epoch).await?;
-    let comparison = compare::compare(&one, &two)?;
+    let pair = (&recorded, &rebuilt);
+    let comparison = differences(recipe, engine, pair, platform, &credentials).await?;
     engine.remove_untagged(&rebuilt).await?;
     let mut checks = vec![image];
     checks.extend(rows(&comparison));
@@ -152,7 +146,7 @@ fn rows(comparison: &compare::Comparison) -> Vec<Check> {
         let step = layer
             .step
             .as_deref()
-            .map(|step| format!(" ({})", instruction(step)))
+            .map(|step| format!(" ({step})"))
             .unwrap_or_default();
         checks.push(Check::compare(
             Kind::Rebuild,
@@ -179,54 +173,4 @@ fn rows(comparison: &compare::Comparison) -> Vec<Check> {
         }
     }
     checks
-}
-
-/// The widest step shown in a layer's row.
-const STEP_WIDTH: usize = 60;
-
-/// The Dockerfile instruction a history entry's `created_by` records, as the Dockerfile wrote
-/// it: without BuildKit's build-argument prefix (`|2 A=1 B=2 /bin/sh -c`) and `# buildkit`
-/// suffix, or the classic builder's `/bin/sh -c #(nop)`; cut to `STEP_WIDTH` characters.
-fn instruction(created_by: &str) -> String {
-    let text = created_by.trim();
-    let text = text.strip_suffix("# buildkit").unwrap_or(text).trim_end();
-    let text = match text.split_once("/bin/sh -c ") {
-        Some((_, command)) => match command.strip_prefix("#(nop) ") {
-            Some(instruction) => instruction.trim().to_owned(),
-            None => format!("RUN {}", command.trim()),
-        },
-        None => text.to_owned(),
-    };
-    if text.chars().count() <= STEP_WIDTH {
-        return text;
-    }
-    let cut: String = text.chars().take(STEP_WIDTH - 1).collect();
-    format!("{cut}…")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::instruction;
-
-    #[test]
-    fn a_step_reads_as_the_dockerfile_wrote_it() {
-        assert_eq!(
-            instruction(
-                "RUN |2 SOURCE_DATE_EPOCH=1783468800 APP_CHANNEL=stable /bin/sh -c date > /when # buildkit"
-            ),
-            "RUN date > /when"
-        );
-        assert_eq!(instruction("/bin/sh -c date > /when"), "RUN date > /when");
-        assert_eq!(
-            instruction("/bin/sh -c #(nop) COPY dir:0a1b in /opt/app/ "),
-            "COPY dir:0a1b in /opt/app/"
-        );
-        assert_eq!(
-            instruction("COPY overlays/app/ /opt/app/ # buildkit"),
-            "COPY overlays/app/ /opt/app/"
-        );
-        let long = instruction(&format!("RUN {}", "x".repeat(100)));
-        assert_eq!(long.chars().count(), 60);
-        assert!(long.ends_with('…'));
-    }
 }

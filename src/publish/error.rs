@@ -58,6 +58,18 @@ pub enum BuildError {
         /// What the daemon said.
         said: String,
     },
+    /// An immutable tag on the daemon names another image than the one just built.
+    #[error("tag {tag} already points at {current}, not at the image just built ({built}){}", differs.as_deref().map(|differs| format!("; {differs}")).unwrap_or_default())]
+    TagHoldsAnother {
+        /// The tag.
+        tag: String,
+        /// The image it names.
+        current: crate::engine::ImageId,
+        /// The image just built.
+        built: crate::engine::ImageId,
+        /// How the two differ, once compared (`they differ in layer 6 (RUN …): /path`).
+        differs: Option<String>,
+    },
     /// The recipe folder could not be locked.
     #[error("cannot lock the recipe folder {} for the build", root.display())]
     Lock {
@@ -84,8 +96,26 @@ impl Advise for BuildError {
                 "the tags stay on the image built and forge.lock records the digests pushed; run `forge build --push` again to push the rest".to_owned()
             }
             BuildError::Lock { .. } => "check the recipe folder's permissions".to_owned(),
+            BuildError::TagHoldsAnother { differs, .. } => match differs {
+                Some(_) => format!(
+                    "{IMMUTABLE_HINT}; a step that writes the clock, a build path or a random name does not reproduce (docs/reproducible.md)"
+                ),
+                None => IMMUTABLE_HINT.to_owned(),
+            },
         })
     }
+
+    fn exit_status(&self) -> crate::diagnostics::ExitStatus {
+        match self {
+            // A check that ran and did not hold.
+            BuildError::TagHoldsAnother { .. } => crate::diagnostics::ExitStatus::Failure,
+            _ => crate::diagnostics::ExitStatus::Error,
+        }
+    }
 }
+
+/// What to do when an immutable tag names another image.
+pub(super) const IMMUTABLE_HINT: &str =
+    "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it";
 
 crate::advised!(BuildError);

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::Context as _;
 
 use super::Publication;
+use super::error::IMMUTABLE_HINT;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{ImageId, ImageInfo};
 use crate::pins::Mutability;
@@ -14,10 +15,6 @@ use crate::recipe::ResolvedTag;
 use crate::registry::{self, Credentials, Held, RegistryClient, RegistryError, RemoteRepository};
 use crate::types::oci::RegistryHost;
 use crate::types::oci::{Digest, Platform, Repository, Tag};
-
-/// What to do about a refusal.
-const IMMUTABLE_HINT: &str =
-    "dated tags are immutable; bump the date in pins.toml, or pass --force to re-point it";
 
 /// The registry of the image's repository, as a push asks it before it starts. Its methods may
 /// block (credential helpers, HTTP): `publish` calls them on a thread of their own.
@@ -92,13 +89,12 @@ pub(super) fn on_the_daemon<'a>(
             && current.id != *image
             && !publication.force
         {
-            return Err(CheckFailed::new(
-                format!(
-                    "tag {} already points at {}, not at the image just built ({})",
-                    tag.tag, current.id, image
-                ),
-                IMMUTABLE_HINT,
-            )
+            return Err(super::BuildError::TagHoldsAnother {
+                tag: tag.tag.to_string(),
+                current: current.id.clone(),
+                built: image.clone(),
+                differs: None,
+            }
             .into());
         }
         previous.push((tag, current.map(|info| info.id)));

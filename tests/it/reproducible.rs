@@ -211,7 +211,27 @@ fn a_rebuild_proves_a_reproducible_image_and_names_each_file_a_clock_step_change
         run.stderr
     );
     // The rebuilt image is gone; the recorded one stays.
-    assert_eq!(clock.images(), [recorded]);
+    assert_eq!(clock.images(), [recorded.clone()]);
+
+    // A build with no cache makes another image, which the dated tag refuses, naming the step
+    // and the files that made it differ.
+    let refused = clock.build(&["--no-cache"]).expect_code(1);
+    assert!(
+        refused.stderr.contains(&format!(
+            "error: tag {DATED_TAG} already points at {recorded}, not at the image just built (sha256:"
+        )) && refused.stderr.contains(
+            "; they differ in layer 6 (RUN date +%s > /opt/app/built-at && head -c 8 /dev/urandom …): /opt/app/built-at, /opt/app/random.bin\n"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("does not reproduce (docs/reproducible.md)"),
+        "{}",
+        refused.stderr
+    );
 }
 
 /// Panics unless the rebuild rows of `found` (a `verify-digest --rebuild --json` of the example
