@@ -467,7 +467,15 @@ async fn a_dated_tag_on_another_image_on_the_daemon_is_refused_before_any_tag_mo
             built()
         )
     );
-    assert!(error.downcast_ref::<CheckFailed>().is_some());
+    // A check that did not hold (exit 1), which the build explains from the two images.
+    assert!(matches!(
+        error.downcast_ref::<BuildError>(),
+        Some(BuildError::TagHoldsAnother { differs: None, .. })
+    ));
+    assert_eq!(
+        crate::diagnostics::advice_of(error.root_cause()).map(|advice| advice.exit_status()),
+        Some(crate::diagnostics::ExitStatus::Failure)
+    );
     assert_eq!(engine.calls().len(), 3, "only the look-ups");
     assert!(
         asked.lock().unwrap().is_empty(),

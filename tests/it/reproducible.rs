@@ -211,7 +211,7 @@ fn a_rebuild_proves_a_reproducible_image_and_names_each_file_a_clock_step_change
         run.stderr
     );
     // The rebuilt image is gone; the recorded one stays.
-    assert_eq!(clock.images(), [recorded.clone()]);
+    assert_eq!(clock.images(), std::slice::from_ref(&recorded));
 
     // A build with no cache makes another image, which the dated tag refuses, naming the step
     // and the files that made it differ.
