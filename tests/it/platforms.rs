@@ -16,6 +16,9 @@ use crate::support::registry::registry_tools_missing;
 use crate::support::verify::{row, verify_in};
 use crate::support::{TestContext, assert_contains, stdout_of};
 
+/// The guard label of the bases `load_base` makes.
+const BASE_GUARD: &str = "forge-test-multi-base";
+
 /// Loads a base of one file, `/etc/platform` saying `platform`, as `name` on the daemon at
 /// `host`: an image archive as `docker save` writes it, whose configuration names the platform
 /// (`docker import --platform` on these engines keeps the daemon's own architecture).
@@ -40,7 +43,8 @@ fn load_base(host: &str, name: &str, platform: &str) {
     let config = serde_json::to_vec(&serde_json::json!({
         "architecture": architecture,
         "os": os,
-        "config": {},
+        // Labelled for the test's guard, which removes it when the test ends.
+        "config": { "Labels": { crate::support::image_guard::LABEL: BASE_GUARD } },
         "rootfs": { "type": "layers", "diff_ids": [format!("sha256:{diff_id}")] },
     }))
     .unwrap();
@@ -158,7 +162,7 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     let main = daemon_host();
     load_base(&main, &base, "linux/amd64");
     load_base(&node.host, &base, "linux/arm64");
-    let _base_guard = ImageGuard::new("forge-test-multi-base");
+    let _base_guard = ImageGuard::new(BASE_GUARD);
     let repository = format!("{}/forge-test/multi", registry.address());
     let images = ImageGuard::new(&repository);
     let context = recipe(&repository, &base, &images);

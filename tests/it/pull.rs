@@ -5,10 +5,10 @@
 
 use std::process::Command;
 
-use crate::support::images::id_on;
 use crate::support::images::{
     BASE_IMAGE, DATED_TAG, Example, daemon_host, docker_available, ensure_base_image, image_id,
 };
+use crate::support::images::{Tagged, id_on};
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
@@ -50,6 +50,8 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
     let main = daemon_host();
     let latest = format!("{}:latest", example.repository);
     let dated = format!("{}:{DATED_TAG}", example.repository);
+    // The test re-points both tags at the base by hand: they go when it ends.
+    let _tagged = Tagged(vec![latest.clone(), dated.clone()]);
     let base = image_id(BASE_IMAGE).unwrap();
     // The main daemon's tags name another image, so that a tag that moves shows.
     retag(&main, BASE_IMAGE, &latest);

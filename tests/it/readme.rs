@@ -534,10 +534,10 @@ fn pushed_to_a_loopback_registry(sandbox: &mut Sandbox, step: usize) {
     git_in(&checkout, &["commit", "-q", "-m", "the checkout"], &env);
     let repository = format!("{}/forge-example/offline", registry.address());
     sandbox.build_offline(&["--push", "--repository", &repository]);
-    sandbox.removals.push(format!("{repository}:latest"));
-    sandbox
-        .removals
-        .push(format!("{repository}:2026-07-08-offline"));
+    // The push tags the engine's image as the build cache beside the two tags.
+    for tag in ["latest", "2026-07-08-offline", "buildcache"] {
+        sandbox.removals.push(format!("{repository}:{tag}"));
+    }
     sandbox.keep.push(Box::new(registry));
 }
 
