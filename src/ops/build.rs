@@ -49,7 +49,14 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     let built = runtime.block_on(async {
         // An unreachable daemon is reported before any work that would be wasted.
         let engine = Docker::connect().await?;
-        publish::intent::settle(&recipe.root, &engine, printer).await?;
+        publish::intent::settle(
+            recipe,
+            &engine,
+            publish::intent::registry_of(&options.insecure_registries),
+            publish::intent::Choice::Rule,
+            printer,
+        )
+        .await?;
         let plan = checked_plan(recipe, options, output, printer)?;
         if recipe.pins.image.platforms.len() > 1 && options.platform.is_none() {
             return super::platforms::run(recipe, options, &plan, printer).await;

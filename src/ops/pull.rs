@@ -103,7 +103,7 @@ crate::advised!(PullError);
 
 /// Runs `forge pull` for `recipe`: the image its forge.lock records.
 pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow::Result<()> {
-    publish::intent::settle_before_reading(&recipe.root, printer)?;
+    publish::intent::settle_before_reading(recipe, &[], printer)?;
     let record = verify::recorded_build(&recipe.root)?;
     let digest = recorded_manifest(recipe, &record)?;
     // No build of this recipe may move its tags on this machine while the nodes are tagged.

@@ -53,7 +53,7 @@ pub fn verify_digest(
     options: &VerifyOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    publish::intent::settle_before_reading(&recipe.root, printer)?;
+    publish::intent::settle_before_reading(recipe, &options.insecure_registries, printer)?;
     let record = verify::recorded_build(&recipe.root)?;
     // A build with `--repository` recorded where its tags went: the checks follow the record.
     let recipe = &recipe

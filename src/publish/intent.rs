@@ -3,14 +3,21 @@
 //! leaves enough behind for the next forge to finish or undo it.
 //!
 //! `forge.lock.intent` holds the record about to be written, what each tag named before it
-//! moved, and each push as it reaches the registry. The next `forge build` or
-//! `forge verify-digest` of the recipe (under the recipe's lock) settles it with the same rule
-//! a failure in the running forge follows:
+//! moved, whether the publication pushes, and each push as forge saw it reach the registry. The
+//! next `forge build`, `verify-digest`, `pull` or `recover` of the recipe (under the recipe's
+//! lock) settles it, by the rule a failure in the running forge follows too:
 //! - forge.lock already holds the intended record: the publication finished; the intent is
 //!   removed;
-//! - a push reached the registry: the tags stay on the new image and forge.lock records what
-//!   the registry holds (all new);
-//! - nothing was pushed, or the new image is gone: every moved tag is put back (all old).
+//! - a push reached the registry, as forge noted it or as the registry says when asked (the
+//!   daemon may have pushed a tag just before forge was killed, so every tag not noted is asked
+//!   for): the tags stay on the new image and forge.lock records what the registry holds (all
+//!   new);
+//! - nothing reached the registry: every moved tag is put back (all old).
+//!
+//! An intent names only the recipe's repository and tags; one that names anything else is
+//! refused before anything moves. When the rule cannot be followed (the registry does not
+//! answer, an image a tag must go back to is gone), nothing moves and the error names the
+//! choices `forge recover` offers.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +30,10 @@ use crate::engine::{Engine, EngineError, ImageId};
 use crate::fs::write_if_changed;
 use crate::lock::{self, Record};
 use crate::printer::Printer;
-use crate::types::oci::{Digest, Tag};
+use crate::recipe::Recipe;
+use crate::types::oci::{Digest, Platform, RegistryHost, Repository, Tag};
+
+use super::RegistryTags;
 
 /// The intent's file name, in the recipe folder next to forge.lock.
 pub const INTENT_FILE: &str = "forge.lock.intent";
@@ -33,6 +43,10 @@ pub const INTENT_FILE: &str = "forge.lock.intent";
 pub struct Intent {
     /// Each tag about to move, and the image it named before (absent: it did not exist).
     pub moves: Vec<Move>,
+    /// Whether the publication pushes its tags (intents written before forge noted it say so
+    /// only by a push already noted).
+    #[serde(default)]
+    pub push: bool,
     /// Each tag pushed so far, with the digest the registry stored.
     #[serde(default)]
     pub pushed: BTreeMap<Tag, Digest>,
@@ -80,6 +94,68 @@ pub enum IntentError {
         /// The daemon's error.
         source: EngineError,
     },
+    /// The intent names a repository or a tag the recipe does not.
+    #[error("{}: the interrupted publication names {what}, which is not the recipe's ({recipe})", path.display())]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// What it names (`repository R`, `tag T`).
+        what: String,
+        /// What the recipe names instead.
+        recipe: String,
+    },
+    /// The registry could not say what the publication pushed.
+    #[error("cannot ask {repository} which tags the interrupted publication of {image} pushed")]
+    RegistryUnknown {
+        /// The repository.
+        repository: Repository,
+        /// The image the publication built.
+        image: Digest,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A roll forward to an image that is neither on the daemon nor known to be in the registry.
+    #[error(
+        "cannot keep the tags on {image}: it is no longer on the daemon, and no tag of it is known to be in the registry"
+    )]
+    Nowhere {
+        /// The image the publication built.
+        image: Digest,
+    },
+    /// A tag cannot go back: the image it named before is gone from the daemon.
+    #[error(
+        "cannot put {repository}:{tag} back: the image it named before the interrupted publication ({before}) is no longer on the daemon"
+    )]
+    BeforeGone {
+        /// The repository.
+        repository: Repository,
+        /// The tag.
+        tag: Tag,
+        /// The image it named.
+        before: Digest,
+        /// The image the publication built.
+        image: Digest,
+    },
+}
+
+/// The choices `forge recover` offers for the interrupted publication of `image`.
+fn choices(image: &Digest, roll_back: bool) -> String {
+    let back = if roll_back {
+        "; `forge recover --roll-back` puts every moved tag back and leaves forge.lock, for when \
+         you know nothing reached the registry"
+    } else {
+        ""
+    };
+    format!(
+        "nothing was moved; `forge recover --roll-forward` keeps every tag on the new image {} and \
+         records it in forge.lock{back}; `forge recover --drop` forgets the publication, leaving \
+         the tags and forge.lock as they are now",
+        short(image)
+    )
+}
+
+fn short(digest: &Digest) -> String {
+    ImageId(digest.clone()).short().to_string()
 }
 
 impl Advise for IntentError {
@@ -94,6 +170,22 @@ impl Advise for IntentError {
             }
             IntentError::Settle { .. } => {
                 "the file stays; run the command again once the daemon answers".to_owned()
+            }
+            IntentError::Foreign { .. } => {
+                "a publication of `forge build --repository R` is settled by `forge recover \
+                 --repository R`; if the recipe's date changed since, set it back first; \
+                 `forge recover --drop` forgets the publication without moving any tag"
+                    .to_owned()
+            }
+            IntentError::RegistryUnknown { image, .. } => format!(
+                "run the command again once the registry answers; else {}",
+                choices(image, true)
+            ),
+            IntentError::BeforeGone { image, .. } => choices(image, false),
+            IntentError::Nowhere { .. } => {
+                "`forge recover --roll-back` puts every moved tag back; \
+                `forge recover --drop` forgets the publication, leaving the tags as they are now"
+                    .to_owned()
             }
         })
     }
@@ -182,54 +274,87 @@ pub enum Settled {
     RolledForward,
     /// Nothing had reached the registry: every moved tag was put back.
     RolledBack,
+    /// It was forgotten, as `forge recover --drop` asked: nothing moved.
+    Dropped,
 }
 
-/// Settles what a publication killed part way left in `root`, on `engine` (the daemon it
-/// published on). The caller holds the recipe's lock.
-pub async fn settle<E: Engine>(
-    root: &Path,
+/// How to settle an interrupted publication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// By the rule: all new when a push of it reached the registry, else all old.
+    Rule,
+    /// All new, whatever the registry holds: every tag on the new image, forge.lock records it.
+    RollForward,
+    /// All old, whatever the registry holds: every moved tag put back, forge.lock as it was.
+    RollBack,
+    /// Forget it: the intent removed, no tag moved, forge.lock as it is.
+    Drop,
+}
+
+/// Settles what a publication killed part way left in `recipe`'s folder, on `engine` (the
+/// daemon it published on), as `choice` says. `registry` opens the registry of a repository, to
+/// ask it for a publication that pushed which tags hold the new image. The caller holds the
+/// recipe's lock.
+pub async fn settle<E: Engine, R: RegistryTags>(
+    recipe: &Recipe,
     engine: &E,
+    registry: impl FnOnce(Repository, Platform) -> anyhow::Result<R> + Send + 'static,
+    choice: Choice,
     printer: &Printer,
 ) -> anyhow::Result<Settled> {
+    let root = &recipe.root;
     let Some(intent) = Intent::read(root)? else {
         return Ok(Settled::Nothing);
     };
-    let record = intent.record_so_far();
-    let repository = &record.image.repository;
-    let image = ImageId(record.image.id.clone());
-    let settle_error = |source| IntentError::Settle {
-        path: path(root),
-        source,
-    };
-    let settled = if lock::read(root)?.as_ref() == Some(&record) {
+    let image = intent.record.image.id.clone();
+    if choice == Choice::Drop {
+        remove(root)?;
+        printer.status(
+            "Dropped",
+            format_args!(
+                "the interrupted publication of {}: the tags and forge.lock stay as they are",
+                short(&image)
+            ),
+        );
+        return Ok(Settled::Dropped);
+    }
+    let recorded = lock::read(root)?;
+    check_names(&intent, recipe, recorded.as_ref(), root)?;
+    let mut record = intent.record_so_far();
+    let settled = if recorded.as_ref() == Some(&record) {
         Settled::Finished
-    } else if !intent.pushed.is_empty() && engine.image(image.0.as_str()).await?.is_some() {
-        for planned in &intent.moves {
-            engine
-                .tag(&image, repository, &planned.tag)
-                .await
-                .map_err(settle_error)?;
-        }
-        record.write(root)?;
-        Settled::RolledForward
     } else {
-        for planned in intent.moves.iter().rev() {
-            let restored = match &planned.before {
-                Some(before) => {
-                    engine
-                        .tag(&ImageId(before.clone()), repository, &planned.tag)
-                        .await
-                }
-                None => engine.remove_tag(repository, &planned.tag).await,
-            };
-            restored.map_err(settle_error)?;
-            printer.status("Restored", format_args!("{repository}:{}", planned.tag));
+        let asked = if choice == Choice::Rule && (intent.push || !intent.pushed.is_empty()) {
+            let platform = record.image.platform.clone();
+            let platform = platform.unwrap_or_else(|| recipe.pins.image.platform.clone());
+            held_by_the_registry(&intent, platform, registry).await?
+        } else {
+            BTreeMap::new()
+        };
+        for tag in &mut record.tags {
+            if let Some(digest) = asked.get(&tag.name) {
+                tag.pushed = Some(digest.clone());
+            }
         }
-        Settled::RolledBack
+        let forward = match choice {
+            Choice::RollForward => true,
+            Choice::RollBack | Choice::Drop => false,
+            Choice::Rule => !intent.pushed.is_empty() || !asked.is_empty(),
+        };
+        if forward {
+            let present = engine.image(image.as_str()).await?.is_some();
+            roll_forward(root, &intent, &record, engine, present, printer).await?;
+            Settled::RolledForward
+        } else {
+            roll_back(root, &intent, engine, printer).await?;
+            Settled::RolledBack
+        }
     };
     remove(root)?;
     let what = match settled {
-        Settled::Nothing | Settled::Finished => "had finished; forge.lock records it",
+        Settled::Nothing | Settled::Finished | Settled::Dropped => {
+            "had finished; forge.lock records it"
+        }
         Settled::RolledForward => {
             "had pushed part of its tags: they stay on the new image and forge.lock records what the registry holds"
         }
@@ -239,19 +364,176 @@ pub async fn settle<E: Engine>(
     };
     printer.status(
         "Recovered",
-        format_args!("the publication of {} {what}", image.short()),
+        format_args!("the publication of {} {what}", short(&image)),
     );
     Ok(settled)
 }
 
+/// Refuses an intent that names a repository or a tag the recipe does not: the repository
+/// must be pins.toml's (or `--repository`'s) or the one forge.lock records, every tag one of
+/// the recipe's.
+fn check_names(
+    intent: &Intent,
+    recipe: &Recipe,
+    recorded: Option<&Record>,
+    root: &Path,
+) -> Result<(), IntentError> {
+    let foreign = |what: String, recipe: String| IntentError::Foreign {
+        path: path(root),
+        what,
+        recipe,
+    };
+    let repository = &intent.record.image.repository;
+    let ours = &recipe.pins.image.repository;
+    if repository != ours && recorded.is_none_or(|record| &record.image.repository != repository) {
+        return Err(foreign(
+            format!("repository {repository}"),
+            format!("repository {ours}"),
+        ));
+    }
+    let tags = recipe.tags();
+    let named = (intent.moves.iter().map(|planned| &planned.tag))
+        .chain(intent.record.tags.iter().map(|tag| &tag.name))
+        .chain(intent.pushed.keys());
+    for tag in named {
+        if !tags.iter().any(|resolved| &resolved.tag == tag) {
+            let list: Vec<&str> = tags.iter().map(|resolved| resolved.tag.as_str()).collect();
+            return Err(foreign(
+                format!("tag {tag}"),
+                format!("tags {}", list.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The tags of the publication that forge did not see pushed but the registry holds with the
+/// new image, with their digests: the daemon may have pushed a tag just before forge was
+/// stopped.
+async fn held_by_the_registry<R: RegistryTags>(
+    intent: &Intent,
+    platform: Platform,
+    open: impl FnOnce(Repository, Platform) -> anyhow::Result<R> + Send + 'static,
+) -> Result<BTreeMap<Tag, Digest>, IntentError> {
+    let repository = intent.record.image.repository.clone();
+    let image = intent.record.image.id.clone();
+    let unknown: Vec<Tag> = (intent.record.tags.iter())
+        .map(|tag| tag.name.clone())
+        .filter(|tag| !intent.pushed.contains_key(tag))
+        .collect();
+    let (asked_repository, asked_image) = (repository.clone(), image.clone());
+    // The registry is asked on a thread of its own: its client and credential helpers block.
+    let asked = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let registry = open(asked_repository, platform)?;
+        let mut held = BTreeMap::new();
+        for tag in unknown {
+            if let Some(found) = registry.held(&tag)?
+                && found.image.as_ref() == Some(&asked_image)
+            {
+                held.insert(tag, found.digest);
+            }
+        }
+        Ok(held)
+    })
+    .await;
+    let unknown = |source: Box<dyn std::error::Error + Send + Sync>| IntentError::RegistryUnknown {
+        repository,
+        image,
+        source,
+    };
+    match asked {
+        Ok(Ok(held)) => Ok(held),
+        Ok(Err(error)) => Err(unknown(error.into())),
+        Err(error) => Err(unknown(Box::new(error))),
+    }
+}
+
+/// Keeps every tag on the new image (when the daemon still has it) and records `record`.
+async fn roll_forward<E: Engine>(
+    root: &Path,
+    intent: &Intent,
+    record: &Record,
+    engine: &E,
+    present: bool,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let repository = &record.image.repository;
+    let image = ImageId(record.image.id.clone());
+    if present {
+        for planned in &intent.moves {
+            engine
+                .tag(&image, repository, &planned.tag)
+                .await
+                .map_err(|source| IntentError::Settle {
+                    path: path(root),
+                    source,
+                })?;
+        }
+    } else if record.tags.iter().any(|tag| tag.pushed.is_some()) {
+        printer.warn(format_args!(
+            "the image {} is no longer on this daemon, so its tags are not here either; the registry holds it: `forge pull` brings it back",
+            image.short()
+        ));
+    } else {
+        return Err(IntentError::Nowhere { image: image.0 }.into());
+    }
+    record.write(root)?;
+    Ok(())
+}
+
+/// Puts every moved tag back, last moved first, once every image they go back to is known to
+/// be on the daemon.
+async fn roll_back<E: Engine>(
+    root: &Path,
+    intent: &Intent,
+    engine: &E,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let repository = &intent.record.image.repository;
+    for planned in &intent.moves {
+        if let Some(before) = &planned.before
+            && engine.image(before.as_str()).await?.is_none()
+        {
+            return Err(IntentError::BeforeGone {
+                repository: repository.clone(),
+                tag: planned.tag.clone(),
+                before: before.clone(),
+                image: intent.record.image.id.clone(),
+            }
+            .into());
+        }
+    }
+    for planned in intent.moves.iter().rev() {
+        let restored = match &planned.before {
+            Some(before) => {
+                engine
+                    .tag(&ImageId(before.clone()), repository, &planned.tag)
+                    .await
+            }
+            None => engine.remove_tag(repository, &planned.tag).await,
+        };
+        restored.map_err(|source| IntentError::Settle {
+            path: path(root),
+            source,
+        })?;
+        printer.status("Restored", format_args!("{repository}:{}", planned.tag));
+    }
+    Ok(())
+}
+
 /// Settles a publication killed part way before forge.lock is read (by `verify-digest` or
-/// `pull`), on the default daemon, unless a build of the recipe is still under way: then
-/// forge.lock may still change, and a warning says so.
-pub fn settle_before_reading(root: &Path, printer: &Printer) -> anyhow::Result<()> {
-    if Intent::read(root)?.is_none() {
+/// `pull`), on the default daemon, asking the registry with `insecure` hosts allowed plain
+/// HTTP, unless a build of the recipe is still under way: then forge.lock may still change, and
+/// a warning says so.
+pub fn settle_before_reading(
+    recipe: &Recipe,
+    insecure: &[RegistryHost],
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    if Intent::read(&recipe.root)?.is_none() {
         return Ok(());
     }
-    let _exclusive = match super::lock_recipe(root) {
+    let _exclusive = match super::lock_recipe(&recipe.root) {
         Ok(exclusive) => exclusive,
         Err(super::BuildError::Busy { .. }) => {
             printer.warn("a build of this recipe is under way; forge.lock may change when it ends");
@@ -265,7 +547,22 @@ pub fn settle_before_reading(root: &Path, printer: &Printer) -> anyhow::Result<(
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let engine = crate::engine::Docker::connect().await?;
-        settle(root, &engine, printer).await
+        settle(
+            recipe,
+            &engine,
+            registry_of(insecure),
+            Choice::Rule,
+            printer,
+        )
+        .await
     })?;
     Ok(())
+}
+
+/// Opens a repository's registry as a push asks it, with `insecure` hosts allowed plain HTTP.
+pub fn registry_of(
+    insecure: &[RegistryHost],
+) -> impl FnOnce(Repository, Platform) -> anyhow::Result<super::RemoteTags> + Send + 'static {
+    let insecure = insecure.to_vec();
+    move |repository, platform| super::RemoteTags::connect(&repository, platform, insecure)
 }

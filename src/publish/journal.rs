@@ -44,6 +44,7 @@ impl<'a> Journal<'a> {
             root: &publication.recipe.root,
             intent: intent::Intent {
                 moves,
+                push: publication.push,
                 pushed: BTreeMap::new(),
                 record: record(publication, base, &BTreeMap::new(), recorded),
             },

@@ -125,7 +125,7 @@ impl Published {
 /// pushes' progress to `events`. `registry` opens the registry of the image's repository, on a
 /// thread of its own, when pushing. Whatever fails, or `stop` arriving first, puts every
 /// moved tag back before the error is returned.
-pub async fn publish<E: Engine, R: RegistryTags>(
+pub async fn publish<E: Engine, R: RegistryTags + Send + 'static>(
     publication: &Publication<'_>,
     engine: &E,
     registry: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
@@ -133,17 +133,30 @@ pub async fn publish<E: Engine, R: RegistryTags>(
     events: &mut dyn FnMut(Event<'_>),
     printer: &Printer,
 ) -> anyhow::Result<Published> {
-    let mut moved = Vec::new();
+    let mut progress = Progress::default();
     let outcome = tokio::select! {
         biased;
         signal = stop.received() => Err(BuildError::Interrupted { signal }.into()),
-        outcome = stages(publication, engine, registry, events, printer, &mut moved) => outcome,
+        outcome = stages(publication, engine, registry, events, printer, &mut progress) => outcome,
     };
     let (published, stopped) = match outcome {
         Ok(done) => done,
         Err(error) => {
-            if rollback(engine, publication.repository(), &moved, printer).await {
-                intent::remove(&publication.recipe.root)?;
+            match progress.pushing {
+                // The daemon may have pushed a tag forge did not see before it stopped: the
+                // registry decides, by the rule the next forge would follow.
+                Some(opened) => {
+                    let stopped = matches!(
+                        error.downcast_ref::<BuildError>(),
+                        Some(BuildError::Interrupted { .. })
+                    );
+                    settle_stopped_push(publication, engine, opened, stopped, printer).await;
+                }
+                None => {
+                    if rollback(engine, publication.repository(), &progress.moved, printer).await {
+                        intent::remove(&publication.recipe.root)?;
+                    }
+                }
             }
             return Err(error);
         }
@@ -159,15 +172,63 @@ pub async fn publish<E: Engine, R: RegistryTags>(
     Ok(published)
 }
 
-/// The stages in order, listing in `moved` each tag before it moves. Returns what was
-/// recorded, and the error that stopped the push part way, if one did.
-async fn stages<E: Engine, R: RegistryTags>(
+/// How far the stages got: each tag listed before it moves, and the registry once the pushes
+/// begin.
+struct Progress<R> {
+    moved: Vec<Moved>,
+    pushing: Option<R>,
+}
+
+impl<R> Default for Progress<R> {
+    fn default() -> Self {
+        Self {
+            moved: Vec::new(),
+            pushing: None,
+        }
+    }
+}
+
+/// Settles a publication that failed or was stopped while pushing, as `intent::settle` would,
+/// asking `registry` which tags hold the new image. When the registry cannot say, a push the
+/// daemon reported failed (`stopped` false) is rolled back on the daemon's word; one cut short
+/// by a stop has no such word, so the intent stays for the next forge and a warning says so.
+async fn settle_stopped_push<E: Engine, R: RegistryTags + Send + 'static>(
+    publication: &Publication<'_>,
+    engine: &E,
+    registry: R,
+    stopped: bool,
+    printer: &Printer,
+) {
+    let recipe = publication.recipe;
+    let rule = intent::Choice::Rule;
+    let mut settled = intent::settle(recipe, engine, move |_, _| Ok(registry), rule, printer).await;
+    let unknown = |error: &anyhow::Error| {
+        error
+            .downcast_ref::<intent::IntentError>()
+            .is_some_and(|error| matches!(error, intent::IntentError::RegistryUnknown { .. }))
+    };
+    if !stopped && settled.as_ref().is_err_and(unknown) {
+        let unasked = |_, _| -> anyhow::Result<R> { unreachable!("a roll back asks no registry") };
+        settled = intent::settle(recipe, engine, unasked, intent::Choice::RollBack, printer).await;
+    }
+    if let Err(error) = settled {
+        printer.warn(format_args!(
+            "{error:#}; {} stays, and the next forge command of the recipe settles it",
+            intent::INTENT_FILE
+        ));
+    }
+}
+
+/// The stages in order, noting in `progress` each tag before it moves and the registry before
+/// the first push. Returns what was recorded, and the error that stopped the push part way, if
+/// one did.
+async fn stages<E: Engine, R: RegistryTags + Send + 'static>(
     publication: &Publication<'_>,
     engine: &E,
     registry: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
     events: &mut dyn FnMut(Event<'_>),
     printer: &Printer,
-    moved: &mut Vec<Moved>,
+    progress: &mut Progress<R>,
 ) -> anyhow::Result<(Published, Option<EngineError>)> {
     // What the tags and the base name now, asked all at once rather than one after another.
     let lookups = publication.tags.iter().map(|tag| {
@@ -181,14 +242,16 @@ async fn stages<E: Engine, R: RegistryTags>(
     // Read before anything moves: a record forge cannot read is not overwritten.
     let recorded = lock::read(&publication.recipe.root)?;
     let previous = refuse::on_the_daemon(publication, current)?;
-    let (credentials, kept) = if publication.push {
-        refuse::in_the_registry(publication, registry).await?
+    let (opened, credentials, kept) = if publication.push {
+        let (opened, credentials, kept) = refuse::in_the_registry(publication, registry).await?;
+        (Some(opened), credentials, kept)
     } else {
-        (None, BTreeMap::new())
+        (None, None, BTreeMap::new())
     };
     let mut journal = Journal::new(publication, &previous, base, recorded.as_ref())?;
-    move_tags(publication, engine, &previous, moved, printer).await?;
+    move_tags(publication, engine, &previous, &mut progress.moved, printer).await?;
     let stopped = if publication.push {
+        progress.pushing = opened;
         push(
             publication,
             engine,

@@ -103,13 +103,13 @@ pub(super) fn on_the_daemon<'a>(
 }
 
 /// Opens the registry with `open` and refuses a push that would re-point an immutable tag
-/// there (unless `--force`). Returns the credentials for the push, and the tags the registry
-/// already holds with this image, with their digests: they are kept as they are, not pushed
-/// again.
-pub(super) async fn in_the_registry<R: RegistryTags>(
+/// there (unless `--force`). Returns the registry, the credentials for the push, and the tags
+/// the registry already holds with this image, with their digests: they are kept as they are,
+/// not pushed again.
+pub(super) async fn in_the_registry<R: RegistryTags + Send + 'static>(
     publication: &Publication<'_>,
     open: impl FnOnce() -> anyhow::Result<R> + Send + 'static,
-) -> anyhow::Result<(Option<Credentials>, BTreeMap<Tag, Digest>)> {
+) -> anyhow::Result<(R, Option<Credentials>, BTreeMap<Tag, Digest>)> {
     let (repository, tags, image, platform, force) = (
         publication.repository().clone(),
         publication.tags.to_vec(),
@@ -126,7 +126,8 @@ pub(super) async fn in_the_registry<R: RegistryTags>(
         } else {
             kept_tags(&registry, &repository, &tags, &image, &platform)?
         };
-        Ok((registry.credentials(), kept))
+        let credentials = registry.credentials();
+        Ok((registry, credentials, kept))
     });
     checked.await.context("the registry check stopped")?
 }

@@ -57,14 +57,20 @@ enum Call {
     Tag(String, ImageId),
     RemoveTag(String),
     Push(String),
+    /// The registry has stored the push of the tag; the daemon has yet to answer.
+    Pushed(String),
 }
 
-/// A daemon whose images live in a map. A push fails for the tags in `failing_pushes`; the
-/// request at position `hang_at` takes effect, fires `stop` and then never answers, as a daemon
-/// that went quiet while a signal arrived.
+/// A daemon whose tags live in a map, with the ids of the images it holds in `store` (an image
+/// stays there untagged until pruned), and the registry it pushes to in `landed`. A push
+/// fails for the tags in `failing_pushes`; the request at position `hang_at` takes effect,
+/// fires `stop` and then never answers, as a daemon that went quiet while a signal arrived. A
+/// push is two positions: before it reaches the registry, and once the registry holds it.
 #[derive(Default)]
 struct MemoryEngine {
     images: RefCell<BTreeMap<String, ImageId>>,
+    store: RefCell<std::collections::BTreeSet<ImageId>>,
+    landed: Landed,
     calls: RefCell<Vec<Call>>,
     failing_pushes: Vec<&'static str>,
     hang_at: Option<usize>,
@@ -80,6 +86,7 @@ impl MemoryEngine {
                 .images
                 .borrow_mut()
                 .insert(reference(tag), id.clone());
+            engine.store.borrow_mut().insert(id.clone());
         }
         engine
     }
@@ -127,7 +134,11 @@ impl Engine for MemoryEngine {
         let found = {
             let images = self.images.borrow();
             let by_id = (reference == built().0.as_str()
-                || images.values().any(|id| id.0.as_str() == reference))
+                || self
+                    .store
+                    .borrow()
+                    .iter()
+                    .any(|id| id.0.as_str() == reference))
             .then(|| ImageId(reference.parse().expect("an image id")));
             images
                 .get(reference)
@@ -153,6 +164,7 @@ impl Engine for MemoryEngine {
         self.images
             .borrow_mut()
             .insert(format!("{repository}:{tag}"), image.clone());
+        self.store.borrow_mut().insert(image.clone());
         self.answer(Call::Tag(tag.to_string(), image.clone())).await;
         Ok(())
     }
@@ -181,6 +193,16 @@ impl Engine for MemoryEngine {
             });
         }
         let digest = pushed_digest(tag.as_str());
+        let image = self.images.borrow().get(&reference).cloned();
+        self.landed.lock().unwrap().insert(
+            tag.to_string(),
+            Held {
+                digest: digest.clone(),
+                manifest: Some(digest.clone()),
+                image: image.map(|id| id.0),
+            },
+        );
+        self.answer(Call::Pushed(tag.to_string())).await;
         events(Event::Push {
             reference: &reference,
             status: &format!("pushed {digest}"),
@@ -217,16 +239,29 @@ impl Engine for MemoryEngine {
     }
 }
 
-/// A registry whose tags live in a map, noting every tag it is asked about. With `blocked`, the
-/// first question fires the stop and waits until the test lets go of the sender.
+/// What a memory engine's pushes stored in its registry, by tag.
+type Landed = Arc<Mutex<BTreeMap<String, Held>>>;
+
+/// A registry whose tags live in a map, noting every tag it is asked about; what `landed` holds
+/// (a memory engine's pushes) comes first. With `blocked`, the first question fires the stop
+/// and waits until the test lets go of the sender.
 #[derive(Default)]
 struct MemoryRegistry {
+    landed: Landed,
     tags: BTreeMap<&'static str, Held>,
     asked: Arc<Mutex<Vec<String>>>,
     blocked: Option<(Arc<Notify>, mpsc::Receiver<()>)>,
 }
 
 impl MemoryRegistry {
+    /// The registry `engine` pushes to.
+    fn of(engine: &MemoryEngine) -> Self {
+        Self {
+            landed: Arc::clone(&engine.landed),
+            ..Self::default()
+        }
+    }
+
     /// A registry whose only tag is `tag`, holding `held`.
     fn holding(tag: &'static str, held: Held) -> Self {
         Self {
@@ -260,7 +295,8 @@ impl RegistryTags for MemoryRegistry {
             stop.notify_one();
             let _ = answer.recv();
         }
-        Ok(self.tags.get(tag.as_str()).cloned())
+        let landed = self.landed.lock().unwrap().get(tag.as_str()).cloned();
+        Ok(landed.or_else(|| self.tags.get(tag.as_str()).cloned()))
     }
 }
 
@@ -392,7 +428,9 @@ async fn a_first_push_tags_then_pushes_immutable_tags_first_and_records_every_di
             Call::Tag(MOVING.to_owned(), built()),
             Call::Tag(DATED.to_owned(), built()),
             Call::Push(DATED.to_owned()),
+            Call::Pushed(DATED.to_owned()),
             Call::Push(MOVING.to_owned()),
+            Call::Pushed(MOVING.to_owned()),
         ]
     );
     assert_eq!(
@@ -674,50 +712,54 @@ async fn a_failing_first_push_puts_the_tags_back_last_moved_first_and_leaves_the
         error.downcast_ref::<EngineError>(),
         Some(EngineError::Push { .. })
     ));
+    // The registry is asked whether the push reached it (it did not), then the tags go back.
     let calls = engine.calls();
     let after_push = calls
         .iter()
         .position(|call| call == &Call::Push(DATED.to_owned()))
         .unwrap();
+    let moves: Vec<&Call> = calls[after_push + 1..]
+        .iter()
+        .filter(|call| !matches!(call, Call::Image(_)))
+        .collect();
     assert_eq!(
-        calls[after_push + 1..],
+        moves,
         [
-            Call::RemoveTag(DATED.to_owned()),
-            Call::Tag(MOVING.to_owned(), image('a')),
+            &Call::RemoveTag(DATED.to_owned()),
+            &Call::Tag(MOVING.to_owned(), image('a')),
         ]
     );
     assert_eq!(engine.tags(), tags(&[(MOVING, image('a'))]));
     assert_eq!(bench.lock_bytes().unwrap(), last.as_bytes());
+    assert!(!intent::path(bench.folder.path()).exists());
 }
 
+/// A stop at any request leaves everything as it was, unless a push had reached the registry:
+/// then the tags stay on the new image and forge.lock records exactly what the registry holds,
+/// though forge never saw the daemon answer.
 #[tokio::test]
-async fn a_stop_at_any_request_puts_every_moved_tag_back_and_leaves_the_record() {
+async fn a_stop_at_any_request_leaves_all_old_or_what_the_registry_holds() {
     let before = [(MOVING, image('a'))];
     let requests = {
         let bench = Bench::new();
         let engine = MemoryEngine::with(&before);
+        let registry = MemoryRegistry::of(&engine);
         let (outcome, _) = bench
-            .publish(
-                bench.publication(true, false),
-                &engine,
-                MemoryRegistry::default(),
-            )
+            .publish(bench.publication(true, false), &engine, registry)
             .await;
         outcome.unwrap();
         engine.calls().len()
     };
+    let mut forward = 0;
     for position in 0..requests {
         let bench = Bench::new();
         let engine = MemoryEngine {
             hang_at: Some(position),
             ..MemoryEngine::with(&before)
         };
+        let registry = MemoryRegistry::of(&engine);
         let (outcome, _) = bench
-            .publish(
-                bench.publication(true, false),
-                &engine,
-                MemoryRegistry::default(),
-            )
+            .publish(bench.publication(true, false), &engine, registry)
             .await;
         let error = outcome.unwrap_err();
         assert!(
@@ -727,9 +769,37 @@ async fn a_stop_at_any_request_puts_every_moved_tag_back_and_leaves_the_record()
             ),
             "at request {position}: {error:#}"
         );
-        assert_eq!(engine.tags(), tags(&before), "at request {position}");
-        assert_eq!(bench.lock_bytes(), None, "at request {position}");
+        assert!(
+            !intent::path(bench.folder.path()).exists(),
+            "at request {position}"
+        );
+        let landed = engine.landed.lock().unwrap().clone();
+        if landed.is_empty() {
+            assert_eq!(engine.tags(), tags(&before), "at request {position}");
+            assert_eq!(bench.lock_bytes(), None, "at request {position}");
+            continue;
+        }
+        forward += 1;
+        assert_eq!(
+            engine.tags(),
+            tags(&[(MOVING, built()), (DATED, built())]),
+            "at request {position}"
+        );
+        let record = lock::read(bench.folder.path()).unwrap().unwrap();
+        assert_eq!(
+            recorded_pushes(&record)
+                .into_iter()
+                .filter_map(|(tag, pushed)| Some((tag, pushed?)))
+                .collect::<BTreeMap<_, _>>(),
+            landed
+                .into_iter()
+                .map(|(tag, held)| (tag, held.digest))
+                .collect::<BTreeMap<_, _>>(),
+            "at request {position}"
+        );
     }
+    // The stops after the registry stored a push, before the daemon answered, among them.
+    assert!(forward > 0);
 }
 
 #[tokio::test]
@@ -851,16 +921,29 @@ async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_ne
         if finished {
             break;
         }
-        let settled = intent::settle(bench.folder.path(), &engine, &printer)
-            .await
-            .unwrap();
+        let registry = MemoryRegistry::of(&engine);
+        let settled = intent::settle(
+            &bench.recipe,
+            &engine,
+            move |_, _| Ok(registry),
+            intent::Choice::Rule,
+            &printer,
+        )
+        .await
+        .unwrap();
         let record = lock::read(bench.folder.path()).unwrap();
         assert!(
             !intent::path(bench.folder.path()).exists(),
             "at request {position}"
         );
+        let landed: BTreeMap<String, Digest> = (engine.landed.lock().unwrap().iter())
+            .map(|(tag, held)| (tag.clone(), held.digest.clone()))
+            .collect();
         match &record {
-            None => assert_eq!(engine.tags(), tags(&before), "at request {position}"),
+            None => {
+                assert_eq!(engine.tags(), tags(&before), "at request {position}");
+                assert!(landed.is_empty(), "at request {position}: {landed:?}");
+            }
             Some(record) => {
                 assert_eq!(
                     engine.tags(),
@@ -868,7 +951,16 @@ async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_ne
                     "at request {position}"
                 );
                 assert_eq!(record.image.id, built().0, "at request {position}");
+                let recorded: BTreeMap<String, Digest> = recorded_pushes(record)
+                    .into_iter()
+                    .filter_map(|(tag, pushed)| Some((tag, pushed?)))
+                    .collect();
+                assert_eq!(recorded, landed, "at request {position}");
             }
+        }
+        // A kill once the registry held the first push, before forge saw it: all new.
+        if engine.calls()[position] == Call::Pushed(DATED.to_owned()) {
+            assert_eq!(settled, intent::Settled::RolledForward);
         }
         outcomes.insert(position, settled);
     }
