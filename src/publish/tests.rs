@@ -385,6 +385,40 @@ impl Bench {
         .await;
         (outcome, lines)
     }
+
+    /// Publishes with a push on `engine` until it stops answering, then drops the publication,
+    /// which runs none of its own clean-up, as a SIGKILL would. Returns whether it was killed
+    /// (false: it finished first).
+    async fn killed(&self, engine: &MemoryEngine) -> bool {
+        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+        let publication = self.publication(true, false);
+        let registry = MemoryRegistry::default();
+        let (mut never, mut events) = (Never, |_: Event<'_>| {});
+        tokio::select! {
+            biased;
+            () = engine.stop.notified() => true,
+            outcome = publish(&publication, engine, move || Ok(registry), &mut never, &mut events, &printer) => {
+                outcome.unwrap();
+                false
+            }
+        }
+    }
+
+    /// Settles the intent the way `choice` says, asking `registry`.
+    async fn settle(
+        &self,
+        engine: &MemoryEngine,
+        registry: anyhow::Result<MemoryRegistry>,
+        choice: intent::Choice,
+    ) -> anyhow::Result<intent::Settled> {
+        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+        intent::settle(&self.recipe, engine, move |_, _| registry, choice, &printer).await
+    }
+
+    /// The intent's text, if there is one.
+    fn intent_text(&self) -> Option<String> {
+        std::fs::read_to_string(intent::path(self.folder.path())).ok()
+    }
 }
 
 /// The record's pushed digest of each tag.
@@ -905,20 +939,7 @@ async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_ne
             hang_at: Some(position),
             ..MemoryEngine::with(&before)
         };
-        let publication = bench.publication(true, false);
-        let registry = MemoryRegistry::default();
-        let (mut never, mut events) = (Never, |_: Event<'_>| {});
-        // Dropping the publication where the daemon stopped answering runs none of its own
-        // clean-up, as a SIGKILL would.
-        let finished = tokio::select! {
-            biased;
-            () = engine.stop.notified() => false,
-            outcome = publish(&publication, &engine, move || Ok(registry), &mut never, &mut events, &printer) => {
-                outcome.unwrap();
-                true
-            }
-        };
-        if finished {
+        if !bench.killed(&engine).await {
             break;
         }
         let registry = MemoryRegistry::of(&engine);
@@ -972,4 +993,173 @@ async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_ne
         seen.contains(&intent::Settled::RolledForward),
         "{outcomes:?}"
     );
+}
+
+/// The position of `call` in what a full publication with a push over `before` asks the
+/// daemon.
+async fn position_of(before: &[(&str, ImageId)], call: &Call) -> usize {
+    let bench = Bench::new();
+    let engine = MemoryEngine::with(before);
+    assert!(!bench.killed(&engine).await);
+    (engine.calls().iter().position(|made| made == call)).unwrap()
+}
+
+#[tokio::test]
+async fn an_intent_naming_another_repository_or_tag_is_refused_and_nothing_moves() {
+    let before = [(MOVING, image('a'))];
+    let at = position_of(&before, &Call::Tag(DATED.to_owned(), built())).await;
+    for (name, foreign, named) in [
+        (
+            REPOSITORY,
+            "elsewhere/images",
+            "repository elsewhere/images",
+        ),
+        (DATED, "2026-01-01-test", "tag 2026-01-01-test"),
+    ] {
+        let bench = Bench::new();
+        let engine = MemoryEngine {
+            hang_at: Some(at),
+            ..MemoryEngine::with(&before)
+        };
+        assert!(bench.killed(&engine).await);
+        let text = bench.intent_text().unwrap();
+        assert!(text.contains(name), "{text}");
+        let edited = text.replace(name, foreign);
+        std::fs::write(intent::path(bench.folder.path()), &edited).unwrap();
+        let tags_then = engine.tags();
+        let calls_then = engine.calls().len();
+        let error = (bench.settle(
+            &engine,
+            Ok(MemoryRegistry::of(&engine)),
+            intent::Choice::Rule,
+        ))
+        .await
+        .unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            matches!(
+                error.downcast_ref::<intent::IntentError>(),
+                Some(intent::IntentError::Foreign { .. })
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("names {named}, which is not the recipe's")),
+            "{message}"
+        );
+        assert_eq!(engine.tags(), tags_then);
+        assert_eq!(
+            engine.calls().len(),
+            calls_then,
+            "nothing asked of the daemon"
+        );
+        assert_eq!(bench.intent_text().unwrap(), edited, "the intent stays");
+        assert_eq!(bench.lock_bytes(), None);
+    }
+}
+
+#[tokio::test]
+async fn a_tag_whose_image_is_gone_stays_until_a_choice_is_made() {
+    let before = [(MOVING, image('a'))];
+    let at = position_of(&before, &Call::Push(DATED.to_owned())).await;
+    for choice in [intent::Choice::RollForward, intent::Choice::Drop] {
+        let bench = Bench::new();
+        let engine = MemoryEngine {
+            hang_at: Some(at),
+            ..MemoryEngine::with(&before)
+        };
+        assert!(bench.killed(&engine).await);
+        engine.store.borrow_mut().remove(&image('a'));
+        let moved = engine.tags();
+        assert_eq!(moved, tags(&[(MOVING, built()), (DATED, built())]));
+        let error = (bench.settle(
+            &engine,
+            Ok(MemoryRegistry::of(&engine)),
+            intent::Choice::Rule,
+        ))
+        .await
+        .unwrap_err();
+        assert!(matches!(
+            error.downcast_ref::<intent::IntentError>(),
+            Some(intent::IntentError::BeforeGone { .. })
+        ));
+        let hint = intent_hint(&error);
+        assert!(hint.contains("`forge recover --roll-forward`"), "{hint}");
+        assert!(hint.contains("`forge recover --drop`"), "{hint}");
+        assert_eq!(engine.tags(), moved, "nothing moved");
+        assert!(bench.intent_text().is_some(), "the intent stays");
+        assert_eq!(bench.lock_bytes(), None);
+        let settled = (bench.settle(&engine, Err(anyhow::anyhow!("not asked")), choice))
+            .await
+            .unwrap();
+        assert!(bench.intent_text().is_none());
+        assert_eq!(engine.tags(), moved);
+        match choice {
+            intent::Choice::RollForward => {
+                assert_eq!(settled, intent::Settled::RolledForward);
+                let record = lock::read(bench.folder.path()).unwrap().unwrap();
+                assert_eq!(record.image.id, built().0);
+                assert_eq!(
+                    recorded_pushes(&record),
+                    [(MOVING.to_owned(), None), (DATED.to_owned(), None)]
+                );
+            }
+            _ => {
+                assert_eq!(settled, intent::Settled::Dropped);
+                assert_eq!(bench.lock_bytes(), None);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_registry_that_cannot_be_asked_leaves_the_intent_and_moves_nothing() {
+    let before = [(MOVING, image('a'))];
+    let at = position_of(&before, &Call::Push(DATED.to_owned())).await;
+    let bench = Bench::new();
+    let engine = MemoryEngine {
+        hang_at: Some(at),
+        ..MemoryEngine::with(&before)
+    };
+    assert!(bench.killed(&engine).await);
+    let moved = engine.tags();
+    let refused = Err(anyhow::anyhow!("connection refused"));
+    let error = (bench.settle(&engine, refused, intent::Choice::Rule))
+        .await
+        .unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.starts_with(&format!(
+            "cannot ask {REPOSITORY} which tags the interrupted publication of"
+        )),
+        "{message}"
+    );
+    assert!(message.ends_with("connection refused"), "{message}");
+    let hint = intent_hint(&error);
+    assert!(hint.contains("`forge recover --roll-back`"), "{hint}");
+    assert_eq!(engine.tags(), moved);
+    assert!(bench.intent_text().is_some());
+    // Asked again once it answers, the registry holds nothing of it: all old.
+    let settled = (bench.settle(
+        &engine,
+        Ok(MemoryRegistry::of(&engine)),
+        intent::Choice::Rule,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(settled, intent::Settled::RolledBack);
+    assert_eq!(engine.tags(), tags(&before));
+    assert!(bench.intent_text().is_none());
+}
+
+/// The hint of an intent error.
+fn intent_hint(error: &anyhow::Error) -> String {
+    use crate::diagnostics::{Advice, Advise as _};
+    match error
+        .downcast_ref::<intent::IntentError>()
+        .map(|error| error.advice())
+    {
+        Some(Advice::Hint(hint)) => hint,
+        other => panic!("no hint: {other:?} for {error:#}"),
+    }
 }
