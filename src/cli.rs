@@ -64,6 +64,9 @@ pub enum Command {
     /// Pull the image forge.lock (or REF's attached record) names, by digest, on every node and
     /// tag it there.
     Pull(PullArgs),
+    /// Settle a publication a killed forge left part way (forge.lock.intent): by the rule, or
+    /// as --roll-forward, --roll-back or --drop say when the rule cannot be followed.
+    Recover(RecoverArgs),
     /// Inspect and move pins.
     Pin {
         /// The pin command.
@@ -287,6 +290,31 @@ pub struct PullArgs {
     /// Show every digest whole in the table of tags.
     #[arg(long)]
     pub wide: bool,
+}
+
+/// `forge recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Keep every tag on the new image and record it in forge.lock, whatever the registry holds.
+    #[arg(long, group = "choice")]
+    pub roll_forward: bool,
+
+    /// Put every moved tag back and leave forge.lock, whatever the registry holds.
+    #[arg(long, group = "choice")]
+    pub roll_back: bool,
+
+    /// Forget the publication: no tag moves, forge.lock stays as it is; no daemon is needed.
+    #[arg(long, group = "choice")]
+    pub drop: bool,
+
+    /// The repository the publication tagged into, when it was `forge build --repository`'s.
+    #[arg(long, value_name = "REPOSITORY")]
+    pub repository: Option<crate::types::oci::Repository>,
+
+    /// A registry host (with port) that may be asked over plain HTTP which tags it holds;
+    /// loopback hosts always may.
+    #[arg(long, value_name = "HOST")]
+    pub insecure_registry: Vec<RegistryHost>,
 }
 
 /// `forge pin ...`.

@@ -7,6 +7,7 @@ mod pin_bump;
 mod pin_list;
 mod pin_outdated;
 mod pull;
+mod recover;
 mod render;
 mod report;
 mod verify_digest;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Report(args) => report::run(&cli, args, &printer),
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
         Command::Pull(args) => pull::run(&cli, args, &printer),
+        Command::Recover(args) => recover::run(&cli, args, &printer),
         Command::Keygen { out } => keygen(out, &printer),
         Command::Completions { shell } => completions(*shell, &printer),
         Command::Man => man_page(&printer),

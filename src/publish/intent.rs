@@ -124,18 +124,23 @@ pub enum IntentError {
     },
     /// A tag cannot go back: the image it named before is gone from the daemon.
     #[error(
-        "cannot put {repository}:{tag} back: the image it named before the interrupted publication ({before}) is no longer on the daemon"
+        "cannot put {}:{} back: the image it named before the interrupted publication ({}) is no longer on the daemon",
+        .0.repository, .0.tag, .0.before
     )]
-    BeforeGone {
-        /// The repository.
-        repository: Repository,
-        /// The tag.
-        tag: Tag,
-        /// The image it named.
-        before: Digest,
-        /// The image the publication built.
-        image: Digest,
-    },
+    BeforeGone(Box<Gone>),
+}
+
+/// A tag that cannot go back, and the publication it moved in.
+#[derive(Debug)]
+pub struct Gone {
+    /// The repository.
+    pub repository: Repository,
+    /// The tag.
+    pub tag: Tag,
+    /// The image it named.
+    pub before: Digest,
+    /// The image the publication built.
+    pub image: Digest,
 }
 
 /// The choices `forge recover` offers for the interrupted publication of `image`.
@@ -181,7 +186,7 @@ impl Advise for IntentError {
                 "run the command again once the registry answers; else {}",
                 choices(image, true)
             ),
-            IntentError::BeforeGone { image, .. } => choices(image, false),
+            IntentError::BeforeGone(gone) => choices(&gone.image, false),
             IntentError::Nowhere { .. } => {
                 "`forge recover --roll-back` puts every moved tag back; \
                 `forge recover --drop` forgets the publication, leaving the tags as they are now"
@@ -203,8 +208,8 @@ impl Intent {
     pub fn write(&self, root: &Path) -> Result<(), IntentError> {
         let path = path(root);
         let text = format!(
-            "# forge.lock.intent: a publication under way. The next `forge build` or\n\
-             # `forge verify-digest` of this recipe finishes or undoes it; do not edit by hand.\n\n{}",
+            "# forge.lock.intent: a publication under way. The next `forge build`, `verify-digest`,\n\
+             # `pull` or `recover` of this recipe finishes or undoes it; do not edit by hand.\n\n{}",
             toml::to_string(self).expect("an intent serializes")
         );
         write_if_changed(&path, text.as_bytes()).map_err(|source| IntentError::Io {
@@ -264,7 +269,8 @@ pub fn remove(root: &Path) -> Result<(), IntentError> {
 }
 
 /// How an interrupted publication was settled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Settled {
     /// There was none.
     Nothing,
@@ -308,15 +314,7 @@ pub async fn settle<E: Engine, R: RegistryTags>(
     };
     let image = intent.record.image.id.clone();
     if choice == Choice::Drop {
-        remove(root)?;
-        printer.status(
-            "Dropped",
-            format_args!(
-                "the interrupted publication of {}: the tags and forge.lock stay as they are",
-                short(&image)
-            ),
-        );
-        return Ok(Settled::Dropped);
+        return forget(root, printer);
     }
     let recorded = lock::read(root)?;
     check_names(&intent, recipe, recorded.as_ref(), root)?;
@@ -351,22 +349,43 @@ pub async fn settle<E: Engine, R: RegistryTags>(
         }
     };
     remove(root)?;
-    let what = match settled {
-        Settled::Nothing | Settled::Finished | Settled::Dropped => {
-            "had finished; forge.lock records it"
+    let what = match (settled, choice) {
+        (Settled::RolledForward, Choice::RollForward) => {
+            "is kept as asked: its tags stay on the new image and forge.lock records it"
         }
-        Settled::RolledForward => {
+        (Settled::RolledForward, _) => {
             "had pushed part of its tags: they stay on the new image and forge.lock records what the registry holds"
         }
-        Settled::RolledBack => {
+        (Settled::RolledBack, Choice::RollBack) => {
+            "is undone as asked: its tags are back where they were and forge.lock is unchanged"
+        }
+        (Settled::RolledBack, _) => {
             "was stopped before any push: its tags are back where they were and forge.lock is unchanged"
         }
+        _ => "had finished; forge.lock records it",
     };
     printer.status(
         "Recovered",
         format_args!("the publication of {} {what}", short(&image)),
     );
     Ok(settled)
+}
+
+/// Forgets the interrupted publication in `root` without moving a tag or touching forge.lock
+/// (`forge recover --drop`); it needs no daemon. The caller holds the recipe's lock.
+pub fn forget(root: &Path, printer: &Printer) -> anyhow::Result<Settled> {
+    let Some(intent) = Intent::read(root)? else {
+        return Ok(Settled::Nothing);
+    };
+    remove(root)?;
+    printer.status(
+        "Dropped",
+        format_args!(
+            "the interrupted publication of {}: the tags and forge.lock stay as they are",
+            short(&intent.record.image.id)
+        ),
+    );
+    Ok(Settled::Dropped)
 }
 
 /// Refuses an intent that names a repository or a tag the recipe does not: the repository
@@ -494,12 +513,12 @@ async fn roll_back<E: Engine>(
         if let Some(before) = &planned.before
             && engine.image(before.as_str()).await?.is_none()
         {
-            return Err(IntentError::BeforeGone {
+            return Err(IntentError::BeforeGone(Box::new(Gone {
                 repository: repository.clone(),
                 tag: planned.tag.clone(),
                 before: before.clone(),
                 image: intent.record.image.id.clone(),
-            }
+            }))
             .into());
         }
     }

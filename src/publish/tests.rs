@@ -1081,7 +1081,7 @@ async fn a_tag_whose_image_is_gone_stays_until_a_choice_is_made() {
         .unwrap_err();
         assert!(matches!(
             error.downcast_ref::<intent::IntentError>(),
-            Some(intent::IntentError::BeforeGone { .. })
+            Some(intent::IntentError::BeforeGone(_))
         ));
         let hint = intent_hint(&error);
         assert!(hint.contains("`forge recover --roll-forward`"), "{hint}");

@@ -1,6 +1,8 @@
 //! forge when things go wrong underneath it: the daemon's connection cut mid-build, two builds
 //! of one recipe at once, SIGINT during a build and during a patch series, a full disk when the
-//! record is written, a registry gone mid-push, and hostile patches (a 100 MB one, one that writes through a symlink).
+//! record is written, a registry gone mid-push, SIGKILL anywhere in a publication (after a
+//! push reached the registry, with the old image pruned), and hostile patches (a 100 MB one,
+//! one that writes through a symlink).
 //! Each test takes the state that must survive (tags' image ids, forge.lock's bytes, a
 //! repository's HEAD, index and worktree) before the fault and compares it after.
 
@@ -11,7 +13,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -123,6 +125,8 @@ struct DaemonProxy {
     /// When set, the daemon's answer to each tag request (the only `201 Created` forge gets)
     /// waits 300 ms before it reaches forge: the tag has moved, forge does not know yet.
     slow_tags: Arc<AtomicBool>,
+    /// How many tag answers (`201 Created`) have started on their way to forge.
+    tag_answers: Arc<AtomicUsize>,
     cut: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<UnixStream>>>,
     _folder: tempfile::TempDir,
@@ -135,9 +139,11 @@ impl DaemonProxy {
         let listener = UnixListener::bind(&path).unwrap();
         let build_requested = Arc::new(AtomicBool::new(false));
         let slow_tags = Arc::new(AtomicBool::new(false));
+        let tag_answers = Arc::new(AtomicUsize::new(0));
         let cut = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
         let slow = Arc::clone(&slow_tags);
+        let counted = Arc::clone(&tag_answers);
         let (requested, is_cut, open) = (
             Arc::clone(&build_requested),
             Arc::clone(&cut),
@@ -159,14 +165,15 @@ impl DaemonProxy {
                     (client.try_clone().unwrap(), daemon.try_clone().unwrap());
                 let requested = Arc::clone(&requested);
                 std::thread::spawn(move || pump(client_reader, daemon_writer, Some(&requested)));
-                let slow = Arc::clone(&slow);
-                std::thread::spawn(move || answers(daemon, client, &slow));
+                let (slow, counted) = (Arc::clone(&slow), Arc::clone(&counted));
+                std::thread::spawn(move || answers(daemon, client, &slow, &counted));
             }
         });
         Self {
             path,
             build_requested,
             slow_tags,
+            tag_answers,
             cut,
             streams,
             _folder: folder,
@@ -209,12 +216,15 @@ fn pump(from: UnixStream, to: UnixStream, build: Option<&AtomicBool>) {
     let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
-/// The daemon's answers on their way to forge; while `slow_tags` is set, a `201 Created`
-/// (a tag made) waits 300 ms first.
-fn answers(from: UnixStream, to: UnixStream, slow_tags: &AtomicBool) {
+/// The daemon's answers on their way to forge, each `201 Created` (a tag made) counted in
+/// `tag_answers`; while `slow_tags` is set, one waits 300 ms first.
+fn answers(from: UnixStream, to: UnixStream, slow_tags: &AtomicBool, tag_answers: &AtomicUsize) {
     copy_until_closed(&from, &to, |bytes| {
-        if slow_tags.load(Ordering::SeqCst) && bytes.starts_with(b"HTTP/1.1 201") {
-            std::thread::sleep(Duration::from_millis(300));
+        if bytes.starts_with(b"HTTP/1.1 201") {
+            tag_answers.fetch_add(1, Ordering::SeqCst);
+            if slow_tags.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(300));
+            }
         }
     });
     let _ = to.shutdown(std::net::Shutdown::Write);
@@ -1192,4 +1202,195 @@ fn sigkill_at_any_point_of_a_build_is_settled_to_all_old_or_all_new() {
         recovered > 0,
         "no kill landed between the first tag and the record"
     );
+}
+
+/// A TCP forwarder in front of a registry that holds back the registry's answer to the first
+/// manifest upload for a minute, noting in `stored` that the registry has stored it: the
+/// daemon, and so forge, cannot know yet that the push landed.
+struct HoldingProxy {
+    port: u16,
+    stored: Arc<AtomicBool>,
+}
+
+impl HoldingProxy {
+    fn start(registry: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stored = Arc::new(AtomicBool::new(false));
+        let held = Arc::clone(&stored);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", registry)) else {
+                    continue;
+                };
+                let (client_reader, upstream_writer) =
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                let uploading = Arc::new(AtomicBool::new(false));
+                let noted = Arc::clone(&uploading);
+                std::thread::spawn(move || {
+                    forward(client_reader, upstream_writer, |bytes| {
+                        if bytes.starts_with(b"PUT /v2/")
+                            && bytes.windows(11).any(|window| window == b"/manifests/")
+                        {
+                            noted.store(true, Ordering::SeqCst);
+                        }
+                    })
+                });
+                let held = Arc::clone(&held);
+                std::thread::spawn(move || {
+                    forward(upstream, client, |bytes| {
+                        if uploading.swap(false, Ordering::SeqCst)
+                            && bytes.starts_with(b"HTTP/1.1 201")
+                            && !held.swap(true, Ordering::SeqCst)
+                        {
+                            std::thread::sleep(Duration::from_secs(60));
+                        }
+                    })
+                });
+            }
+        });
+        Self { port, stored }
+    }
+
+    #[track_caller]
+    fn wait_until_stored(&self) {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while !self.stored.load(Ordering::SeqCst) {
+            assert!(
+                Instant::now() < deadline,
+                "the registry never stored a manifest"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// SIGKILL once the registry stored the dated tag's manifest, before the daemon (and so
+/// forge) heard back: the next forge command asks the registry, keeps both tags on the new
+/// image and records the digest the registry holds; `forge build --push` then pushes the rest.
+#[test]
+fn sigkill_after_a_push_reached_the_registry_is_rolled_forward_from_what_it_holds() {
+    if !docker_ready() {
+        return;
+    }
+    let registry = RegistryServer::start();
+    let proxy = HoldingProxy::start(registry.port());
+    let name = format!("forge-test/push-kill-{}", std::process::id());
+    let example = Example::with_repository(&format!("127.0.0.1:{}/{name}", proxy.port));
+    let folder = example.context.path();
+    let run = Background::start(folder, &["build", "--push", "--progress", "plain"], &[]);
+    proxy.wait_until_stored();
+    run.signal("KILL");
+    let (status, stderr) = run.finish();
+    assert_eq!(status.signal(), Some(9), "{stderr}");
+    assert!(folder.join("forge.lock.intent").exists(), "{stderr}");
+    assert_eq!(lock_bytes(folder), None, "no record before the kill");
+    let built = example
+        .tag_id("latest")
+        .expect("the tags moved before the push");
+    example.assert_tags_on(&built);
+
+    let next = crate::support::verify::verify(&example, &[], &[]);
+    assert_contains(&next.stderr, "Recovered");
+    assert_contains(&next.stderr, "had pushed part of its tags");
+    assert!(
+        !folder.join("forge.lock.intent").exists(),
+        "{}",
+        next.stderr
+    );
+    example.assert_tags_on(&built);
+    let (code, served, _) = registry
+        .get(&format!("/v2/{name}/manifests/{DATED_TAG}"), MANIFEST)
+        .expect("the registry answers");
+    assert_eq!(code, 200);
+    let served = served.expect("the registry names the manifest's digest");
+    let lock = String::from_utf8(lock_bytes(folder).unwrap()).unwrap();
+    assert!(lock.contains(&format!("id = \"{built}\"")), "{lock}");
+    assert!(
+        lock.contains(&format!(
+            "name = \"{DATED_TAG}\"\nmutability = \"immutable\"\npushed = \"{served}\""
+        )),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("name = \"latest\"\nmutability = \"moving\"\n\n"),
+        "{lock}"
+    );
+}
+
+/// SIGKILL while the second tag moves, then the image both tags named before is removed: the
+/// next forge cannot put them back, moves nothing, keeps the intent and names the choices;
+/// `forge recover --roll-forward` keeps the tags on the new image and records it.
+#[test]
+fn a_kill_whose_old_image_is_gone_waits_for_forge_recover() {
+    let Some((example, first)) = built("kill-pruned") else {
+        return;
+    };
+    let folder = example.context.path();
+    let proxy = DaemonProxy::start();
+    proxy.slow_tags.store(true, Ordering::SeqCst);
+    example.context.edit(
+        "templates/Dockerfile.j2",
+        "# The smoke gate:",
+        &format!(
+            "RUN echo pruned-{}\n\n# The smoke gate:",
+            std::process::id()
+        ),
+    );
+    let run = Background::start(
+        folder,
+        &["build", "--progress", "plain", "--force"],
+        &[("DOCKER_HOST", &proxy.host())],
+    );
+    // The second tag has moved on the daemon; its answer is on its way to forge.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while proxy.tag_answers.load(Ordering::SeqCst) < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the tags never moved:\n{}",
+            run.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    run.signal("KILL");
+    let (status, stderr) = run.finish();
+    assert_eq!(status.signal(), Some(9), "{stderr}");
+    let old_lock = lock_bytes(folder).unwrap();
+    let built = example.tag_id("latest").unwrap();
+    assert_ne!(built, first);
+    example.assert_tags_on(&built);
+    let removed = Command::new("docker")
+        .args(["rmi", &first])
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+
+    let stuck = crate::support::verify::verify(&example, &[], &[]).expect_code(2);
+    assert_contains(
+        &stuck.stderr,
+        &format!("({first}) is no longer on the daemon"),
+    );
+    assert_contains(
+        &stuck.stderr,
+        "hint: nothing was moved; `forge recover --roll-forward`",
+    );
+    assert_contains(&stuck.stderr, "`forge recover --drop`");
+    assert!(folder.join("forge.lock.intent").exists());
+    example.assert_tags_on(&built);
+    assert_eq!(lock_bytes(folder).unwrap(), old_lock);
+
+    let recovered = example
+        .context
+        .forge(&["--json", "recover", "--roll-forward"])
+        .expect_code(0);
+    assert_eq!(recovered.json()["settled"], "rolled-forward");
+    assert_contains(&recovered.stderr, "is kept as asked");
+    assert!(!folder.join("forge.lock.intent").exists());
+    example.assert_tags_on(&built);
+    let lock = String::from_utf8(lock_bytes(folder).unwrap()).unwrap();
+    assert!(lock.contains(&format!("id = \"{built}\"")), "{lock}");
+    crate::support::verify::verify(&example, &[], &[]).expect_code(0);
+    let again = example.context.forge(&["recover"]).expect_code(0);
+    assert_contains(&again.stderr, "no interrupted publication in");
 }

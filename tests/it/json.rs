@@ -52,3 +52,11 @@ fn build_dry_run_document() {
     let plan = document(&context, &["build", "--dry-run"], 0);
     insta::assert_snapshot!("json_build_dry_run", json_shape(&plan, context.path()));
 }
+
+#[test]
+fn recover_document() {
+    let context = TestContext::default_recipe();
+    let settled = document(&context, &["recover"], 0);
+    assert_eq!(settled["settled"], "nothing", "{settled}");
+    insta::assert_snapshot!("json_recover", json_shape(&settled, context.path()));
+}
