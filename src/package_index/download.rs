@@ -1,24 +1,30 @@
-//! A file downloaded by URL to learn its sha256: the body is streamed through the hash and
-//! dropped, never held whole or written to disk; it ends at `limits::download_limit` and at the
-//! idle time, and nothing but the URL is sent (no credentials).
+//! A wheel downloaded by URL to learn its sha256 and what it declares: the body is streamed
+//! through the hash into an anonymous temporary file (never held whole in memory, gone when the
+//! download is), and then read as a wheel: a zip whose `.dist-info` folder and METADATA name the
+//! package and version its file name says. What is hashed is what is judged. The download ends
+//! at `limits::download_limit` and at the idle time, and nothing but the URL is sent (no
+//! credentials).
 
-use std::io::Read;
+use std::io::{Read, Write as _};
+use std::str::FromStr as _;
 
 use sha2::{Digest as _, Sha256};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::types::python::FileSha256;
+use crate::types::python::{FileSha256, PackageName, WheelName};
 use crate::types::url::Url;
 
 /// What the URL held.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fetched {
-    /// A file of `size` bytes with this sha256.
+    /// A wheel of `size` bytes with this sha256.
     Found {
         /// Its sha256.
         sha256: FileSha256,
         /// Its size in bytes.
         size: u64,
+        /// Its METADATA.
+        metadata: String,
     },
     /// No file: the server answered with this status (404 for a release without the asset).
     Missing {
@@ -54,6 +60,16 @@ pub enum DownloadError {
         /// What stopped it.
         message: String,
     },
+    /// The server answered with something that is not the wheel the file name says.
+    #[error("{} is not the wheel {file}: {message}", crate::redact::Redacted(url.as_str()))]
+    NotTheWheel {
+        /// The URL.
+        url: String,
+        /// The wheel's file name.
+        file: String,
+        /// What it is instead.
+        message: String,
+    },
 }
 
 impl Advise for DownloadError {
@@ -62,14 +78,16 @@ impl Advise for DownloadError {
             DownloadError::Unreachable { .. } => "check the network and the pin's `url`; pins.toml was not changed".to_owned(),
             DownloadError::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`; pins.toml was not changed".to_owned(),
             DownloadError::Body { .. } => "try again; a file larger than the limit needs FORGE_DOWNLOAD_LIMIT (bytes) raised, and a slow link FORGE_IDLE_TIMEOUT (seconds); pins.toml was not changed".to_owned(),
+            DownloadError::NotTheWheel { .. } => "a server that answers with an error or rate-limit page, or with another file, is not recorded: try again later, or check the pin's `url` and the wheel's `file` in pins.toml; pins.toml was not changed".to_owned(),
         })
     }
 }
 
 crate::advised!(DownloadError);
 
-/// Downloads `url` and returns its sha256, or the status of a server that has no such file.
-pub fn sha256(url: &Url) -> Result<Fetched, DownloadError> {
+/// Downloads the wheel `file` from `url` and returns its sha256 and METADATA, or the status of
+/// a server that has no such file.
+pub fn wheel(url: &Url, file: &str) -> Result<Fetched, DownloadError> {
     // No overall time limit: a large wheel takes long on a slow link. The idle time and the
     // size limit bound it instead.
     let agent: ureq::Agent = crate::http::config()
@@ -95,30 +113,102 @@ pub fn sha256(url: &Url) -> Result<Fetched, DownloadError> {
             status: status.as_u16(),
         });
     }
-    let mut body = crate::http::Guarded::new(
+    let body = crate::http::Guarded::new(
         response.into_body().into_reader(),
         crate::http::idle_timeout(),
         crate::limits::download_limit(),
         url.to_string(),
     );
+    let (spooled, sha256, size) = spool(body, url)?;
+    let metadata = check_wheel(&spooled, url, file)?;
+    Ok(Fetched::Found {
+        sha256,
+        size,
+        metadata,
+    })
+}
+
+/// Streams `body` through the hash into an anonymous temporary file; returns the file, the
+/// sha256 and the size.
+fn spool(
+    mut body: impl Read,
+    url: &Url,
+) -> Result<(std::fs::File, FileSha256, u64), DownloadError> {
+    let failed = |message: String| DownloadError::Body {
+        url: url.to_string(),
+        message,
+    };
+    let mut spooled = tempfile::tempfile()
+        .map_err(|error| failed(format!("cannot make a temporary file: {error}")))?;
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let mut buffer = vec![0u8; 256 * 1024];
     loop {
         let read = body
             .read(&mut buffer)
-            .map_err(|error| DownloadError::Body {
-                url: url.to_string(),
-                message: error.to_string(),
-            })?;
+            .map_err(|error| failed(error.to_string()))?;
         if read == 0 {
             break;
         }
         hasher.update(&buffer[..read]);
+        spooled
+            .write_all(&buffer[..read])
+            .map_err(|error| failed(format!("cannot keep the download: {error}")))?;
         size += read as u64;
     }
-    Ok(Fetched::Found {
-        sha256: FileSha256::from_sha256(&hasher.finalize()),
-        size,
-    })
+    Ok((spooled, FileSha256::from_sha256(&hasher.finalize()), size))
+}
+
+/// The METADATA of the wheel in `spooled`, once its `.dist-info` folder and its METADATA's
+/// `Name` and `Version` are the package and version the file name `file` says (names compared
+/// as PEP 503 normalizes them, versions as PEP 440 does).
+fn check_wheel(spooled: &std::fs::File, url: &Url, file: &str) -> Result<String, DownloadError> {
+    let refuse = |message: String| DownloadError::NotTheWheel {
+        url: url.to_string(),
+        file: file.to_owned(),
+        message,
+    };
+    let named = WheelName::from_str(file).map_err(|error| refuse(error.to_string()))?;
+    let info = crate::package_index::zip_range::dist_info_in_file(spooled, url.as_str()).map_err(
+        |error| match error {
+            crate::package_index::IndexError::Invalid { message, .. } => refuse(message),
+            error => refuse(error.to_string()),
+        },
+    )?;
+    let expected = (named.distribution(), named.version());
+    let folder = info.folder.strip_suffix(".dist-info").unwrap_or_default();
+    let said_by_folder = folder.split_once('-').unwrap_or((folder, ""));
+    let header = |name: &str| {
+        (info.metadata.lines())
+            .take_while(|line| !line.trim().is_empty())
+            .find_map(|line| {
+                line.strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix(':'))
+            })
+            .map(str::trim)
+            .unwrap_or_default()
+    };
+    let said_by_metadata = (header("Name"), header("Version"));
+    for (what, (name, version)) in [
+        (format!("its folder {}", info.folder), said_by_folder),
+        ("its METADATA".to_owned(), said_by_metadata),
+    ] {
+        if !same_name(name, expected.0) || !same_version(version, expected.1) {
+            return Err(refuse(format!(
+                "{what} names {name} {version}, not {} {}",
+                expected.0, expected.1
+            )));
+        }
+    }
+    Ok(info.metadata)
+}
+
+fn same_name(one: &str, other: &str) -> bool {
+    let normalized = |name: &str| PackageName::from_str(name).map(|name| name.normalized());
+    matches!((normalized(one), normalized(other)), (Ok(one), Ok(other)) if one == other)
+}
+
+fn same_version(one: &str, other: &str) -> bool {
+    let parsed = |version: &str| pep440_rs::Version::from_str(version);
+    matches!((parsed(one), parsed(other)), (Ok(one), Ok(other)) if one == other)
 }

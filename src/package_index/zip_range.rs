@@ -3,7 +3,8 @@
 //! last bytes (the end of central directory record, and the zip64 one where the archive has
 //! it), the central directory, then the METADATA entry alone, inflated here. A server that
 //! answers the first range request with the whole file (it does not serve ranges) has sent
-//! everything: the same records are read from that body instead.
+//! everything: the same records are read from that body instead. A wheel already on disk (a
+//! download being hashed) is read the same way, from the file.
 
 use std::io::Read;
 
@@ -33,12 +34,19 @@ enum Wheel<'a> {
     },
     /// The whole file, from a server that does not serve ranges.
     Whole(Vec<u8>),
+    /// A file on disk of `total` bytes; `tail` holds its last bytes.
+    File {
+        file: &'a std::fs::File,
+        url: &'a str,
+        total: u64,
+        tail: Vec<u8>,
+    },
 }
 
 impl Wheel<'_> {
     fn total(&self) -> u64 {
         match self {
-            Wheel::Ranges { total, .. } => *total,
+            Wheel::Ranges { total, .. } | Wheel::File { total, .. } => *total,
             Wheel::Whole(bytes) => bytes.len() as u64,
         }
     }
@@ -46,7 +54,7 @@ impl Wheel<'_> {
     /// The file's last bytes, as fetched first.
     fn tail(&self) -> &[u8] {
         match self {
-            Wheel::Ranges { tail, .. } => tail,
+            Wheel::Ranges { tail, .. } | Wheel::File { tail, .. } => tail,
             Wheel::Whole(bytes) => {
                 let from = bytes
                     .len()
@@ -61,6 +69,12 @@ impl Wheel<'_> {
         let last = last.min(self.total().saturating_sub(1));
         match self {
             Wheel::Whole(bytes) => Ok(slice(bytes, from, last)),
+            Wheel::File { file, url, .. } => {
+                read_at(file, from, last).map_err(|error| IndexError::Invalid {
+                    url: (*url).to_owned(),
+                    message: format!("cannot read the downloaded file: {error}"),
+                })
+            }
             Wheel::Ranges {
                 agent,
                 url,
@@ -91,10 +105,6 @@ fn slice(bytes: &[u8], from: u64, last: u64) -> Vec<u8> {
 /// The `*.dist-info/METADATA` of the wheel at `url`, read by range requests, or out of the
 /// whole file when the server does not serve ranges.
 pub fn metadata(agent: &Get<'_>, url: &str) -> Result<String, IndexError> {
-    let invalid = |message: &str| IndexError::Invalid {
-        url: url.to_owned(),
-        message: message.to_owned(),
-    };
     let wheel = match range(agent, url, &format!("bytes=-{TAIL}"))? {
         Answer::Range(tail, total) => Wheel::Ranges {
             agent,
@@ -104,7 +114,59 @@ pub fn metadata(agent: &Get<'_>, url: &str) -> Result<String, IndexError> {
         },
         Answer::Whole(bytes) => Wheel::Whole(bytes),
     };
-    let (offset, size) = central_directory(&wheel).map_err(&invalid)?;
+    Ok(metadata_of(&wheel, url)?.metadata)
+}
+
+/// What a wheel says of itself: its `.dist-info` folder and the METADATA in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistInfo {
+    /// The folder's name, `NAME-VERSION.dist-info`.
+    pub folder: String,
+    /// The METADATA text.
+    pub metadata: String,
+}
+
+/// The dist-info of the wheel in `file`, downloaded from `url` (named in errors): an error
+/// says why the file is not a wheel.
+pub fn dist_info_in_file(file: &std::fs::File, url: &str) -> Result<DistInfo, IndexError> {
+    let io = |error: std::io::Error| IndexError::Invalid {
+        url: url.to_owned(),
+        message: format!("cannot read the downloaded file: {error}"),
+    };
+    let total = file.metadata().map_err(io)?.len();
+    let tail = read_at(file, total.saturating_sub(TAIL), total.saturating_sub(1)).map_err(io)?;
+    let wheel = Wheel::File {
+        file,
+        url,
+        total,
+        tail,
+    };
+    metadata_of(&wheel, url)
+}
+
+/// Bytes `from..=last` of `file` (none when `from` is past `last`).
+fn read_at(file: &std::fs::File, from: u64, last: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let length = last.saturating_add(1).saturating_sub(from);
+    let mut bytes = vec![0; usize::try_from(length).unwrap_or(usize::MAX)];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        match file.read_at(&mut bytes[filled..], from + filled as u64)? {
+            0 => break,
+            read => filled += read,
+        }
+    }
+    bytes.truncate(filled);
+    Ok(bytes)
+}
+
+/// The dist-info of `wheel`, from its central directory and its METADATA entry.
+fn metadata_of(wheel: &Wheel<'_>, url: &str) -> Result<DistInfo, IndexError> {
+    let invalid = |message: &str| IndexError::Invalid {
+        url: url.to_owned(),
+        message: message.to_owned(),
+    };
+    let (offset, size) = central_directory(wheel).map_err(&invalid)?;
     let directory = wheel.read(offset, offset + size - 1)?;
     let entry = find_metadata(&directory)
         .ok_or_else(|| invalid("no *.dist-info/METADATA in the wheel's central directory"))?;
@@ -136,7 +198,10 @@ pub fn metadata(agent: &Get<'_>, url: &str) -> Result<String, IndexError> {
             ));
         }
     }
-    Ok(String::from_utf8_lossy(&text).into_owned())
+    Ok(DistInfo {
+        folder: entry.folder,
+        metadata: String::from_utf8_lossy(&text).into_owned(),
+    })
 }
 
 /// Where the central directory is and how long it is: from the end of central directory
@@ -175,6 +240,7 @@ fn central_directory(wheel: &Wheel<'_>) -> Result<(u64, u64), &'static str> {
 
 /// Where the METADATA entry is in the file, as the central directory says.
 struct Entry {
+    folder: String,
     method: u16,
     compressed: u64,
     offset: u64,
@@ -190,11 +256,12 @@ fn find_metadata(directory: &[u8]) -> Option<Entry> {
         let extra_length = usize::from(u16_at(header, 30));
         let comment_length = usize::from(u16_at(header, 32));
         let name = directory.get(at + 46..at + 46 + name_length)?;
-        let is_metadata = std::str::from_utf8(name).is_ok_and(|name| {
+        let folder = std::str::from_utf8(name).ok().and_then(|name| {
             name.split_once('/')
-                .is_some_and(|(folder, file)| folder.ends_with(".dist-info") && file == "METADATA")
+                .filter(|(folder, file)| folder.ends_with(".dist-info") && *file == "METADATA")
+                .map(|(folder, _)| folder.to_owned())
         });
-        if is_metadata {
+        if let Some(folder) = folder {
             let extra =
                 directory.get(at + 46 + name_length..at + 46 + name_length + extra_length)?;
             let (compressed, offset) = zip64_sizes(
@@ -204,6 +271,7 @@ fn find_metadata(directory: &[u8]) -> Option<Entry> {
                 u32_at(header, 42),
             )?;
             return Some(Entry {
+                folder,
                 method: u16_at(header, 10),
                 compressed,
                 offset,

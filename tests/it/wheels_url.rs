@@ -784,3 +784,67 @@ fn a_redirect_from_https_to_plain_http_is_refused() {
         assets.requests()
     );
 }
+
+/// A file that is not the wheel its name says (a rate-limit page answered with 200, or the wheel
+/// of another package or version) is refused by name, and nothing is recorded.
+#[test]
+fn pin_bump_refuses_a_download_that_is_not_the_wheel_its_name_says() {
+    let server = ReleaseServer::start();
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let files = flashinfer_files("0.6.15");
+    release(&server, "0.6.15", &files);
+    let bump = || {
+        forge(
+            &context,
+            &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+            &[],
+        )
+        .expect_code(2)
+    };
+    let cubin = server.url("0.6.15", &files[1]);
+    let cases = [
+        (
+            b"<html><body>rate limited; try again later</body></html>".to_vec(),
+            "no zip end of central directory record: not a wheel".to_owned(),
+        ),
+        (
+            wheel(&files[0], "0.6.15"),
+            "its folder flashinfer_python-0.6.15.dist-info names flashinfer_python 0.6.15, not flashinfer_cubin 0.6.15".to_owned(),
+        ),
+        (
+            wheel(&flashinfer_files("0.6.14")[1], "0.6.14"),
+            "its folder flashinfer_cubin-0.6.14.dist-info names flashinfer_cubin 0.6.14, not flashinfer_cubin 0.6.15".to_owned(),
+        ),
+        (
+            wheel_with_metadata(
+                &files[1],
+                "0.6.15",
+                "Name: flashinfer-cubin\nVersion: 0.6.16\n",
+            ),
+            "its METADATA names flashinfer-cubin 0.6.16, not flashinfer_cubin 0.6.15".to_owned(),
+        ),
+    ];
+    for (bytes, why) in cases {
+        server.publish("0.6.15", &files[1], &bytes);
+        let run = bump();
+        assert_contains(
+            &run.stderr,
+            &format!("error: {cubin} is not the wheel {}: {why}", files[1]),
+        );
+        assert_contains(
+            &run.stderr,
+            "hint: a server that answers with an error or rate-limit page",
+        );
+        assert_eq!(context.read("pins.toml"), before);
+    }
+    // The wheel itself moves the set.
+    server.publish("0.6.15", &files[1], &wheel(&files[1], "0.6.15"));
+    forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+        &[],
+    )
+    .expect_code(0);
+    assert_ne!(context.read("pins.toml"), before);
+}

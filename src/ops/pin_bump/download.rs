@@ -1,7 +1,8 @@
 //! A wheel set downloaded from a URL moves by `--to`: every file of the new version is
-//! downloaded and hashed (a range request or a listing proves nothing about a file's bytes), and
-//! the move records the version with each wheel's sha256. A file missing from the release
-//! refuses the whole move, as a set moves together.
+//! downloaded once and hashed (a range request or a listing proves nothing about a file's
+//! bytes), checked to be the wheel its name says, and judged by the METADATA in those same
+//! bytes; the move records the version with each wheel's sha256. A file missing from the
+//! release, or one that is not its wheel, refuses the whole move, as a set moves together.
 
 use std::str::FromStr;
 
@@ -12,12 +13,11 @@ use crate::bump::{self, BumpError, Downloaded, Upstream, VersionRefusal, YankedF
 use crate::diagnostics::CheckFailed;
 use crate::package_index::download::{self, Fetched};
 use crate::package_index::releases::TokenUse;
-use crate::package_index::zip_range;
 use crate::pins::WheelSet;
 use crate::pins::{Pin, Wheel};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::types::python::{FileSha256, Version};
+use crate::types::python::Version;
 use crate::types::url::{Url, UrlTemplate};
 
 use super::{Constraints, Move, PinBumpOptions, refused};
@@ -69,8 +69,10 @@ pub(super) fn plan_download(
         );
         return Ok(None);
     }
-    let hashes = hash_files(pin, url, wheels, &version, printer)?;
-    let downloaded = read_metadata(url, wheels, &version, &hashes)?;
+    let (downloaded, sizes): (Vec<Downloaded>, Vec<u64>) =
+        download_files(pin, url, wheels, &version, printer)?
+            .into_iter()
+            .unzip();
     judge_downloads(
         recipe,
         pin,
@@ -86,7 +88,8 @@ pub(super) fn plan_download(
         version.as_str(),
     )];
     let mut detail = Vec::new();
-    for (index, (wheel, (sha256, size))) in wheels.iter().zip(&hashes).enumerate() {
+    for (index, ((wheel, file), size)) in wheels.iter().zip(&downloaded).zip(&sizes).enumerate() {
+        let sha256 = &file.sha256;
         let mut assignment = Assignment::new(
             &["pins", pin.name.as_str(), "wheels"],
             "sha256",
@@ -98,7 +101,7 @@ pub(super) fn plan_download(
             "{} {} sha256:{} ({size} bytes)",
             wheel.package,
             wheel.version(&version),
-            &sha256.as_str()[..12]
+            &sha256[..12]
         ));
     }
     Ok(Some(Move {
@@ -218,24 +221,44 @@ fn check_constraints(
     Ok(())
 }
 
-/// Downloads every file of the set at `version` and returns each one's sha256 and size, or
+/// Downloads every file of the set at `version` and returns each one with its sha256 and the
+/// METADATA read out of the same bytes (each checked to be the wheel its file name says), or
 /// refuses the move naming every file the server does not have.
-fn hash_files(
+fn download_files(
     pin: &Pin,
     url: &UrlTemplate,
     wheels: &[Wheel],
     version: &Version,
     printer: &Printer,
-) -> anyhow::Result<Vec<(FileSha256, u64)>> {
-    let mut hashes = Vec::new();
+) -> anyhow::Result<Vec<(Downloaded, u64)>> {
+    let mut downloaded = Vec::new();
     let mut missing = Vec::new();
     for wheel in wheels {
         let file_url = wheel
             .url(Some(url), version)
             .expect("every wheel of a set with a url has a file");
+        let file = wheel
+            .file
+            .as_ref()
+            .expect("every wheel of a set with a url has a file")
+            .expand(version);
         printer.status("Hashing", format_args!("{file_url}"));
-        match download::sha256(&file_url)? {
-            Fetched::Found { sha256, size } => hashes.push((sha256, size)),
+        match download::wheel(&file_url, &file)? {
+            Fetched::Found {
+                sha256,
+                size,
+                metadata,
+            } => downloaded.push((
+                Downloaded {
+                    package: wheel.package.clone(),
+                    local: wheel.local.clone(),
+                    file,
+                    url: file_url,
+                    sha256: sha256.to_string(),
+                    metadata,
+                },
+                size,
+            )),
             Fetched::Missing { status } => {
                 missing.push(format!("{} (HTTP {status} from {file_url})", wheel.package));
             }
@@ -251,44 +274,6 @@ fn hash_files(
             "every wheel of a set moves together: wait until the release has every file, or check the pin's `url` and each wheel's `file` in pins.toml; pins.toml was not changed",
         )
         .into());
-    }
-    Ok(hashes)
-}
-
-/// The files of the set at `version`, each with the METADATA read out of it (range requests
-/// where the server serves them, the whole file otherwise; no credentials, through redirects).
-fn read_metadata(
-    url: &UrlTemplate,
-    wheels: &[Wheel],
-    version: &Version,
-    hashes: &[(FileSha256, u64)],
-) -> anyhow::Result<Vec<Downloaded>> {
-    let agent: ureq::Agent = crate::http::config()
-        .timeout_global(Some(crate::http::TIMEOUT))
-        .https_only(crate::http::stays_on_https(url.as_str()))
-        .build()
-        .into();
-    let mut downloaded = Vec::new();
-    for (wheel, (sha256, _)) in wheels.iter().zip(hashes) {
-        let file_url = wheel
-            .url(Some(url), version)
-            .expect("every wheel of a set with a url has a file");
-        let metadata =
-            zip_range::metadata(&|url| agent.get(url), file_url.as_str()).with_context(|| {
-                format!("cannot read the METADATA of {file_url}; pins.toml was not changed")
-            })?;
-        downloaded.push(Downloaded {
-            package: wheel.package.clone(),
-            local: wheel.local.clone(),
-            file: wheel
-                .file
-                .as_ref()
-                .expect("every wheel of a set with a url has a file")
-                .expand(version),
-            url: file_url,
-            sha256: sha256.to_string(),
-            metadata,
-        });
     }
     Ok(downloaded)
 }
