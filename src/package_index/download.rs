@@ -113,10 +113,22 @@ pub fn wheel(url: &Url, file: &str) -> Result<Fetched, DownloadError> {
             status: status.as_u16(),
         });
     }
+    // A length past the limit is refused before any of the body is read.
+    let limit = crate::limits::download_limit();
+    let length = crate::http::header(&response, "content-length")
+        .and_then(|length| length.trim().parse::<u64>().ok());
+    if let Some(length) = length.filter(|length| *length > limit) {
+        return Err(DownloadError::Body {
+            url: url.to_string(),
+            message: format!(
+                "it is {length} bytes (its Content-Length), more than the download limit of {limit}"
+            ),
+        });
+    }
     let body = crate::http::Guarded::new(
         response.into_body().into_reader(),
         crate::http::idle_timeout(),
-        crate::limits::download_limit(),
+        limit,
         url.to_string(),
     );
     let (spooled, sha256, size) = spool(body, url)?;
