@@ -1,7 +1,7 @@
 //! Stage: `git format-patch` mail in, commits out (author kept), all or nothing, each exactly
 //! as `git am --keep-cr` would make it.
 //!
-//! 1. `Series::read` takes mbox files (or folders of them, in name order) and reads each
+//! 1. `Series::read` takes mbox files (or folders of them, in the order `git format-patch` numbers them) and reads each
 //!    message into a `Patch` the way `git mailsplit` and `git mailinfo` do (`mail`,
 //!    `mailinfo`, `date`): author, date, commit message, and the patch text.
 //! 2. `apply(&Series, &Repository, Mode) -> Applied` replays them onto the repository's `HEAD`
@@ -52,7 +52,7 @@ pub struct Series {
 
 impl Series {
     /// Reads every path in order: a file is an mbox of one or more patches, a folder holds
-    /// such files and they are read in name order (hidden files skipped). With `within` (the
+    /// such files and they are read in the order of the number each name starts with, then by name (hidden files skipped). With `within` (the
     /// recipe folder, for a series pins.toml names), every path and every file in a folder must
     /// resolve inside it. A special file is refused before it is opened.
     pub fn read(
@@ -90,7 +90,7 @@ impl Series {
                         files.push(file);
                     }
                 }
-                files.sort();
+                files.sort_by_cached_key(|file| series_order(file));
                 if files.is_empty() {
                     return Err(PatchError::EmptySeries { path: path.clone() });
                 }
@@ -110,6 +110,20 @@ impl Series {
             patches: mail::parse_mbox(path, bytes)?,
         })
     }
+}
+
+/// Where a file goes in its series folder: by the number `git format-patch` starts its name
+/// with (`9999-...` before `10000-...`, which a plain sort of names puts the other way), then by
+/// name; files whose name starts with no number follow, by name.
+fn series_order(file: &Path) -> (bool, u128, std::ffi::OsString) {
+    let name = file.file_name().unwrap_or_default().to_owned();
+    let text = name.to_string_lossy();
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let number = text[..digits]
+        .parse::<u128>()
+        .ok()
+        .filter(|_| text[digits..].starts_with('-'));
+    (number.is_none(), number.unwrap_or(0), name)
 }
 
 /// Why a series could not be read or applied.

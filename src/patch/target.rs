@@ -82,6 +82,12 @@ impl Patched {
     /// numbered in the order applied): what a build step applies again onto the same commit.
     pub fn applied_mails(&self) -> Result<Vec<(String, Vec<u8>)>, PatchError> {
         let mut mails = Vec::new();
+        // Numbered as wide as the series needs (at least four digits, as git does), so that the
+        // build step's sort of the names is the series' order even past 9999.
+        let count = (self.applied.patches.iter())
+            .filter(|result| matches!(result.outcome, super::Outcome::Applied { .. }))
+            .count();
+        let width = count.to_string().len().max(4);
         for result in &self.applied.patches {
             let super::Outcome::Applied { new_id } = &result.outcome else {
                 continue;
@@ -98,7 +104,11 @@ impl Patched {
                     PatchError::git(format!("cannot write {} as a patch", result.name)),
                 )?;
             mails.push((
-                format!("{:04}-{}.patch", mails.len() + 1, slug(&result.subject)),
+                format!(
+                    "{:0width$}-{}.patch",
+                    mails.len() + 1,
+                    slug(&result.subject)
+                ),
                 mail.as_slice().to_vec(),
             ));
         }

@@ -1216,3 +1216,40 @@ fn apply_onto_a_folder_says_the_folder_is_unchanged() {
         before
     );
 }
+
+/// `git format-patch` numbers a long series `9999-...`, `10000-...`: a folder applies in that
+/// order (a sort of the names would put `10000-` first), making the commits `git am` makes from
+/// the files in git's order.
+#[test]
+fn a_series_folder_applies_in_the_order_git_numbers_it() {
+    let (bench, base) = bench_with_target();
+    let out = bench.path("numbered");
+    bench.git(
+        "origin",
+        &crate::support::format_patch_args(&[
+            "-q",
+            "--start-number",
+            "9998",
+            "-o",
+            out.to_str().unwrap(),
+            &format!("{base}..main"),
+        ]),
+        &[],
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    let number = |file: &PathBuf| -> u32 {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        name.split('-').next().unwrap().parse().unwrap()
+    };
+    files.sort_by_key(number);
+    assert_eq!(
+        files.iter().map(number).collect::<Vec<_>>(),
+        (9998..10004).collect::<Vec<_>>()
+    );
+    let run = bench.patch("apply", &[out]).expect_code(0);
+    assert_contains(&run.stderr, "6 applied");
+    assert_same_as_git_am(&bench, &base, &files);
+}
