@@ -185,7 +185,7 @@ impl Docker {
             self.client
                 .create_image(Some(options), None, credentials.map(docker_credentials));
         let mut seen = std::collections::HashSet::new();
-        while let Some(item) = stream.next().await {
+        while let Some(item) = self.next_within(&mut stream, &reference).await? {
             let info = match item {
                 Ok(info) => info,
                 Err(
@@ -214,6 +214,24 @@ impl Docker {
                 reference,
                 message: "the daemon reported success but holds no image under that reference"
                     .to_owned(),
+            })
+    }
+
+    /// The next item of a pull's or a push's progress `stream`, or `Stalled` once the daemon
+    /// has sent nothing for the idle limit (`FORGE_IDLE_TIMEOUT`). A build's and a container's
+    /// streams have no such limit: a step may rightly work for long without a word.
+    async fn next_within<S: futures_util::Stream + Unpin>(
+        &self,
+        stream: &mut S,
+        reference: &str,
+    ) -> Result<Option<S::Item>, EngineError> {
+        let idle = crate::http::idle_timeout();
+        tokio::time::timeout(idle, stream.next())
+            .await
+            .map_err(|_| EngineError::Stalled {
+                host: self.host.clone(),
+                reference: reference.to_owned(),
+                idle,
             })
     }
 
@@ -564,7 +582,7 @@ impl Engine for Docker {
         );
         let mut digest = None;
         let mut seen = std::collections::HashSet::new();
-        while let Some(item) = stream.next().await {
+        while let Some(item) = self.next_within(&mut stream, &reference).await? {
             let info = match item {
                 Ok(info) => info,
                 Err(BollardError::DockerStreamError { error }) => {

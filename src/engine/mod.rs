@@ -128,6 +128,16 @@ pub enum EngineError {
         /// What the connection attempt said.
         message: String,
     },
+    /// The daemon's stream of a pull or a push went quiet for longer than the idle limit.
+    #[error("the Docker daemon at {host} sent nothing about {reference} for {} s", idle.as_secs_f64())]
+    Stalled {
+        /// `DOCKER_HOST`, or the default socket.
+        host: String,
+        /// What was being pulled or pushed.
+        reference: String,
+        /// The idle limit.
+        idle: std::time::Duration,
+    },
     /// A step of the Dockerfile failed.
     #[error("{}", step_failure(step, message, output))]
     StepFailed {
@@ -256,6 +266,9 @@ impl Advise for EngineError {
             EngineError::Unreachable { host, .. } => Advice::Hint(format!(
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
+            EngineError::Stalled { .. } => Advice::Hint(
+                "check the daemon and its network (a daemon that answers and then sends nothing, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
+            ),
             EngineError::StepFailed { .. } => Advice::Hint(
                 "no tag moved and forge.lock is unchanged; fix the step (or the pin it installs) and build again"
                     .to_owned(),

@@ -331,24 +331,23 @@ async fn pull_everywhere(
     });
     let outcomes = futures_util::future::join_all(pulls).await;
     let mut failed = Vec::new();
+    let mut wrong = None;
+    let mut right = Vec::new();
     for (node, outcome) in outcomes {
         let host = node.engine.host();
         match outcome {
             Ok(info) if info.id.0 == node.image => {
                 printer.status("Pulled", format_args!("{} on {host}", info.id.short()));
+                right.push(node);
             }
             Ok(info) => {
-                return Err(CheckFailed::new(
-                    format!(
-                        "node {host} holds {} under {reference}, not the recorded image {}; no tag moved on any node",
-                        info.id, node.image
-                    ),
-                    "the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform",
-                )
-                .into());
+                wrong.get_or_insert((node, info.id));
             }
             Err(error) => failed.push((host.to_owned(), error)),
         }
+    }
+    if let Some((node, id)) = wrong {
+        return Err(wrong_image(node, &id, &reference, &right).into());
     }
     let mut failed = failed.into_iter();
     if let Some((node, error)) = failed.next() {
@@ -360,6 +359,36 @@ async fn pull_everywhere(
         return Err(anyhow::Error::from(error).context(PullError::Node { node, reference }));
     }
     Ok(())
+}
+
+/// The failure of a node that holds `id` under `reference` instead of its recorded image. When
+/// another node of its platform pulled the same digest and holds the recorded image, the
+/// registry served them the same bytes: the fault is that node's daemon, not the registry's.
+fn wrong_image(node: &Node, id: &ImageId, reference: &str, right: &[&Node]) -> CheckFailed {
+    let host = node.engine.host();
+    let message = format!(
+        "node {host} holds {id} under {reference}, not the recorded image {}; no tag moved on any node",
+        node.image
+    );
+    let witnesses: Vec<&str> = (right.iter())
+        .filter(|other| other.platform == node.platform && other.image == node.image)
+        .map(|other| other.engine.host())
+        .collect();
+    if witnesses.is_empty() {
+        return CheckFailed::new(
+            message,
+            "the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform",
+        );
+    }
+    CheckFailed::new(
+        format!(
+            "{message}; {} pulled the same digest and holds the recorded image",
+            witnesses.join(", ")
+        ),
+        format!(
+            "the registry served every node the same digest, so the fault is the daemon at {host}: check its image store (one that names images by their manifest digest reports other ids) and its version, then pull again"
+        ),
+    )
 }
 
 /// Points every recorded tag at the image on every node; on a failure, puts back what each

@@ -1,7 +1,7 @@
 //! `forge pull`: the offline example pushed to a real `docker-registry` on loopback, then pulled
 //! by digest onto the tests' daemon and a second, empty daemon that reaches the registry
-//! through its own loopback. A node that cannot pull, or that would end on another image,
-//! fails the pull naming it, and no tag moves on any node.
+//! through its own loopback. A node that cannot pull, goes quiet mid-pull, or would end on
+//! another image, fails the pull naming it, and no tag moves on any node.
 
 use std::process::Command;
 
@@ -139,4 +139,220 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
         "forge.lock records no pushed tag: there is no manifest digest to pull",
     );
     assert_contains(&run.stderr, "hint: `forge build --push` records the digest");
+}
+
+/// A node in front of the tests' daemon that answers every pull with the headers of a progress
+/// stream and then nothing, as a daemon stuck on a registry does; everything else passes.
+struct StalledPulls {
+    path: std::path::PathBuf,
+    _folder: tempfile::TempDir,
+}
+
+impl StalledPulls {
+    fn start() -> Self {
+        use std::io::{Read as _, Write as _};
+        use std::os::unix::net::{UnixListener, UnixStream};
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("docker.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let daemon = daemon_host();
+        let socket = daemon.trim_start_matches("unix://").to_owned();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { break };
+                let Ok(mut upstream) = UnixStream::connect(&socket) else {
+                    continue;
+                };
+                let (mut answers, mut to_client) =
+                    (upstream.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut answers, &mut to_client);
+                });
+                std::thread::spawn(move || {
+                    let mut buffer = vec![0; 64 * 1024];
+                    while let Ok(count) = client.read(&mut buffer) {
+                        if count == 0 {
+                            break;
+                        }
+                        let chunk = &buffer[..count];
+                        if chunk.starts_with(b"POST ")
+                            && chunk.windows(15).any(|window| window == b"/images/create?")
+                        {
+                            let _ = client.write_all(
+                                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+                            );
+                            // Then nothing, until forge lets go.
+                            let _ = client.read(&mut buffer);
+                            break;
+                        }
+                        if upstream.write_all(chunk).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            path,
+            _folder: folder,
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.path.display())
+    }
+}
+
+/// A node that starts answering a pull and then goes quiet ends the pull once the idle limit
+/// passes, naming the node, and no tag moves.
+#[test]
+fn a_node_that_goes_quiet_mid_pull_is_named_once_the_idle_limit_passes() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::with_repository(&format!("{}/forge-pull/quiet", registry.address()));
+    example.build(&["--push"]).expect_code(0);
+    let id = example.tag_id("latest").unwrap();
+    let node = StalledPulls::start();
+    let host = node.host();
+    let started = std::time::Instant::now();
+    let run = example
+        .context
+        .forge_with(
+            &["pull", "--progress", "plain", "--host", &host],
+            &[("FORGE_IDLE_TIMEOUT", "2")],
+        )
+        .expect_code(2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: node {host} cannot pull {}@sha256:",
+            example.repository
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} sent nothing about {}@sha256:",
+            example.repository
+        ),
+    );
+    assert_contains(&run.stderr, "for 2 s");
+    assert_contains(&run.stderr, "FORGE_IDLE_TIMEOUT");
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+}
+
+/// A node in front of the tests' daemon that reports the image `id` under another id, as a
+/// daemon that is not what it claims would.
+struct MisreportingNode {
+    path: std::path::PathBuf,
+    _folder: tempfile::TempDir,
+}
+
+impl MisreportingNode {
+    fn start(id: &str, instead: &str) -> Self {
+        use std::io::{Read as _, Write as _};
+        use std::os::unix::net::{UnixListener, UnixStream};
+        assert_eq!(id.len(), instead.len());
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("docker.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let socket = daemon_host().trim_start_matches("unix://").to_owned();
+        let (id, instead) = (id.as_bytes().to_vec(), instead.as_bytes().to_vec());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { break };
+                let Ok(mut upstream) = UnixStream::connect(&socket) else {
+                    continue;
+                };
+                let (mut requests, mut to_daemon) =
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut requests, &mut to_daemon);
+                });
+                let (id, instead) = (id.clone(), instead.clone());
+                std::thread::spawn(move || {
+                    let mut buffer = vec![0; 64 * 1024];
+                    while let Ok(count) = upstream.read(&mut buffer) {
+                        if count == 0 {
+                            break;
+                        }
+                        let mut chunk = buffer[..count].to_vec();
+                        let mut at = 0;
+                        while let Some(found) = chunk[at..]
+                            .windows(id.len())
+                            .position(|window| window == id.as_slice())
+                        {
+                            chunk[at + found..at + found + id.len()].copy_from_slice(&instead);
+                            at += found + id.len();
+                        }
+                        if client.write_all(&chunk).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            path,
+            _folder: folder,
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.path.display())
+    }
+}
+
+/// When one node holds another image under the digest every node pulled while another holds
+/// the recorded one, the failure names that node's daemon, not the registry.
+#[test]
+fn a_node_that_reports_another_image_is_named_as_the_fault() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example =
+        Example::with_repository(&format!("{}/forge-pull/misreported", registry.address()));
+    example.build(&["--push"]).expect_code(0);
+    let id = example.tag_id("latest").unwrap();
+    let hex = id.trim_start_matches("sha256:");
+    let instead: String = hex
+        .chars()
+        .map(|c| if c == 'f' { 'e' } else { 'f' })
+        .collect();
+    let node = MisreportingNode::start(hex, &instead);
+    let (main, host) = (daemon_host(), node.host());
+    let run = pull(&example, &[&main, &host]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "error: node {host} holds sha256:{instead} under {}@sha256:",
+            example.repository
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "no tag moved on any node; {main} pulled the same digest and holds the recorded image"
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        &format!("so the fault is the daemon at {host}"),
+    );
+    // Alone, it cannot be told from a registry serving another image.
+    let run = pull(&example, &[&host]).expect_code(1);
+    assert_contains(
+        &run.stderr,
+        "hint: the registry serves another image for the platform",
+    );
 }
