@@ -1394,3 +1394,57 @@ fn a_kill_whose_old_image_is_gone_waits_for_forge_recover() {
     let again = example.context.forge(&["recover"]).expect_code(0);
     assert_contains(&again.stderr, "no interrupted publication in");
 }
+
+/// A series of 10,000 patches, named as `git format-patch --start-number 1` would past 9999
+/// (`9999-...`, `10000-...`), each moving one counter on by one so that any other order
+/// conflicts: `patch check` finds every one applying, in git's order, within 1 GiB of address
+/// space.
+#[test]
+fn ten_thousand_patches_check_in_order_within_bounded_memory() {
+    let bench = TestContext::empty();
+    let target = new_repository(bench.path());
+    std::fs::write(target.join("counter.txt"), "0\n").unwrap();
+    git(&target, &["add", "."]);
+    git(&target, &["commit", "-q", "-m", "base"]);
+    let series = bench.path().join("series");
+    std::fs::create_dir_all(&series).unwrap();
+    const COUNT: usize = 10_000;
+    for number in 1..=COUNT {
+        let name = if number < 10_000 {
+            format!("{number:04}-count-{number}.patch")
+        } else {
+            format!("{number}-count-{number}.patch")
+        };
+        let mail = format!(
+            "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+             From: Many Patches <many@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+             Subject: [PATCH] count {number}\n\n---\n\
+             diff --git a/counter.txt b/counter.txt\n--- a/counter.txt\n+++ b/counter.txt\n\
+             @@ -1 +1 @@\n-{}\n+{number}\n-- \n2.47.3\n",
+            number - 1
+        );
+        std::fs::write(series.join(name), mail).unwrap();
+    }
+    let started = Instant::now();
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -v 1048576 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_forge"))
+        .args(["patch", "check", "--onto"])
+        .arg(&target)
+        .arg(&series)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{}",
+        &stderr[stderr.len().saturating_sub(2000)..]
+    );
+    assert_contains(
+        &stderr,
+        &format!("{COUNT} apply, 0 already applied, 0 conflicts"),
+    );
+    assert!(took < Duration::from_secs(120), "took {took:?}");
+}
