@@ -404,6 +404,17 @@ impl Bench {
         }
     }
 
+    /// A daemon where `before` tags name images, on which a publication was killed at request
+    /// `at`.
+    async fn killed_at(&self, before: &[(&str, ImageId)], at: usize) -> MemoryEngine {
+        let engine = MemoryEngine {
+            hang_at: Some(at),
+            ..MemoryEngine::with(before)
+        };
+        assert!(self.killed(&engine).await, "killed at request {at}");
+        engine
+    }
+
     /// Settles the intent the way `choice` says, asking `registry`.
     async fn settle(
         &self,
@@ -1017,11 +1028,7 @@ async fn an_intent_naming_another_repository_or_tag_is_refused_and_nothing_moves
         (DATED, "2026-01-01-test", "tag 2026-01-01-test"),
     ] {
         let bench = Bench::new();
-        let engine = MemoryEngine {
-            hang_at: Some(at),
-            ..MemoryEngine::with(&before)
-        };
-        assert!(bench.killed(&engine).await);
+        let engine = bench.killed_at(&before, at).await;
         let text = bench.intent_text().unwrap();
         assert!(text.contains(name), "{text}");
         let edited = text.replace(name, foreign);
@@ -1064,11 +1071,7 @@ async fn a_tag_whose_image_is_gone_stays_until_a_choice_is_made() {
     let at = position_of(&before, &Call::Push(DATED.to_owned())).await;
     for choice in [intent::Choice::RollForward, intent::Choice::Drop] {
         let bench = Bench::new();
-        let engine = MemoryEngine {
-            hang_at: Some(at),
-            ..MemoryEngine::with(&before)
-        };
-        assert!(bench.killed(&engine).await);
+        let engine = bench.killed_at(&before, at).await;
         engine.store.borrow_mut().remove(&image('a'));
         let moved = engine.tags();
         assert_eq!(moved, tags(&[(MOVING, built()), (DATED, built())]));
@@ -1117,11 +1120,7 @@ async fn a_registry_that_cannot_be_asked_leaves_the_intent_and_moves_nothing() {
     let before = [(MOVING, image('a'))];
     let at = position_of(&before, &Call::Push(DATED.to_owned())).await;
     let bench = Bench::new();
-    let engine = MemoryEngine {
-        hang_at: Some(at),
-        ..MemoryEngine::with(&before)
-    };
-    assert!(bench.killed(&engine).await);
+    let engine = bench.killed_at(&before, at).await;
     let moved = engine.tags();
     let refused = Err(anyhow::anyhow!("connection refused"));
     let error = (bench.settle(&engine, refused, intent::Choice::Rule))

@@ -141,22 +141,27 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
     assert_contains(&run.stderr, "hint: `forge build --push` records the digest");
 }
 
-/// A node in front of the tests' daemon that answers every pull with the headers of a progress
-/// stream and then nothing, as a daemon stuck on a registry does; everything else passes.
-struct StalledPulls {
+/// A node in front of the tests' daemon: each request chunk for which `stall` holds is
+/// answered with the headers of a progress stream and then nothing, as a daemon stuck on a
+/// registry does; every answer of the daemon passes through `rewrite` on its way.
+struct DaemonFront {
     path: std::path::PathBuf,
     _folder: tempfile::TempDir,
 }
 
-impl StalledPulls {
-    fn start() -> Self {
+impl DaemonFront {
+    fn start(
+        stall: impl Fn(&[u8]) -> bool + Send + Sync + 'static,
+        rewrite: impl Fn(&mut [u8]) + Send + Sync + 'static,
+    ) -> Self {
         use std::io::{Read as _, Write as _};
         use std::os::unix::net::{UnixListener, UnixStream};
+        use std::sync::Arc;
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("docker.sock");
         let listener = UnixListener::bind(&path).unwrap();
-        let daemon = daemon_host();
-        let socket = daemon.trim_start_matches("unix://").to_owned();
+        let socket = daemon_host().trim_start_matches("unix://").to_owned();
+        let (stall, rewrite) = (Arc::new(stall), Arc::new(rewrite));
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(mut client) = client else { break };
@@ -165,19 +170,21 @@ impl StalledPulls {
                 };
                 let (mut answers, mut to_client) =
                     (upstream.try_clone().unwrap(), client.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut answers, &mut to_client);
-                });
+                let rewrite = Arc::clone(&rewrite);
                 std::thread::spawn(move || {
                     let mut buffer = vec![0; 64 * 1024];
-                    while let Ok(count) = client.read(&mut buffer) {
-                        if count == 0 {
+                    while let Ok(count @ 1..) = answers.read(&mut buffer) {
+                        rewrite(&mut buffer[..count]);
+                        if to_client.write_all(&buffer[..count]).is_err() {
                             break;
                         }
-                        let chunk = &buffer[..count];
-                        if chunk.starts_with(b"POST ")
-                            && chunk.windows(15).any(|window| window == b"/images/create?")
-                        {
+                    }
+                });
+                let stall = Arc::clone(&stall);
+                std::thread::spawn(move || {
+                    let mut buffer = vec![0; 64 * 1024];
+                    while let Ok(count @ 1..) = client.read(&mut buffer) {
+                        if stall(&buffer[..count]) {
                             let _ = client.write_all(
                                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
                             );
@@ -185,7 +192,7 @@ impl StalledPulls {
                             let _ = client.read(&mut buffer);
                             break;
                         }
-                        if upstream.write_all(chunk).is_err() {
+                        if upstream.write_all(&buffer[..count]).is_err() {
                             break;
                         }
                     }
@@ -203,6 +210,11 @@ impl StalledPulls {
     }
 }
 
+/// A pull request: `POST .../images/create?...`.
+fn is_pull(chunk: &[u8]) -> bool {
+    chunk.starts_with(b"POST ") && chunk.windows(15).any(|window| window == b"/images/create?")
+}
+
 /// A node that starts answering a pull and then goes quiet ends the pull once the idle limit
 /// passes, naming the node, and no tag moves.
 #[test]
@@ -215,7 +227,7 @@ fn a_node_that_goes_quiet_mid_pull_is_named_once_the_idle_limit_passes() {
     let example = Example::with_repository(&format!("{}/forge-pull/quiet", registry.address()));
     example.build(&["--push"]).expect_code(0);
     let id = example.tag_id("latest").unwrap();
-    let node = StalledPulls::start();
+    let node = DaemonFront::start(is_pull, |_| {});
     let host = node.host();
     let started = std::time::Instant::now();
     let run = example
@@ -249,68 +261,6 @@ fn a_node_that_goes_quiet_mid_pull_is_named_once_the_idle_limit_passes() {
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
 }
 
-/// A node in front of the tests' daemon that reports the image `id` under another id, as a
-/// daemon that is not what it claims would.
-struct MisreportingNode {
-    path: std::path::PathBuf,
-    _folder: tempfile::TempDir,
-}
-
-impl MisreportingNode {
-    fn start(id: &str, instead: &str) -> Self {
-        use std::io::{Read as _, Write as _};
-        use std::os::unix::net::{UnixListener, UnixStream};
-        assert_eq!(id.len(), instead.len());
-        let folder = tempfile::tempdir().unwrap();
-        let path = folder.path().join("docker.sock");
-        let listener = UnixListener::bind(&path).unwrap();
-        let socket = daemon_host().trim_start_matches("unix://").to_owned();
-        let (id, instead) = (id.as_bytes().to_vec(), instead.as_bytes().to_vec());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(mut client) = client else { break };
-                let Ok(mut upstream) = UnixStream::connect(&socket) else {
-                    continue;
-                };
-                let (mut requests, mut to_daemon) =
-                    (client.try_clone().unwrap(), upstream.try_clone().unwrap());
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut requests, &mut to_daemon);
-                });
-                let (id, instead) = (id.clone(), instead.clone());
-                std::thread::spawn(move || {
-                    let mut buffer = vec![0; 64 * 1024];
-                    while let Ok(count) = upstream.read(&mut buffer) {
-                        if count == 0 {
-                            break;
-                        }
-                        let mut chunk = buffer[..count].to_vec();
-                        let mut at = 0;
-                        while let Some(found) = chunk[at..]
-                            .windows(id.len())
-                            .position(|window| window == id.as_slice())
-                        {
-                            chunk[at + found..at + found + id.len()].copy_from_slice(&instead);
-                            at += found + id.len();
-                        }
-                        if client.write_all(&chunk).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        Self {
-            path,
-            _folder: folder,
-        }
-    }
-
-    fn host(&self) -> String {
-        format!("unix://{}", self.path.display())
-    }
-}
-
 /// When one node holds another image under the digest every node pulled while another holds
 /// the recorded one, the failure names that node's daemon, not the registry.
 #[test]
@@ -329,7 +279,20 @@ fn a_node_that_reports_another_image_is_named_as_the_fault() {
         .chars()
         .map(|c| if c == 'f' { 'e' } else { 'f' })
         .collect();
-    let node = MisreportingNode::start(hex, &instead);
+    // A node that reports the image under another id, as a daemon that is not what it claims.
+    let (from, to) = (hex.as_bytes().to_vec(), instead.clone().into_bytes());
+    let node = DaemonFront::start(
+        |_| false,
+        move |chunk| {
+            let mut at = 0;
+            while let Some(found) =
+                (chunk[at..].windows(from.len())).position(|window| window == from)
+            {
+                chunk[at + found..at + found + from.len()].copy_from_slice(&to);
+                at += found + from.len();
+            }
+        },
+    );
     let (main, host) = (daemon_host(), node.host());
     let run = pull(&example, &[&main, &host]).expect_code(1);
     assert_contains(
