@@ -15,6 +15,11 @@ pub fn download_limit() -> u64 {
         .unwrap_or(8 * 1024 * 1024 * 1024)
 }
 
+/// The largest file a patch may change: the patch stage holds the file it changes in memory, as
+/// `git apply` does, while every file a series leaves alone streams. 128 MiB is far past any
+/// source file, and keeps a patch's copies of it within a small address space.
+pub const PATCH_TARGET_LIMIT: u64 = 128 * 1024 * 1024;
+
 /// The largest key file forge reads (`--sign-key`, `--key`): 64 KiB, a hundred times a PEM key
 /// pair.
 pub const KEY_FILE_LIMIT: u64 = 64 * 1024;

@@ -261,7 +261,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         if let Onto::Folder(folder) = &entry.onto
             && recipe.copies_folder(folder.as_str())
         {
-            let checkout = check_out(&patched, folder.as_str())?;
+            let checkout = check_out(&patched, &recipe.root.join(folder.as_str()), folder.as_str())?;
             trees.members.push(Member {
                 at: folder.to_string(),
                 from: checkout.path().to_owned(),
@@ -318,21 +318,19 @@ fn left_out_by_git(original: &Path, checkout: &Path, at: &str) -> anyhow::Result
     Ok(members)
 }
 
-/// Checks the patched tree of the recipe folder `folder` out into a temporary folder.
-fn check_out(patched: &Patched, folder: &str) -> anyhow::Result<tempfile::TempDir> {
+/// Checks the patched tree of the recipe folder `folder` (on disk at `original`) out into a
+/// temporary folder.
+fn check_out(
+    patched: &Patched,
+    original: &Path,
+    folder: &str,
+) -> anyhow::Result<tempfile::TempDir> {
     let checkout = tempfile::Builder::new()
         .prefix("forge-patched-")
         .tempdir()
         .context("cannot create a folder for the patched tree")?;
-    let tree = patched
-        .repository
-        .find_tree(patched.tree)
-        .context("cannot read the patched tree")?;
-    let mut options = git2::build::CheckoutBuilder::new();
-    options.target_dir(checkout.path()).force();
     patched
-        .repository
-        .checkout_tree(tree.as_object(), Some(&mut options))
+        .check_out(original, checkout.path())
         .with_context(|| format!("cannot check out the patched tree of {folder}"))?;
     Ok(checkout)
 }

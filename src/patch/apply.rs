@@ -715,6 +715,13 @@ impl Replay<'_> {
                     reason: refusal.reason,
                 });
             }
+            ApplyRefusalKind::TooLarge => {
+                return Err(PatchError::TooLarge {
+                    patch: patch.name(),
+                    file: refusal.file,
+                    reason: refusal.reason,
+                });
+            }
             ApplyRefusalKind::SelfCheck => {
                 return Err(PatchError::SelfCheck {
                     patch: patch.name(),

@@ -52,6 +52,8 @@ pub enum ApplyRefusalKind {
     UnsafePath,
     /// The result is not the blob the patch's `index` line names.
     SelfCheck,
+    /// The file is larger than the patch stage holds in memory (`limits::PATCH_TARGET_LIMIT`).
+    TooLarge,
 }
 
 /// Whether to write the new tree or only say whether the diff applies.
@@ -143,6 +145,29 @@ impl Run<'_> {
             reason: reason.into(),
             kind: ApplyRefusalKind::Conflict,
         }
+    }
+
+    /// Refuses a blob past `limits::PATCH_TARGET_LIMIT` before it is read: its size comes from
+    /// the object's header.
+    fn within_limit(&self, file: &[u8], id: Oid) -> Result<(), ApplyRefusal> {
+        let limit = crate::limits::PATCH_TARGET_LIMIT;
+        let size = self
+            .repository
+            .odb()
+            .and_then(|odb| odb.read_header(id))
+            .map(|(size, _)| size as u64)
+            .map_err(|error| self.refuse(file, format!("cannot read its blob: {}", error.message())))?;
+        if size <= limit {
+            return Ok(());
+        }
+        Err(ApplyRefusal {
+            file: show(file),
+            reason: format!(
+                "it is {size} bytes, more than the {} MiB a patched file may have",
+                limit / (1024 * 1024)
+            ),
+            kind: ApplyRefusalKind::TooLarge,
+        })
     }
 
     /// The entry at `path` in the tree being patched (folders included).
@@ -369,6 +394,7 @@ impl Run<'_> {
                 None,
             ));
         }
+        self.within_limit(old, entry.id)?;
         let blob = self.repository.find_blob(entry.id).map_err(|error| {
             self.refuse(old, format!("cannot read its blob: {}", error.message()))
         })?;
@@ -456,8 +482,11 @@ impl Run<'_> {
         if target.is_zero() {
             return Ok(Vec::new());
         }
-        if let Ok(blob) = self.repository.find_blob(target) {
-            return Ok(blob.content().to_vec());
+        if self.repository.find_blob(target).is_ok() {
+            self.within_limit(name, target)?;
+            if let Ok(blob) = self.repository.find_blob(target) {
+                return Ok(blob.content().to_vec());
+            }
         }
         let hunk = if patch.reversed {
             patch.binary.get(1)

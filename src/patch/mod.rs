@@ -186,6 +186,16 @@ pub enum PatchError {
         /// The blob ids involved.
         detail: String,
     },
+    /// A patch changes a file larger than the patch stage holds in memory.
+    #[error("{patch}: cannot patch {file}: {reason}")]
+    TooLarge {
+        /// The patch.
+        patch: String,
+        /// The file.
+        file: String,
+        /// Its size and the limit.
+        reason: String,
+    },
     /// A patch does not apply.
     #[error("{patch} does not apply: {file}: {hunk}")]
     Conflict {
@@ -304,6 +314,7 @@ impl Advise for PatchError {
             PatchError::EmptySeries { .. } => "put the `git format-patch` files of the series in that folder, or point pins.toml at another".to_owned(),
             PatchError::Corrupt { .. } => "regenerate the patch with `git format-patch`; hand edits often break hunk line counts".to_owned(),
             PatchError::SelfCheck { .. } => "make the patch again with `git format-patch`; if it was edited on purpose, delete its `index` lines (the check needs them); if the patch is intact, it is forge's bug: please report it with the patch".to_owned(),
+            PatchError::TooLarge { .. } => "a file that large is not source a series should change: keep it in an overlay of its own, or commit the change to the file itself; nothing was applied (files a series leaves alone may be of any size)".to_owned(),
             PatchError::UnsafePath { .. } => "a patch may only touch files inside the repository; nothing was applied".to_owned(),
             PatchError::Conflict { .. } => "nothing was applied; rebase the series onto the target (`git rebase`, then `git format-patch --binary`) or fix the target, then run again".to_owned(),
             PatchError::Dirty { .. } => "commit or stash those changes first; nothing was applied".to_owned(),

@@ -2,6 +2,8 @@
 //! recipe folder or from a git revision fetched into forge's cache. `patched_tree` gives the
 //! build the patched tree of a scratch repository; the user's own files are never touched.
 
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature};
@@ -113,6 +115,86 @@ impl Patched {
             ));
         }
         Ok(mails)
+    }
+}
+
+impl Patched {
+    /// Writes the patched tree into the empty folder `into`, for a series applied onto the
+    /// recipe folder `original`. A file the series changed or added is written from its blob; a
+    /// file it left alone is the recipe's own file, hard-linked (or copied where no link can be
+    /// made), so that no file the series did not touch is read into memory, whatever its size.
+    pub fn check_out(&self, original: &Path, into: &Path) -> Result<(), PatchError> {
+        let tree = |id: Oid| {
+            self.repository
+                .find_tree(id)
+                .map_err(PatchError::git("cannot read the patched tree"))
+        };
+        let base = self
+            .repository
+            .find_commit(self.applied.base)
+            .and_then(|commit| commit.tree())
+            .map_err(PatchError::git("cannot read the tree the series applied onto"))?;
+        self.write_tree(&tree(self.tree)?, Some(&base), original, into)
+    }
+
+    fn write_tree(
+        &self,
+        tree: &git2::Tree<'_>,
+        base: Option<&git2::Tree<'_>>,
+        original: &Path,
+        into: &Path,
+    ) -> Result<(), PatchError> {
+        let failed = |path: &Path| {
+            let path = path.to_owned();
+            move |source| PatchError::Read { path, source }
+        };
+        for entry in tree {
+            let name = std::ffi::OsStr::from_bytes(entry.name_bytes());
+            let (from, to) = (original.join(name), into.join(name));
+            let unchanged = base
+                .and_then(|base| base.get_name_bytes(entry.name_bytes()))
+                .filter(|old| old.id() == entry.id() && old.filemode() == entry.filemode());
+            match entry.filemode() {
+                0o040000 => {
+                    std::fs::create_dir(&to).map_err(failed(&to))?;
+                    let subtree = entry
+                        .to_object(&self.repository)
+                        .and_then(|object| object.peel_to_tree())
+                        .map_err(PatchError::git("cannot read the patched tree"))?;
+                    let old = base
+                        .and_then(|base| base.get_name_bytes(entry.name_bytes()))
+                        .and_then(|old| old.to_object(&self.repository).ok())
+                        .and_then(|object| object.into_tree().ok());
+                    self.write_tree(&subtree, old.as_ref(), &from, &to)?;
+                }
+                0o100644 | 0o100755 if unchanged.is_some() => {
+                    if std::fs::hard_link(&from, &to).is_err() {
+                        std::fs::copy(&from, &to).map_err(failed(&from))?;
+                    }
+                }
+                mode @ (0o100644 | 0o100755 | 0o120000) => {
+                    let blob = self
+                        .repository
+                        .find_blob(entry.id())
+                        .map_err(PatchError::git("cannot read the patched tree"))?;
+                    if mode == 0o120000 {
+                        let target = std::ffi::OsStr::from_bytes(blob.content());
+                        std::os::unix::fs::symlink(target, &to).map_err(failed(&to))?;
+                    } else {
+                        std::fs::write(&to, blob.content()).map_err(failed(&to))?;
+                        let permissions = std::fs::Permissions::from_mode(if mode == 0o100755 {
+                            0o755
+                        } else {
+                            0o644
+                        });
+                        std::fs::set_permissions(&to, permissions).map_err(failed(&to))?;
+                    }
+                }
+                // A submodule's commit: an empty folder, as a checkout leaves it.
+                _ => std::fs::create_dir(&to).map_err(failed(&to))?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -282,13 +364,10 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
             if let Some(kind) = crate::fs::Special::of(metadata.file_type()) {
                 return Err(crate::fs::PathError::Special { path, kind }.into());
             }
-            let mut file = crate::fs::open_regular(&path)?;
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(read)?;
             let executable =
                 std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o111 != 0;
             (
-                repository.blob(&bytes),
+                Ok(stream_blob(repository, &path)?),
                 if executable { 0o100755 } else { 0o100644 },
             )
         };
@@ -300,6 +379,37 @@ fn write_folder(repository: &Repository, folder: &Path) -> Result<Oid, PatchErro
     builder
         .write()
         .map_err(PatchError::git("cannot write a tree"))
+}
+
+/// Stores the regular file at `path` as a blob, streamed from the file into the object store
+/// (git's own `hash-object -w` streams the same way), so a file of any size passes through a
+/// fixed buffer. A file that changes size while it is read is refused rather than stored torn.
+fn stream_blob(repository: &Repository, path: &Path) -> Result<Oid, PatchError> {
+    let read = |source| PatchError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = crate::fs::open_regular(path)?;
+    let size = file.metadata().map_err(read)?.len();
+    let odb = repository
+        .odb()
+        .map_err(PatchError::git("cannot open the object store"))?;
+    let mut writer = odb
+        .writer(
+            usize::try_from(size).expect("a file size fits in memory's address range"),
+            git2::ObjectType::Blob,
+        )
+        .map_err(PatchError::git(format!("cannot store {}", path.display())))?;
+    let mut capped = std::io::Read::take(file, size + 1);
+    let copied = std::io::copy(&mut capped, &mut writer).map_err(read)?;
+    if copied != size {
+        return Err(read(std::io::Error::other(format!(
+            "it changed while it was read ({size} bytes before, {copied} read)"
+        ))));
+    }
+    writer
+        .finalize()
+        .map_err(PatchError::git(format!("cannot store {}", path.display())))
 }
 
 /// A scratch repository at `rev` of `url`, fetched into forge's cache first when the cache

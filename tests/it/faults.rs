@@ -872,6 +872,87 @@ fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
     assert_eq!(git(&target, &["status", "--porcelain"]), "");
 }
 
+/// Runs `forge args...` in `folder` within `kib` KiB of address space.
+fn forge_within(folder: &Path, kib: u64, args: &[&str]) -> std::process::Output {
+    Command::new("sh")
+        .args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_forge"))
+        .arg("-C")
+        .arg(folder)
+        .args(args)
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .env("GIT_COMMITTER_NAME", "Forge Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.org")
+        .env_remove("SOURCE_DATE_EPOCH")
+        .output()
+        .unwrap()
+}
+
+/// A file of a patched overlay that the series leaves alone streams from the recipe into the
+/// scratch repository and the context, as it does in an unpatched overlay: a 400 MB file goes
+/// through within 300 MB of address space.
+#[test]
+fn a_large_file_in_a_patched_overlay_streams_into_the_context() {
+    let context = TestContext::default_recipe();
+    const SIZE: u64 = 400 * 1024 * 1024;
+    let big = context.path().join("overlays/vllm/weights.bin");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(SIZE).unwrap();
+    drop(file);
+    let started = Instant::now();
+    let output = forge_within(context.path(), 300_000, &["build", "--dry-run"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stderr}");
+    assert_contains(&stderr, "Patched patches/pr4 onto ");
+    let bytes: u64 = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("context "))
+        .and_then(|line| line.split(", ").nth(1))
+        .and_then(|size| size.strip_suffix(" bytes)"))
+        .and_then(|size| size.parse().ok())
+        .unwrap_or_else(|| panic!("no context size in {stdout}"));
+    assert!(bytes > SIZE, "the context holds {bytes} bytes");
+    assert!(started.elapsed() < Duration::from_secs(120), "took {:?}", started.elapsed());
+}
+
+/// A patch that changes a file larger than the patch stage holds in memory is refused by name,
+/// before the file is read, and nothing is applied.
+#[test]
+fn a_patch_to_a_file_past_the_limit_is_refused_by_name() {
+    let bench = TestContext::empty();
+    let target = repository_with_a_base(bench.path());
+    let big = std::fs::File::create(target.join("big.txt")).unwrap();
+    big.set_len(200 * 1024 * 1024).unwrap();
+    drop(big);
+    git(&target, &["add", "big.txt"]);
+    git(&target, &["commit", "-q", "-m", "a big file"]);
+    bench.write(
+        "big.patch",
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+         From: Big Patch <big@example.org>\nDate: Mon, 6 Jul 2026 14:12:09 +0200\n\
+         Subject: [PATCH] change the big file\n\n---\n\
+         diff --git a/big.txt b/big.txt\n--- a/big.txt\n+++ b/big.txt\n\
+         @@ -1 +1 @@\n-a\n+b\n-- \n2.47.3\n",
+    );
+    let head = git(&target, &["rev-parse", "HEAD"]);
+    let series = [bench.path().join("big.patch")];
+    for command in ["check", "apply"] {
+        let output = forge_within(bench.path(), 300_000, &patch_args(command, &target, &series));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_contains(
+            &stderr,
+            "big.patch: cannot patch big.txt: it is 209715200 bytes, more than the 128 MiB a patched file may have",
+        );
+        assert_contains(&stderr, "nothing was applied");
+        assert_eq!(git(&target, &["rev-parse", "HEAD"]), head, "HEAD moved");
+    }
+}
+
 #[test]
 fn a_patch_through_a_symlink_is_refused_and_writes_nothing() {
     let bench = TestContext::empty();
