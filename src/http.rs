@@ -17,14 +17,6 @@ pub fn agent() -> ureq::Agent {
     config().timeout_global(Some(TIMEOUT)).build().into()
 }
 
-/// Whether requests that start at `url` must stay on https: those that start there. A redirect
-/// from https to plain http is then refused (as the registry client refuses it), so what is
-/// hashed or read never came over a connection anyone on the way could rewrite.
-pub fn stays_on_https(url: &str) -> bool {
-    url.get(..8)
-        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"))
-}
-
 /// Like `agent`, but redirects come back as responses: for a client that decides itself where
 /// a redirect may lead and what goes with it (the registry client, see `registry::trust`).
 pub fn agent_without_redirects() -> ureq::Agent {
@@ -33,6 +25,98 @@ pub fn agent_without_redirects() -> ureq::Agent {
         .max_redirects(0)
         .build()
         .into()
+}
+
+/// The most redirects one request follows (curl's default is 50, requests' 30; a file host
+/// needs one or two).
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Why a redirect was not followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RedirectRefusal {
+    /// It leads to something that is not http or https (`file:`, `ftp:`, ...).
+    #[error("it redirects to {}, which is not an http:// or https:// URL", crate::redact::Redacted(to))]
+    NotHttp {
+        /// Where it leads.
+        to: String,
+    },
+    /// It leads from https to plain http.
+    #[error("it redirects from https to plain http ({})", crate::redact::Redacted(to))]
+    Downgrade {
+        /// Where it leads.
+        to: String,
+    },
+    /// It carries a user name or password.
+    #[error("it redirects to a URL with a user name or token in it ({})", crate::redact::Redacted(to))]
+    UserInformation {
+        /// Where it leads.
+        to: String,
+    },
+    /// The redirects did not end.
+    #[error("it redirects more than {MAX_REDIRECTS} times (the last to {})", crate::redact::Redacted(to))]
+    TooMany {
+        /// The last place it led.
+        to: String,
+    },
+    /// The `Location` is no URL.
+    #[error("it redirects to {location:?}, which is not a URL ({reason})")]
+    Unreadable {
+        /// The `Location` header as sent.
+        location: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+}
+
+/// Why a request that follows redirects got no answer.
+#[derive(Debug)]
+pub enum FollowError {
+    /// A redirect was refused.
+    Refused(RedirectRefusal),
+    /// The request itself failed.
+    Request(ureq::Error),
+}
+
+/// `GET url`, following redirects by hand with `agent` (made with `max_redirects(0)`): each
+/// `Location` is read against the URL that sent it, and refused when it leads out of HTTP, from
+/// https back to plain http (once on https, a chain stays there), or to a URL with user
+/// information, each named with where it led. The answer that is not a redirect comes back
+/// with the URL that gave it.
+pub fn get_following(
+    agent: &ureq::Agent,
+    url: &str,
+) -> Result<(String, ureq::http::Response<ureq::Body>), FollowError> {
+    let mut current = url.to_owned();
+    for _ in 0..=MAX_REDIRECTS {
+        let response = agent.get(&current).call().map_err(FollowError::Request)?;
+        let location = header(&response, "location").map(ToOwned::to_owned);
+        let Some(location) = location.filter(|_| response.status().is_redirection()) else {
+            return Ok((current, response));
+        };
+        current = redirect(&current, &location).map_err(FollowError::Refused)?;
+    }
+    Err(FollowError::Refused(RedirectRefusal::TooMany { to: current }))
+}
+
+/// Where a redirect from `from` to `location` leads, if it may be followed.
+fn redirect(from: &str, location: &str) -> Result<String, RedirectRefusal> {
+    let unreadable = |reason: String| RedirectRefusal::Unreadable {
+        location: location.to_owned(),
+        reason,
+    };
+    let base = url::Url::parse(from).map_err(|error| unreadable(error.to_string()))?;
+    let to = base
+        .join(location)
+        .map_err(|error| unreadable(error.to_string()))?;
+    let named = to.as_str().to_owned();
+    match to.scheme() {
+        "http" if base.scheme() == "https" => Err(RedirectRefusal::Downgrade { to: named }),
+        "http" | "https" if crate::types::url::has_user_information(&to) => {
+            Err(RedirectRefusal::UserInformation { to: named })
+        }
+        "http" | "https" => Ok(named),
+        _ => Err(RedirectRefusal::NotHttp { to: named }),
+    }
 }
 
 /// What every forge agent shares. Redirects are followed (PyPI and registries redirect to
@@ -309,6 +393,47 @@ mod tests {
         );
         assert_eq!(next_link(r#"<https://h/r?page=9>; rel="last""#), None);
         assert_eq!(next_link(r#"<https://h/r?page=9>; title="next""#), None);
+    }
+
+    #[test]
+    fn redirects_stay_on_http_and_never_go_back_from_https() {
+        let from = "https://files.example.org/a/b.whl";
+        assert_eq!(
+            redirect(from, "/c/d.whl").as_deref(),
+            Ok("https://files.example.org/c/d.whl")
+        );
+        assert_eq!(
+            redirect(from, "https://cdn.example.net/x").as_deref(),
+            Ok("https://cdn.example.net/x")
+        );
+        assert_eq!(
+            redirect("http://127.0.0.1:9/a", "https://cdn.example.net/x").as_deref(),
+            Ok("https://cdn.example.net/x")
+        );
+        assert_eq!(
+            redirect(from, "file:///etc/passwd"),
+            Err(RedirectRefusal::NotHttp {
+                to: "file:///etc/passwd".to_owned()
+            })
+        );
+        assert_eq!(
+            redirect(from, "http://cdn.example.net/x"),
+            Err(RedirectRefusal::Downgrade {
+                to: "http://cdn.example.net/x".to_owned()
+            })
+        );
+        assert!(matches!(
+            redirect(from, "https://user:token@cdn.example.net/x"),
+            Err(RedirectRefusal::UserInformation { .. })
+        ));
+        assert!(matches!(
+            redirect(from, "http://[::1"),
+            Err(RedirectRefusal::Unreadable { .. })
+        ));
+        let refused = RedirectRefusal::UserInformation {
+            to: "https://user:token@cdn.example.net/x".to_owned(),
+        };
+        assert!(!refused.to_string().contains("token"), "{refused}");
     }
 
     #[test]

@@ -44,13 +44,14 @@ pub enum DownloadError {
         /// What the connection said.
         message: String,
     },
-    /// A redirect from https led to plain http.
-    #[error("cannot download {}: it redirects from https to plain http ({})", crate::redact::Redacted(url.as_str()), crate::redact::Redacted(to.as_str()))]
-    Downgrade {
+    /// A redirect was not followed: out of HTTP, from https to plain http, with a login in it,
+    /// or one too many.
+    #[error("cannot download {}: {refusal}", crate::redact::Redacted(url.as_str()))]
+    Redirect {
         /// The URL.
         url: String,
-        /// Where the redirect led.
-        to: String,
+        /// Why the redirect was not followed, and where it led.
+        refusal: crate::http::RedirectRefusal,
     },
     /// The body stopped early, stalled, or crossed the size limit.
     #[error("cannot hash {}: {message}", crate::redact::Redacted(url.as_str()))]
@@ -76,7 +77,11 @@ impl Advise for DownloadError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
             DownloadError::Unreachable { .. } => "check the network and the pin's `url`; pins.toml was not changed".to_owned(),
-            DownloadError::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`; pins.toml was not changed".to_owned(),
+            DownloadError::Redirect { refusal, .. } => match refusal {
+                crate::http::RedirectRefusal::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`; pins.toml was not changed",
+                crate::http::RedirectRefusal::NotHttp { .. } | crate::http::RedirectRefusal::UserInformation { .. } => "forge downloads over http and https only, and sends no login it was not given: name the file's https location in the pin's `url`; pins.toml was not changed",
+                crate::http::RedirectRefusal::TooMany { .. } | crate::http::RedirectRefusal::Unreadable { .. } => "the server's redirects lead nowhere: check the pin's `url` in a browser, or name where the file really is; pins.toml was not changed",
+            }.to_owned(),
             DownloadError::Body { .. } => "try again; a file larger than the limit needs FORGE_DOWNLOAD_LIMIT (bytes) raised, and a slow link FORGE_IDLE_TIMEOUT (seconds); pins.toml was not changed".to_owned(),
             DownloadError::NotTheWheel { .. } => "a server that answers with an error or rate-limit page, or with another file, is not recorded: try again later, or check the pin's `url` and the wheel's `file` in pins.toml; pins.toml was not changed".to_owned(),
         })
@@ -90,19 +95,14 @@ crate::advised!(DownloadError);
 pub fn wheel(url: &Url, file: &str) -> Result<Fetched, DownloadError> {
     // No overall time limit: a large wheel takes long on a slow link. The idle time and the
     // size limit bound it instead.
-    let agent: ureq::Agent = crate::http::config()
-        .https_only(crate::http::stays_on_https(url.as_str()))
-        .build()
-        .into();
-    let response = agent
-        .get(url.as_str())
-        .call()
-        .map_err(|error| match error {
-            ureq::Error::RequireHttpsOnly(to) => DownloadError::Downgrade {
+    let agent: ureq::Agent = crate::http::config().max_redirects(0).build().into();
+    let (_, response) =
+        crate::http::get_following(&agent, url.as_str()).map_err(|error| match error {
+            crate::http::FollowError::Refused(refusal) => DownloadError::Redirect {
                 url: url.to_string(),
-                to,
+                refusal,
             },
-            error => DownloadError::Unreachable {
+            crate::http::FollowError::Request(error) => DownloadError::Unreachable {
                 url: url.to_string(),
                 message: error.to_string(),
             },

@@ -789,6 +789,44 @@ fn a_redirect_from_https_to_plain_http_is_refused() {
     );
 }
 
+/// A redirect out of HTTP (to a `file:` URL) or one that never ends is refused by what it is,
+/// naming where it led, and nothing is recorded.
+#[test]
+fn a_redirect_out_of_http_or_without_end_is_refused_by_what_it_is() {
+    let server = ReleaseServer::start();
+    release(&server, "0.6.15", &flashinfer_files("0.6.15"));
+    let context = unhashed_recipe_on(&server);
+    let before = context.read("pins.toml");
+    let bump = || {
+        forge(
+            &context,
+            &["pin", "bump", "flashinfer", "--to", "0.6.15"],
+            &[],
+        )
+        .expect_code(2)
+    };
+
+    server.redirect_downloads_to("file://");
+    let run = bump();
+    assert_contains(
+        &run.stderr,
+        "it redirects to file:///download/v0.6.15/flashinfer_python-0.6.15-py3-none-any.whl, which is not an http:// or https:// URL",
+    );
+    assert_contains(&run.stderr, "hint: forge downloads over http and https only");
+    assert_eq!(context.read("pins.toml"), before);
+
+    server.redirect_downloads_to(&format!("http://{}", server.address()));
+    let run = bump();
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "it redirects more than 10 times (the last to http://{}/download/v0.6.15/flashinfer_python-0.6.15-py3-none-any.whl)",
+            server.address()
+        ),
+    );
+    assert_eq!(context.read("pins.toml"), before);
+}
+
 /// A file that is not the wheel its name says (a rate-limit page answered with 200, or the wheel
 /// of another package or version) is refused by name, and nothing is recorded.
 #[test]
