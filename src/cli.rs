@@ -332,7 +332,7 @@ pub enum PinCommand {
 #[derive(Debug, Args)]
 pub struct UpstreamArgs {
     /// A package index mirror that replaces every index the recipe names.
-    #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL")]
+    #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL", value_parser = crate::types::url::Url::http)]
     pub index_url: Option<crate::types::url::Url>,
 
     /// Offer pre-releases (a, b, rc, dev) too.

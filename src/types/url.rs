@@ -41,6 +41,44 @@ pub fn is_localhost(name: &str) -> bool {
     name == "localhost"
 }
 
+impl Url {
+    /// A URL forge itself reads over HTTP (a package index, a release listing): `https://` or
+    /// `http://` only, so the message names only those.
+    pub fn http(value: &str) -> Result<Url, GrammarError> {
+        match value.parse::<Url>() {
+            Ok(url) if url.is_http() => Ok(url),
+            _ => Err(GrammarError::new(
+                "url",
+                value,
+                "expected an https:// or http:// URL without spaces, quotes or shell metacharacters: forge reads it itself, over HTTP (a folder on disk can be served with `python3 -m http.server`)",
+            )),
+        }
+    }
+
+    /// Whether it is an `https://` or `http://` URL.
+    pub fn is_http(&self) -> bool {
+        is_http(&self.0)
+    }
+}
+
+/// Whether `text` starts with `https://` or `http://`.
+fn is_http(text: &str) -> bool {
+    text.starts_with("https://") || text.starts_with("http://")
+}
+
+/// Deserializes a `Url` with `Url::http`, for the keys of pins.toml that forge reads over HTTP.
+pub fn deserialize_http<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Url, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+    Url::http(&text).map_err(serde::de::Error::custom)
+}
+
+/// Like `deserialize_http`, for a key that may be left out.
+pub fn deserialize_http_option<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Url>, D::Error> {
+    deserialize_http(deserializer).map(Some)
+}
+
 impl FromStr for Url {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
@@ -74,6 +112,12 @@ pub struct UrlTemplate(String);
 string_newtype!(UrlTemplate);
 
 impl UrlTemplate {
+    /// Whether it is an `https://` or `http://` URL (what a wheel set's files are downloaded
+    /// from must be).
+    pub fn is_http(&self) -> bool {
+        is_http(&self.0)
+    }
+
     /// Whether the URL carries a user name or password (`https://user:token@host/...`).
     pub fn has_user_information(&self) -> bool {
         let sample = self.0.replace("{version}", "0").replace("{file}", "x");

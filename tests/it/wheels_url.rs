@@ -162,6 +162,57 @@ fn a_wheel_url_with_a_login_is_refused_at_load() {
     assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
 }
 
+/// What forge reads or downloads over HTTP (a wheel set's files, a package index, a release
+/// listing, `--index-url`) is refused at load when it is a `file://` URL, by a message that
+/// offers only http and https.
+#[test]
+fn file_urls_are_refused_where_forge_reads_over_http() {
+    let context = TestContext::default_recipe();
+    let before = context.read("pins.toml");
+    context.write(
+        "pins.toml",
+        &before.replacen(DEFAULT_URL, "file:///srv/wheels/{file}", 1),
+    );
+    let run = context.forge(&["render"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "pins.toml:79:1: wheel set `flashinfer`: its url must be an https:// or http:// URL, not file:///srv/wheels/{file}",
+    );
+    assert_contains(&run.stderr, "hint: forge downloads each file over HTTP to hash it");
+
+    let only_http = "expected an https:// or http:// URL without spaces, quotes or shell metacharacters: forge reads it itself, over HTTP";
+    for (from, to, at) in [
+        (
+            "package = \"tilelang\"\n",
+            "package = \"tilelang\"\nindex = \"file:///srv/simple\"\n",
+            "pins.toml:72:9",
+        ),
+        (
+            "[pins.flashinfer]",
+            "[index]\nurl = \"file:///srv/simple\"\n\n[pins.flashinfer]",
+            "pins.toml:80:7",
+        ),
+        (
+            DEFAULT_URL,
+            &format!("{DEFAULT_URL}\"\nreleases = \"file:///srv/releases.json"),
+            "pins.toml:87:12",
+        ),
+    ] {
+        context.write("pins.toml", &before.replacen(from, to, 1));
+        let run = context.forge(&["render"]).expect_code(2);
+        assert_contains(&run.stderr, &format!("{at}: invalid url \"file:///srv/"));
+        assert_contains(&run.stderr, only_http);
+        assert!(!run.stderr.contains("file:// URL"), "{}", run.stderr);
+    }
+
+    context.write("pins.toml", &before);
+    let run = context
+        .forge(&["pin", "outdated", "--index-url", "file:///srv/simple"])
+        .expect_code(2);
+    assert_contains(&run.stderr, "invalid value 'file:///srv/simple' for '--index-url <URL>'");
+    assert_contains(&run.stderr, only_http);
+}
+
 #[test]
 fn url_and_file_templates_keep_to_their_grammar() {
     let context = TestContext::default_recipe();

@@ -79,6 +79,17 @@ impl Loader<'_> {
         // A login in the URL would be written into the Dockerfile, the image's history and the
         // record, and sent with every download. (A git pin's URL may hold one: it is cloned by
         // the build and redacted wherever it is shown.)
+        // forge downloads each file to hash it, and pip downloads it again in the build: a
+        // `file://` URL would name a file of neither machine's.
+        if let Some(url) = url.as_ref().filter(|url| !url.is_http()) {
+            return Err(self.error(
+                span.clone(),
+                format!(
+                    "wheel set `{name}`: its url must be an https:// or http:// URL, not {url}"
+                ),
+                "forge downloads each file over HTTP to hash it, and pip downloads it again in the build: serve the files (a folder can be served with `python3 -m http.server`), or install them from an index",
+            ));
+        }
         if url.as_ref().is_some_and(UrlTemplate::has_user_information) {
             return Err(self.error(
                 span.clone(),
