@@ -112,6 +112,40 @@ pub fn parse_detached(origin: &Path, text: &str) -> Result<Pins, LoadError> {
     loader.recipe(raw)
 }
 
+/// The dotted key of `text` with the most parts, when it has more than the TOML reader takes
+/// (80): where it starts and how many parts it has. Read with the TOML reader's own lexer, so a
+/// dot inside a quoted key or a string is not counted.
+fn longest_dotted_key(text: &str) -> Option<(Range<usize>, usize)> {
+    use toml_parser::lexer::TokenKind;
+    let mut longest: Option<(Range<usize>, usize)> = None;
+    let mut current: Option<(usize, usize)> = None;
+    let mut after_dot = false;
+    for token in toml_parser::Source::new(text).lex() {
+        let start = token.span().start();
+        match token.kind() {
+            TokenKind::Atom | TokenKind::BasicString | TokenKind::LiteralString => {
+                current = match current {
+                    Some((first, parts)) if after_dot => Some((first, parts + 1)),
+                    _ => Some((start, 1)),
+                };
+                after_dot = false;
+                if let Some((first, parts)) = current
+                    && longest.as_ref().is_none_or(|(_, most)| parts > *most)
+                {
+                    longest = Some((first..start, parts));
+                }
+            }
+            TokenKind::Dot if current.is_some() => after_dot = true,
+            TokenKind::Whitespace => {}
+            _ => {
+                current = None;
+                after_dot = false;
+            }
+        }
+    }
+    longest.filter(|(_, parts)| *parts >= 80)
+}
+
 pub(super) struct Loader<'a> {
     path: &'a Path,
     text: &'a str,
@@ -147,6 +181,16 @@ impl Loader<'_> {
         } else {
             "fix the TOML at that position; nothing was rendered"
         };
+        if error.span().is_none()
+            && let Some((span, parts)) = longest_dotted_key(self.text)
+        {
+            // The TOML reader stops at a key of 80 dotted parts without saying where.
+            return self.error(
+                span,
+                format!("a key of {parts} dotted parts: {message}"),
+                "write the key with fewer parts (pins.toml's own keys have at most three); nothing was rendered",
+            );
+        }
         self.error(error.span().unwrap_or(0..0), message, hint)
     }
 

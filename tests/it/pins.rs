@@ -79,6 +79,28 @@ fn unknown_key_is_refused_at_its_line() {
     assert_contains(&run.stderr, "hint: remove or rename the key");
 }
 
+/// A key of more dotted parts than the TOML reader takes (80) is located where it starts, as a
+/// table header and as the key of a value; a dot in a quoted part is not a part of its own.
+#[test]
+fn a_key_of_too_many_dotted_parts_is_located_where_it_starts() {
+    let line = line_of("[pins.tilelang]");
+    let parts = vec!["a"; 100_000].join(".");
+    refused(
+        "[pins.tilelang]",
+        &format!("[{parts}]\nx = 1\n\n[pins.tilelang]"),
+        &format!("{line}:2: a key of 100000 dotted parts: recursion limit"),
+        "",
+    );
+    let quoted = format!("\"{}\".b = 1", vec!["q"; 200].join("."));
+    let long = format!("{quoted}\n  {} = 2", vec!["k"; 81].join(" . "));
+    refused(
+        "[pins.tilelang]\n",
+        &format!("[pins.tilelang]\n{long}\n"),
+        &format!("{}:3: a key of 81 dotted parts", line + 2),
+        "",
+    );
+}
+
 #[test]
 fn version_with_a_newline_and_a_command_is_refused() {
     let line = line_of("version = \"0.6.14\"");
