@@ -53,6 +53,7 @@ pub mod dockerfile;
 pub mod git;
 pub mod oci;
 pub mod python;
+pub mod python_syntax;
 pub mod recipe;
 pub mod url;
 

@@ -234,14 +234,22 @@ impl FromStr for PythonExpr {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         let ok = !value.trim().is_empty() && super::dockerfile::fits_double_quotes(value);
-        if ok {
-            Ok(Self(value.to_owned()))
-        } else {
-            Err(GrammarError::new(
+        if !ok {
+            return Err(GrammarError::new(
                 "check",
                 value,
                 "expected one line of Python (at most 1024 printable ASCII characters) without \", \\, $ or `; use single quotes for strings",
-            ))
+            ));
+        }
+        // Compiled here, as Python would compile it in the image's gate, so that a check that
+        // is not Python fails when pins.toml is read rather than at the end of a build.
+        match super::python_syntax::error(value) {
+            None => Ok(Self(value.to_owned())),
+            Some(error) => Err(GrammarError::new(
+                "check",
+                value,
+                format!("it is not a Python expression: {error}"),
+            )),
         }
     }
 }

@@ -101,6 +101,33 @@ fn a_key_of_too_many_dotted_parts_is_located_where_it_starts() {
     );
 }
 
+/// A fix's check that Python would not compile is refused when pins.toml is read, with the
+/// column of the check where Python's error starts, instead of failing at the end of a build.
+#[test]
+fn a_check_that_is_not_python_is_refused_at_load() {
+    let check = "'_sm12x' in source('vllm.models.deepseek_v4.nvidia.ops.o_proj')";
+    let line = line_of(check);
+    let run = refused(
+        check,
+        "'_sm12x' in source('vllm.models.deepseek_v4.nvidia.ops.o_proj'",
+        &format!("{line}:9: invalid check"),
+        "it is not a Python expression: unexpected EOF while parsing (column 63)",
+    );
+    assert_contains(&run.stderr, "nothing was rendered");
+    refused(
+        check,
+        "all(hasattr(m, n) for *n in ('a', 'b'))",
+        &format!("{line}:9: invalid check"),
+        "it is not a Python expression: ",
+    );
+    refused(
+        check,
+        "(yield source('vllm'))",
+        &format!("{line}:9: invalid check"),
+        "it is not a Python expression: ",
+    );
+}
+
 #[test]
 fn version_with_a_newline_and_a_command_is_refused() {
     let line = line_of("version = \"0.6.14\"");
