@@ -35,25 +35,37 @@ pub const MAX_REDIRECTS: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RedirectRefusal {
     /// It leads to something that is not http or https (`file:`, `ftp:`, ...).
-    #[error("it redirects to {}, which is not an http:// or https:// URL", crate::redact::Redacted(to))]
+    #[error(
+        "it redirects to {}, which is not an http:// or https:// URL",
+        crate::redact::Redacted(to)
+    )]
     NotHttp {
         /// Where it leads.
         to: String,
     },
     /// It leads from https to plain http.
-    #[error("it redirects from https to plain http ({})", crate::redact::Redacted(to))]
+    #[error(
+        "it redirects from https to plain http ({})",
+        crate::redact::Redacted(to)
+    )]
     Downgrade {
         /// Where it leads.
         to: String,
     },
     /// It carries a user name or password.
-    #[error("it redirects to a URL with a user name or token in it ({})", crate::redact::Redacted(to))]
+    #[error(
+        "it redirects to a URL with a user name or token in it ({})",
+        crate::redact::Redacted(to)
+    )]
     UserInformation {
         /// Where it leads.
         to: String,
     },
     /// The redirects did not end.
-    #[error("it redirects more than {MAX_REDIRECTS} times (the last to {})", crate::redact::Redacted(to))]
+    #[error(
+        "it redirects more than {MAX_REDIRECTS} times (the last to {})",
+        crate::redact::Redacted(to)
+    )]
     TooMany {
         /// The last place it led.
         to: String,
@@ -95,7 +107,9 @@ pub fn get_following(
         };
         current = redirect(&current, &location).map_err(FollowError::Refused)?;
     }
-    Err(FollowError::Refused(RedirectRefusal::TooMany { to: current }))
+    Err(FollowError::Refused(RedirectRefusal::TooMany {
+        to: current,
+    }))
 }
 
 /// Where a redirect from `from` to `location` leads, if it may be followed.

@@ -261,7 +261,11 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         if let Onto::Folder(folder) = &entry.onto
             && recipe.copies_folder(folder.as_str())
         {
-            let checkout = check_out(&patched, &recipe.root.join(folder.as_str()), folder.as_str())?;
+            let checkout = check_out(
+                &patched,
+                &recipe.root.join(folder.as_str()),
+                folder.as_str(),
+            )?;
             trees.members.push(Member {
                 at: folder.to_string(),
                 from: checkout.path().to_owned(),

@@ -156,7 +156,9 @@ impl Run<'_> {
             .odb()
             .and_then(|odb| odb.read_header(id))
             .map(|(size, _)| size as u64)
-            .map_err(|error| self.refuse(file, format!("cannot read its blob: {}", error.message())))?;
+            .map_err(|error| {
+                self.refuse(file, format!("cannot read its blob: {}", error.message()))
+            })?;
         if size <= limit {
             return Ok(());
         }

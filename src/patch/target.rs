@@ -133,7 +133,9 @@ impl Patched {
             .repository
             .find_commit(self.applied.base)
             .and_then(|commit| commit.tree())
-            .map_err(PatchError::git("cannot read the tree the series applied onto"))?;
+            .map_err(PatchError::git(
+                "cannot read the tree the series applied onto",
+            ))?;
         self.write_tree(&tree(self.tree)?, Some(&base), original, into)
     }
 

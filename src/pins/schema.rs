@@ -160,7 +160,10 @@ pub(crate) struct RawPin {
     pub module: Option<ModulePath>,
     pub version: Option<Spanned<Version>>,
     pub install: Option<bool>,
-    #[serde(default, deserialize_with = "crate::types::url::deserialize_http_option")]
+    #[serde(
+        default,
+        deserialize_with = "crate::types::url::deserialize_http_option"
+    )]
     pub index: Option<Url>,
     pub group: Option<Spanned<PinName>>,
     #[serde(default)]
@@ -172,7 +175,10 @@ pub(crate) struct RawPin {
     /// `{file}`).
     pub url: Option<UrlTemplate>,
     /// Where a wheel set downloaded by URL lists its versions (a GitHub releases API URL).
-    #[serde(default, deserialize_with = "crate::types::url::deserialize_http_option")]
+    #[serde(
+        default,
+        deserialize_with = "crate::types::url::deserialize_http_option"
+    )]
     pub releases: Option<Url>,
     /// The files pip may install from the index at `version`, each with its sha256.
     pub files: Option<Vec<RawHashedFile>>,
@@ -230,7 +236,10 @@ pub(crate) struct RawShim {
 pub(crate) struct RawWheel {
     pub package: PackageName,
     pub local: Option<LocalLabel>,
-    #[serde(default, deserialize_with = "crate::types::url::deserialize_http_option")]
+    #[serde(
+        default,
+        deserialize_with = "crate::types::url::deserialize_http_option"
+    )]
     pub index: Option<Url>,
     /// Its file name at `{version}`, for a set downloaded from the pin's `url`.
     pub file: Option<WheelFile>,

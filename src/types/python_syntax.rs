@@ -35,7 +35,10 @@ pub fn error(source: &str) -> Option<String> {
     };
     walk.visit_expr(parsed.expr());
     let first = walk.errors.into_inner().into_iter().next()?;
-    Some(format!("{first} (column {})", column(first.range.start().into())))
+    Some(format!(
+        "{first} (column {})",
+        column(first.range.start().into())
+    ))
 }
 
 /// A scope a check can open.
@@ -200,7 +203,7 @@ mod tests {
         "[x for x in *a]",
         "{*a}",
         "a[*b]",
-];
+    ];
 
     /// The checks of the default recipe.
     fn default_checks() -> Vec<String> {

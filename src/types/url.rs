@@ -67,7 +67,9 @@ fn is_http(text: &str) -> bool {
 }
 
 /// Deserializes a `Url` with `Url::http`, for the keys of pins.toml that forge reads over HTTP.
-pub fn deserialize_http<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Url, D::Error> {
+pub fn deserialize_http<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Url, D::Error> {
     let text = <String as serde::Deserialize>::deserialize(deserializer)?;
     Url::http(&text).map_err(serde::de::Error::custom)
 }

@@ -916,7 +916,11 @@ fn a_large_file_in_a_patched_overlay_streams_into_the_context() {
         .and_then(|size| size.parse().ok())
         .unwrap_or_else(|| panic!("no context size in {stdout}"));
     assert!(bytes > SIZE, "the context holds {bytes} bytes");
-    assert!(started.elapsed() < Duration::from_secs(120), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 /// A patch that changes a file larger than the patch stage holds in memory is refused by name,
@@ -941,7 +945,11 @@ fn a_patch_to_a_file_past_the_limit_is_refused_by_name() {
     let head = git(&target, &["rev-parse", "HEAD"]);
     let series = [bench.path().join("big.patch")];
     for command in ["check", "apply"] {
-        let output = forge_within(bench.path(), 300_000, &patch_args(command, &target, &series));
+        let output = forge_within(
+            bench.path(),
+            300_000,
+            &patch_args(command, &target, &series),
+        );
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert_contains(

@@ -178,7 +178,10 @@ fn file_urls_are_refused_where_forge_reads_over_http() {
         &run.stderr,
         "pins.toml:79:1: wheel set `flashinfer`: its url must be an https:// or http:// URL, not file:///srv/wheels/{file}",
     );
-    assert_contains(&run.stderr, "hint: forge downloads each file over HTTP to hash it");
+    assert_contains(
+        &run.stderr,
+        "hint: forge downloads each file over HTTP to hash it",
+    );
 
     let only_http = "expected an https:// or http:// URL without spaces, quotes or shell metacharacters: forge reads it itself, over HTTP";
     for (from, to, at) in [
@@ -209,7 +212,10 @@ fn file_urls_are_refused_where_forge_reads_over_http() {
     let run = context
         .forge(&["pin", "outdated", "--index-url", "file:///srv/simple"])
         .expect_code(2);
-    assert_contains(&run.stderr, "invalid value 'file:///srv/simple' for '--index-url <URL>'");
+    assert_contains(
+        &run.stderr,
+        "invalid value 'file:///srv/simple' for '--index-url <URL>'",
+    );
     assert_contains(&run.stderr, only_http);
 }
 
@@ -863,7 +869,10 @@ fn a_redirect_out_of_http_or_without_end_is_refused_by_what_it_is() {
         &run.stderr,
         "it redirects to file:///download/v0.6.15/flashinfer_python-0.6.15-py3-none-any.whl, which is not an http:// or https:// URL",
     );
-    assert_contains(&run.stderr, "hint: forge downloads over http and https only");
+    assert_contains(
+        &run.stderr,
+        "hint: forge downloads over http and https only",
+    );
     assert_eq!(context.read("pins.toml"), before);
 
     server.redirect_downloads_to(&format!("http://{}", server.address()));
