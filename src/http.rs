@@ -80,6 +80,18 @@ pub enum RedirectRefusal {
     },
 }
 
+impl crate::diagnostics::Advise for RedirectRefusal {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(match self {
+            RedirectRefusal::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`",
+            RedirectRefusal::NotHttp { .. } | RedirectRefusal::UserInformation { .. } => "forge downloads over http and https only, and sends no login it was not given: name the file's https location in the pin's `url`",
+            RedirectRefusal::TooMany { .. } | RedirectRefusal::Unreadable { .. } => "the server's redirects lead nowhere: check the pin's `url` in a browser, or name where the file really is",
+        }.to_owned())
+    }
+}
+
+crate::advised!(RedirectRefusal);
+
 /// Why a request that follows redirects got no answer.
 #[derive(Debug)]
 pub enum FollowError {
@@ -448,7 +460,12 @@ mod tests {
             to: "https://user:token@cdn.example.net/x".to_owned(),
         };
         assert!(!refused.to_string().contains("user:token"), "{refused}");
-        assert!(refused.to_string().contains("https://***@cdn.example.net/x"), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("https://***@cdn.example.net/x"),
+            "{refused}"
+        );
     }
 
     #[test]

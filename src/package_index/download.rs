@@ -77,11 +77,10 @@ impl Advise for DownloadError {
     fn advice(&self) -> Advice {
         Advice::Hint(match self {
             DownloadError::Unreachable { .. } => "check the network and the pin's `url`; pins.toml was not changed".to_owned(),
-            DownloadError::Redirect { refusal, .. } => match refusal {
-                crate::http::RedirectRefusal::Downgrade { .. } => "forge hashes only what came over https when the url is https: ask the host to serve the file over https, or name its https location in the pin's `url`; pins.toml was not changed",
-                crate::http::RedirectRefusal::NotHttp { .. } | crate::http::RedirectRefusal::UserInformation { .. } => "forge downloads over http and https only, and sends no login it was not given: name the file's https location in the pin's `url`; pins.toml was not changed",
-                crate::http::RedirectRefusal::TooMany { .. } | crate::http::RedirectRefusal::Unreadable { .. } => "the server's redirects lead nowhere: check the pin's `url` in a browser, or name where the file really is; pins.toml was not changed",
-            }.to_owned(),
+            DownloadError::Redirect { refusal, .. } => match refusal.advice() {
+                Advice::Hint(hint) => format!("{hint}; pins.toml was not changed"),
+                Advice::Nothing(_) => "pins.toml was not changed".to_owned(),
+            },
             DownloadError::Body { .. } => "try again; a file larger than the limit needs FORGE_DOWNLOAD_LIMIT (bytes) raised, and a slow link FORGE_IDLE_TIMEOUT (seconds); pins.toml was not changed".to_owned(),
             DownloadError::NotTheWheel { .. } => "a server that answers with an error or rate-limit page, or with another file, is not recorded: try again later, or check the pin's `url` and the wheel's `file` in pins.toml; pins.toml was not changed".to_owned(),
         })
