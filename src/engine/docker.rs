@@ -185,7 +185,15 @@ impl Docker {
             self.client
                 .create_image(Some(options), None, credentials.map(docker_credentials));
         let mut seen = std::collections::HashSet::new();
-        while let Some(item) = self.next_within(&mut stream, &reference).await? {
+        let mut headway = Headway::default();
+        while let Some(item) = self.next_within(&mut stream, &reference, &headway).await? {
+            if let Ok(info) = &item {
+                headway.note(
+                    info.id.as_deref(),
+                    info.status.as_deref(),
+                    info.progress_detail.as_ref(),
+                );
+            }
             let info = match item {
                 Ok(info) => info,
                 Err(
@@ -217,16 +225,18 @@ impl Docker {
             })
     }
 
-    /// The next item of a pull's or a push's progress `stream`, or `Stalled` once the daemon
-    /// has sent nothing for the idle limit (`FORGE_IDLE_TIMEOUT`). A build's and a container's
-    /// streams have no such limit: a step may rightly work for long without a word.
+    /// The next item of a pull's or a push's progress `stream`, or `Stalled` once the stream
+    /// has not moved on (`headway`) for the idle limit (`FORGE_IDLE_TIMEOUT`): a daemon that
+    /// sends nothing and one that repeats itself without end are stalled alike. A build's and a
+    /// container's streams have no such limit: a step may rightly work for long without a word.
     async fn next_within<S: futures_util::Stream + Unpin>(
         &self,
         stream: &mut S,
         reference: &str,
+        headway: &Headway,
     ) -> Result<Option<S::Item>, EngineError> {
         let idle = crate::http::idle_timeout();
-        tokio::time::timeout(idle, stream.next())
+        tokio::time::timeout_at(headway.since + idle, stream.next())
             .await
             .map_err(|_| EngineError::Stalled {
                 host: self.host.clone(),
@@ -582,7 +592,11 @@ impl Engine for Docker {
         );
         let mut digest = None;
         let mut seen = std::collections::HashSet::new();
-        while let Some(item) = self.next_within(&mut stream, &reference).await? {
+        let mut headway = Headway::default();
+        while let Some(item) = self.next_within(&mut stream, &reference, &headway).await? {
+            if let Ok(info) = &item {
+                headway.note(None, info.status.as_deref(), info.progress_detail.as_ref());
+            }
             let info = match item {
                 Ok(info) => info,
                 Err(BollardError::DockerStreamError { error }) => {
@@ -788,6 +802,56 @@ fn docker_credentials(credentials: &Credentials) -> bollard::auth::DockerCredent
             crate::registry::credentials::server_address(&credentials.registry).to_owned(),
         ),
         ..Default::default()
+    }
+}
+
+/// How far a pull's or a push's stream has got: each state of each layer (its id, status and
+/// size) once, and each byte count past the highest yet for that state. Only an item that adds
+/// to it moves the stream on; the idle limit counts from the last one that did.
+struct Headway {
+    since: tokio::time::Instant,
+    reached: HashMap<(String, String, i64), i64>,
+}
+
+impl Default for Headway {
+    fn default() -> Self {
+        Self {
+            since: tokio::time::Instant::now(),
+            reached: HashMap::new(),
+        }
+    }
+}
+
+impl Headway {
+    /// Notes an item of the stream; the clock starts again when it moves the stream on.
+    fn note(
+        &mut self,
+        id: Option<&str>,
+        status: Option<&str>,
+        detail: Option<&bollard::models::ProgressDetail>,
+    ) {
+        let (current, total) = detail.map_or((0, 0), |detail| {
+            (detail.current.unwrap_or(0), detail.total.unwrap_or(0))
+        });
+        let state = (
+            id.unwrap_or_default().to_owned(),
+            status.unwrap_or_default().to_owned(),
+            total,
+        );
+        let moved = match self.reached.get_mut(&state) {
+            Some(reached) if *reached >= current => false,
+            Some(reached) => {
+                *reached = current;
+                true
+            }
+            None => {
+                self.reached.insert(state, current);
+                true
+            }
+        };
+        if moved {
+            self.since = tokio::time::Instant::now();
+        }
     }
 }
 

@@ -128,8 +128,9 @@ pub enum EngineError {
         /// What the connection attempt said.
         message: String,
     },
-    /// The daemon's stream of a pull or a push went quiet for longer than the idle limit.
-    #[error("the Docker daemon at {host} sent nothing about {reference} for {} s", idle.as_secs_f64())]
+    /// The daemon's stream of a pull or a push made no headway for longer than the idle limit:
+    /// it sent nothing, or only what it had sent before.
+    #[error("the Docker daemon at {host} reported no progress on {reference} for {} s", idle.as_secs_f64())]
     Stalled {
         /// `DOCKER_HOST`, or the default socket.
         host: String,
@@ -267,7 +268,7 @@ impl Advise for EngineError {
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
             EngineError::Stalled { .. } => Advice::Hint(
-                "check the daemon and its network (a daemon that answers and then sends nothing, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
+                "check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
             ),
             EngineError::StepFailed { .. } => Advice::Hint(
                 "no tag moved and forge.lock is unchanged; fix the step (or the pin it installs) and build again"

@@ -143,7 +143,9 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
 
 /// A node in front of the tests' daemon: each request chunk for which `stall` holds is
 /// answered with the headers of a progress stream and then nothing, as a daemon stuck on a
-/// registry does; every answer of the daemon passes through `rewrite` on its way.
+/// registry does, or with `chatter` over and over when there is some, as a daemon that keeps
+/// repeating one line of progress; every answer of the daemon passes through `rewrite` on its
+/// way.
 struct DaemonFront {
     path: std::path::PathBuf,
     _folder: tempfile::TempDir,
@@ -153,6 +155,14 @@ impl DaemonFront {
     fn start(
         stall: impl Fn(&[u8]) -> bool + Send + Sync + 'static,
         rewrite: impl Fn(&mut [u8]) + Send + Sync + 'static,
+    ) -> Self {
+        Self::chattering(stall, rewrite, None)
+    }
+
+    fn chattering(
+        stall: impl Fn(&[u8]) -> bool + Send + Sync + 'static,
+        rewrite: impl Fn(&mut [u8]) + Send + Sync + 'static,
+        chatter: Option<&'static str>,
     ) -> Self {
         use std::io::{Read as _, Write as _};
         use std::os::unix::net::{UnixListener, UnixStream};
@@ -188,8 +198,19 @@ impl DaemonFront {
                             let _ = client.write_all(
                                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
                             );
-                            // Then nothing, until forge lets go.
-                            let _ = client.read(&mut buffer);
+                            match chatter {
+                                // The same line again and again, until forge lets go.
+                                Some(line) => {
+                                    let chunk = format!("{:x}\r\n{line}\r\n", line.len());
+                                    while client.write_all(chunk.as_bytes()).is_ok() {
+                                        std::thread::sleep(std::time::Duration::from_millis(100));
+                                    }
+                                }
+                                // Then nothing, until forge lets go.
+                                None => {
+                                    let _ = client.read(&mut buffer);
+                                }
+                            }
                             break;
                         }
                         if upstream.write_all(&buffer[..count]).is_err() {
@@ -252,12 +273,50 @@ fn a_node_that_goes_quiet_mid_pull_is_named_once_the_idle_limit_passes() {
     assert_contains(
         &run.stderr,
         &format!(
-            "the Docker daemon at {host} sent nothing about {}@sha256:",
+            "the Docker daemon at {host} reported no progress on {}@sha256:",
             example.repository
         ),
     );
     assert_contains(&run.stderr, "for 2 s");
     assert_contains(&run.stderr, "FORGE_IDLE_TIMEOUT");
+    assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
+}
+
+/// A node that repeats the same line of progress for ever makes no headway: the pull ends once
+/// the idle limit passes without any, naming the node, and no tag moves.
+#[test]
+fn a_node_that_repeats_one_line_of_progress_is_named_once_the_idle_limit_passes() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::with_repository(&format!("{}/forge-pull/chatty", registry.address()));
+    example.build(&["--push"]).expect_code(0);
+    let id = example.tag_id("latest").unwrap();
+    let node = DaemonFront::chattering(
+        is_pull,
+        |_| {},
+        Some("{\"status\":\"Waiting\",\"progressDetail\":{},\"id\":\"0123456789ab\"}\r\n"),
+    );
+    let host = node.host();
+    let run = example
+        .context
+        .forge_bounded_with(
+            &["pull", "--progress", "plain", "--host", &host],
+            &[("FORGE_IDLE_TIMEOUT", "2")],
+            std::time::Duration::from_secs(60),
+        )
+        .expect("the pull ends once the idle limit passes without headway")
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} reported no progress on {}@sha256:",
+            example.repository
+        ),
+    );
+    assert_contains(&run.stderr, "for 2 s");
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
 }
 

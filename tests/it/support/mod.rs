@@ -292,6 +292,16 @@ impl TestContext {
     /// 1 GiB: a forge that hangs is killed and gives `None`, one that would read without end
     /// fails to allocate instead of taking the machine's memory.
     pub fn forge_bounded(&self, args: &[&str], limit: Duration) -> Option<Run> {
+        self.forge_bounded_with(args, &[], limit)
+    }
+
+    /// `forge_bounded` with `env` set.
+    pub fn forge_bounded_with(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        limit: Duration,
+    ) -> Option<Run> {
         let streams = tempfile::tempdir().expect("a folder for the streams");
         let stdout = streams.path().join("stdout");
         let stderr = streams.path().join("stderr");
@@ -305,6 +315,7 @@ impl TestContext {
             .current_dir(self.path())
             .env_remove("SOURCE_DATE_EPOCH")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::fs::File::create(&stdout).expect("the stdout file"))
             .stderr(std::fs::File::create(&stderr).expect("the stderr file"))
