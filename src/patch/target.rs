@@ -84,12 +84,9 @@ impl Patched {
     /// numbered in the order applied): what a build step applies again onto the same commit.
     pub fn applied_mails(&self) -> Result<Vec<(String, Vec<u8>)>, PatchError> {
         let mut mails = Vec::new();
-        // Numbered as wide as the series needs (at least four digits, as git does), so that the
-        // build step's sort of the names is the series' order even past 9999.
         let count = (self.applied.patches.iter())
             .filter(|result| matches!(result.outcome, super::Outcome::Applied { .. }))
             .count();
-        let width = count.to_string().len().max(4);
         for result in &self.applied.patches {
             let super::Outcome::Applied { new_id } = &result.outcome else {
                 continue;
@@ -106,16 +103,20 @@ impl Patched {
                     PatchError::git(format!("cannot write {} as a patch", result.name)),
                 )?;
             mails.push((
-                format!(
-                    "{:0width$}-{}.patch",
-                    mails.len() + 1,
-                    slug(&result.subject)
-                ),
+                series_name(mails.len() + 1, count, &result.subject),
                 mail.as_slice().to_vec(),
             ));
         }
         Ok(mails)
     }
+}
+
+/// The file name of patch `position` (from 1) of a series of `count`: numbered as wide as the
+/// series needs, at least four digits as `git format-patch` numbers, so that a byte-wise sort of
+/// the names is the series' order even past 9999.
+fn series_name(position: usize, count: usize, subject: &str) -> String {
+    let width = count.to_string().len().max(4);
+    format!("{position:0width$}-{}.patch", slug(subject))
 }
 
 impl Patched {
@@ -492,4 +493,24 @@ fn scratch_with_alternate(
             "cannot point the scratch repository at its base",
         ))?;
     Ok((scratch, repository))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::series_name;
+
+    #[test]
+    fn series_names_sort_in_the_series_order_past_9999() {
+        for count in [1, 9, 9_999, 10_000, 123_456] {
+            let names: Vec<String> = (1..=count.min(10_001))
+                .chain([count])
+                .map(|position| series_name(position, count, "Fix it"))
+                .collect();
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(sorted, names, "a series of {count}");
+        }
+        assert_eq!(series_name(1, 3, "Fix it"), "0001-Fix-it.patch");
+        assert_eq!(series_name(42, 10_000, "Fix it"), "00042-Fix-it.patch");
+    }
 }
