@@ -235,7 +235,7 @@ fn read_message(message: &[u8]) -> Result<Read, String> {
     let mut text = info.subject.clone();
     text.extend_from_slice(b"\n\n");
     text.extend_from_slice(&info.body);
-    let message = stripspace(&text);
+    let message = as_git_commits_it(&stripspace(&text));
     if message.contains(&0) {
         return Err("a NUL byte in the commit message is not allowed".to_owned());
     }
@@ -258,7 +258,8 @@ fn author(info: &mailinfo::MailInfo) -> Result<Author, String> {
             String::from_utf8_lossy(&info.name)
         ));
     }
-    let name = without_crud(&info.name);
+    let name = as_git_commits_it(&without_crud(&info.name));
+    let email = as_git_commits_it(&email);
     let date = info.date.as_deref().filter(|date| !date.is_empty()).ok_or(
         "it has no `Date:` header (git would use the current time, which no rebuild can repeat)",
     )?;
@@ -276,6 +277,61 @@ fn author(info: &mailinfo::MailInfo) -> Result<Author, String> {
         offset_minutes,
         identity_bytes,
     })
+}
+
+/// `text` as git writes it into a commit (commit.c's `verify_utf8`, run on every commit whose
+/// encoding is UTF-8, git's default): each byte that does not start a valid UTF-8 sequence is
+/// taken as Latin-1 and written as its two-byte UTF-8 form, valid sequences are kept. This is
+/// how a mail that declares no charset (or UTF-8 wrongly) gets its 8-bit text recoded.
+/// "Valid" is git's: at most four bytes, no overlong form, nothing past U+10FFFF, no surrogate
+/// and none of the noncharacters U+FDD0..U+FDEF and U+xxFFFE/U+xxFFFF.
+pub(crate) fn as_git_commits_it(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let length = valid_sequence(&text[at..]);
+        if length > 0 {
+            out.extend_from_slice(&text[at..at + length]);
+            at += length;
+        } else {
+            let byte = text[at];
+            out.extend_from_slice(&[0xc0 | (byte >> 6), 0x80 | (byte & 0x3f)]);
+            at += 1;
+        }
+    }
+    out
+}
+
+/// The length of the valid UTF-8 sequence `text` starts with, by git's rules; 0 when it
+/// starts with none.
+fn valid_sequence(text: &[u8]) -> usize {
+    let first = text[0];
+    if first < 0x80 {
+        return 1;
+    }
+    // The lead byte's high bits after the first say how many continuation bytes follow.
+    let more = (first << 1).leading_ones() as usize;
+    if !(1..=3).contains(&more) || text.len() <= more {
+        return 0;
+    }
+    let mut codepoint = u32::from(first & (0x7f >> more));
+    for &byte in &text[1..=more] {
+        if byte & 0xc0 != 0x80 {
+            return 0;
+        }
+        codepoint = (codepoint << 6) | u32::from(byte & 0x3f);
+    }
+    let range = match more {
+        1 => 0x80..=0x7ff,
+        2 => 0x800..=0xffff,
+        _ => 0x1_0000..=0x10_ffff,
+    };
+    let surrogate = (codepoint & 0x1f_f800) == 0xd800;
+    let noncharacter = (codepoint & 0xfffe) == 0xfffe || (0xfdd0..=0xfdef).contains(&codepoint);
+    if !range.contains(&codepoint) || surrogate || noncharacter {
+        return 0;
+    }
+    more + 1
 }
 
 /// The characters git trims from both ends of a name or address.
@@ -328,6 +384,28 @@ mod tests {
 
     fn parse(text: &str) -> Vec<Patch> {
         parse_mbox(Path::new("test.patch"), text.as_bytes()).expect("parses")
+    }
+
+    /// What git 2.47.3's `git am` committed for these bytes of an undeclared message.
+    #[test]
+    fn bytes_that_are_not_utf8_are_committed_as_latin1_as_git_does() {
+        let cases: [(&[u8], &[u8]); 10] = [
+            (b"caf\xe9", b"caf\xc3\xa9"),
+            (b"caf\xc3\xa9", b"caf\xc3\xa9"),
+            (b"\xc3\xa9\xe9", b"\xc3\xa9\xc3\xa9"),
+            (b"\x80", b"\xc2\x80"),
+            // An overlong form, a surrogate, a noncharacter, past U+10FFFF: each byte on its own.
+            (b"\xc0\xaf", b"\xc3\x80\xc2\xaf"),
+            (b"\xed\xa0\x80", b"\xc3\xad\xc2\xa0\xc2\x80"),
+            (b"\xef\xbf\xbe", b"\xc3\xaf\xc2\xbf\xc2\xbe"),
+            (b"\xf4\x90\x80\x80", b"\xc3\xb4\xc2\x90\xc2\x80\xc2\x80"),
+            // A sequence cut short at the end, and a four-byte one kept.
+            (b"a\xe2\x82", b"a\xc3\xa2\xc2\x82"),
+            (b"\xf0\x9f\x98\x80", b"\xf0\x9f\x98\x80"),
+        ];
+        for (input, committed) in cases {
+            assert_eq!(as_git_commits_it(input), committed, "{input:x?}");
+        }
     }
 
     const DIFF: &str = "diff --git a/f b/f\nindex 7898192..422c2b7 100644\n--- a/f\n+++ b/f\n@@ -1 +1,2 @@\n a\n+b\n";

@@ -126,7 +126,7 @@ fn link_on_the_way(target: &mut State, path: &str) {
 pub(super) fn mutated_mail(rng: &mut Rng, mail: &[u8]) -> Vec<u8> {
     let text = mail.to_vec();
     let lines = lines(&text);
-    match rng.below(8) {
+    match rng.below(9) {
         0 => lines[..rng.below(lines.len()).max(1)].concat(),
         1 => {
             let mut lines = lines;
@@ -170,6 +170,7 @@ pub(super) fn mutated_mail(rng: &mut Rng, mail: &[u8]) -> Vec<u8> {
             ]);
             replace_header(&text, "From", from)
         }
+        5 => recoded(&text, *rng.pick(&Recoding::ALL)),
         _ => text,
     }
 }
@@ -230,4 +231,109 @@ pub(super) fn generated_cases_get_git_ams_verdict() {
         applied > count / 5 && refused > count / 5,
         "applied {applied}, refused {refused}"
     );
+}
+
+/// How `recoded` writes a mail's message: which charset it declares, and in which its bytes are.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Recoding {
+    /// No charset declared, the text in Latin-1.
+    UndeclaredLatin1,
+    /// No charset declared, the text in UTF-8.
+    UndeclaredUtf8,
+    /// UTF-8 declared, the text in Latin-1.
+    Utf8DeclaredLatin1,
+    /// ISO-8859-1 declared and used.
+    Latin1,
+    /// ISO-8859-1 declared, the text in UTF-8.
+    Latin1DeclaredUtf8,
+    /// windows-1252 declared, the text in Latin-1 with a euro sign (0x80) in every part.
+    Windows1252,
+}
+
+impl Recoding {
+    pub(super) const ALL: [Recoding; 6] = [
+        Recoding::UndeclaredLatin1,
+        Recoding::UndeclaredUtf8,
+        Recoding::Utf8DeclaredLatin1,
+        Recoding::Latin1,
+        Recoding::Latin1DeclaredUtf8,
+        Recoding::Windows1252,
+    ];
+}
+
+/// `mail` with 8-bit text in its author's name, its subject and its body, that text in the
+/// charset `recoding` says and the mail declaring the one it says (or none): git am recodes a
+/// declared charset, and git commits every byte that is not UTF-8 as Latin-1. The diff is left
+/// as it is.
+pub(super) fn recoded(mail: &[u8], recoding: Recoding) -> Vec<u8> {
+    let find = |haystack: &[u8], needle: &[u8]| {
+        (haystack.windows(needle.len())).position(|window| window == needle)
+    };
+    let (Some(headers_end), Some(patch_break)) = (find(mail, b"\n\n"), find(mail, b"\n---\n"))
+    else {
+        return mail.to_vec();
+    };
+    if patch_break < headers_end {
+        return mail.to_vec();
+    }
+    let (declared, latin1, euro) = match recoding {
+        Recoding::UndeclaredLatin1 => (None, true, false),
+        Recoding::UndeclaredUtf8 => (None, false, false),
+        Recoding::Utf8DeclaredLatin1 => (Some("UTF-8"), true, false),
+        Recoding::Latin1 => (Some("ISO-8859-1"), true, false),
+        Recoding::Latin1DeclaredUtf8 => (Some("ISO-8859-1"), false, false),
+        Recoding::Windows1252 => (Some("windows-1252"), true, true),
+    };
+    let mut headers = Vec::new();
+    for line in lines(&mail[..=headers_end]) {
+        let mime = [
+            "MIME-Version:",
+            "Content-Type:",
+            "Content-Transfer-Encoding:",
+        ]
+        .iter()
+        .any(|name| line.starts_with(name.as_bytes()));
+        if mime {
+            continue;
+        }
+        let line = if let Some(rest) = line.strip_prefix(b"From: ") {
+            [b"From: Jos\xc3\xa9 ".as_slice(), rest].concat()
+        } else if let Some(rest) = line.strip_prefix(b"Subject: [PATCH] ") {
+            [b"Subject: [PATCH] Caf\xc3\xa9 ".as_slice(), rest].concat()
+        } else {
+            line
+        };
+        let date = line.starts_with(b"Date: ");
+        headers.extend_from_slice(&line);
+        if let (true, Some(charset)) = (date, declared) {
+            headers.extend_from_slice(
+                format!(
+                    "MIME-Version: 1.0\nContent-Type: text/plain; charset={charset}\n\
+                     Content-Transfer-Encoding: 8bit\n"
+                )
+                .as_bytes(),
+            );
+        }
+    }
+    let mut message = b"\nCr\xc3\xa8me br\xc3\xbbl\xc3\xa9e, d\xc3\xa9j\xc3\xa0 vu.\n".to_vec();
+    message.extend_from_slice(&mail[headers_end + 1..=patch_break]);
+    let mut text = [headers, message].concat();
+    if latin1 {
+        // Every character up to U+00FF as its one Latin-1 byte; any other stays UTF-8.
+        text = String::from_utf8_lossy(&text)
+            .chars()
+            .flat_map(|c| match u8::try_from(u32::from(c)) {
+                Ok(byte) => vec![byte],
+                Err(_) => c.to_string().into_bytes(),
+            })
+            .collect();
+    }
+    if euro {
+        for part in [b"Jos\xe9 ".as_slice(), b"Caf\xe9 ", b"vu."] {
+            if let Some(at) = find(&text, part) {
+                text.insert(at + part.len() - 1, 0x80);
+            }
+        }
+    }
+    [text, mail[patch_break + 1..].to_vec()].concat()
 }

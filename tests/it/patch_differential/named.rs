@@ -232,6 +232,21 @@ pub(super) fn a_latin1_body_is_converted_to_utf8() {
     assert!(facts.contains("Café crème."), "{facts}");
 }
 
+/// 8-bit text in every charset git am meets: undeclared (read as Latin-1 unless it is UTF-8),
+/// declared rightly, declared as UTF-8 while Latin-1, declared as Latin-1 while UTF-8, and
+/// windows-1252 (the body recoded, the raw header bytes as Latin-1): the same commit as git's.
+#[test]
+pub(super) fn eight_bit_text_in_every_charset_gives_git_ams_commit() {
+    for recoding in super::cases::Recoding::ALL {
+        let (before, mail) = change_of_f(b"a\n", b"a\nb\n", "add b\n\nA body.");
+        let mail = super::cases::recoded(&mail, recoding);
+        let facts = assert_both_apply(&case(&format!("{recoding:?}"), mail, &before));
+        // git's commit is UTF-8 throughout, whatever the mail held.
+        assert!(!facts.contains('\u{fffd}'), "{facts}");
+        assert!(facts.contains("Jos"), "{facts}");
+    }
+}
+
 /// `From: ada@example.org (Ada Lovelace)` names Ada Lovelace.
 #[test]
 pub(super) fn a_from_with_the_name_in_a_comment_keeps_the_name() {
