@@ -35,6 +35,17 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     pub verbose: bool,
 
+    /// When to colour status and diagnostics: auto (a terminal, unless NO_COLOR is set to a
+    /// value; CLICOLOR_FORCE forces it), always, or never.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        global = true,
+        default_value = "auto"
+    )]
+    pub color: crate::printer::ColorChoice,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -79,14 +90,23 @@ pub enum Command {
         #[arg(long, value_name = "PREFIX", default_value = "forge")]
         out: PathBuf,
     },
+    /// Sign FILE with the signing key as `cosign sign-blob --key` does: FILE.sig holds the
+    /// base64 ECDSA P-256 signature of its SHA-256 (`cosign verify-blob` and `openssl dgst
+    /// -sha256 -verify` check it).
+    SignBlob(SignBlobArgs),
     /// Print a shell completion script for SHELL on stdout.
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print forge's man page (roff) on stdout.
-    Man,
+    /// Print the man page (roff) of forge, or of COMMAND (`forge man pin bump` is
+    /// forge-pin-bump(1)), on stdout: `forge man build | man -l -`.
+    Man {
+        /// The command, as typed after `forge`.
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 }
 
 /// `forge render`.
@@ -315,6 +335,22 @@ pub struct RecoverArgs {
     /// loopback hosts always may.
     #[arg(long, value_name = "HOST")]
     pub insecure_registry: Vec<RegistryHost>,
+}
+
+/// `forge sign-blob`.
+#[derive(Debug, Args)]
+pub struct SignBlobArgs {
+    /// The file to sign.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The signing key: a PKCS#8 PEM file (`forge keygen` writes one); else FORGE_SIGNING_KEY.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+
+    /// Where to write the signature (default: FILE.sig).
+    #[arg(long, value_name = "SIG")]
+    pub out: Option<PathBuf>,
 }
 
 /// `forge pin ...`.

@@ -44,6 +44,7 @@ pub mod http;
 pub mod limits;
 pub mod location;
 pub mod lock;
+pub mod manual;
 pub mod normalize;
 pub mod ops;
 pub mod package_index;

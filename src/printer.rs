@@ -38,6 +38,34 @@ pub enum OutputFormat {
     Json,
 }
 
+/// `--color`: whether status and diagnostics are painted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// When stderr is a terminal, unless `NO_COLOR` is set to a value (or `CLICOLOR_FORCE` is).
+    Auto,
+    /// Always, even into a pipe or a file.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to paint, given the environment variable `lookup` reads and whether stderr is a
+    /// terminal: `--color always|never` first; then `NO_COLOR` with a non-empty value turns
+    /// colour off and `CLICOLOR_FORCE` with a value other than `0` turns it on (NO_COLOR wins
+    /// when both are set); else the terminal decides.
+    pub fn paints(self, lookup: impl Fn(&str) -> Option<String>, terminal: bool) -> bool {
+        let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto if set("NO_COLOR").is_some() => false,
+            ColorChoice::Auto if set("CLICOLOR_FORCE").is_some_and(|value| value != "0") => true,
+            ColorChoice::Auto => terminal,
+        }
+    }
+}
+
 /// Writes all of forge's output.
 #[derive(Debug, Clone)]
 pub struct Printer {
@@ -49,9 +77,12 @@ pub struct Printer {
 }
 
 impl Printer {
-    /// A printer; colour is used only when stderr is a terminal and `NO_COLOR` is unset.
-    pub fn new(verbosity: Verbosity, format: OutputFormat) -> Self {
-        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    /// A printer that paints as `color` says (see `ColorChoice::paints`).
+    pub fn new(verbosity: Verbosity, format: OutputFormat, color: ColorChoice) -> Self {
+        let color = color.paints(
+            |name| std::env::var(name).ok(),
+            std::io::stderr().is_terminal(),
+        );
         Self {
             verbosity,
             format,
@@ -120,6 +151,17 @@ impl Printer {
         }
     }
 
+    /// A table that is the command's answer (verify-digest's checks, pull's tags): on stdout,
+    /// so that `forge verify-digest > out.txt` keeps it; with `--json`, where stdout holds the
+    /// one document, on stderr for the people reading the log (unless quiet).
+    pub fn answer(&self, text: &str) {
+        if self.is_json() {
+            self.stderr(text);
+        } else {
+            self.stdout(text);
+        }
+    }
+
     /// The command's output on stdout (tables, reports, diffs).
     pub fn stdout(&self, text: &str) {
         self.data(&crate::redact::text(text));
@@ -185,4 +227,43 @@ fn redacted(message: impl Display) -> String {
 /// Writes to stderr in one piece; a closed stderr is no reason to stop forge.
 fn to_stderr(text: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ColorChoice;
+
+    fn paints(choice: ColorChoice, env: &[(&str, &str)], terminal: bool) -> bool {
+        let lookup = |name: &str| {
+            (env.iter())
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        };
+        choice.paints(lookup, terminal)
+    }
+
+    #[test]
+    fn colour_follows_the_flag_then_no_color_and_clicolor_force_then_the_terminal() {
+        use ColorChoice::{Always, Auto, Never};
+        assert!(paints(Auto, &[], true));
+        assert!(!paints(Auto, &[], false));
+        // NO_COLOR counts only with a value.
+        assert!(!paints(Auto, &[("NO_COLOR", "1")], true));
+        assert!(paints(Auto, &[("NO_COLOR", "")], true));
+        assert!(paints(Auto, &[("CLICOLOR_FORCE", "1")], false));
+        assert!(!paints(Auto, &[("CLICOLOR_FORCE", "0")], false));
+        assert!(!paints(Auto, &[("CLICOLOR_FORCE", "")], false));
+        assert!(!paints(
+            Auto,
+            &[("NO_COLOR", "1"), ("CLICOLOR_FORCE", "1")],
+            true
+        ));
+        assert!(paints(
+            Auto,
+            &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")],
+            false
+        ));
+        assert!(paints(Always, &[("NO_COLOR", "1")], false));
+        assert!(!paints(Never, &[("CLICOLOR_FORCE", "1")], true));
+    }
 }

@@ -139,6 +139,16 @@ impl SigningKey {
         base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes())
     }
 
+    /// The signature of everything `reader` yields, hashed as it streams: the same signature
+    /// `sign` gives for those bytes at once (ECDSA over their SHA-256, deterministic).
+    pub fn sign_stream(&self, mut reader: impl std::io::Read) -> std::io::Result<String> {
+        use p256::ecdsa::signature::DigestSigner as _;
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        std::io::copy(&mut reader, &mut hasher)?;
+        let signature: p256::ecdsa::Signature = self.key.sign_digest(hasher);
+        Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
+    }
+
     /// The public half.
     pub fn verifying_key(&self) -> VerifyingKey {
         VerifyingKey {
@@ -275,6 +285,15 @@ mod tests {
         assert!(!public.verifies(b"other message", &signature));
         let other = SigningKey::generate().verifying_key();
         assert!(!other.verifies(b"message", &signature));
+    }
+
+    #[test]
+    fn a_streamed_signature_is_the_signature_of_the_whole_message() {
+        let key = SigningKey::generate();
+        let message = vec![7u8; 200_000];
+        let streamed = key.sign_stream(&message[..]).unwrap();
+        assert_eq!(streamed, key.sign(&message));
+        assert!(key.verifying_key().verifies(&message, &streamed));
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod pull;
 mod recover;
 mod render;
 mod report;
+mod sign_blob;
 mod verify_digest;
 
 use crate::cli::{Cli, Command, PinCommand};
@@ -29,7 +30,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     } else {
         OutputFormat::Human
     };
-    let printer = Printer::new(verbosity, format);
+    let printer = Printer::new(verbosity, format, cli.color);
     // libgit2 re-hashes every object it reads unless told not to; git itself does that only in
     // `git fsck`. For a series of a few hundred patches that is a third of the work.
     git2::opts::strict_hash_verification(false);
@@ -43,8 +44,9 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Pull(args) => pull::run(&cli, args, &printer),
         Command::Recover(args) => recover::run(&cli, args, &printer),
         Command::Keygen { out } => keygen(out, &printer),
+        Command::SignBlob(args) => sign_blob::run(args, &printer),
         Command::Completions { shell } => completions(*shell, &printer),
-        Command::Man => man_page(&printer),
+        Command::Man { command } => man_page(command, &printer),
         Command::Pin {
             command: PinCommand::List,
         } => pin_list::run(&cli, &printer),
@@ -93,16 +95,32 @@ fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result
     Ok(ExitStatus::Success)
 }
 
-/// `forge man`: forge's man page, as roff.
-fn man_page(printer: &Printer) -> anyhow::Result<ExitStatus> {
+/// `forge man [COMMAND...]`: the man page of forge or of one of its commands, as roff.
+fn man_page(path: &[String], printer: &Printer) -> anyhow::Result<ExitStatus> {
     let command = <Cli as clap::CommandFactory>::command();
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command)
-        .render(&mut page)
-        .map_err(|error| anyhow::anyhow!("cannot render the man page: {error}"))?;
+    let page = crate::manual::page(command, path).ok_or_else(|| NoSuchCommand {
+        command: path.join(" "),
+    })?;
     printer.data(&String::from_utf8(page).expect("clap_mangen writes UTF-8"));
     Ok(ExitStatus::Success)
 }
+
+/// `forge man COMMAND` for a command forge does not have.
+#[derive(Debug, thiserror::Error)]
+#[error("forge has no command `{command}`, so no man page of it")]
+struct NoSuchCommand {
+    command: String,
+}
+
+impl diagnostics::Advise for NoSuchCommand {
+    fn advice(&self) -> diagnostics::Advice {
+        diagnostics::Advice::Hint(
+            "`forge --help` lists the commands; `forge man` alone is forge(1)".to_owned(),
+        )
+    }
+}
+
+crate::advised!(NoSuchCommand);
 
 /// The public key `--key` names, read.
 fn public_key(

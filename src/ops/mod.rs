@@ -16,6 +16,7 @@ mod rebuild;
 pub mod recover;
 pub mod render;
 pub mod report;
+pub mod sign_blob;
 pub mod verify_digest;
 
 pub use build::build;

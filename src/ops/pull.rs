@@ -181,7 +181,7 @@ fn pull_record(
         }
         anyhow::Ok((report, nodes.len()))
     })?;
-    printer.stderr(report.table(options.wide));
+    printer.answer(&report.table(options.wide));
     if printer.is_json() {
         printer.json(&report.to_json(&[]));
     }

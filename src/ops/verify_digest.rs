@@ -7,8 +7,8 @@
 //!    names. On the first node also the base image, and with `--contents` a run of the image.
 //! 3. With `--remote`: each tag's manifest from the registry itself, and the image it holds
 //!    (for an index, the manifest of its entry for the recipe's platform).
-//! 4. The table on stderr, `--json` on stdout; exit 1 when a check fails, 2 when a check could
-//!    not run.
+//! 4. The table on stdout (on stderr beside `--json`, which takes stdout); exit 1 when a check
+//!    fails, 2 when a check could not run.
 
 use anyhow::Context as _;
 
@@ -298,7 +298,7 @@ fn conclude(
         .iter()
         .map(|(subject, error)| format!("{subject}: {error}"))
         .collect();
-    printer.stderr(report.table(wide));
+    printer.answer(&report.table(wide));
     if printer.is_json() {
         printer.json(&report.to_json(&names));
     }

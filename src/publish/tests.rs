@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use super::*;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{BuildRequest, ImageInfo, RunOutput};
-use crate::printer::{OutputFormat, Verbosity};
+use crate::printer::{ColorChoice, OutputFormat, Verbosity};
 use crate::registry::Held;
 
 const REPOSITORY: &str = "forge-test/publish";
@@ -366,7 +366,7 @@ impl Bench {
         engine: &MemoryEngine,
         registry: MemoryRegistry,
     ) -> (anyhow::Result<Published>, Vec<String>) {
-        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human, ColorChoice::Never);
         let mut stop = Trigger(engine.stop.clone());
         let mut lines = Vec::new();
         let mut events = |event: Event<'_>| {
@@ -390,7 +390,7 @@ impl Bench {
     /// which runs none of its own clean-up, as a SIGKILL would. Returns whether it was killed
     /// (false: it finished first).
     async fn killed(&self, engine: &MemoryEngine) -> bool {
-        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human, ColorChoice::Never);
         let publication = self.publication(true, false);
         let registry = MemoryRegistry::default();
         let (mut never, mut events) = (Never, |_: Event<'_>| {});
@@ -422,7 +422,7 @@ impl Bench {
         registry: anyhow::Result<MemoryRegistry>,
         choice: intent::Choice,
     ) -> anyhow::Result<intent::Settled> {
-        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+        let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human, ColorChoice::Never);
         intent::settle(&self.recipe, engine, move |_, _| registry, choice, &printer).await
     }
 
@@ -942,7 +942,7 @@ impl Stop for Never {
 #[tokio::test]
 async fn a_kill_at_any_request_is_settled_by_the_next_forge_to_all_old_or_all_new() {
     let before = [(MOVING, image('a'))];
-    let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+    let printer = Printer::new(Verbosity::Quiet, OutputFormat::Human, ColorChoice::Never);
     let mut outcomes = BTreeMap::new();
     for position in 0.. {
         let bench = Bench::new();

@@ -178,6 +178,70 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
     assert_eq!(std::fs::read_to_string(keys.private()).unwrap(), private);
 }
 
+/// `forge sign-blob` signs a file as `cosign sign-blob --key` does: FILE.sig is base64 of the
+/// DER signature over the file's SHA-256, which openssl checks with the public key alone; a
+/// changed byte or another key does not check, and a device is refused without being read.
+#[test]
+fn sign_blob_writes_a_signature_openssl_checks_with_the_public_key() {
+    let keys = Keys::new();
+    let context = TestContext::empty();
+    let file = context.path().join("SHA256SUMS");
+    let text = "0123  forge-x86_64-unknown-linux-gnu.tar.gz\n".repeat(5000);
+    std::fs::write(&file, &text).unwrap();
+    let run = context
+        .forge(&["sign-blob", "SHA256SUMS", "--sign-key", &keys.private_arg()])
+        .expect_code(0);
+    assert_contains(&run.stderr, "Signed SHA256SUMS with");
+    let signature = std::fs::read_to_string(context.path().join("SHA256SUMS.sig")).unwrap();
+    assert!(signature.ends_with('\n') && signature.trim().lines().count() == 1);
+    assert!(openssl_verifies(
+        &keys.public(),
+        text.as_bytes(),
+        signature.trim()
+    ));
+    let mut changed = text.clone().into_bytes();
+    changed[0] = b'1';
+    assert!(!openssl_verifies(
+        &keys.public(),
+        &changed,
+        signature.trim()
+    ));
+    let other = Keys::new();
+    assert!(!openssl_verifies(
+        &other.public(),
+        text.as_bytes(),
+        signature.trim()
+    ));
+
+    // FORGE_SIGNING_KEY and --out, as the release workflow signs.
+    let pem = std::fs::read_to_string(keys.private()).unwrap();
+    context
+        .forge_with(
+            &["sign-blob", "SHA256SUMS", "--out", "sums.sig"],
+            &[("FORGE_SIGNING_KEY", pem.as_str())],
+        )
+        .expect_code(0);
+    let again = std::fs::read_to_string(context.path().join("sums.sig")).unwrap();
+    assert!(openssl_verifies(
+        &keys.public(),
+        text.as_bytes(),
+        again.trim()
+    ));
+
+    let run = context
+        .forge(&[
+            "sign-blob",
+            "/dev/zero",
+            "--sign-key",
+            &keys.private_arg(),
+            "--out",
+            "z.sig",
+        ])
+        .expect_code(2);
+    assert_contains(&run.stderr, "/dev/zero");
+    assert!(!context.path().join("z.sig").exists());
+}
+
 #[test]
 fn sign_without_a_key_is_refused_before_anything_is_built() {
     let context = TestContext::empty();

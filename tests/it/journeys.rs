@@ -46,12 +46,17 @@ fn names_in(folder: &Path) -> Vec<String> {
     names
 }
 
+/// What a run printed, stderr then stdout, as two parts.
+fn streams(run: &Run) -> String {
+    format!("{}--- stdout\n{}", run.stderr, run.stdout)
+}
+
 /// `forge pull REFERENCE HOSTS...` in `folder` pulls, and, without `--key`, says once how far
 /// the record is trusted.
 #[track_caller]
 fn assert_pulled_saying_once_how_far_it_is_trusted(folder: &Path, reference: &str, hosts: &[&str]) {
     let pulled = forge_in(folder, &[&["pull", reference][..], hosts].concat()).expect_code(0);
-    forge_snapshot!("tester_pull", pulled.stderr, folder);
+    forge_snapshot!("tester_pull", streams(&pulled), folder);
     assert_contains(&pulled.stderr, "Pulled");
     assert_eq!(
         pulled.stderr.matches("is trusted only as far as").count(),
@@ -116,7 +121,10 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         .concat(),
     )
     .expect_code(0);
-    forge_snapshot!("tester_verify_digest", verified.stderr, folder);
+    forge_snapshot!("tester_verify_digest", streams(&verified), folder);
+    // The table is the answer, on stdout (`> checks.txt` keeps it); status stays on stderr.
+    assert!(verified.stdout.starts_with("CHECK "), "{}", verified.stdout);
+    assert!(!verified.stderr.contains("CHECK "), "{}", verified.stderr);
     for row in [
         "signature",
         "provenance subject",
@@ -125,9 +133,9 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
         "pin",
         "tags agree",
     ] {
-        assert_contains(&verified.stderr, &format!("{row} "));
+        assert_contains(&verified.stdout, &format!("{row} "));
     }
-    assert_contains(&verified.stderr, &second);
+    assert_contains(&verified.stdout, &second);
     assert_contains(
         &verified.stderr,
         &format!("checks against the record attached to {reference}"),
@@ -277,6 +285,6 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
     let verified = context
         .forge(&["verify-digest", "--key", public.to_str().unwrap()])
         .expect_code(0);
-    assert_contains(&verified.stderr, "signature ");
-    assert_contains(&verified.stderr, "registry ");
+    assert_contains(&verified.stdout, "signature ");
+    assert_contains(&verified.stdout, "registry ");
 }

@@ -5,6 +5,7 @@
 mod attest;
 mod build;
 mod cache_from;
+mod cli;
 mod context;
 mod credentials;
 mod dockerignore;
@@ -28,6 +29,7 @@ mod remote_daemon;
 mod render;
 mod report;
 mod reproducible;
+mod shipping;
 mod support;
 mod verify;
 mod wheel_record;

@@ -22,11 +22,18 @@ use crate::support::{
 };
 
 const WORKFLOW: &str = ".github/workflows/forge.yml";
+const RELEASE: &str = ".github/workflows/release.yml";
+/// Every workflow GitHub reads from this repository.
+const WORKFLOWS: [&str; 2] = [WORKFLOW, RELEASE];
 const RENDERED: &str = "ci/Dockerfile.rendered";
 const PUBLIC_KEY: &str = "ci/signing.pub";
 
 fn workflow() -> Yaml {
-    let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).expect("the workflow");
+    workflow_at(WORKFLOW)
+}
+
+fn workflow_at(path: &str) -> Yaml {
+    let text = std::fs::read_to_string(repository_root().join(path)).expect("the workflow");
     YamlLoader::load_from_str(&text)
         .expect("the workflow is YAML")
         .remove(0)
@@ -62,13 +69,15 @@ fn the_workflow_is_where_github_reads_it_and_validates_against_its_schema() {
         !repository_root().join("ci/workflows").exists(),
         "GitHub reads workflows from .github/workflows only"
     );
-    let output = check_jsonschema(&repository_root().join(WORKFLOW));
-    assert!(
-        output.status.success(),
-        "{WORKFLOW} does not validate:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for path in WORKFLOWS {
+        let output = check_jsonschema(&repository_root().join(path));
+        assert!(
+            output.status.success(),
+            "{path} does not validate:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 
     // The validator does refuse a broken workflow: a misspelt key.
     let folder = TestContext::empty();
@@ -83,18 +92,27 @@ fn the_workflow_is_where_github_reads_it_and_validates_against_its_schema() {
 /// builds forge.
 #[test]
 fn every_action_is_pinned_to_a_commit_and_every_job_has_a_timeout() {
-    let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).unwrap();
+    for path in WORKFLOWS {
+        pinned_and_bounded(path);
+    }
+}
+
+fn pinned_and_bounded(path: &str) {
+    let text = std::fs::read_to_string(repository_root().join(path)).unwrap();
     let pinned =
         regex::Regex::new(r"^[a-z0-9-]+/[a-z0-9-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$").unwrap();
     let uses: Vec<&str> = text
         .lines()
         .filter_map(|line| line.trim().trim_start_matches("- ").strip_prefix("uses: "))
         .collect();
-    assert!(uses.len() >= 4, "{uses:?}");
+    assert!(uses.len() >= 4, "{path}: {uses:?}");
     for action in uses {
-        assert!(pinned.is_match(action), "not pinned to a commit: {action}");
+        assert!(
+            pinned.is_match(action),
+            "{path}: not pinned to a commit: {action}"
+        );
     }
-    let workflow = workflow();
+    let workflow = workflow_at(path);
     for (name, job) in jobs(&workflow) {
         let minutes = job["timeout-minutes"].as_i64();
         assert!(
@@ -136,33 +154,12 @@ fn every_action_is_pinned_to_a_commit_and_every_job_has_a_timeout() {
 /// verifies with the committed public key; a weekly job says which pins can move.
 #[test]
 fn secrets_reach_only_forge_and_publish_signs_and_verifies_with_the_committed_key() {
+    for path in WORKFLOWS {
+        secrets_reach_only_forge(path);
+    }
     let text = std::fs::read_to_string(repository_root().join(WORKFLOW)).unwrap();
     let workflow = workflow();
     assert_eq!(text.matches("packages: write").count(), 1, "{text}");
-    for (name, job) in jobs(&workflow) {
-        assert!(
-            job["env"].as_hash().is_none_or(|env| env.is_empty()),
-            "job {name}: environment goes on the steps that need it"
-        );
-        for step in steps(job) {
-            let env = step["env"].as_hash().map(|env| {
-                env.values()
-                    .filter_map(Yaml::as_str)
-                    .any(|value| value.contains("secrets."))
-            });
-            if env == Some(true) {
-                let run = step["run"].as_str().unwrap_or_default();
-                assert!(
-                    run.lines().all(|line| line.trim().starts_with("forge ")),
-                    "job {name}: a step with secrets runs something other than forge: {run}"
-                );
-            }
-        }
-    }
-    assert!(
-        !text.contains("echo $FORGE_") && !text.contains("echo \"$FORGE_"),
-        "no secret is echoed"
-    );
     let publish = &workflow["jobs"]["publish"];
     assert_eq!(publish["permissions"]["packages"].as_str(), Some("write"));
     let runs: Vec<&str> = steps(publish)
@@ -204,6 +201,37 @@ fn secrets_reach_only_forge_and_publish_signs_and_verifies_with_the_committed_ke
         workflow["on"]["schedule"]
             .as_vec()
             .is_some_and(|cron| !cron.is_empty())
+    );
+}
+
+/// In the workflow at `path`, no job sets environment for all its steps, and a step that
+/// reads a secret runs forge and nothing else.
+fn secrets_reach_only_forge(path: &str) {
+    let text = std::fs::read_to_string(repository_root().join(path)).unwrap();
+    let workflow = workflow_at(path);
+    for (name, job) in jobs(&workflow) {
+        assert!(
+            job["env"].as_hash().is_none_or(|env| env.is_empty()),
+            "job {name}: environment goes on the steps that need it"
+        );
+        for step in steps(job) {
+            let env = step["env"].as_hash().map(|env| {
+                env.values()
+                    .filter_map(Yaml::as_str)
+                    .any(|value| value.contains("secrets."))
+            });
+            if env == Some(true) {
+                let run = step["run"].as_str().unwrap_or_default();
+                assert!(
+                    run.lines().all(|line| line.trim().starts_with("forge ")),
+                    "{path}: job {name}: a step with secrets runs something other than forge: {run}"
+                );
+            }
+        }
+    }
+    assert!(
+        !text.contains("echo $FORGE_") && !text.contains("echo \"$FORGE_"),
+        "{path}: no secret is echoed"
     );
 }
 
@@ -302,14 +330,36 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     fn run_job(&self, job: &str, checkout: &Path) -> Result<(), String> {
+        self.run_job_with(job, checkout, &BTreeMap::new())
+    }
+
+    /// Runs `job`'s scripts with `matrix` filling in `${{ matrix.NAME }}`. A step that builds
+    /// forge is left out (the binary under test stands in), and so is the one that publishes to
+    /// GitHub (`gh release`), which the journey cannot reach; a folder a step appends to
+    /// `$GITHUB_PATH` is on `PATH` for the steps after it.
+    fn run_job_with(
+        &self,
+        job: &str,
+        checkout: &Path,
+        matrix: &BTreeMap<&str, &str>,
+    ) -> Result<(), String> {
         let summary = checkout.join("step-summary.md");
+        let github_path = checkout.join("github-path");
+        let temporary = tempfile::tempdir().unwrap();
         for step in steps(&self.workflow["jobs"][job]) {
             let Some(script) = step["run"].as_str() else {
                 continue;
             };
-            if script.contains("cargo build") {
+            if script.contains("cargo build") || script.starts_with("gh release") {
                 continue;
             }
+            let script = (matrix.iter()).fold(script.to_owned(), |script, (name, value)| {
+                script.replace(&format!("${{{{ matrix.{name} }}}}"), value)
+            });
+            assert!(
+                !script.contains("${{"),
+                "the journey cannot fill in {script}"
+            );
             let env: BTreeMap<String, String> = step["env"]
                 .as_hash()
                 .into_iter()
@@ -321,17 +371,30 @@ impl Runner<'_> {
                     )
                 })
                 .collect();
+            let added = std::fs::read_to_string(&github_path).unwrap_or_default();
+            let path = (added.lines().rev())
+                .chain([self.path.as_str()])
+                .collect::<Vec<_>>()
+                .join(":");
+            let folder = match step["working-directory"].as_str() {
+                Some(folder) => checkout.join(folder),
+                None => checkout.to_owned(),
+            };
             let output = Command::new("bash")
-                .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
-                .current_dir(checkout)
+                .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
+                .current_dir(folder)
                 .env_clear()
-                .env("PATH", &self.path)
+                .env("PATH", path)
                 .env("HOME", checkout)
                 .env("CI", "true")
                 .env("NO_COLOR", "1")
                 .env("CARGO_TERM_COLOR", "never")
                 .env("DOCKER_HOST", self.daemon)
                 .env("GITHUB_STEP_SUMMARY", &summary)
+                .env("GITHUB_PATH", &github_path)
+                .env("GITHUB_REF_NAME", "v0.1.0")
+                .env("GITHUB_REPOSITORY", "aeon-7/forge")
+                .env("RUNNER_TEMP", temporary.path())
                 .envs(env)
                 .output()
                 .unwrap();
@@ -561,4 +624,125 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
         published,
         "the bump publishes a new image"
     );
+}
+
+/// The release builds forge for linux amd64 and arm64, each on a runner of its architecture,
+/// from the lock file; only its last job writes to the repository (the release), and it signs
+/// the checksums with the signing key's secret.
+#[test]
+fn the_release_builds_both_linux_architectures_and_signs_its_checksums() {
+    let release = workflow_at(RELEASE);
+    assert_eq!(release["on"]["push"]["tags"][0].as_str(), Some("v*"));
+    let binary = &release["jobs"]["binary"];
+    let targets: Vec<(&str, &str)> = binary["strategy"]["matrix"]["include"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["runner"].as_str().unwrap(),
+                entry["target"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            ("ubuntu-22.04", "x86_64-unknown-linux-gnu"),
+            ("ubuntu-22.04-arm", "aarch64-unknown-linux-gnu")
+        ]
+    );
+    assert!(steps(binary).iter().any(|step| {
+        (step["run"].as_str()).is_some_and(|run| run.contains("cargo build --release --locked"))
+    }));
+    assert!(binary["permissions"].is_badvalue());
+    let publishing = &release["jobs"]["release"];
+    assert_eq!(
+        publishing["permissions"]["contents"].as_str(),
+        Some("write")
+    );
+    let signing = steps(publishing)
+        .iter()
+        .find(|step| step["run"].as_str() == Some("forge sign-blob SHA256SUMS"))
+        .expect("the release signs its checksums with forge");
+    assert_eq!(
+        signing["env"]["FORGE_SIGNING_KEY"].as_str(),
+        Some("${{ secrets.FORGE_SIGNING_KEY }}")
+    );
+    let published = steps(publishing).last().unwrap()["run"].as_str().unwrap();
+    for file in ["forge-*.tar.gz", "SHA256SUMS", "SHA256SUMS.sig"] {
+        assert!(published.split(' ').any(|word| word == file), "{published}");
+    }
+}
+
+/// The release's jobs from a fresh clone, the binary under test standing in for both builds:
+/// each architecture's archive holds forge and runs; the checksums are signed with the key from
+/// the secret and the workflow's own check accepts the signature with the committed public key
+/// (openssl) and the archives with the checksums. With another committed key that check fails.
+#[test]
+fn the_release_jobs_pack_sign_and_check_the_binaries_from_a_fresh_clone() {
+    let keys = Keys::new();
+    let source = TestContext::empty();
+    std::fs::create_dir_all(source.path().join(".github/workflows")).unwrap();
+    std::fs::copy(repository_root().join(RELEASE), source.path().join(RELEASE)).unwrap();
+    std::fs::copy(
+        repository_root().join("README.md"),
+        source.path().join("README.md"),
+    )
+    .unwrap();
+    source.write(PUBLIC_KEY, &keys.public_text());
+    git(source.path(), &["init", "--quiet"]);
+    git(source.path(), &["add", "--all"]);
+    git(source.path(), &["commit", "--quiet", "-m", "forge"]);
+
+    let release = workflow_at(RELEASE);
+    let expressions = Expressions {
+        signing_key: std::fs::read_to_string(keys.private()).unwrap(),
+    };
+    let runner = Runner {
+        workflow: &release,
+        expressions: &expressions,
+        daemon: "unix:///nonexistent/docker.sock",
+        path: std::env::var("PATH").unwrap_or_default(),
+    };
+    let clone = fresh_clone(&source);
+    let checkout = clone.path().join("checkout");
+    let dist = checkout.join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    for target in ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"] {
+        let built = fresh_clone(&source);
+        let built = built.path().join("checkout");
+        std::fs::create_dir_all(built.join("target/release")).unwrap();
+        std::fs::copy(
+            env!("CARGO_BIN_EXE_forge"),
+            built.join("target/release/forge"),
+        )
+        .unwrap();
+        runner
+            .run_job_with("binary", &built, &BTreeMap::from([("target", target)]))
+            .unwrap();
+        let archive = format!("forge-0.1.0-{target}.tar.gz");
+        let listing = Command::new("tar")
+            .arg("-tzf")
+            .arg(built.join(&archive))
+            .output();
+        let listing = String::from_utf8(listing.unwrap().stdout).unwrap();
+        assert_contains(&listing, &format!("forge-0.1.0-{target}/forge"));
+        std::fs::copy(built.join(&archive), dist.join(&archive)).unwrap();
+    }
+    runner.run_job("release", &checkout).unwrap();
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    let signature = std::fs::read_to_string(dist.join("SHA256SUMS.sig")).unwrap();
+    assert!(!signature.trim().is_empty());
+
+    // The same job with another key committed fails at the signature check.
+    let other = Keys::new();
+    std::fs::write(checkout.join(PUBLIC_KEY), other.public_text()).unwrap();
+    for made in ["SHA256SUMS", "SHA256SUMS.sig"] {
+        std::fs::remove_file(dist.join(made)).unwrap();
+    }
+    let failed = runner.run_job("release", &checkout).unwrap_err();
+    assert_contains(&failed, "openssl dgst");
+    assert_contains(&failed, "Verification failure");
 }

@@ -13,7 +13,7 @@ use crate::fs::{Written, write_together};
 use crate::lock::{self, Lock};
 use crate::pins;
 use crate::pipeline;
-use crate::printer::{OutputFormat, Printer, Verbosity};
+use crate::printer::{ColorChoice, OutputFormat, Printer, Verbosity};
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
 use crate::types::oci::Digest;
@@ -202,7 +202,7 @@ fn relocked(recipe: &Recipe, edited: &Edited) -> anyhow::Result<Option<Lock>> {
         return Ok(None);
     };
     // The plan's own status lines and warnings were printed for the move already.
-    let quiet = Printer::new(Verbosity::Quiet, OutputFormat::Human);
+    let quiet = Printer::new(Verbosity::Quiet, OutputFormat::Human, ColorChoice::Never);
     let plan = pipeline::plan(&edited.new_recipe, Output::Discard, true, None, &quiet)
         .with_context(|| {
             format!(

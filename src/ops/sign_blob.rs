@@ -1,0 +1,81 @@
+//! `forge sign-blob FILE`: a detached signature of a file, as `cosign sign-blob --key` writes
+//! one (base64 of the ASN.1 DER ECDSA P-256 signature over the file's SHA-256), so that the
+//! release's checksums are signed by the key that signs the images; `cosign verify-blob` and
+//! `openssl dgst -sha256 -verify` both check it.
+
+use std::path::{Path, PathBuf};
+
+use crate::attest::keys::SigningKey;
+use crate::printer::Printer;
+
+/// Why a file could not be signed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignBlobError {
+    /// The file to sign could not be opened as a regular file.
+    #[error(transparent)]
+    Open(#[from] crate::fs::PathError),
+    /// Reading the file failed part way.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The signature could not be written.
+    #[error("cannot write the signature to {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl crate::diagnostics::Advise for SignBlobError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        use crate::diagnostics::Advice;
+        match self {
+            SignBlobError::Open(error) => error.advice(),
+            SignBlobError::Read { .. } => {
+                Advice::Hint("check the file and sign it again; no signature was written".into())
+            }
+            SignBlobError::Write { .. } => Advice::Hint(
+                "check that the folder of --out exists and is writable; nothing else was written"
+                    .into(),
+            ),
+        }
+    }
+}
+
+crate::advised!(SignBlobError);
+
+/// Where the signature of `file` goes by default: beside it, as `FILE.sig`.
+pub fn default_signature_path(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".sig");
+    PathBuf::from(name)
+}
+
+/// Signs `file` with `key` and writes the signature (base64, one line) to `out`.
+pub fn sign_blob(
+    file: &Path,
+    key: &SigningKey,
+    out: &Path,
+    printer: &Printer,
+) -> Result<String, SignBlobError> {
+    let opened = crate::fs::open_regular(file)?;
+    let signature = key
+        .sign_stream(std::io::BufReader::with_capacity(1 << 16, opened))
+        .map_err(|source| SignBlobError::Read {
+            path: file.to_owned(),
+            source,
+        })?;
+    crate::fs::write_output(out, format!("{signature}\n").as_bytes()).map_err(|source| {
+        SignBlobError::Write {
+            path: out.to_owned(),
+            source,
+        }
+    })?;
+    printer.status(
+        "Signed",
+        format_args!("{} with {} → {}", file.display(), key.origin, out.display()),
+    );
+    Ok(signature)
+}
