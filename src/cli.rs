@@ -20,19 +20,30 @@ use crate::types::oci::RegistryHost;
 pub struct Cli {
     /// The recipe folder (the one holding pins.toml); without it, the nearest folder at or above
     /// the working folder that holds pins.toml, up to the repository root or the home folder.
-    #[arg(short = 'C', value_name = "DIR", global = true)]
+    #[arg(
+        short = 'C',
+        value_name = "DIR",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub directory: Option<PathBuf>,
 
     /// Print one JSON document on stdout instead of text.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
     /// Print errors only.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     pub quiet: bool,
 
     /// Print more detail.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub verbose: bool,
 
     /// When to colour status and diagnostics: auto (a terminal, unless NO_COLOR is set to a
@@ -42,7 +53,8 @@ pub struct Cli {
         value_enum,
         value_name = "WHEN",
         global = true,
-        default_value = "auto"
+        default_value = "auto",
+        help_heading = "Global options"
     )]
     pub color: crate::printer::ColorChoice,
 
@@ -129,24 +141,29 @@ pub struct BuildArgs {
     pub dry_run: bool,
 
     /// Push every tag and record the registry digest of each.
-    #[arg(long, conflicts_with = "dry_run")]
+    #[arg(long, conflicts_with = "dry_run", help_heading = "Publishing")]
     pub push: bool,
 
     /// Run every step again instead of reusing the build cache.
-    #[arg(long)]
+    #[arg(long, help_heading = "Build cache")]
     pub no_cache: bool,
 
     /// Build for this platform instead of the one pins.toml names.
-    #[arg(long, value_name = "OS/ARCH")]
+    #[arg(long, value_name = "OS/ARCH", help_heading = "Platforms and daemons")]
     pub platform: Option<crate::types::oci::Platform>,
 
     /// Tag (and push) into this repository instead of pins.toml's `[image] repository`; forge.lock
     /// records it, and verify-digest and report follow the record.
-    #[arg(long, value_name = "REPOSITORY")]
+    #[arg(long, value_name = "REPOSITORY", help_heading = "Publishing")]
     pub repository: Option<crate::types::oci::Repository>,
 
     /// The daemon's builder: BuildKit, or the classic builder for engines without it.
-    #[arg(long, value_enum, default_value = "buildkit")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "buildkit",
+        help_heading = "Platforms and daemons"
+    )]
     pub builder: BuilderChoice,
 
     /// How to show the build: live on a terminal (auto), timestamped lines (plain), or not at all.
@@ -154,7 +171,7 @@ pub struct BuildArgs {
     pub progress: ProgressChoice,
 
     /// Re-point an immutable tag that already names another image.
-    #[arg(long)]
+    #[arg(long, help_heading = "Publishing")]
     pub force: bool,
 
     /// Refuse to build when the inputs no longer match forge.lock.
@@ -167,28 +184,37 @@ pub struct BuildArgs {
 
     /// A registry host (with port) that the dated-tag check before --push may ask over plain
     /// HTTP; loopback hosts always may.
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, value_name = "HOST", help_heading = "Publishing")]
     pub insecure_registry: Vec<RegistryHost>,
 
     /// Also reuse the build cache of this image (repeatable): BuildKit reads the cache metadata
     /// the image carries from its registry. With --push, the recipe's own ([image] cache) is
     /// read and written without this flag.
-    #[arg(long, value_name = "REF")]
+    #[arg(long, value_name = "REF", help_heading = "Build cache")]
     pub cache_from: Vec<String>,
 
     /// For a recipe of several platforms ([image] platforms): the daemon that builds PLATFORM
     /// natively (repeatable); a platform with none is built on the default daemon only if that
     /// is the platform it runs on.
-    #[arg(long, value_name = "PLATFORM=URL")]
+    #[arg(
+        long,
+        value_name = "PLATFORM=URL",
+        help_heading = "Platforms and daemons"
+    )]
     pub node: Vec<Node>,
 
     /// After the push, sign the pushed manifest and attach the signature, the SBOM and the
     /// provenance under cosign's tags (key from --sign-key, else FORGE_SIGNING_KEY).
-    #[arg(long, requires = "push")]
+    #[arg(long, requires = "push", help_heading = "Publishing")]
     pub sign: bool,
 
     /// The signing key: a PKCS#8 PEM file (`forge keygen` writes one).
-    #[arg(long, value_name = "FILE", requires = "sign")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "sign",
+        help_heading = "Publishing"
+    )]
     pub sign_key: Option<PathBuf>,
 }
 
@@ -242,11 +268,11 @@ pub struct ReferenceArgs {
     /// The public key (PEM) whose signature the record (and, for verify-digest, the signature,
     /// provenance and SBOM) must carry; without it the record is trusted only as far as the
     /// registry is.
-    #[arg(long, value_name = "PUB.pem")]
+    #[arg(long, value_name = "PUB.pem", help_heading = "Image reference")]
     pub key: Option<PathBuf>,
 
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, value_name = "HOST", help_heading = "Image reference")]
     pub insecure_registry: Vec<RegistryHost>,
 }
 
@@ -267,16 +293,16 @@ pub struct VerifyDigestArgs {
 
     /// Also ask the registry for each tag's manifest digest (not the local daemon); implied by
     /// REF and by --key.
-    #[arg(long)]
+    #[arg(long, help_heading = "Where to check")]
     pub remote: bool,
 
     /// Also run the image (no network) and read back every pin and overlay file.
-    #[arg(long)]
+    #[arg(long, help_heading = "Deeper checks")]
     pub contents: bool,
 
     /// Check the tags on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT])
     /// instead of the default one; repeat for every node.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = "Where to check")]
     pub host: Vec<DaemonHost>,
 
     /// Show every digest whole, and both values of rows that hold (the default table cuts
@@ -287,7 +313,7 @@ pub struct VerifyDigestArgs {
     /// Also build the recorded inputs again, with no cache, on the first daemon, and compare
     /// the result with the recorded image layer by layer and file by file. With REF, the
     /// recipe folder (-C) must hold the inputs the image's record names.
-    #[arg(long)]
+    #[arg(long, help_heading = "Deeper checks")]
     pub rebuild: bool,
 }
 
@@ -300,7 +326,7 @@ pub struct PullArgs {
 
     /// Pull on this daemon (unix:///PATH, tcp://HOST:PORT, ssh://[USER@]HOST[:PORT]) instead of
     /// the default one; repeat for every node.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = "Where to pull")]
     pub host: Vec<DaemonHost>,
 
     /// How to show the pulls: live on a terminal (auto), timestamped lines (plain), or not at all.
@@ -368,15 +394,15 @@ pub enum PinCommand {
 #[derive(Debug, Args)]
 pub struct UpstreamArgs {
     /// A package index mirror that replaces every index the recipe names.
-    #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL", value_parser = crate::types::url::Url::http)]
+    #[arg(long, value_name = "URL", env = "FORGE_INDEX_URL", value_parser = crate::types::url::Url::http, help_heading = "Where to look")]
     pub index_url: Option<crate::types::url::Url>,
 
     /// Offer pre-releases (a, b, rc, dev) too.
-    #[arg(long)]
+    #[arg(long, help_heading = "Where to look")]
     pub pre: bool,
 
     /// A registry host (with port) that may be spoken to over plain HTTP; loopback hosts always may.
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, value_name = "HOST", help_heading = "Where to look")]
     pub insecure_registry: Vec<RegistryHost>,
 }
 

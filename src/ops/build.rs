@@ -61,11 +61,37 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
         if recipe.pins.image.platforms.len() > 1 && options.platform.is_none() {
             return super::platforms::run(recipe, options, &plan, printer).await;
         }
+        let platform = (options.platform.as_ref()).unwrap_or(&recipe.pins.image.platform);
+        warn_if_emulated(&engine, platform, printer).await;
         run(recipe, options, &plan, &engine, printer).await
     });
     // An interrupted registry check may still be waiting on the network: leave it behind.
     runtime.shutdown_background();
     built
+}
+
+/// Says before building when the daemon runs on another platform than the build is for: its
+/// RUN steps then run under emulation, if the daemon has it, or fail at the first one.
+async fn warn_if_emulated(
+    engine: &Docker,
+    platform: &crate::types::oci::Platform,
+    printer: &Printer,
+) {
+    let Ok(native) = engine.platform().await else {
+        return;
+    };
+    let wanted: String = platform
+        .as_str()
+        .split('/')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("/");
+    if native != wanted {
+        printer.warn(format_args!(
+            "the daemon at {} runs on {native} and this build is for {platform}: every RUN step runs under emulation (QEMU through binfmt_misc) if the daemon has it, slowly, and fails at the first one if not; build on a {platform} machine instead (DOCKER_HOST=ssh://USER@HOST)",
+            engine.host()
+        ));
+    }
 }
 
 /// The plan; under `--locked`, checked against forge.lock.
@@ -145,15 +171,27 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
         Some(crate::engine::EngineError::BuildFailed { message }) => (None, message),
         _ => return error,
     };
-    let refused = credentials_refused(said);
-    if !refused {
-        return error;
-    }
-    let other = pulled
-        .and_then(|image| ImageRef::from_str(&image).ok())
+    let other = (pulled.as_deref())
+        .and_then(|image| ImageRef::from_str(image).ok())
         .filter(|image| {
             image.registry() != base.registry() || image.repository() != base.repository()
         });
+    if network_unreachable(said) {
+        let (image, registry) = match &other {
+            Some(image) => (image.to_string(), image.registry().to_owned()),
+            None => (base.to_string(), base.registry().to_owned()),
+        };
+        return BuildError::PullUnreachable {
+            image,
+            registry,
+            base: other.is_none(),
+            said: said.clone(),
+        }
+        .into();
+    }
+    if !credentials_refused(said) {
+        return error;
+    }
     match other {
         Some(image) => BuildError::ImagePull {
             registry: image.registry().to_owned(),
@@ -180,6 +218,18 @@ fn credentials_refused(message: &str) -> bool {
         .expect("the pattern compiles")
     });
     REFUSED.is_match(message)
+}
+
+/// Whether the daemon's message says it could not reach a registry at all: a name that does
+/// not resolve, a connection refused, reset or timed out, no route, a proxy that failed.
+fn network_unreachable(message: &str) -> bool {
+    static UNREACHABLE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)no such host|server misbehaving|temporary failure in name resolution|connection refused|connection reset|i/o timeout|network is unreachable|no route to host|tls handshake timeout|proxyconnect|context deadline exceeded",
+        )
+        .expect("the pattern compiles")
+    });
+    UNREACHABLE.is_match(message)
 }
 
 /// The image a failed pull step names: the word after `FROM ` (classic) or `load metadata for `
@@ -435,7 +485,7 @@ fn print_built(
 
 #[cfg(test)]
 mod tests {
-    use super::credentials_refused;
+    use super::{credentials_refused, network_unreachable};
 
     #[test]
     fn a_refusal_is_read_from_its_words_and_not_from_the_digits_of_a_digest() {
@@ -450,5 +500,19 @@ mod tests {
             "failed to copy: sha256:8f40190a2c1d401e9a3b: unexpected EOF"
         ));
         assert!(!credentials_refused("layer 4015 of 4016 is corrupt"));
+    }
+
+    #[test]
+    fn an_unreachable_registry_is_read_from_what_the_daemon_says_of_the_network() {
+        for said in [
+            "failed to resolve source metadata for ghcr.io/a/b:1: failed to do request: Head \"https://ghcr.io/v2/a/b/manifests/1\": dial tcp: lookup ghcr.io on 127.0.0.53:53: no such host",
+            "Get \"https://127.0.0.1:9/v2/\": dial tcp 127.0.0.1:9: connect: connection refused",
+            "Get \"https://registry-1.docker.io/v2/\": net/http: TLS handshake timeout",
+            "Error response from daemon: Get \"https://ghcr.io/v2/\": proxyconnect tcp: dial tcp 10.0.0.1:3128: i/o timeout",
+        ] {
+            assert!(network_unreachable(said), "{said}");
+        }
+        assert!(!network_unreachable("pull access denied for x"));
+        assert!(!network_unreachable("manifest unknown"));
     }
 }

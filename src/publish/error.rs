@@ -58,6 +58,19 @@ pub enum BuildError {
         /// What the daemon said.
         said: String,
     },
+    /// The daemon could not reach the registry of an image the Dockerfile pulls (the base, or
+    /// another stage's): a name that does not resolve, a connection refused or timed out.
+    #[error("the daemon could not reach {registry} to pull {image}{}: {said}", if *base { ", the base image" } else { ", which the Dockerfile names" })]
+    PullUnreachable {
+        /// The image.
+        image: String,
+        /// Its registry.
+        registry: String,
+        /// Whether it is the recipe's base.
+        base: bool,
+        /// What the daemon said.
+        said: String,
+    },
     /// An immutable tag on the daemon names another image than the one just built.
     #[error("tag {tag} already points at {current}, not at the image just built ({built}){}", differs.as_deref().map(|differs| format!("; {differs}")).unwrap_or_default())]
     TagHoldsAnother {
@@ -85,6 +98,9 @@ impl Advise for BuildError {
         Advice::Hint(match self {
             BuildError::BasePull { registry, .. } | BuildError::ImagePull { registry, .. } => format!(
                 "log in with `docker login {registry}`, or set FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD with FORGE_REGISTRY_HOST={registry}; no tag moved and forge.lock is unchanged"
+            ),
+            BuildError::PullUnreachable { registry, image, .. } => format!(
+                "this is the network between the daemon and {registry}, not the recipe: check the daemon's DNS and its proxy (HTTPS_PROXY in the daemon's own environment), or give it a registry mirror; `docker pull {image}` on that daemon shows the same; no tag moved and forge.lock is unchanged"
             ),
             BuildError::Busy { .. } => {
                 "wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again".to_owned()

@@ -876,3 +876,50 @@ fn every_configured_registry_gets_its_credentials_with_the_build() {
     }
     forget();
 }
+
+/// The first real build names what is wrong: a build for another platform than the daemon
+/// runs on says so before it starts, and a base whose registry the daemon cannot reach (here a
+/// port nothing listens on) is the network's failure (exit 2), named with the registry and what
+/// to check, not a step to fix. Nothing is tagged or recorded.
+#[test]
+fn another_platform_is_named_before_building_and_an_unreachable_base_as_the_network() {
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    let example = Example::new("unreachable-base");
+    example.context.edit(
+        "pins.toml",
+        "image = \"forge-example-base:busybox\"",
+        "image = \"127.0.0.1:9/forge-absent/base:busybox\"",
+    );
+    for builder in ["buildkit", "classic"] {
+        let run = example
+            .build(&["--builder", builder, "--platform", "linux/arm64"])
+            .expect_code(2);
+        let warned = run
+            .stderr
+            .find("warning: the daemon at ")
+            .unwrap_or_else(|| panic!("{builder}: {}", run.stderr));
+        let building = run.stderr.find("Building ").unwrap();
+        assert!(warned < building, "{builder}: {}", run.stderr);
+        assert_contains(
+            &run.stderr,
+            "runs on linux/amd64 and this build is for linux/arm64: every RUN step runs under emulation",
+        );
+        assert_contains(
+            &run.stderr,
+            "error: the daemon could not reach 127.0.0.1:9 to pull 127.0.0.1:9/forge-absent/base:busybox, the base image:",
+        );
+        assert_contains(
+            &run.stderr,
+            "this is the network between the daemon and 127.0.0.1:9",
+        );
+        assert!(
+            !run.stderr.contains("fix the step"),
+            "{builder}: {}",
+            run.stderr
+        );
+        example.assert_untagged();
+        assert!(!example.context.path().join("forge.lock").exists());
+    }
+}

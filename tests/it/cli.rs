@@ -122,3 +122,67 @@ fn every_command_has_a_man_page_with_exit_status_environment_and_files() {
     let run = context.forge(&["man", "deploy"]).expect_code(2);
     assert_contains(&run.stderr, "forge has no command `deploy`");
 }
+
+/// Every command's path, found from `forge --help` and each command's own help.
+fn commands(context: &TestContext) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let mut queue = vec![Vec::<String>::new()];
+    while let Some(path) = queue.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = context.forge(&args).expect_code(0).stdout;
+        let listed = (help.lines())
+            .skip_while(|line| *line != "Commands:")
+            .skip(1)
+            .take_while(|line| line.starts_with("  "))
+            .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| *name != "help");
+        for name in listed {
+            let mut next = path.clone();
+            next.push(name.to_owned());
+            queue.push(next);
+        }
+        found.push(path);
+    }
+    found
+}
+
+/// At `COLUMNS=100` the help of every command fits 100 columns, wrapped as cargo wraps it, and
+/// the global flags stand apart under their own heading (after the command's own), as do
+/// build's flags for publishing.
+#[test]
+fn every_help_fits_100_columns_with_the_global_flags_under_their_own_heading() {
+    let context = TestContext::empty();
+    let all = commands(&context);
+    assert!(all.len() > 15, "{all:?}");
+    for path in &all {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = context
+            .forge_with(&args, &[("COLUMNS", "100")])
+            .expect_code(0)
+            .stdout;
+        for line in help.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "forge {}: a line of {} columns:\n{line}",
+                path.join(" "),
+                line.chars().count()
+            );
+        }
+        let global = help
+            .find("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("forge {} --help:\n{help}", path.join(" ")));
+        assert!(help[global..].contains("  -C <DIR>"), "{help}");
+        assert!(!help[..global].contains("  -C <DIR>"), "{help}");
+    }
+    let build = context.forge_with(&["build", "--help"], &[("COLUMNS", "100")]);
+    for heading in ["Publishing:", "Build cache:", "Platforms and daemons:"] {
+        assert!(
+            build.stdout.lines().any(|line| line == heading),
+            "{}",
+            build.stdout
+        );
+    }
+}
