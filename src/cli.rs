@@ -15,11 +15,13 @@ use crate::types::oci::RegistryHost;
     name = "forge",
     version = env!("FORGE_LONG_VERSION"),
     about,
-    propagate_version = true
+    propagate_version = true,
+    max_term_width = 100
 )]
 pub struct Cli {
-    /// The recipe folder (the one holding pins.toml); without it, the nearest folder at or above
-    /// the working folder that holds pins.toml, up to the repository root or the home folder.
+    /// Change to DIR first, as git -C does: relative paths resolve there, and DIR is the recipe
+    /// folder (the one holding pins.toml). Without it, the recipe is the nearest folder at or
+    /// above the working folder that holds pins.toml, up to the repository root or home.
     #[arg(
         short = 'C',
         value_name = "DIR",
@@ -32,7 +34,8 @@ pub struct Cli {
     #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
-    /// Print errors only.
+    /// Print no status lines, warnings or progress: errors only, and the command's answer on
+    /// stdout (a table, a report, the Dockerfile).
     #[arg(
         short,
         long,
@@ -106,7 +109,8 @@ pub enum Command {
     /// base64 ECDSA P-256 signature of its SHA-256 (`cosign verify-blob` and `openssl dgst
     /// -sha256 -verify` check it).
     SignBlob(SignBlobArgs),
-    /// Print a shell completion script for SHELL on stdout.
+    /// Print the shell function that completes forge's commands, flags, the recipe's pins and
+    /// forge.lock's image references, asking forge itself: `source <(forge completions bash)`.
     Completions {
         /// The shell.
         #[arg(value_enum)]
@@ -262,7 +266,7 @@ impl From<ProgressChoice> for ProgressMode {
 pub struct ReferenceArgs {
     /// The image (REGISTRY/REPOSITORY:TAG or @DIGEST): read the build record attached to it in
     /// its registry; no recipe folder is read and nothing is written.
-    #[arg(value_name = "REF")]
+    #[arg(value_name = "REF", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::recorded_references))]
     pub reference: Option<crate::types::oci::ImageRef>,
 
     /// The public key (PEM) whose signature the record (and, for verify-digest, the signature,
@@ -410,7 +414,7 @@ pub struct UpstreamArgs {
 #[derive(Debug, Args)]
 pub struct PinBumpArgs {
     /// The pin to move, as named under [pins], or `base` for the base image.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::pin_names))]
     pub name: crate::ops::pin_bump::BumpTarget,
 
     /// Move to this version, git commit or image tag instead of the newest allowed.

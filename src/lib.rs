@@ -34,6 +34,7 @@ pub mod attest;
 pub mod bump;
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod context;
 pub mod diagnostics;
 pub mod engine;

@@ -2,6 +2,7 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     restore_interrupt();
+    forge::completion::answer_if_asked();
     let cli = forge::cli::Cli::parse();
     forge::commands::run(cli).into()
 }

@@ -10,7 +10,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "FORGE_REGISTRY_USER, FORGE_REGISTRY_PASSWORD",
-        "registry credentials, sent only to FORGE_REGISTRY_HOST (else the host of the image being pushed or read)",
+        "registry credentials, sent to the recipe's own registry only (or to the one host FORGE_REGISTRY_HOST names)",
     ),
     (
         "FORGE_REGISTRY_HOST",
@@ -30,15 +30,19 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "FORGE_IDLE_TIMEOUT",
-        "seconds a daemon's pull or push may go without progress before forge gives up on it (default 60)",
+        "seconds a daemon's pull or push, or a download, may go without progress before forge gives up on it (default 60)",
     ),
     (
         "FORGE_DOWNLOAD_LIMIT",
         "the most bytes one download may hold (default 8 GiB)",
     ),
     (
+        "FORGE_COMPLETE",
+        "set by the completion function `forge completions SHELL` prints: the run answers with the words to offer",
+    ),
+    (
         "SOURCE_DATE_EPOCH",
-        "the time of the commits patch apply makes (else now)",
+        "the image's date (and so its dated tag) when pins.toml gives none; the mtime of every file of the build context; the time of the commits patch apply makes (else now)",
     ),
     (
         "DOCKER_HOST, DOCKER_CONTEXT, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH",
@@ -61,8 +65,28 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "a GitHub token for listing a release's files (raises the API's rate limit)",
     ),
     (
-        "XDG_CACHE_HOME, XDG_CONFIG_HOME, XDG_CONFIG_DIRS, HOME",
+        "HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY",
+        "the proxy forge's own requests (registries, package indexes, releases) go through; the daemon's pulls follow the daemon's own environment",
+    ),
+    (
+        "SSL_CERT_FILE, SSL_CERT_DIR",
+        "certificate authorities to trust besides the system's",
+    ),
+    (
+        "XDG_CACHE_HOME, XDG_CONFIG_HOME, XDG_CONFIG_DIRS",
         "where caches and pip's configuration files are looked for",
+    ),
+    (
+        "HOME",
+        "the home folder: ~/.docker, ~/.netrc, ~/.cache; the search for pins.toml stops there",
+    ),
+    (
+        "TMPDIR",
+        "where scratch repositories, the context archive and downloads are spooled",
+    ),
+    (
+        "COLUMNS",
+        "the width help wraps to when stdout is not a terminal (at most 100)",
     ),
     (
         "NO_COLOR",
@@ -198,5 +222,53 @@ fn escape(text: &str) -> String {
         format!("\\&{escaped}")
     } else {
         escaped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every variable the code reads by name (`env::var("X")`, `var_os`, the helpers that wrap
+    /// them, clap's `env = "X"`) is in ENVIRONMENT.
+    #[test]
+    fn the_environment_section_names_every_variable_forge_reads() {
+        let read = regex::Regex::new(
+            r#"(?:var|var_os|set|non_empty|non_empty_env|setting|lookup)\(\s*"([A-Z][A-Z0-9_]+)"|env = "([A-Z][A-Z0-9_]+)"|\["(GH_TOKEN)", "(GITHUB_TOKEN)"\]"#,
+        )
+        .unwrap();
+        let listed: String = super::ENVIRONMENT
+            .iter()
+            .map(|(names, _)| *names)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut found = std::collections::BTreeSet::new();
+        let mut folders = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src"
+        ))];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if path.extension().is_some_and(|extension| extension == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for captures in read.captures_iter(&text) {
+                        let name = (1..=4).find_map(|group| captures.get(group)).unwrap();
+                        found.insert((name.as_str().to_owned(), path.display().to_string()));
+                    }
+                }
+            }
+        }
+        assert!(found.len() > 20, "{found:?}");
+        for (name, path) in found {
+            // Build-time and test-only names are not read by the installed binary.
+            if ["FORGE_LONG_VERSION", "CARGO_MANIFEST_DIR", "MUTANT"].contains(&name.as_str()) {
+                continue;
+            }
+            assert!(
+                listed.split(", ").any(|listed| listed == name),
+                "{path} reads {name}, which forge-*(1)'s ENVIRONMENT does not name"
+            );
+        }
     }
 }

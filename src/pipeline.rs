@@ -217,7 +217,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
     };
     let folder = crate::fs::Confined::new(&recipe.root)?;
     for entry in &recipe.pins.patches {
-        let series_path = recipe.root.join(entry.series.as_str());
+        let series_path = crate::fs::in_folder(&recipe.root, entry.series.as_str());
         let series = Series::read(std::slice::from_ref(&series_path), Some(&folder))?;
         let target = PatchTarget::from_onto(&entry.onto, &recipe.root);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
@@ -263,7 +263,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         {
             let checkout = check_out(
                 &patched,
-                &recipe.root.join(folder.as_str()),
+                &crate::fs::in_folder(&recipe.root, folder.as_str()),
                 folder.as_str(),
             )?;
             trees.members.push(Member {
@@ -271,7 +271,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
                 from: checkout.path().to_owned(),
             });
             trees.members.extend(left_out_by_git(
-                &recipe.root.join(folder.as_str()),
+                &crate::fs::in_folder(&recipe.root, folder.as_str()),
                 checkout.path(),
                 folder.as_str(),
             )?);

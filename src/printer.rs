@@ -96,6 +96,11 @@ impl Printer {
         self.format == OutputFormat::Json
     }
 
+    /// Whether status and diagnostics are painted (`--color`, `NO_COLOR`, `CLICOLOR_FORCE`).
+    pub fn paints(&self) -> bool {
+        self.color
+    }
+
     /// Whether stderr is a terminal (progress displays are only drawn there).
     pub fn is_terminal(&self) -> bool {
         std::io::stderr().is_terminal()

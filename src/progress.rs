@@ -38,6 +38,8 @@ pub struct Terminal {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
     verbose: bool,
+    /// Whether to paint, as `--color` and the environment say.
+    color: bool,
 }
 
 /// The plain log display.
@@ -57,6 +59,7 @@ impl Display {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
                 bars: HashMap::new(),
                 verbose,
+                color: printer.paints(),
             }),
             ProgressMode::Auto | ProgressMode::Plain => Display::Plain(Plain {
                 printer: printer.clone(),
@@ -94,10 +97,12 @@ impl Terminal {
                 state: StepState::Running,
             } => {
                 let bar = self.multi.add(ProgressBar::new_spinner());
-                bar.set_style(
-                    ProgressStyle::with_template("{spinner:.cyan} {prefix} {wide_msg:.dim}")
-                        .expect("a valid template"),
-                );
+                let template = if self.color {
+                    "{spinner:.cyan} {prefix} {wide_msg:.dim}"
+                } else {
+                    "{spinner} {prefix} {wide_msg}"
+                };
+                bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
                 bar.set_prefix(redact(name).into_owned());
                 bar.enable_steady_tick(Duration::from_millis(120));
                 self.bars.insert(id.to_owned(), bar);
@@ -106,10 +111,15 @@ impl Terminal {
                 if let Some(bar) = self.bars.remove(id) {
                     bar.finish_and_clear();
                 }
-                let verb = match state {
-                    StepState::Cached => "\x1b[1;36m      Cached\x1b[0m",
-                    StepState::Done => "\x1b[1;32m        Done\x1b[0m",
-                    _ => "\x1b[1;31m      Failed\x1b[0m",
+                let (verb, code) = match state {
+                    StepState::Cached => ("Cached", "1;36"),
+                    StepState::Done => ("Done", "1;32"),
+                    _ => ("Failed", "1;31"),
+                };
+                let verb = if self.color {
+                    format!("\x1b[{code}m{verb:>12}\x1b[0m")
+                } else {
+                    format!("{verb:>12}")
                 };
                 let _ = self.multi.println(format!("{verb} {}", redact(name)));
             }

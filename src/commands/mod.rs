@@ -19,7 +19,7 @@ use crate::printer::{OutputFormat, Printer, Verbosity};
 use crate::recipe::Recipe;
 
 /// Runs the parsed command line and says how forge should exit.
-pub fn run(cli: Cli) -> ExitStatus {
+pub fn run(mut cli: Cli) -> ExitStatus {
     let verbosity = match (cli.quiet, cli.verbose) {
         (true, _) => Verbosity::Quiet,
         (_, true) => Verbosity::Verbose,
@@ -34,6 +34,16 @@ pub fn run(cli: Cli) -> ExitStatus {
     // libgit2 re-hashes every object it reads unless told not to; git itself does that only in
     // `git fsck`. For a series of a few hundred patches that is a third of the work.
     git2::opts::strict_hash_verification(false);
+    // `-C DIR` changes directory first, as git, cargo and make do: every relative path resolves
+    // in DIR, and the recipe is DIR itself, named `.` so that messages name its files as the
+    // user would type them there.
+    if let Some(folder) = cli.directory.take() {
+        if let Err(source) = std::env::set_current_dir(&folder) {
+            let error = anyhow::Error::from(ChangeDirectory { folder, source });
+            return diagnostics::report(&printer, &error);
+        }
+        cli.directory = Some(std::path::PathBuf::from("."));
+    }
     let result = match &cli.command {
         Command::Render(args) => render::run(&cli, args, &printer),
         Command::Build(args) => build::run(&cli, args, &printer),
@@ -88,9 +98,7 @@ fn keygen(prefix: &std::path::Path, printer: &Printer) -> anyhow::Result<ExitSta
 }
 
 fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let mut command = <Cli as clap::CommandFactory>::command();
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut command, "forge", &mut script);
+    let script = crate::completion::registration(shell);
     printer.data(&String::from_utf8(script).expect("clap writes UTF-8"));
     Ok(ExitStatus::Success)
 }
@@ -104,6 +112,24 @@ fn man_page(path: &[String], printer: &Printer) -> anyhow::Result<ExitStatus> {
     printer.data(&String::from_utf8(page).expect("clap_mangen writes UTF-8"));
     Ok(ExitStatus::Success)
 }
+
+/// `-C DIR` names a folder forge cannot change into.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot change to the folder {} that -C names: {source}", folder.display())]
+struct ChangeDirectory {
+    folder: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+impl diagnostics::Advise for ChangeDirectory {
+    fn advice(&self) -> diagnostics::Advice {
+        diagnostics::Advice::Hint(
+            "name the recipe folder (the one holding pins.toml) after -C, relative to the working folder or absolute".to_owned(),
+        )
+    }
+}
+
+crate::advised!(ChangeDirectory);
 
 /// `forge man COMMAND` for a command forge does not have.
 #[derive(Debug, thiserror::Error)]

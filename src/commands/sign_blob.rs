@@ -1,13 +1,12 @@
 //! `forge sign-blob FILE [--sign-key KEY] [--out SIG]`.
 
-use crate::attest::keys::SigningKey;
 use crate::cli::SignBlobArgs;
 use crate::diagnostics::ExitStatus;
-use crate::ops::sign_blob::{default_signature_path, sign_blob};
+use crate::ops::sign_blob::{default_signature_path, sign_blob, signing_key};
 use crate::printer::Printer;
 
 pub(super) fn run(args: &SignBlobArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let key = SigningKey::given(args.sign_key.as_deref())?;
+    let key = signing_key(args.sign_key.as_deref())?;
     let out = (args.out.clone()).unwrap_or_else(|| default_signature_path(&args.file));
     let signature = sign_blob(&args.file, &key, &out, printer)?;
     if printer.is_json() {

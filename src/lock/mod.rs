@@ -504,7 +504,7 @@ crate::advised!(LockError);
 
 /// The path of forge.lock in the recipe folder `root`.
 pub fn path(root: &Path) -> PathBuf {
-    root.join(LOCK_FILE)
+    crate::fs::in_folder(root, LOCK_FILE)
 }
 
 /// Reads the build recorded in `root`, if forge.lock records one.

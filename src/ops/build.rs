@@ -164,7 +164,7 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
     let (pulled, said) = match error.downcast_ref::<crate::engine::EngineError>() {
         Some(crate::engine::EngineError::StepFailed { step, message, .. })
             // The classic builder's FROM step, or BuildKit's look-up of an image.
-            if step.contains("FROM ") || step.contains("load metadata for") =>
+            if is_from_step(step) || step.contains("load metadata for") =>
         {
             (pulled_image(step), message)
         }
@@ -176,11 +176,16 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
         .filter(|image| {
             image.registry() != base.registry() || image.repository() != base.repository()
         });
-    if network_unreachable(said) {
-        let (image, registry) = match &other {
-            Some(image) => (image.to_string(), image.registry().to_owned()),
-            None => (base.to_string(), base.registry().to_owned()),
-        };
+    let (image, registry) = match &other {
+        Some(image) => (image.to_string(), image.registry().to_owned()),
+        None => (base.to_string(), base.registry().to_owned()),
+    };
+    // Only the network to that image's registry: the message names its host (docker.io's is
+    // registry-1.docker.io), and the daemon's own sockets (`dial unix`) are not the network.
+    let host = registry.rsplit('.').take(2).collect::<Vec<_>>();
+    let names_registry = said.contains(&registry)
+        || (host.len() == 2 && said.contains(&format!("{}.{}", host[1], host[0])));
+    if network_unreachable(said) && names_registry && !said.contains("dial unix") {
         return BuildError::PullUnreachable {
             image,
             registry,
@@ -230,6 +235,19 @@ fn network_unreachable(message: &str) -> bool {
         .expect("the pattern compiles")
     });
     UNREACHABLE.is_match(message)
+}
+
+/// Whether `step` (`[1/7] FROM x`, `Step 1/7 : FROM x`) is a FROM instruction, not a step that
+/// merely says "FROM" (a RUN of SQL or sed).
+fn is_from_step(step: &str) -> bool {
+    let instruction = step
+        .split_once("] ")
+        .or_else(|| step.split_once(" : "))
+        .map_or(step, |(_, rest)| rest);
+    instruction
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("FROM ")
 }
 
 /// The image a failed pull step names: the word after `FROM ` (classic) or `load metadata for `
@@ -485,7 +503,7 @@ fn print_built(
 
 #[cfg(test)]
 mod tests {
-    use super::{credentials_refused, network_unreachable};
+    use super::{credentials_refused, is_from_step, network_unreachable};
 
     #[test]
     fn a_refusal_is_read_from_its_words_and_not_from_the_digits_of_a_digest() {
@@ -513,6 +531,9 @@ mod tests {
             assert!(network_unreachable(said), "{said}");
         }
         assert!(!network_unreachable("pull access denied for x"));
+        assert!(is_from_step("[1/7] FROM ghcr.io/a/b:1@sha256:00"));
+        assert!(is_from_step("Step 1/7 : FROM busybox"));
+        assert!(!is_from_step("[4/7] RUN psql -c 'SELECT 1 FROM t'"));
         assert!(!network_unreachable("manifest unknown"));
     }
 }

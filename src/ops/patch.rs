@@ -85,7 +85,7 @@ pub fn patch_jobs(
         (Some((target, label)), true) => vec![PatchJob {
             series: entries
                 .iter()
-                .map(|entry| recipe.root.join(entry.series.as_str()))
+                .map(|entry| crate::fs::in_folder(&recipe.root, entry.series.as_str()))
                 .collect(),
             target,
             label,
@@ -105,7 +105,7 @@ pub fn patch_jobs(
             .map(|entry| {
                 let (target, label) = from_pins(&entry.onto);
                 PatchJob {
-                    series: vec![recipe.root.join(entry.series.as_str())],
+                    series: vec![crate::fs::in_folder(&recipe.root, entry.series.as_str())],
                     target,
                     label,
                     within: within.clone(),

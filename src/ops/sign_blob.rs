@@ -11,6 +11,11 @@ use crate::printer::Printer;
 /// Why a file could not be signed.
 #[derive(Debug, thiserror::Error)]
 pub enum SignBlobError {
+    /// Neither `--sign-key` nor `FORGE_SIGNING_KEY` gives a key.
+    #[error(
+        "forge sign-blob needs a signing key, and neither --sign-key nor FORGE_SIGNING_KEY gives one"
+    )]
+    NoKey,
     /// The file to sign could not be opened as a regular file.
     #[error(transparent)]
     Open(#[from] crate::fs::PathError),
@@ -32,6 +37,7 @@ impl crate::diagnostics::Advise for SignBlobError {
     fn advice(&self) -> crate::diagnostics::Advice {
         use crate::diagnostics::Advice;
         match self {
+            SignBlobError::NoKey => crate::attest::keys::KeyError::Missing.advice(),
             SignBlobError::Open(error) => error.advice(),
             SignBlobError::Read { .. } => {
                 Advice::Hint("check the file and sign it again; no signature was written".into())
@@ -45,6 +51,14 @@ impl crate::diagnostics::Advise for SignBlobError {
 }
 
 crate::advised!(SignBlobError);
+
+/// The key `--sign-key` names, else the one `FORGE_SIGNING_KEY` holds.
+pub fn signing_key(path: Option<&Path>) -> anyhow::Result<SigningKey> {
+    match SigningKey::given(path) {
+        Err(crate::attest::keys::KeyError::Missing) => Err(SignBlobError::NoKey.into()),
+        other => Ok(other?),
+    }
+}
 
 /// Where the signature of `file` goes by default: beside it, as `FILE.sig`.
 pub fn default_signature_path(file: &Path) -> PathBuf {

@@ -48,7 +48,8 @@ impl Patch {
 /// The author of a patch, as the new commit carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Author {
-    /// Display name (lossily decoded when the mail's bytes are not UTF-8).
+    /// Display name, as the commit records it (UTF-8: bytes that were not are taken as Latin-1,
+    /// as git takes them).
     pub name: String,
     /// Email address.
     pub email: String,

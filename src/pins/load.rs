@@ -211,7 +211,9 @@ impl Loader<'_> {
             let pin = match &onto {
                 Onto::Folder(folder) => {
                     self.inside(span.clone(), folder, "patch target folder")?;
-                    if self.folder.is_some() && !self.root.join(folder.as_str()).is_dir() {
+                    if self.folder.is_some()
+                        && !crate::fs::in_folder(self.root, folder.as_str()).is_dir()
+                    {
                         return Err(self.error(
                             span,
                             format!("patch target folder `{folder}` does not exist"),
@@ -389,7 +391,7 @@ impl Loader<'_> {
         let Some(folder) = &self.folder else {
             return Ok(());
         };
-        match folder.resolve(&self.root.join(path.as_str())) {
+        match folder.resolve(&crate::fs::in_folder(self.root, path.as_str())) {
             Ok(_) => Ok(()),
             Err(crate::fs::PathError::Outside {
                 target,
@@ -497,7 +499,9 @@ impl Loader<'_> {
         what: &str,
     ) -> Result<RecipePath, LoadError> {
         self.inside(path.span(), path.get_ref(), what)?;
-        if self.folder.is_none() || self.root.join(path.get_ref().as_str()).is_dir() {
+        if self.folder.is_none()
+            || crate::fs::in_folder(self.root, path.get_ref().as_str()).is_dir()
+        {
             Ok(path.into_inner())
         } else {
             Err(self.error(
@@ -516,7 +520,7 @@ impl Loader<'_> {
     fn shim(&self, shim: schema::RawShim) -> Result<Shim, LoadError> {
         let file = shim.file.get_ref().clone();
         self.inside(shim.file.span(), &file, "shim file")?;
-        if self.folder.is_some() && !self.root.join(file.as_str()).is_file() {
+        if self.folder.is_some() && !crate::fs::in_folder(self.root, file.as_str()).is_file() {
             return Err(self.error(
                 shim.file.span(),
                 format!("shim file `{file}` does not exist"),

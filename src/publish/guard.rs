@@ -70,8 +70,9 @@ pub fn lock_recipe(root: &Path) -> Result<std::fs::File, BuildError> {
     })?;
     match folder.try_lock() {
         Ok(()) => Ok(folder),
+        // The folder by its whole path: from inside it, `.` would say little.
         Err(std::fs::TryLockError::WouldBlock) => Err(BuildError::Busy {
-            root: root.to_owned(),
+            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
         }),
         Err(std::fs::TryLockError::Error(source)) => Err(BuildError::Lock {
             root: root.to_owned(),

@@ -200,7 +200,7 @@ crate::advised!(IntentError);
 
 /// The intent's path in the recipe folder `root`.
 pub fn path(root: &Path) -> PathBuf {
-    root.join(INTENT_FILE)
+    crate::fs::in_folder(root, INTENT_FILE)
 }
 
 impl Intent {

@@ -892,9 +892,16 @@ fn another_platform_is_named_before_building_and_an_unreachable_base_as_the_netw
         "image = \"forge-example-base:busybox\"",
         "image = \"127.0.0.1:9/forge-absent/base:busybox\"",
     );
+    // Whichever platform the daemon does not run on.
+    let native = crate::support::images::daemon_platform();
+    let foreign = if native == "linux/arm64" {
+        "linux/amd64"
+    } else {
+        "linux/arm64"
+    };
     for builder in ["buildkit", "classic"] {
         let run = example
-            .build(&["--builder", builder, "--platform", "linux/arm64"])
+            .build(&["--builder", builder, "--platform", foreign])
             .expect_code(2);
         let warned = run
             .stderr
@@ -904,7 +911,9 @@ fn another_platform_is_named_before_building_and_an_unreachable_base_as_the_netw
         assert!(warned < building, "{builder}: {}", run.stderr);
         assert_contains(
             &run.stderr,
-            "runs on linux/amd64 and this build is for linux/arm64: every RUN step runs under emulation",
+            &format!(
+                "runs on {native} and this build is for {foreign}: every RUN step runs under emulation"
+            ),
         );
         assert_contains(
             &run.stderr,

@@ -156,11 +156,12 @@ fn every_help_fits_100_columns_with_the_global_flags_under_their_own_heading() {
     let context = TestContext::empty();
     let all = commands(&context);
     assert!(all.len() > 15, "{all:?}");
-    for path in &all {
+    for (path, columns) in all.iter().flat_map(|path| [(path, "100"), (path, "200")]) {
         let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
         args.push("--help");
+        // A wider terminal does not widen help past 100 columns, as cargo's.
         let help = context
-            .forge_with(&args, &[("COLUMNS", "100")])
+            .forge_with(&args, &[("COLUMNS", columns)])
             .expect_code(0)
             .stdout;
         for line in help.lines() {
@@ -185,4 +186,137 @@ fn every_help_fits_100_columns_with_the_global_flags_under_their_own_heading() {
             build.stdout
         );
     }
+}
+
+/// `forge -C DIR` from another folder, with relative paths.
+fn forge_from(folder: &std::path::Path, args: &[&str]) -> crate::support::Run {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_forge"));
+    command
+        .args(args)
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .env_remove("SOURCE_DATE_EPOCH");
+    crate::support::Run::of(&mut command)
+}
+
+/// `-C DIR` changes directory first, as git's does: `--out` and `keygen --out` write into DIR,
+/// and status lines name the recipe's files as they are typed there; a folder that is not
+/// there is refused by name.
+#[test]
+fn dash_c_changes_directory_first() {
+    let outer = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outer.path().join("offline")).unwrap();
+    crate::support::images::copy_example(&outer.path().join("offline"));
+    let run = forge_from(
+        outer.path(),
+        &["-C", "offline", "render", "--out", "Dockerfile.test"],
+    );
+    let run = run.expect_code(0);
+    assert!(outer.path().join("offline/Dockerfile.test").is_file());
+    assert!(!outer.path().join("Dockerfile.test").exists());
+    assert_contains(&run.stderr, "Rendered Dockerfile.test (sha256:");
+
+    forge_from(outer.path(), &["-C", "offline", "keygen", "--out", "lab"]).expect_code(0);
+    assert!(outer.path().join("offline/lab.key").is_file());
+    assert!(!outer.path().join("lab.key").exists());
+
+    let run = forge_from(outer.path(), &["-C", "offline", "build", "--dry-run"]).expect_code(0);
+    assert_contains(
+        &run.stderr,
+        "Patched patches/app onto overlays/app (scratch repository)",
+    );
+    assert!(
+        !run.stderr.contains(&outer.path().display().to_string()),
+        "{}",
+        run.stderr
+    );
+
+    let run = forge_from(outer.path(), &["-C", "nowhere", "render"]).expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "error: cannot change to the folder nowhere that -C names",
+    );
+}
+
+/// What bash offers after `words` (the last one being completed) in `folder`, through the
+/// function `forge completions bash` registers, which asks the forge on PATH.
+fn bash_completes(folder: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_forge"));
+    let quoted: Vec<String> = words.iter().map(|word| format!("'{word}'")).collect();
+    let script = format!(
+        "source <(forge completions bash)\n\
+         function=$(complete -p forge | sed 's/.* -F \\([^ ]*\\) .*/\\1/')\n\
+         COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}\n\
+         \"$function\" forge '{current}' '{previous}'\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        words = quoted.join(" "),
+        cword = words.len() - 1,
+        line = words.join(" "),
+        current = words[words.len() - 1],
+        previous = words[words.len() - 2],
+    );
+    let output = std::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-c", &script])
+        .current_dir(folder)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                binary.parent().unwrap().display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .expect("bash runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| line.trim().to_owned())
+        .filter(|line| !line.is_empty())
+        .collect()
+}
+
+/// In a recipe folder, bash completes `forge pin bump` with the recipe's pins and `base`, and
+/// `forge verify-digest` with the references forge.lock records, as well as commands and flags.
+#[test]
+fn bash_completes_pin_names_and_recorded_references() {
+    let context = TestContext::default_recipe();
+    let pins = bash_completes(context.path(), &["forge", "pin", "bump", ""]);
+    for pin in [
+        "base",
+        "nccl",
+        "cutlass-dsl",
+        "deepgemm",
+        "flashinfer",
+        "tilelang",
+    ] {
+        assert!(
+            pins.iter().any(|offered| offered == pin),
+            "{pin} not in {pins:?}"
+        );
+    }
+    let some = bash_completes(context.path(), &["forge", "pin", "bump", "fl"]);
+    assert_eq!(some, ["flashinfer"]);
+    let commands = bash_completes(context.path(), &["forge", "ver"]);
+    assert_eq!(commands, ["verify-digest"]);
+
+    // forge.lock of a build: its tags complete a reference.
+    let Some((example, _)) = crate::support::images::built("completion") else {
+        return;
+    };
+    let references = bash_completes(
+        example.context.path(),
+        &["forge", "verify-digest", "forge-"],
+    );
+    assert_eq!(
+        references,
+        [
+            format!("{}:latest", example.repository),
+            format!("{}:2026-07-08-offline", example.repository)
+        ],
+    );
 }

@@ -342,7 +342,9 @@ fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
         &second.stderr,
         &format!(
             "error: another `forge build` is running on the recipe {}",
-            example.context.path().display()
+            std::fs::canonicalize(example.context.path())
+                .unwrap()
+                .display()
         ),
     );
     assert_contains(&second.stderr, "hint: wait for it to finish");
@@ -524,10 +526,8 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
     let (status, stderr) = build(&["--force"]);
     assert_eq!(status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains(&format!(
-            "error: cannot write {}",
-            recipe.join("forge.lock").display()
-        )),
+        // Named as typed in the recipe folder, where -C puts forge.
+        stderr.contains("error: cannot write forge.lock"),
         "{stderr}"
     );
     assert!(stderr.contains("No space left on device"), "{stderr}");

@@ -58,7 +58,7 @@ fn malformed_toml_names_the_position() {
         "invalid basic string",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:81:18: invalid basic string, expected `"`
+    error: pins.toml:81:18: invalid basic string, expected `"`
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -73,7 +73,7 @@ fn unknown_key_is_refused_at_its_line() {
         "unknown field `vresion`",
     );
     forge_snapshot!(run.stderr, "", @"
-    error: <tmp>/pins.toml:70:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
+    error: pins.toml:70:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
     hint: remove or rename the key; docs/pins.md lists every key forge reads
     ");
     assert_contains(&run.stderr, "hint: remove or rename the key");
@@ -138,7 +138,7 @@ fn version_with_a_newline_and_a_command_is_refused() {
         "invalid version \"0.6.14\\nRUN curl x | sh\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:81:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    error: pins.toml:81:11: invalid version "0.6.14\nRUN curl x | sh": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -153,7 +153,7 @@ fn version_with_a_shell_list_is_refused() {
         "invalid version \"0.6.14 && rm -rf /\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-    error: <tmp>/pins.toml:81:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
+    error: pins.toml:81:11: invalid version "0.6.14 && rm -rf /": expected an exact PEP 440 version such as 0.6.14 (digits, dots, and a/b/rc/post/dev/+local parts only)
     hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
     "#);
 }
@@ -168,9 +168,9 @@ fn tag_with_a_space_is_refused() {
         "invalid tag \"experimental pr4\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:13:11: invalid tag "experimental pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
-        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
-        "#);
+    error: pins.toml:13:11: invalid tag "experimental pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+    hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -183,9 +183,9 @@ fn tag_with_a_quote_is_refused() {
         "invalid tag \"experimental\\\"pr4\"",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:13:11: invalid tag "experimental\"pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
-        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
-        "#);
+    error: pins.toml:13:11: invalid tag "experimental\"pr4": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+    hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -199,9 +199,9 @@ fn tag_of_129_characters_is_refused() {
         "invalid tag",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:13:11: invalid tag "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
-        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
-        "#);
+    error: pins.toml:13:11: invalid tag "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'
+    hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -214,9 +214,9 @@ fn image_reference_with_a_newline_is_refused() {
         "invalid image reference",
     );
     forge_snapshot!(run.stderr, "", @r#"
-        error: <tmp>/pins.toml:21:9: invalid image reference "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\nRUN id": invalid tag "2026-07-01-v0.24.0\nRUN id": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'; expected [registry/]repository[:tag][@sha256:digest]
-        hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
-        "#);
+    error: pins.toml:21:9: invalid image reference "ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\nRUN id": invalid tag "2026-07-01-v0.24.0\nRUN id": expected at most 128 of letters, digits, '_', '.' and '-', not starting with '.' or '-'; expected [registry/]repository[:tag][@sha256:digest]
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    "#);
 }
 
 #[test]
@@ -255,10 +255,10 @@ fn a_denied_version_is_refused_with_its_reason() {
         "version = \"0.1.12\"\ngroup = \"tvm\"                  # moves",
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/pins.toml:59:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
-        hint: move the pin to another version; the deny list records what broke
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: pins.toml:59:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
+    hint: move the pin to another version; the deny list records what broke
+    ");
     assert_contains(
         &run.stderr,
         "denied: aborts tilelang: duplicate type-attr registration",
@@ -286,7 +286,7 @@ fn a_lockstep_group_must_share_one_version() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:65:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
+    error: pins.toml:65:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13
     hint: give every pin of group `tvm` the same version (`forge pin bump` moves them together), or drop `lockstep` from [groups.tvm]
     ");
     let line = context
@@ -320,7 +320,7 @@ fn a_key_of_another_kind_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:69:1: pin `tilelang` of kind python cannot have `rev`
+    error: pins.toml:69:1: pin `tilelang` of kind python cannot have `rev`
     hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim, files
     ");
     assert_contains(
@@ -339,7 +339,7 @@ fn a_missing_series_folder_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:94:10: patch series folder `patches/pr5` does not exist in <recipe>
+    error: pins.toml:94:10: patch series folder `patches/pr5` does not exist in .
     hint: paths in pins.toml are relative to the folder that holds it
     ");
     assert_contains(
@@ -435,11 +435,11 @@ fn pin_list_json_lists_every_pin_with_kind_version_and_group() {
 #[test]
 fn missing_recipe_is_an_environment_error() {
     let run = TestContext::empty().forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, "", @r"
-        error: cannot read <tmp>/pins.toml
-        caused by: No such file or directory (os error 2)
-        hint: forge reads pins.toml in the folder -C names, else in the working folder or the nearest folder above it that has one (up to the repository root); pass -C DIR to point at the recipe (looked at <tmp>/pins.toml)
-        ");
+    forge_snapshot!(run.stderr, "", @"
+    error: cannot read pins.toml
+    caused by: No such file or directory (os error 2)
+    hint: forge reads pins.toml in the folder -C names, else in the working folder or the nearest folder above it that has one (up to the repository root); pass -C DIR to point at the recipe (looked at pins.toml)
+    ");
     assert_contains(&run.stderr, "cannot read");
     assert_contains(&run.stderr, "pins.toml");
     assert_contains(
@@ -469,7 +469,7 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:95:8: the series is onto https://example.org/other.git, which no git pin builds
+    error: pins.toml:95:8: the series is onto https://example.org/other.git, which no git pin builds
     hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
     ");
     assert_contains(
@@ -495,7 +495,7 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
     );
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:95:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
+    error: pins.toml:95:8: the series is onto https://github.com/deepseek-ai/DeepGEMM.git at <short>, but pin `deepgemm` builds <commit>
     hint: make `onto`'s rev the pin's (`forge pin bump deepgemm` moves both together)
     ");
     assert_contains(
@@ -552,7 +552,7 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
         .expect("a second series onto DeepGEMM");
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: <recipe>/pins.toml:103:8: a second series onto pin `deepgemm`
+    error: pins.toml:103:8: a second series onto pin `deepgemm`
     hint: put all of a pin's patches in one series folder, in the order they apply
     ");
     crate::support::assert_contains(
@@ -578,9 +578,9 @@ fn a_tag_template_that_loops_is_refused_quickly() {
     let started = std::time::Instant::now();
     let run = context.forge(&["render"]).expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @r#"
-        error: <recipe>/pins.toml:14:14: tag template "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}": invalid template
-        hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
-        "#);
+    error: pins.toml:14:14: tag template "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}{{ date }}": invalid template
+    hint: tags follow the registry grammar [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; nothing was rendered
+    "#);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(3),
         "took {:?}",

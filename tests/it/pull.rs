@@ -130,10 +130,10 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
         return;
     };
     let run = example.context.forge(&["pull"]).expect_code(2);
-    forge_snapshot!(run.stderr, example.context.path(), @r"
-        error: <recipe>/forge.lock records no pushed tag: there is no manifest digest to pull
-        hint: `forge build --push` records the digest the registry stored; pull after it
-        ");
+    forge_snapshot!(run.stderr, example.context.path(), @"
+    error: forge.lock records no pushed tag: there is no manifest digest to pull
+    hint: `forge build --push` records the digest the registry stored; pull after it
+    ");
     assert_contains(
         &run.stderr,
         "forge.lock records no pushed tag: there is no manifest digest to pull",

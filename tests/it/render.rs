@@ -148,10 +148,10 @@ fn a_pin_the_template_uses_but_pins_toml_lacks_is_an_error_with_template_line_an
         &format!("{}{}", &without[..fix_start], &without[fix_end..]),
     );
     let run = context.forge(&["render"]).expect_code(2);
-    forge_snapshot!(run.stderr, context.path(), @r"
-        error: <recipe>/templates/Dockerfile.j2:51:18: undefined value `pins.deepgemm.branch`
-        hint: the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template
-        ");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: templates/Dockerfile.j2:51:18: undefined value `pins.deepgemm.branch`
+    hint: the template uses a pin that pins.toml does not define (or a field that kind of pin lacks): add it to pins.toml or drop it from the template
+    ");
     assert!(run.stdout.is_empty());
     let template = context.read("templates/Dockerfile.j2");
     let (line, column) = template
@@ -308,7 +308,7 @@ fn version_names_the_commit_and_date_and_completions_and_the_man_page_are_printe
     );
     for shell in ["bash", "zsh", "fish"] {
         let script = context.forge(&["completions", shell]).expect_code(0).stdout;
-        assert_contains(&script, "verify-digest");
+        assert_contains(&script, "FORGE_COMPLETE");
     }
     let page = context.forge(&["man"]).expect_code(0).stdout;
     assert!(page.contains(".TH forge 1"), "{page}");

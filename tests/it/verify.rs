@@ -25,10 +25,10 @@ use crate::support::{Run, TestContext, assert_contains, stdout_of};
 fn no_record_exits_2_naming_the_file() {
     let example = Example::new("verify-none");
     let run = example.context.forge(&["verify-digest"]).expect_code(2);
-    forge_snapshot!(run.stderr, example.context.path(), @r"
-        error: there is no build record to verify: <recipe>/forge.lock does not exist
-        hint: run `forge build` (with --push for --remote) to record a build here, or name the image (`forge verify-digest REF`) to verify the record attached to it in its registry
-        ");
+    forge_snapshot!(run.stderr, example.context.path(), @"
+    error: there is no build record to verify: forge.lock does not exist
+    hint: run `forge build` (with --push for --remote) to record a build here, or name the image (`forge verify-digest REF`) to verify the record attached to it in its registry
+    ");
     assert_contains(&run.stderr, "error: there is no build record to verify:");
     assert_contains(&run.stderr, "forge.lock does not exist");
     assert_contains(&run.stderr, "hint: run `forge build`");

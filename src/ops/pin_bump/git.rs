@@ -149,7 +149,10 @@ fn check_series(
     printer: &Printer,
 ) -> anyhow::Result<SeriesCheck> {
     let folder = crate::fs::Confined::new(&recipe.root)?;
-    let patches = Series::read(&[recipe.root.join(series.as_str())], Some(&folder))?;
+    let patches = Series::read(
+        &[crate::fs::in_folder(&recipe.root, series.as_str())],
+        Some(&folder),
+    )?;
     let target = PatchTarget::Git {
         url: url.clone(),
         rev: revision.clone(),

@@ -93,8 +93,8 @@ fn the_base_moves_to_the_newest_matching_tag_and_records_its_digest() {
     let run = forge(&context, &["pin", "bump", "base"], &[]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
         Bumping base 127.0.0.1:<port>/aeon-7/base:2026-07-01-v0.24.0 -> 127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10@sha256:<digest> (the newest tag matching ????-??-??-v*)
-        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-        Updated <recipe>/pins.toml: [base] image = "127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10", [base] digest = "sha256:<digest>"
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [base] image = "127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10", [base] digest = "sha256:<digest>"
        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
     Invalidated 16 of 16 steps, from step 1 (Dockerfile line 5) on:
            step  1/16  FROM 127.0.0.1:<port>/aeon-7/base:2026-07-15-v0.25.10@sha256:a85320a6fd8fce47a37e3b70d13…

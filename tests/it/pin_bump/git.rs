@@ -22,8 +22,8 @@ fn a_git_bump_checks_the_series_that_patches_it_and_moves_its_target() {
         Applies 0001-add-extra.patch
        Upstream 0002-add-docs.patch (already in the new revision)
         Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
-        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-        Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>", [patches[1].onto] rev = "<commit>"
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.deepgemm] rev = "<commit>", [patches[1].onto] rev = "<commit>"
        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
     Invalidated 8 of 17 steps, from step 10 (Dockerfile line 35) on:
            step 10/17  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…
@@ -97,8 +97,8 @@ fn a_git_pin_moves_to_the_branch_head_as_a_full_id() {
     let run = forge(&context, &["pin", "bump", "deepgemm"], &[]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
         Bumping deepgemm <short> -> <short> (nv_dev, recorded as <commit>)
-        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-        Updated <recipe>/pins.toml: [pins.deepgemm] rev = "<commit>"
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.deepgemm] rev = "<commit>"
        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
     Invalidated 8 of 16 steps, from step 9 (Dockerfile line 32) on:
            step  9/16  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch file://<tmp>…

@@ -15,8 +15,8 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
         Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
-        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-        Updated <recipe>/pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
     Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
            step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
@@ -112,8 +112,8 @@ fn a_bump_rewrites_the_committed_render_with_pins_toml() {
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
         Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
-        Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-        Updated <recipe>/pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
     Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
            step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
@@ -151,9 +151,9 @@ fn a_committed_render_that_cannot_be_written_leaves_pins_toml_as_it_was() {
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(2);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @"
          Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
-    error: cannot write <recipe>/pins.toml together with <recipe>/ci/Dockerfile.rendered; neither was changed
+    error: cannot write pins.toml together with ci/Dockerfile.rendered; neither was changed
     caused by: Is a directory (os error 21)
-    hint: <recipe>/ci/Dockerfile.rendered must be a writable file (`[render] committed` in pins.toml names the render); fix it and run the bump again
+    hint: ci/Dockerfile.rendered must be a writable file (`[render] committed` in pins.toml names the render); fix it and run the bump again
     ");
     assert_unchanged_saying(
         &run,
@@ -403,8 +403,8 @@ fn a_lockstep_group_moves_together() {
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
     warning: skipping tilelang 0.1.14: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.14) is not on http://127.0.0.1:<port>/simple
          Bumping tilelang 0.1.11 -> 0.1.13 (tilelang 0.1.13, apache-tvm-ffi 0.1.13; the sha256 of 2 files recorded)
-         Updated <recipe>/ci/Dockerfile.rendered (the committed render, sha256:<digest>)
-         Updated <recipe>/pins.toml: [pins.tilelang] version = "0.1.13", [pins.tilelang] files = [1 entry], [pins.apache-tvm-ffi] version = "0.1.13", [pins.apache-tvm-ffi] files = [1 entry]
+         Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+         Updated pins.toml: [pins.tilelang] version = "0.1.13", [pins.tilelang] files = [1 entry], [pins.apache-tvm-ffi] version = "0.1.13", [pins.apache-tvm-ffi] files = [1 entry]
         Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
      Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
             step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.13 --hash=sha256:7e8fa339b679cc3f29cb290e75d598d…

@@ -249,6 +249,7 @@ impl TestContext {
             .env_remove("SOURCE_DATE_EPOCH")
             .env_remove("GH_TOKEN")
             .env_remove("GITHUB_TOKEN")
+            .env_remove("CLICOLOR_FORCE")
             .env("NO_COLOR", "1");
         command
     }
