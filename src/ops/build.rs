@@ -180,12 +180,10 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
         Some(image) => (image.to_string(), image.registry().to_owned()),
         None => (base.to_string(), base.registry().to_owned()),
     };
-    // Only the network to that image's registry: the message names its host (docker.io's is
-    // registry-1.docker.io), and the daemon's own sockets (`dial unix`) are not the network.
-    let host = registry.rsplit('.').take(2).collect::<Vec<_>>();
-    let names_registry = said.contains(&registry)
-        || (host.len() == 2 && said.contains(&format!("{}.{}", host[1], host[0])));
-    if network_unreachable(said) && names_registry && !said.contains("dial unix") {
+    // Only the network to that image's registry: the message names its host (docker.io's
+    // registry-1.docker.io holds the name too), and the daemon's own sockets (`dial unix`) are
+    // not the network.
+    if network_unreachable(said) && said.contains(&registry) && !said.contains("dial unix") {
         return BuildError::PullUnreachable {
             image,
             registry,
@@ -197,16 +195,17 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
     if !credentials_refused(said) {
         return error;
     }
+    let said = said.clone();
     match other {
-        Some(image) => BuildError::ImagePull {
-            registry: image.registry().to_owned(),
-            image: image.to_string(),
-            said: said.clone(),
+        Some(_) => BuildError::ImagePull {
+            registry,
+            image,
+            said,
         },
         None => BuildError::BasePull {
-            base: base.to_string(),
-            registry: base.registry().to_owned(),
-            said: said.clone(),
+            base: image,
+            registry,
+            said,
         },
     }
     .into()
