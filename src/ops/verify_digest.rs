@@ -319,7 +319,7 @@ fn conclude(
                 failed.len(),
                 report.checks.len(),
                 first.name,
-                first.subject,
+                first.full_subject(),
                 first.expected,
                 first.actual
             ),

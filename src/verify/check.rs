@@ -94,7 +94,10 @@ impl std::fmt::Display for Kind {
 pub struct Check {
     /// The kind of check.
     pub name: Kind,
-    /// What was checked (`node: repository:tag`, an input, a pin, a path in the image).
+    /// The daemon the check asked, for the checks that ask one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// What was checked (`repository:tag`, an input, a pin, a path in the image).
     pub subject: String,
     /// What the record or the recipe says.
     pub expected: String,
@@ -115,6 +118,7 @@ impl Check {
         let (expected, actual) = (expected.into(), actual.into());
         Self {
             name,
+            node: None,
             subject: subject.into(),
             ok: expected == actual,
             expected,
@@ -132,10 +136,26 @@ impl Check {
     ) -> Self {
         Self {
             name,
+            node: None,
             subject: subject.into(),
             expected: expected.into(),
             actual: actual.into(),
             ok,
+        }
+    }
+
+    /// The check as asked of the daemon `node`.
+    #[must_use]
+    pub fn on(mut self, node: &str) -> Self {
+        self.node = Some(node.to_owned());
+        self
+    }
+
+    /// The subject with its node, as messages name it: `node: repository:tag`.
+    pub fn full_subject(&self) -> String {
+        match &self.node {
+            Some(node) => format!("{node}: {}", self.subject),
+            None => self.subject.clone(),
         }
     }
 }
@@ -176,9 +196,11 @@ impl Report {
         })
     }
 
-    /// The table people read: one row per check, columns aligned. Unless `wide`, digests are
-    /// cut to 12 hex digits and a row that holds shows its value once (`=` for the actual);
-    /// `wide` shows every value whole.
+    /// The table people read: one row per check, columns aligned and fitted to the terminal,
+    /// a NODE column when the checks asked more than one daemon (one is named by the status
+    /// line before the table). Unless `wide`, digests and commits are cut to 12 hex digits and
+    /// a row that holds shows its value once (`=` for the actual); `wide` shows every value
+    /// whole and fits nothing.
     pub fn table(&self, wide: bool) -> String {
         let cell = |text: &str| {
             if wide {
@@ -187,7 +209,14 @@ impl Report {
                 short_digests(text)
             }
         };
-        let rows: Vec<[String; 5]> = self
+        let mut nodes: Vec<&str> = self
+            .checks
+            .iter()
+            .filter_map(|check| check.node.as_deref())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let rows: Vec<[String; 6]> = self
             .checks
             .iter()
             .map(|check| {
@@ -203,6 +232,7 @@ impl Report {
                 };
                 [
                     check.name.to_string(),
+                    check.node.clone().unwrap_or_default(),
                     cell(&check.subject),
                     cell(&check.expected),
                     actual,
@@ -210,11 +240,35 @@ impl Report {
                 ]
             })
             .collect();
-        crate::table::table(["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"], &rows)
+        let width = if wide {
+            usize::MAX
+        } else {
+            crate::table::width()
+        };
+        if nodes.len() > 1 {
+            crate::table::fit(
+                ["CHECK", "NODE", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
+                &rows,
+                width,
+            )
+        } else {
+            let rows: Vec<[String; 5]> = rows
+                .into_iter()
+                .map(|[name, _, subject, expected, actual, ok]| {
+                    [name, subject, expected, actual, ok]
+                })
+                .collect();
+            crate::table::fit(
+                ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
+                &rows,
+                width,
+            )
+        }
     }
 }
 
-/// `text` with every `sha256:` digest cut to its first 12 hex digits.
+/// `text` with every `sha256:` digest and every 40-hex-digit git commit cut to its first 12
+/// hex digits.
 fn short_digests(text: &str) -> String {
     const PREFIX: &str = "sha256:";
     let mut out = String::with_capacity(text.len());
@@ -222,7 +276,8 @@ fn short_digests(text: &str) -> String {
     while let Some(start) = rest.find(PREFIX) {
         let after = &rest[start + PREFIX.len()..];
         let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
-        out.push_str(&rest[..start + PREFIX.len()]);
+        out.push_str(&short_commits(&rest[..start]));
+        out.push_str(PREFIX);
         if hex == 64 {
             out.push_str(&after[..12]);
         } else {
@@ -230,14 +285,40 @@ fn short_digests(text: &str) -> String {
         }
         rest = &after[hex..];
     }
-    out.push_str(rest);
+    out.push_str(&short_commits(rest));
+    out
+}
+
+/// `text` with every word of exactly 40 hex digits (a git commit) cut to its first 12.
+fn short_commits(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.len() == 40 && word.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            out.push_str(&word[..12]);
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
     out
 }
 
 /// One row saying whether every subject named the same digest.
+/// `place`, when given, names where the tags are (a registry's repository); a daemon's
+/// agreement names its node instead.
 pub(super) fn agreement<'a>(
     name: Kind,
-    place: &str,
+    place: Option<&str>,
     found: impl Iterator<Item = (&'a str, Option<&'a Digest>)>,
 ) -> Check {
     let found: Vec<(&str, Option<&Digest>)> = found.collect();
@@ -274,9 +355,10 @@ pub(super) fn agreement<'a>(
             .collect::<Vec<_>>()
             .join("; ")
     };
+    let subjects = subjects.join(", ");
     Check::new(
         name,
-        format!("{place}: {}", subjects.join(", ")),
+        place.map_or_else(|| subjects.clone(), |place| format!("{place}: {subjects}")),
         "one image",
         actual,
         ok,
@@ -305,29 +387,58 @@ mod tests {
     }
 
     #[test]
-    fn the_narrow_table_cuts_digests_and_shows_a_holding_value_once() {
+    fn the_narrow_table_cuts_digests_and_commits_and_shows_a_holding_value_once() {
         let (one, two) = (Digest::filled('1'), Digest::filled('2'));
+        let commit = "3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293";
         let report = Report {
             checks: vec![
                 Check::compare(Kind::Input, "pins.toml", one.as_str(), two.as_str()),
-                Check::compare(
-                    Kind::Tag,
-                    format!("unix:///var/run/docker.sock: r@{one}"),
-                    one.as_str(),
-                    one.as_str(),
-                ),
+                Check::compare(Kind::Tag, format!("r@{one}"), one.as_str(), one.as_str())
+                    .on("unix:///var/run/docker.sock"),
+                Check::compare(Kind::Pin, "app", commit, commit),
             ],
         };
         let table = report.table(false);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(
-            lines[1],
-            "input  pins.toml                                           sha256:111111111111  sha256:222222222222  STALE"
+            lines,
+            [
+                "CHECK  SUBJECT                EXPECTED             ACTUAL               OK",
+                "input  pins.toml              sha256:111111111111  sha256:222222222222  STALE",
+                "tag    r@sha256:111111111111  sha256:111111111111  =                    ok",
+                "pin    app                    3f1c0de5a9b2         =                    ok",
+            ]
+        );
+    }
+
+    #[test]
+    fn checks_on_two_nodes_name_each_in_a_column_of_its_own() {
+        let one = Digest::filled('1');
+        let report = Report {
+            checks: vec![
+                Check::compare(Kind::Input, "pins.toml", one.as_str(), one.as_str()),
+                Check::compare(Kind::Tag, "r:latest", one.as_str(), one.as_str())
+                    .on("unix:///var/run/docker.sock"),
+                Check::compare(Kind::Tag, "r:latest", one.as_str(), MISSING)
+                    .on("tcp://spark-2:2375"),
+            ],
+        };
+        let lines: Vec<String> = report.table(false).lines().map(str::to_owned).collect();
+        assert_eq!(
+            lines[0],
+            "CHECK  NODE                         SUBJECT    EXPECTED             ACTUAL   OK"
         );
         assert_eq!(
-            lines[2],
-            "tag    unix:///var/run/docker.sock: r@sha256:111111111111  sha256:111111111111  =                    ok"
+            lines[3],
+            "tag    tcp://spark-2:2375           r:latest   sha256:111111111111  missing  FAIL"
         );
-        assert!(lines.iter().all(|line| line.chars().count() <= 120));
+        assert_eq!(
+            report.failed().next().unwrap().full_subject(),
+            "tcp://spark-2:2375: r:latest"
+        );
+        let json = report.to_json(&[]);
+        assert_eq!(json["checks"][0].get("node"), None);
+        assert_eq!(json["checks"][2]["node"], "tcp://spark-2:2375");
+        assert_eq!(json["checks"][2]["subject"], "r:latest");
     }
 }

@@ -18,20 +18,24 @@ pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
         .map(|(reference, found)| {
             Check::compare(
                 Kind::Tag,
-                format!("{node}: {reference}"),
+                reference.as_str(),
                 record.image.id.as_str(),
                 found.as_ref().map_or(MISSING, Digest::as_str),
             )
+            .on(node)
         })
         .collect();
     if resolved.len() > 1 {
-        checks.push(agreement(
-            Kind::TagsAgree,
-            node,
-            resolved
-                .iter()
-                .map(|(reference, found)| (reference.as_str(), found.as_ref())),
-        ));
+        checks.push(
+            agreement(
+                Kind::TagsAgree,
+                None,
+                resolved
+                    .iter()
+                    .map(|(reference, found)| (reference.as_str(), found.as_ref())),
+            )
+            .on(node),
+        );
     }
     checks
 }
@@ -40,24 +44,30 @@ pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
 /// recorded) and its local id (when recorded). `found` is what the base reference names on the
 /// node now.
 pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec<Check> {
-    let subject = format!("{node}: {}", recorded.image);
+    let subject = recorded.image.to_string();
     let mut checks = Vec::new();
     if let Some(digest) = &recorded.digest {
         let actual = found.and_then(|info| info.digest_in(recorded.image.as_str()));
-        checks.push(Check::compare(
-            Kind::BaseDigest,
-            subject.clone(),
-            digest.as_str(),
-            actual.as_ref().map_or(MISSING, Digest::as_str),
-        ));
+        checks.push(
+            Check::compare(
+                Kind::BaseDigest,
+                subject.clone(),
+                digest.as_str(),
+                actual.as_ref().map_or(MISSING, Digest::as_str),
+            )
+            .on(node),
+        );
     }
     if let Some(id) = &recorded.id {
-        checks.push(Check::compare(
-            Kind::BaseId,
-            subject,
-            id.as_str(),
-            found.map_or(MISSING, |info| info.id.0.as_str()),
-        ));
+        checks.push(
+            Check::compare(
+                Kind::BaseId,
+                subject,
+                id.as_str(),
+                found.map_or(MISSING, |info| info.id.0.as_str()),
+            )
+            .on(node),
+        );
     }
     checks
 }
@@ -66,11 +76,12 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec
 pub fn image_missing(node: &str, image: &Digest) -> Check {
     Check::new(
         Kind::Contents,
-        format!("{node}: {image}"),
+        image.as_str(),
         "the recorded image",
         MISSING,
         false,
     )
+    .on(node)
 }
 
 #[cfg(test)]
@@ -81,7 +92,7 @@ mod tests {
     fn tags_that_part_ways_name_each_image() {
         let check = agreement(
             Kind::TagsAgree,
-            "node",
+            None,
             [
                 ("r:latest", Some(&Digest::filled('a'))),
                 ("r:dated", Some(&Digest::filled('b'))),
@@ -89,7 +100,7 @@ mod tests {
             .into_iter(),
         );
         assert!(!check.ok);
-        assert_eq!(check.subject, "node: latest, dated");
+        assert_eq!(check.subject, "latest, dated");
         assert_eq!(
             check.actual,
             format!(
@@ -100,7 +111,7 @@ mod tests {
         );
         let same = agreement(
             Kind::TagsAgree,
-            "node",
+            None,
             [
                 ("r:a", Some(&Digest::filled('a'))),
                 ("r:b", Some(&Digest::filled('a'))),
@@ -110,7 +121,7 @@ mod tests {
         assert!(same.ok, "{same:?}");
         let missing = agreement(
             Kind::TagsAgree,
-            "node",
+            None,
             [("r:a", None), ("r:b", None)].into_iter(),
         );
         assert!(!missing.ok, "two missing tags do not agree on an image");

@@ -71,7 +71,7 @@ pub fn registry(served: &[Served], platform: &str, image: &Digest) -> Vec<Check>
             .map_or(served[0].reference.as_str(), |(name, _)| name);
         checks.push(agreement(
             Kind::RegistryTagsAgree,
-            place,
+            Some(place),
             // The image each tag holds: a tag kept from an earlier push may hold it under
             // another manifest (another compression, or a multi-platform index).
             served

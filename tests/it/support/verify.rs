@@ -28,7 +28,7 @@ pub(crate) fn row<'a>(json: &'a Value, name: &str, subject: &str) -> &'a Value {
         .as_array()
         .expect("checks")
         .iter()
-        .filter(|check| check["name"] == name && check["subject"] == subject)
+        .filter(|check| check["name"] == name && full_subject(check) == subject)
         .collect();
     assert_eq!(rows.len(), 1, "one {name} row for {subject} in {json:#}");
     rows[0]
@@ -50,8 +50,17 @@ pub(crate) fn rows_where(json: &Value, ok: bool) -> Vec<String> {
             format!(
                 "{} {}",
                 check["name"].as_str().unwrap(),
-                check["subject"].as_str().unwrap()
+                full_subject(check)
             )
         })
         .collect()
+}
+
+/// A row's subject with its node, as forge's messages name it: `node: repository:tag`.
+pub(crate) fn full_subject(check: &Value) -> String {
+    let subject = check["subject"].as_str().expect("subject");
+    match check.get("node").and_then(Value::as_str) {
+        Some(node) => format!("{node}: {subject}"),
+        None => subject.to_owned(),
+    }
 }
