@@ -134,9 +134,9 @@ impl Terminal {
             }
             // A free-standing line under the status verbs' column.
             Event::Push { reference, status } | Event::Pull { reference, status } => {
-                let _ = self
-                    .multi
-                    .println(redact(&format!("             {reference}: {status}")));
+                let line = crate::table::short_ids(&format!("{reference}: {status}"));
+                let line = crate::table::cut(&line, crate::table::width() - 13);
+                let _ = self.multi.println(redact(&format!("             {line}")));
             }
         }
     }
@@ -159,15 +159,29 @@ impl Plain {
             }
             Event::Output { .. } => {}
             Event::Push { reference, status } | Event::Pull { reference, status } => {
-                self.print(&format!("{reference}: {status}"))
+                self.print(&crate::table::short_ids(&format!("{reference}: {status}")))
             }
         }
     }
 
+    /// One timestamped line; what does not fit the terminal goes on further lines under its
+    /// text.
     fn print(&self, text: &str) {
         let now = chrono::Utc::now().format("%H:%M:%S%.3f");
         let elapsed = self.started.elapsed().as_secs_f64();
-        self.printer
-            .stderr(format_args!("[{now} {elapsed:>7.1}s] {text}\n"));
+        let stamp = format!("[{now} {elapsed:>7.1}s] ");
+        let indent = stamp.chars().count();
+        let width = crate::table::width().saturating_sub(indent).max(20);
+        let mut out = String::new();
+        for (at, line) in crate::table::wrap_cell(text, width).into_iter().enumerate() {
+            if at == 0 {
+                out.push_str(&stamp);
+            } else {
+                out.push_str(&" ".repeat(indent));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        self.printer.stderr(out);
     }
 }

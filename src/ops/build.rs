@@ -265,21 +265,31 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
         printer.json(&plan.to_json(recipe));
         return;
     }
-    let mut text = String::new();
-    text.push_str(&format!("dockerfile  {}\n", plan.dockerfile.digest()));
-    text.push_str(&format!(
-        "context     {} ({} entries, {} bytes)\n",
-        plan.context.digest, plan.context.entries, plan.context.size
-    ));
+    let mut entries = vec![
+        (
+            "dockerfile",
+            plan.dockerfile.digest().to_string(),
+            String::new(),
+        ),
+        (
+            "context",
+            plan.context.digest.to_string(),
+            format!(
+                "({} entries, {} bytes)",
+                plan.context.entries, plan.context.size
+            ),
+        ),
+    ];
     for patch in &plan.patches {
         let original = patch
             .original
             .as_deref()
             .map(|id| format!(", from {}", &id[..id.len().min(12)]))
             .unwrap_or_default();
-        text.push_str(&format!(
-            "patch       {} by {}{original}\n",
-            patch.file, patch.author
+        entries.push((
+            "patch",
+            patch.file.to_string(),
+            format!("by {}{original}", patch.author),
         ));
     }
     for tag in &plan.tags {
@@ -287,11 +297,13 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
             Mutability::Moving => "moving",
             Mutability::Immutable => "immutable",
         };
-        text.push_str(&format!(
-            "tag         {repository}:{} ({mutability})\n",
-            tag.tag
+        entries.push((
+            "tag",
+            format!("{repository}:{}", tag.tag),
+            format!("({mutability})"),
         ));
     }
+    let text = crate::table::labelled(&entries);
     printer.stdout(&text);
 }
 

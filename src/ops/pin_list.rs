@@ -8,7 +8,7 @@ use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::table::table;
 
-/// Prints the pins as a table on stdout, or as `{"pins": [...]}` with `--json`.
+/// Prints the pins as a table on stdout (a commit cut to 12 hex digits), or as `{"pins": [...]}` with `--json`.
 pub fn pin_list(recipe: &Recipe, printer: &Printer) {
     let pins: Vec<&Pin> = recipe.pins.pins.values().collect();
     if printer.is_json() {
@@ -21,7 +21,7 @@ pub fn pin_list(recipe: &Recipe, printer: &Printer) {
             [
                 pin.name.to_string(),
                 pin.kind().to_string(),
-                pin.current().to_owned(),
+                crate::table::short_ids(pin.current()),
                 pin.group
                     .as_ref()
                     .map(ToString::to_string)

@@ -160,9 +160,10 @@ pub fn pin_outdated_with(
     Ok(standings)
 }
 
-/// The notes under the table: per pin, one line per kind of reason with the versions it holds
-/// back (newest first), then the pin's note.
+/// The notes under the table: per pin, one note per kind of reason with the versions it holds
+/// back (newest first), then the pin's note, each wrapped to the terminal.
 fn notes(standings: &[Standing]) -> String {
+    let width = crate::table::width();
     let mut lines = String::new();
     for standing in standings {
         // (kind, versions, summaries), in the order the kinds first appear.
@@ -186,15 +187,17 @@ fn notes(standings: &[Standing]) -> String {
             }
         }
         for (kind, versions, summaries) in kinds {
-            lines.push_str(&format!(
-                "{} {}: {} ({kind})\n",
+            let note = format!(
+                "{} {}: {} ({kind})",
                 standing.name,
                 versions.join(", "),
                 summaries.join("; ")
-            ));
+            );
+            lines.push_str(&crate::table::wrap(&note, width, 2));
         }
         if let Some(note) = &standing.note {
-            lines.push_str(&format!("{}: {note}\n", standing.name));
+            let note = format!("{}: {note}", standing.name);
+            lines.push_str(&crate::table::wrap(&note, width, 2));
         }
     }
     lines

@@ -166,7 +166,7 @@ fn pull_record(
         display.borrow_mut().finish();
         pulled?;
         tag_everywhere(&nodes, record, printer).await?;
-        let mut report = Report::default();
+        let mut report = Report::of(record.image.repository.to_string());
         for node in &nodes {
             let mut resolved = Vec::new();
             for tag in &record.tags {
@@ -321,7 +321,17 @@ async fn pull_everywhere(
                 "Pulling",
                 format_args!("{reference} on {host} ({})", node.platform),
             );
-            let mut events = |event: Event<'_>| display.borrow_mut().event(event);
+            // Both nodes pull the same reference at once: each line names its node instead.
+            let mut events = |event: Event<'_>| {
+                let event = match event {
+                    Event::Pull { status, .. } => Event::Pull {
+                        reference: host,
+                        status,
+                    },
+                    other => other,
+                };
+                display.borrow_mut().event(event);
+            };
             let pulled = node
                 .engine
                 .pull(repository, digest, &node.platform, credentials, &mut events)

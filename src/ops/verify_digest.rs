@@ -59,7 +59,7 @@ pub fn verify_digest(
     let recipe = &recipe
         .clone()
         .with_repository(record.image.repository.clone());
-    let mut report = Report::default();
+    let mut report = Report::of(record.image.repository.to_string());
     let plan = recorded_plan(recipe, &record, &mut report, printer)?;
     let current = plan.inputs.as_ref().expect("the plan computes the inputs");
 
@@ -113,7 +113,7 @@ pub fn verify_reference(
         printer,
     )?;
     let record = attached.record();
-    let mut report = Report::default();
+    let mut report = Report::of(record.image.repository.to_string());
     let plan = match recipe {
         Some(recipe) if options.rebuild => {
             Some((recipe, recorded_plan(recipe, record, &mut report, printer)?))

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::json;
 
+use crate::table::Section;
 use crate::types::oci::Digest;
 
 /// What a check looks at; `as_str` is its name in the table and in `--json`.
@@ -165,6 +166,9 @@ impl Check {
 pub struct Report {
     /// The checks.
     pub checks: Vec<Check>,
+    /// The repository the checked image is in, which the table names once rather than in
+    /// every subject.
+    pub repository: Option<String>,
 }
 
 /// What `found` is written as when nothing was found.
@@ -196,18 +200,57 @@ impl Report {
         })
     }
 
-    /// The table people read: one row per check, columns aligned and fitted to the terminal,
-    /// a NODE column when the checks asked more than one daemon (one is named by the status
-    /// line before the table). Unless `wide`, digests and commits are cut to 12 hex digits and
-    /// a row that holds shows its value once (`=` for the actual); `wide` shows every value
-    /// whole and fits nothing.
+    /// The checks of the image in `repository`.
+    pub fn of(repository: impl Into<String>) -> Self {
+        Self {
+            checks: Vec::new(),
+            repository: Some(repository.into()),
+        }
+    }
+
+    /// The table people read: one row per check, columns aligned and fitted to the terminal.
+    /// When the checks asked more than one daemon, each node's rows follow a line naming it,
+    /// and the registry's a line of their own (one daemon is named by the status line before
+    /// the table). Unless `wide`, digests and commits are cut to 12 hex digits, a row that
+    /// holds shows its value once (`=` for the actual), and a subject in the image's repository
+    /// is written from its `:` or `@` on, the repository named once under the table; `wide`
+    /// shows every value whole and fits nothing.
     pub fn table(&self, wide: bool) -> String {
+        let repository = self.repository.as_deref().filter(|_| !wide);
+        let mut shortened = false;
+        let mut subject =
+            |text: &str| match repository.and_then(|repository| text.strip_prefix(repository)) {
+                Some(rest) if rest.starts_with([':', '@']) => {
+                    shortened = true;
+                    rest.strip_prefix(": ").unwrap_or(rest).to_owned()
+                }
+                _ => text.to_owned(),
+            };
         let cell = |text: &str| {
             if wide {
                 text.to_owned()
             } else {
-                short_digests(text)
+                crate::table::short_ids(text)
             }
+        };
+        let mut row = |check: &Check| {
+            let verdict = match (check.ok, check.name) {
+                (true, _) => "ok",
+                (false, Kind::Input) => "STALE",
+                (false, _) => "FAIL",
+            };
+            let actual = if !wide && check.ok && check.expected == check.actual {
+                "=".to_owned()
+            } else {
+                cell(&check.actual)
+            };
+            [
+                check.name.to_string(),
+                cell(&subject(&check.subject)),
+                cell(&check.expected),
+                actual,
+                verdict.to_owned(),
+            ]
         };
         let mut nodes: Vec<&str> = self
             .checks
@@ -216,101 +259,74 @@ impl Report {
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
-        let rows: Vec<[String; 6]> = self
-            .checks
-            .iter()
-            .map(|check| {
-                let verdict = match (check.ok, check.name) {
-                    (true, _) => "ok",
-                    (false, Kind::Input) => "STALE",
-                    (false, _) => "FAIL",
-                };
-                let actual = if !wide && check.ok && check.expected == check.actual {
-                    "=".to_owned()
-                } else {
-                    cell(&check.actual)
-                };
-                [
-                    check.name.to_string(),
-                    check.node.clone().unwrap_or_default(),
-                    cell(&check.subject),
-                    cell(&check.expected),
-                    actual,
-                    verdict.to_owned(),
-                ]
-            })
-            .collect();
+        let mut sections: Vec<Section<5>> = Vec::new();
+        let mut current: Option<String> = None;
+        for check in &self.checks {
+            let heading = (nodes.len() > 1).then(|| check.section()).flatten();
+            match sections.last_mut() {
+                Some(section) if heading.is_none() || heading == current => {
+                    section.rows.push(row(check));
+                }
+                _ => {
+                    current.clone_from(&heading);
+                    sections.push(Section {
+                        heading,
+                        rows: vec![row(check)],
+                    });
+                }
+            }
+        }
         let width = if wide {
             usize::MAX
         } else {
             crate::table::width()
         };
-        if nodes.len() > 1 {
-            crate::table::fit(
-                ["CHECK", "NODE", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
-                &rows,
+        let mut table = crate::table::fit_sections(
+            ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
+            &sections,
+            width,
+        );
+        if let Some(repository) = repository.filter(|_| shortened) {
+            table.push_str(&crate::table::wrap(
+                &format!("(:TAG and @DIGEST are of {repository})"),
                 width,
-            )
-        } else {
-            let rows: Vec<[String; 5]> = rows
-                .into_iter()
-                .map(|[name, _, subject, expected, actual, ok]| {
-                    [name, subject, expected, actual, ok]
-                })
-                .collect();
-            crate::table::fit(
-                ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
-                &rows,
-                width,
-            )
+                1,
+            ));
         }
+        table
     }
 }
 
-/// `text` with every `sha256:` digest and every 40-hex-digit git commit cut to its first 12
-/// hex digits.
-fn short_digests(text: &str) -> String {
-    const PREFIX: &str = "sha256:";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find(PREFIX) {
-        let after = &rest[start + PREFIX.len()..];
-        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
-        out.push_str(&short_commits(&rest[..start]));
-        out.push_str(PREFIX);
-        if hex == 64 {
-            out.push_str(&after[..12]);
-        } else {
-            out.push_str(&after[..hex]);
+impl Check {
+    /// The line a multi-node table puts before this check's rows: its node, or the registry
+    /// for what was asked of one; none for a check that belongs with the rows before it (an
+    /// input, or what was read from the first node's image).
+    fn section(&self) -> Option<String> {
+        if let Some(node) = &self.node {
+            return Some(format!("on {node}:"));
         }
-        rest = &after[hex..];
-    }
-    out.push_str(&short_commits(rest));
-    out
-}
-
-/// `text` with every word of exactly 40 hex digits (a git commit) cut to its first 12.
-fn short_commits(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        if word.len() == 40 && word.bytes().all(|byte| byte.is_ascii_hexdigit()) {
-            out.push_str(&word[..12]);
-        } else {
-            out.push_str(word);
-        }
-        word.clear();
-    };
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(c);
+        match self.name {
+            Kind::ServedDigest
+            | Kind::Registry
+            | Kind::RegistryImage
+            | Kind::RegistryTagsAgree
+            | Kind::Platform
+            | Kind::Signature
+            | Kind::ProvenanceSubject
+            | Kind::ProvenanceInputs
+            | Kind::Sbom => Some("in the registry:".to_owned()),
+            Kind::Input
+            | Kind::Tag
+            | Kind::TagsAgree
+            | Kind::BaseId
+            | Kind::BaseDigest
+            | Kind::Contents
+            | Kind::Pin
+            | Kind::File
+            | Kind::Fix
+            | Kind::Rebuild => None,
         }
     }
-    flush(&mut word, &mut out);
-    out
 }
 
 /// One row saying whether every subject named the same digest.
@@ -376,6 +392,7 @@ mod tests {
                 Check::compare(Kind::Input, "pins.toml", "sha256:1", "sha256:2"),
                 Check::compare(Kind::Tag, "node: r:latest", "sha256:1", "sha256:1"),
             ],
+            repository: None,
         };
         let table = report.table(true);
         let lines: Vec<&str> = table.lines().collect();
@@ -397,6 +414,7 @@ mod tests {
                     .on("unix:///var/run/docker.sock"),
                 Check::compare(Kind::Pin, "app", commit, commit),
             ],
+            repository: None,
         };
         let table = report.table(false);
         let lines: Vec<&str> = table.lines().collect();
@@ -412,25 +430,41 @@ mod tests {
     }
 
     #[test]
-    fn checks_on_two_nodes_name_each_in_a_column_of_its_own() {
+    fn checks_on_two_nodes_follow_a_line_naming_each_and_the_registry_its_own() {
         let one = Digest::filled('1');
         let report = Report {
             checks: vec![
                 Check::compare(Kind::Input, "pins.toml", one.as_str(), one.as_str()),
                 Check::compare(Kind::Tag, "r:latest", one.as_str(), one.as_str())
                     .on("unix:///var/run/docker.sock"),
+                Check::compare(Kind::Pin, "flashinfer", "0.6.14", "0.6.14"),
                 Check::compare(Kind::Tag, "r:latest", one.as_str(), MISSING)
                     .on("tcp://spark-2:2375"),
+                Check::compare(Kind::Registry, "h/r:latest", one.as_str(), one.as_str()),
             ],
+            repository: None,
         };
-        let lines: Vec<String> = report.table(false).lines().map(str::to_owned).collect();
+        let table = report.table(false);
         assert_eq!(
-            lines[0],
-            "CHECK  NODE                         SUBJECT    EXPECTED             ACTUAL   OK"
+            table,
+            "CHECK     SUBJECT     EXPECTED             ACTUAL   OK\n\
+             input     pins.toml   sha256:111111111111  =        ok\n\
+             on unix:///var/run/docker.sock:\n\
+             tag       r:latest    sha256:111111111111  =        ok\n\
+             pin       flashinfer  0.6.14               =        ok\n\
+             on tcp://spark-2:2375:\n\
+             tag       r:latest    sha256:111111111111  missing  FAIL\n\
+             in the registry:\n\
+             registry  h/r:latest  sha256:111111111111  =        ok\n"
         );
-        assert_eq!(
-            lines[3],
-            "tag    tcp://spark-2:2375           r:latest   sha256:111111111111  missing  FAIL"
+        let one_node = Report {
+            checks: report.checks[..3].to_vec(),
+            repository: None,
+        };
+        assert!(
+            !one_node.table(false).contains("on unix"),
+            "{}",
+            one_node.table(false)
         );
         assert_eq!(
             report.failed().next().unwrap().full_subject(),
@@ -438,7 +472,52 @@ mod tests {
         );
         let json = report.to_json(&[]);
         assert_eq!(json["checks"][0].get("node"), None);
-        assert_eq!(json["checks"][2]["node"], "tcp://spark-2:2375");
-        assert_eq!(json["checks"][2]["subject"], "r:latest");
+        assert_eq!(json["checks"][3]["node"], "tcp://spark-2:2375");
+        assert_eq!(json["checks"][3]["subject"], "r:latest");
+    }
+
+    #[test]
+    fn subjects_in_the_images_repository_name_it_once_under_the_table() {
+        let one = Digest::filled('1');
+        let repository = "127.0.0.1:5000/forge-journey/tester";
+        let mut report = Report::of(repository);
+        report.extend([
+            Check::compare(
+                Kind::Tag,
+                format!("{repository}:2026-07-08-offline"),
+                one.as_str(),
+                one.as_str(),
+            ),
+            Check::compare(
+                Kind::RegistryTagsAgree,
+                format!("{repository}: latest, 2026-07-08-offline"),
+                "one image",
+                "one image",
+            ),
+            Check::compare(
+                Kind::Tag,
+                "127.0.0.1:5000/other:latest",
+                one.as_str(),
+                MISSING,
+            ),
+        ]);
+        assert_eq!(
+            report.table(false),
+            "CHECK                SUBJECT                      EXPECTED             ACTUAL   OK\n\
+             tag                  :2026-07-08-offline          sha256:111111111111  =        ok\n\
+             registry tags agree  latest, 2026-07-08-offline   one image            =        ok\n\
+             tag                  127.0.0.1:5000/other:latest  sha256:111111111111  missing  FAIL\n\
+             (:TAG and @DIGEST are of 127.0.0.1:5000/forge-journey/tester)\n"
+        );
+        assert!(
+            report
+                .table(true)
+                .contains(&format!("{repository}:2026-07-08-offline")),
+            "--wide shows every subject whole"
+        );
+        assert_eq!(
+            report.to_json(&[])["checks"][0]["subject"],
+            format!("{repository}:2026-07-08-offline")
+        );
     }
 }

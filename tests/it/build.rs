@@ -18,7 +18,7 @@ use crate::support::images::{
     docker_ready, ensure_base_image, image_id, lock_text, reported_id,
 };
 use crate::support::registry::{MANIFEST, MANIFEST_LIST, RegistryServer, index_of, skopeo_copy};
-use crate::support::{TestContext, assert_contains, free_port};
+use crate::support::{TestContext, assert_contains, assert_fits_100_columns, free_port};
 
 #[test]
 fn context_digest_ignores_mtimes_creation_order_and_modes() {
@@ -109,6 +109,7 @@ fn dry_run_of_the_default_recipe_prints_the_plan_without_a_daemon() {
         .expect_code(0);
     assert_contains(&run.stdout, "dockerfile  sha256:");
     assert_contains(&run.stdout, "context     sha256:");
+    assert_fits_100_columns(&run.stdout, &run.stderr);
     assert_contains(
         &run.stdout,
         "tag         ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (moving)",

@@ -195,6 +195,7 @@ fn forge_from(folder: &std::path::Path, args: &[&str]) -> crate::support::Run {
         .args(args)
         .current_dir(folder)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .env_remove("SOURCE_DATE_EPOCH");
     crate::support::Run::of(&mut command)
 }

@@ -61,6 +61,7 @@ impl Background {
             .args(args)
             .current_dir(folder)
             .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
             .env("SOURCE_DATE_EPOCH", "1783500000")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -721,6 +722,7 @@ fn sigint_stops_a_patch_apply_started_with_sigint_ignored() {
     let mut child = Command::new("sh")
         .args(["-c", &script])
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -852,6 +854,7 @@ fn a_100_mb_patch_applies_within_bounded_memory_and_time() {
         .arg(&target)
         .arg(&patch)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .env("GIT_COMMITTER_NAME", "Forge Test")
         .env("GIT_COMMITTER_EMAIL", "test@example.org")
         .output()
@@ -882,6 +885,7 @@ fn forge_within(folder: &Path, kib: u64, args: &[&str]) -> std::process::Output 
         .args(args)
         .current_dir(folder)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .env("GIT_COMMITTER_NAME", "Forge Test")
         .env("GIT_COMMITTER_EMAIL", "test@example.org")
         .env_remove("SOURCE_DATE_EPOCH")
@@ -901,19 +905,16 @@ fn a_large_file_in_a_patched_overlay_streams_into_the_context() {
     file.set_len(SIZE).unwrap();
     drop(file);
     let started = Instant::now();
-    let output = forge_within(context.path(), 300_000, &["build", "--dry-run"]);
+    let output = forge_within(context.path(), 300_000, &["--json", "build", "--dry-run"]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
     );
     assert!(output.status.success(), "{stderr}");
     assert_contains(&stderr, "Patched patches/pr4 onto ");
-    let bytes: u64 = stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("context "))
-        .and_then(|line| line.split(", ").nth(1))
-        .and_then(|size| size.strip_suffix(" bytes)"))
-        .and_then(|size| size.parse().ok())
+    let bytes = serde_json::from_str::<serde_json::Value>(&stdout)
+        .ok()
+        .and_then(|plan| plan["context_size"].as_u64())
         .unwrap_or_else(|| panic!("no context size in {stdout}"));
     assert!(bytes > SIZE, "the context holds {bytes} bytes");
     assert!(
@@ -1522,6 +1523,7 @@ fn ten_thousand_patches_check_in_order_within_bounded_memory() {
         .arg(&target)
         .arg(&series)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .output()
         .unwrap();
     let took = started.elapsed();

@@ -56,7 +56,8 @@ fn bump_from(url: &str, env: &[(&str, &str)]) -> (Run, Duration, String, TestCon
         ])
         .env("HOME", &home)
         .env("XDG_CACHE_HOME", home.join("cache"))
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100");
     for (name, value) in env {
         command.env(name, value);
     }

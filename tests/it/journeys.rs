@@ -22,7 +22,7 @@ use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
 use crate::support::release::{ReleaseServer, sha256_hex, wheel};
 use crate::support::snapshot::forge_snapshot;
-use crate::support::{Run, TestContext, assert_contains};
+use crate::support::{Run, TestContext, assert_contains, assert_fits_100_columns};
 
 /// `forge ARGS` run in `folder` without `-C`, as a user in that folder types it.
 fn forge_in(folder: &Path, args: &[&str]) -> Run {
@@ -32,7 +32,8 @@ fn forge_in(folder: &Path, args: &[&str]) -> Run {
         .current_dir(folder)
         .env_remove("SOURCE_DATE_EPOCH")
         .env_remove("FORGE_SIGNING_KEY")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100");
     Run::of(&mut command)
 }
 
@@ -57,6 +58,7 @@ fn streams(run: &Run) -> String {
 fn assert_pulled_saying_once_how_far_it_is_trusted(folder: &Path, reference: &str, hosts: &[&str]) {
     let pulled = forge_in(folder, &[&["pull", reference][..], hosts].concat()).expect_code(0);
     forge_snapshot!("tester_pull", streams(&pulled), folder);
+    assert_fits_100_columns(&pulled.stdout, &pulled.stderr);
     assert_contains(&pulled.stderr, "Pulled");
     assert_eq!(
         pulled.stderr.matches("is trusted only as far as").count(),
@@ -78,7 +80,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     }
     ensure_base_image();
     let example = Example::with_repository(&format!(
-        "{}/forge-journey/tester-{}",
+        "{}/forge-journey/tester-{:07}",
         registry.address(),
         std::process::id()
     ));
@@ -122,6 +124,7 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     )
     .expect_code(0);
     forge_snapshot!("tester_verify_digest", streams(&verified), folder);
+    assert_fits_100_columns(&verified.stdout, &verified.stderr);
     // The table is the answer, on stdout (`> checks.txt` keeps it); status stays on stderr.
     assert!(verified.stdout.starts_with("CHECK "), "{}", verified.stdout);
     assert!(!verified.stderr.contains("CHECK "), "{}", verified.stderr);
@@ -251,7 +254,7 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
     ensure_base_image();
     let server = ReleaseServer::start();
     let example = Example::with_repository(&format!(
-        "{}/forge-journey/maintainer-{}",
+        "{}/forge-journey/maintainer-{:07}",
         registry.address(),
         std::process::id()
     ));

@@ -2,7 +2,10 @@
 //! nothing reaches stdout.
 
 use crate::support::snapshot::forge_snapshot;
-use crate::support::{Run, TestContext, assert_contains, with_deepgemm_series};
+use crate::support::{
+    Run, TestContext, assert_contains, assert_contains_flowed, assert_fits_100_columns,
+    with_deepgemm_series,
+};
 
 /// Runs `forge render` on the default recipe after `edit`, expecting a refusal at `location`.
 #[track_caller]
@@ -357,15 +360,19 @@ fn a_short_git_revision_is_flagged() {
         "rev = \"a6b593d\"",
     );
     let run = context.forge(&["pin", "list"]).expect_code(0);
-    forge_snapshot!(run.stdout, context.path(), @r"
-        NAME  KIND  VERSION  GROUP  SOURCE
-        apache-tvm-ffi  python  0.1.11  tvm  apache-tvm-ffi; never 0.1.12 (aborts tilelang: duplicate type-attr registration)
-        cutlass-dsl  python  4.6.0  -  nvidia-cutlass-dsl (in base, not installed)
-        deepgemm  git  <short>  -  https://github.com/deepseek-ai/DeepGEMM.git nv_dev (short rev: mutable-looking)
-        flashinfer  wheels  0.6.14  -  flashinfer-python + flashinfer-cubin + flashinfer-jit-cache by URL (3 without sha256)
-        nccl  assert  2.28.9  -  in base, asserted by the nccl probe
-        tilelang  python  0.1.11  tvm  tilelang
-        ");
+    assert_fits_100_columns(&run.stdout, &run.stderr);
+    forge_snapshot!(run.stdout, context.path(), @"
+    NAME  KIND  VERSION  GROUP  SOURCE
+    apache-tvm-ffi  python  0.1.11  tvm  apache-tvm-ffi; never 0.1.12 (aborts tilelang: duplicate
+                                            type-attr registration)
+    cutlass-dsl  python  4.6.0  -  nvidia-cutlass-dsl (in base, not installed)
+    deepgemm  git  <short>  -  https://github.com/deepseek-ai/DeepGEMM.git nv_dev (short
+                                            rev: mutable-looking)
+    flashinfer  wheels  0.6.14  -  flashinfer-python + flashinfer-cubin + flashinfer-jit-cache
+                                            by URL (3 without sha256)
+    nccl  assert  2.28.9  -  in base, asserted by the nccl probe
+    tilelang  python  0.1.11  tvm  tilelang
+    ");
     let line = line_of("[pins.deepgemm]");
     let warning = run
         .stderr
@@ -379,7 +386,7 @@ fn a_short_git_revision_is_flagged() {
         "{}",
         run.stderr
     );
-    assert_contains(&run.stdout, "(short rev: mutable-looking)");
+    assert_contains_flowed(&run.stdout, "(short rev: mutable-looking)");
 }
 
 #[test]

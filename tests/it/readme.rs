@@ -17,6 +17,9 @@
 //! differ from the document's only consistently (one document id stands for one id of the run).
 //! Dockerfile, context, input and file digests, patch commits (made in scratch repositories,
 //! committed by forge itself) and everything else must match byte for byte.
+//!
+//! `FORGE_BLESS_DOCS=1` rewrites each stale step that elides nothing with what forge printed
+//! (see [`rewrite`]); a step with `...` lines is still reported, to be mended by hand.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -721,6 +724,7 @@ impl Sandbox {
             .current_dir(self.checkout().join(folder))
             .env("PATH", path)
             .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
             // The patch commits forge makes name the committer: the documents' is "Me".
             .env("FORGE_COMMITTER_NAME", "Me")
             .env("FORGE_COMMITTER_EMAIL", "me@example.org")
@@ -933,21 +937,83 @@ impl Matcher<'_> {
     }
 }
 
-/// Runs every step of `block` with `setup`; the readable failure, if any.
-fn check(block: &Block, setup: &Setup) -> Result<(), String> {
+/// A step's output lines in a document, to be replaced by what forge printed: the document,
+/// the first and last line (1-based; `last < first` when the step shows no output), the lines.
+struct Rewrite {
+    file: String,
+    first: usize,
+    last: usize,
+    lines: Vec<String>,
+}
+
+/// With `FORGE_BLESS_DOCS=1`, a stale step that elides nothing (no `...` line) is rewritten
+/// with what forge printed, keeping each line the document shows that still matches it.
+fn blessing() -> bool {
+    std::env::var_os("FORGE_BLESS_DOCS").is_some_and(|value| value == "1")
+}
+
+/// What a stale `step` becomes: forge's `raw` lines, each document line kept where it still
+/// matches (`same`) forge's at the same place; none when the step elides lines.
+fn rewrite(
+    block: &Block,
+    step: &Step,
+    raw: &str,
+    mut same: impl FnMut(&str, &str) -> bool,
+) -> Option<Rewrite> {
+    if step
+        .expected
+        .iter()
+        .any(|(_, line)| matches!(line.trim(), "..." | "…"))
+    {
+        return None;
+    }
+    let lines = raw
+        .lines()
+        .enumerate()
+        .map(|(at, line)| match step.expected.get(at) {
+            Some((_, shown)) if same(&normalise(shown), &normalise(line)) => shown.clone(),
+            _ => line.to_owned(),
+        })
+        .collect();
+    Some(Rewrite {
+        file: block.file.clone(),
+        first: step.line + 1,
+        last: step.line + step.expected.len(),
+        lines,
+    })
+}
+
+/// Applies `rewrites` to their documents, the last lines of each document first.
+fn apply(mut rewrites: Vec<Rewrite>) {
+    rewrites.sort_by(|a, b| (&b.file, b.first).cmp(&(&a.file, a.first)));
+    for rewrite in rewrites {
+        let path = repository_root().join(&rewrite.file);
+        let text = std::fs::read_to_string(&path).expect("a document");
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.splice(rewrite.first - 1..rewrite.last, rewrite.lines);
+        std::fs::write(&path, lines.join("\n") + "\n").expect("the document is written");
+    }
+}
+
+/// Runs every step of `block` with `setup`; the readable failure, if any, and with
+/// [`blessing`] the rewrites that would make the document show what forge printed.
+fn check(block: &Block, setup: &Setup, rewrites: &mut Vec<Rewrite>) -> Result<(), String> {
     let mut sandbox = Sandbox::new();
     let mut last = 0;
     let mut printed = Vec::new();
+    let mut raw = Vec::new();
     for (index, step) in block.steps.iter().enumerate() {
         (setup.before)(&mut sandbox, index);
         let (code, output) = sandbox.run(setup.folder, &step.command, last);
         last = code;
+        raw.push(sandbox.as_documented(&output));
         printed.push(normalise(&sandbox.as_documented(&output)));
     }
     let mut varying = (setup.varying)(&sandbox);
     varying.extend(sandbox.ids.iter().cloned());
     varying.extend(engine_built(&printed));
-    for (step, output) in block.steps.iter().zip(&printed) {
+    let mut failure = None;
+    for ((step, output), raw) in block.steps.iter().zip(&printed).zip(&raw) {
         let expected: Vec<(usize, String)> = step
             .expected
             .iter()
@@ -972,12 +1038,20 @@ fn check(block: &Block, setup: &Setup) -> Result<(), String> {
         let got = found
             .and_then(|found| actual.get(found))
             .map_or("(nothing more)", String::as_str);
-        return Err(format!(
+        let stale = format!(
             "{}:{line}: the example `{}` (`$ {}`) is stale\n  the document: {want}\n  forge prints: {got}\n--- forge printed (normalised):\n{output}\n---",
             block.file, block.name, step.command
-        ));
+        );
+        let mut bindings = Bindings::new();
+        let same = |shown: &str, printed: &str| matcher.line_matches(shown, printed, &mut bindings);
+        match rewrite(block, step, raw, same) {
+            Some(rewrite) if blessing() => rewrites.push(rewrite),
+            _ => {
+                failure.get_or_insert(stale);
+            }
+        }
     }
-    Ok(())
+    failure.map_or(Ok(()), Err)
 }
 
 /// The ids of the images the engine built, as `Built sha256:…` lines name them: forge removes
@@ -994,6 +1068,7 @@ fn engine_built(printed: &[String]) -> Vec<String> {
 /// Runs the blocks whose set-up needs one of `needs`, and fails with every stale one.
 fn check_all(needs: &[Needs]) {
     let mut failures = Vec::new();
+    let mut rewrites = Vec::new();
     for block in all_blocks().iter().filter(|block| block.not_run.is_none()) {
         let setup = SETUPS
             .iter()
@@ -1005,11 +1080,12 @@ fn check_all(needs: &[Needs]) {
                 )
             });
         if needs.contains(&setup.needs)
-            && let Err(failure) = check(block, setup)
+            && let Err(failure) = check(block, setup, &mut rewrites)
         {
             failures.push(failure);
         }
     }
+    apply(rewrites);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

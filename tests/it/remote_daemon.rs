@@ -50,7 +50,9 @@ fn latest_row<'a>(json: &'a Value, node: &str, repository: &str) -> &'a Value {
         .as_array()
         .expect("checks")
         .iter()
-        .find(|check| check["name"] == "tag" && crate::support::verify::full_subject(check) == subject)
+        .find(|check| {
+            check["name"] == "tag" && crate::support::verify::full_subject(check) == subject
+        })
         .unwrap_or_else(|| panic!("no tag row for {subject} in {json:#}"))
 }
 

@@ -258,6 +258,7 @@ fn forge_in(folder: &std::path::Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .current_dir(folder)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .env("HOME", "/nonexistent")
         .output()
         .expect("forge runs")

@@ -5,7 +5,7 @@
 
 use crate::support::release::{ReleaseServer, sha256_hex, wheel, wheel_with_metadata};
 use crate::support::tls::{Certificates, TlsTerminator};
-use crate::support::{TestContext, assert_contains};
+use crate::support::{TestContext, assert_contains, assert_contains_flowed};
 use crate::support::{assert_hadolint_passes, pip};
 use crate::support::{forge, outdated_row};
 
@@ -504,7 +504,7 @@ fn pin_bump_moves_to_the_newest_release_that_has_every_file_of_the_set() {
         outdated_row(&outdated.stdout, "flashinfer"),
         ["flashinfer", "0.6.14", "0.6.15", "0.6.16", "outdated"]
     );
-    assert_contains(
+    assert_contains_flowed(
         &outdated.stdout,
         "flashinfer 0.6.16: the release has no flashinfer_jit_cache-0.6.16+cu130-cp39-abi3-manylinux_2_28_aarch64.whl (wheel-set)",
     );

@@ -244,6 +244,7 @@ fn the_committed_render_is_current_and_a_stale_one_fails_the_check() {
         .args(["-q", "render", "--out", RENDERED, "--check"])
         .current_dir(&root)
         .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
         .output()
         .expect("forge runs");
     assert_eq!(
@@ -283,6 +284,7 @@ fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
             .current_dir(clone.path())
             .env_remove("SOURCE_DATE_EPOCH")
             .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
             .output()
             .unwrap();
         (
@@ -388,6 +390,7 @@ impl Runner<'_> {
                 .env("HOME", checkout)
                 .env("CI", "true")
                 .env("NO_COLOR", "1")
+                .env("COLUMNS", "100")
                 .env("CARGO_TERM_COLOR", "never")
                 .env("DOCKER_HOST", self.daemon)
                 .env("GITHUB_STEP_SUMMARY", &summary)

@@ -34,7 +34,10 @@ use crate::support::index::{default_index, recorded_index};
 use crate::support::outdated_row;
 use crate::support::registry::{self, RegistryServer};
 use crate::support::tls::{Certificates, TlsTerminator};
-use crate::support::{Run, TestContext, assert_contains, free_port, stop, wait_for_port};
+use crate::support::{
+    Run, TestContext, assert_contains, assert_contains_flowed, assert_fits_100_columns, free_port,
+    stop, wait_for_port,
+};
 
 /// `forge`, with `index` as the package index.
 fn forge_on(context: &TestContext, index: &IndexServer, args: &[&str]) -> Run {

@@ -331,28 +331,29 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
     );
     let run = forge_on(&context, &index, &["pin", "outdated", "--exit-code"]).expect_code(1);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r#"
-        NAME  CURRENT  ALLOWED  NEWEST  STATE
-        base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
-        apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
-        cutlass-dsl  4.6.0  -  -  in-base
-        deepgemm  <short>  <short>  <short>  up-to-date
-        flashinfer  0.6.14  0.6.14  0.6.14  yanked
-        nccl  2.28.9  -  -  in-base
-        tilelang  0.1.11  0.1.11  0.1.11  up-to-date
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+    apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+    cutlass-dsl  4.6.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  up-to-date
+    flashinfer  0.6.14  0.6.14  0.6.14  yanked
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  0.1.11  0.1.11  up-to-date
 
-        base: not followed: declare [base] tags = "PATTERN" to follow newer tags
-        cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
-        flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump flashinfer` once a newer version is allowed
-        nccl: asserted in the base image: moves with `forge pin bump base`
-              Yanked the index yanked the current version of flashinfer (--exit-code)
-        "#);
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump
+      flashinfer` once a newer version is allowed
+    nccl: asserted in the base image: moves with `forge pin bump base`
+          Yanked the index yanked the current version of flashinfer (--exit-code)
+    "#);
     assert_contains(
         &run.stderr,
         "the index yanked the current version of flashinfer (--exit-code)",
     );
     let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "yanked"]);
-    assert_contains(
+    assert_contains_flowed(
         &run.stdout,
         "flashinfer: 0.6.14 is yanked on the index (yanked for the test): move with `forge pin bump flashinfer` once a newer version is allowed",
     );

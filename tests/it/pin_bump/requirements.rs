@@ -139,15 +139,15 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
         outdated_row(&run.stdout, "apache-tvm-ffi"),
         ["apache-tvm-ffi", "0.1.11", "0.1.11", "0.1.15.post2", "held"]
     );
-    assert_contains(
+    assert_contains_flowed(
         &run.stdout,
         "tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11",
     );
-    assert_contains(
+    assert_contains_flowed(
         &run.stdout,
         "apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration (denied)",
     );
-    assert_contains(
+    assert_contains_flowed(
         &run.stdout,
         "apache-tvm-ffi 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11 (requires)",
     );

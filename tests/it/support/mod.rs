@@ -250,7 +250,8 @@ impl TestContext {
             .env_remove("GH_TOKEN")
             .env_remove("GITHUB_TOKEN")
             .env_remove("CLICOLOR_FORCE")
-            .env("NO_COLOR", "1");
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100");
         command
     }
 }
@@ -316,6 +317,7 @@ impl TestContext {
             .current_dir(self.path())
             .env_remove("SOURCE_DATE_EPOCH")
             .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
             .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::fs::File::create(&stdout).expect("the stdout file"))
@@ -364,6 +366,36 @@ pub fn assert_contains(haystack: &str, needle: &str) {
         haystack.contains(needle),
         "expected {needle:?} in:\n{haystack}"
     );
+}
+
+/// Panics, showing `haystack`, unless it contains `needle` once each run of white space in
+/// either (a line break, a table's padding) is one space: for text forge wraps to the terminal.
+#[track_caller]
+pub fn assert_contains_flowed(haystack: &str, needle: &str) {
+    let flowed = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flowed(haystack).contains(&flowed(needle)),
+        "expected {needle:?}, white space aside, in:\n{haystack}"
+    );
+}
+
+/// Panics, showing the line, unless every line of a command's answer (`stdout`) and every
+/// progress line of its `stderr` (`[HH:MM:SS.mmm ...] ...` and the lines it goes on on) fits
+/// 100 columns, as forge fits them at `COLUMNS=100`.
+#[track_caller]
+pub fn assert_fits_100_columns(stdout: &str, stderr: &str) {
+    let mut progress = false;
+    let progress_lines = stderr.lines().filter(|line| {
+        progress = line.starts_with('[') || (progress && line.starts_with(&" ".repeat(20)));
+        progress
+    });
+    for line in stdout.lines().chain(progress_lines) {
+        assert!(
+            line.chars().count() <= 100,
+            "a line of {} columns:\n{line}",
+            line.chars().count()
+        );
+    }
 }
 
 /// The arguments of `git format-patch` as the patch tests call it (renames and copies found,

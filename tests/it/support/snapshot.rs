@@ -34,9 +34,11 @@ pub fn json_shape(document: &serde_json::Value, root: &Path) -> String {
 
 /// `text` with its temporary paths, digests, commit ids, ports and times replaced.
 fn placeholders(text: &str, root: &str) -> String {
-    // Test names carry the process id to stay apart from other runs.
+    // Test names carry the process id to stay apart from other runs (some as seven digits,
+    // so that a table's columns do not depend on it).
     let mut out = text
         .replace(root, "<recipe>")
+        .replace(&format!("-{:07}", std::process::id()), "-<pid>")
         .replace(&format!("-{}", std::process::id()), "-<pid>");
     let hex_run = |text: &str, at: usize| {
         text[at..]
@@ -176,14 +178,18 @@ fn aligned_loosely(line: &str) -> String {
     PADDING.replace_all(line, "$1  ").into_owned()
 }
 
-/// `lines` with each run of the daemon's progress lines (`[HH:MM:SS.mmm ...] ...`) made one
-/// `<progress>` line: what the daemon reports, and how often, its cache and timing decide.
+/// `lines` with each run of the daemon's progress lines (`[HH:MM:SS.mmm ...] ...`, and the
+/// lines a long one continues on) made one `<progress>` line: what the daemon reports, and how
+/// often, its cache and timing decide.
 fn progress_folded(lines: Vec<String>) -> Vec<String> {
     static PROGRESS: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"^\s*\[\d\d:\d\d:\d\d\.\d+ ").unwrap());
+    let continued = |line: &str, folded: &[String]| {
+        line.starts_with(&" ".repeat(20)) && folded.last().is_some_and(|last| last == "<progress>")
+    };
     let mut folded: Vec<String> = Vec::new();
     for line in lines {
-        if PROGRESS.is_match(&line) {
+        if PROGRESS.is_match(&line) || continued(&line, &folded) {
             if folded.last().is_none_or(|last| last != "<progress>") {
                 folded.push("<progress>".to_owned());
             }
