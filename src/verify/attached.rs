@@ -1,7 +1,10 @@
-//! What a tag's manifest carries under cosign's tags, judged with a public key: the signature
-//! (valid for the manifest the tag holds), the provenance (signed, its subject that manifest,
-//! its inputs the recipe's current ones) and the SBOM (the one the provenance names, listing
-//! the recipe's pins).
+//! What a tag's manifest carries under cosign's tags, judged with a public key as cosign judges
+//! it: every layer is looked at, and an attachment holds when at least one of its layers is
+//! valid for the manifest and the key (the others, a co-signer's signature or another image's
+//! envelope, are counted in the row's note). The signature must be for the manifest the tag
+//! holds in the recorded repository; the provenance signed, its subject that manifest, its
+//! inputs the recipe's current ones; the SBOM the one the provenance names, listing the
+//! recipe's pins.
 
 use crate::attest::cosign;
 use crate::attest::dsse::Envelope;
@@ -38,6 +41,166 @@ pub struct Expected<'a> {
 /// What is written when an attachment is absent.
 const NOT_ATTACHED: &str = "none attached";
 
+/// Why one layer of an attachment does not count for the manifest and the key: as cosign
+/// judges a `.sig` or `.att`, every layer is looked at, and one valid layer is enough.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Ignored {
+    /// Not JSON of the layer's kind (a DSSE envelope), or a payload forge does not read.
+    Unreadable,
+    /// No signature by the key (another signer's, say).
+    NotSigned,
+    /// Signed by the key, but a statement of another type than SLSA provenance.
+    NotProvenance,
+    /// Signed by the key for this manifest, in another repository.
+    OtherRepository(String),
+    /// Signed by the key for another manifest.
+    OtherImage(String),
+}
+
+impl Ignored {
+    fn reason(&self, key: &VerifyingKey) -> String {
+        match self {
+            Ignored::Unreadable => "unreadable".to_owned(),
+            Ignored::NotSigned => format!("not signed by {}", key.origin),
+            Ignored::NotProvenance => "not SLSA provenance".to_owned(),
+            Ignored::OtherRepository(repository) => format!("for {repository}"),
+            Ignored::OtherImage(digest) => format!("for {digest}"),
+        }
+    }
+}
+
+/// The layers that did not count, as a note: `N of M layers ignored: REASON, ...` (each reason
+/// with its count); none when every layer counted.
+fn ignored_note(ignored: &[Ignored], layers: usize, key: &VerifyingKey) -> Option<String> {
+    if ignored.is_empty() {
+        return None;
+    }
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    let mut sorted = ignored.to_vec();
+    sorted.sort();
+    for reason in sorted.iter().map(|ignored| ignored.reason(key)) {
+        match reasons.last_mut() {
+            Some((last, count)) if *last == reason => *count += 1,
+            _ => reasons.push((reason, 1)),
+        }
+    }
+    let reasons: Vec<String> = reasons
+        .into_iter()
+        .map(|(reason, count)| {
+            if count == 1 {
+                reason
+            } else {
+                format!("{count} {reason}")
+            }
+        })
+        .collect();
+    let noun = if layers == 1 { "layer" } else { "layers" };
+    Some(format!(
+        "{} of {layers} {noun} ignored: {}",
+        ignored.len(),
+        reasons.join(", ")
+    ))
+}
+
+/// What a verdict says when no layer counts: the manifest a layer signed by the key is for
+/// (another image's), else the repository one names, else that none is signed by the key.
+fn nothing_valid(ignored: &[Ignored], key: &VerifyingKey) -> String {
+    ignored
+        .iter()
+        .find_map(|ignored| match ignored {
+            Ignored::OtherImage(digest) => Some(digest.clone()),
+            _ => None,
+        })
+        .or_else(|| {
+            ignored.iter().find_map(|ignored| match ignored {
+                Ignored::OtherRepository(repository) => {
+                    Some(format!("signed by {} for {repository}", key.origin))
+                }
+                _ => None,
+            })
+        })
+        .unwrap_or_else(|| format!("none signed by {}", key.origin))
+}
+
+/// The `signature` row: it holds when at least one simple-signing layer is signed by `key`
+/// for `held` in the expected repository.
+fn signature_check(
+    reference: &str,
+    held: &Digest,
+    layers: Option<&[(Vec<u8>, String)]>,
+    key: &VerifyingKey,
+    repository: &str,
+) -> Check {
+    let Some(layers) = layers else {
+        return Check::compare(Kind::Signature, reference, held.as_str(), NOT_ATTACHED);
+    };
+    let mut ignored = Vec::new();
+    let mut valid = 0;
+    for (payload, signature) in layers {
+        if !key.verifies(payload, signature) {
+            ignored.push(Ignored::NotSigned);
+            continue;
+        }
+        match cosign::claims(payload) {
+            None => ignored.push(Ignored::Unreadable),
+            Some(claims) if claims.digest != held.as_str() => {
+                ignored.push(Ignored::OtherImage(claims.digest));
+            }
+            Some(claims) if claims.repository != repository => {
+                ignored.push(Ignored::OtherRepository(claims.repository));
+            }
+            Some(_) => valid += 1,
+        }
+    }
+    let actual = if valid > 0 {
+        held.to_string()
+    } else {
+        nothing_valid(&ignored, key)
+    };
+    Check::compare(Kind::Signature, reference, held.as_str(), actual).noted(ignored_note(
+        &ignored,
+        layers.len(),
+        key,
+    ))
+}
+
+/// Of the `.att` layers: the statement of the first layer signed by `key` whose subject is
+/// `held` (or, when none is, of the first signed by `key` for another manifest, to say how it
+/// differs), and why each other layer was ignored.
+fn provenance_of(
+    layers: &[Vec<u8>],
+    held: &Digest,
+    key: &VerifyingKey,
+) -> (Option<provenance::Stated>, Vec<Ignored>) {
+    let mut ignored = Vec::new();
+    let mut chosen = None;
+    let mut other = None;
+    for layer in layers {
+        let Ok(envelope) = serde_json::from_slice::<Envelope>(layer) else {
+            ignored.push(Ignored::Unreadable);
+            continue;
+        };
+        let Some(payload) = envelope.verified_payload(key) else {
+            ignored.push(Ignored::NotSigned);
+            continue;
+        };
+        let Some(stated) = serde_json::from_slice(&payload)
+            .ok()
+            .and_then(|statement| provenance::stated(&statement))
+        else {
+            ignored.push(Ignored::NotProvenance);
+            continue;
+        };
+        if stated.subject != held.as_str() {
+            ignored.push(Ignored::OtherImage(stated.subject.clone()));
+            other.get_or_insert(stated);
+        } else if chosen.is_none() {
+            chosen = Some(stated);
+        }
+    }
+    (chosen.or(other), ignored)
+}
+
 /// The rows for the tag `reference`, which holds the manifest `held`.
 pub fn checks(
     reference: &str,
@@ -46,48 +209,35 @@ pub fn checks(
     key: &VerifyingKey,
     expected: Expected<'_>,
 ) -> Vec<Check> {
-    let not_signed = format!("none signed by {}", key.origin);
-    let signature = match &attached.signatures {
-        None => NOT_ATTACHED.to_owned(),
-        Some(layers) => layers
-            .iter()
-            .filter(|(payload, signature)| key.verifies(payload, signature))
-            .filter_map(|(payload, _)| cosign::claims(payload))
-            .filter(|claims| claims.repository == expected.repository)
-            .map(|claims| claims.digest)
-            // One valid for `held` wins over any for another manifest.
-            .max_by_key(|digest| digest == held.as_str())
-            .unwrap_or_else(|| not_signed.clone()),
-    };
-    let mut rows = vec![Check::compare(
-        Kind::Signature,
+    let mut rows = vec![signature_check(
         reference,
-        held.as_str(),
-        signature,
+        held,
+        attached.signatures.as_deref(),
+        key,
+        expected.repository,
     )];
-
-    let statement = attached.attestations.as_ref().map(|layers| {
-        layers.iter().find_map(|layer| {
-            let envelope: Envelope = serde_json::from_slice(layer).ok()?;
-            let payload = envelope.verified_payload(key)?;
-            provenance::stated(&serde_json::from_slice(&payload).ok()?)
-        })
-    });
-    let (subject, inputs, named_sbom) = match &statement {
-        None => (NOT_ATTACHED.to_owned(), NOT_ATTACHED.to_owned(), None),
-        Some(None) => (not_signed.clone(), not_signed.clone(), None),
-        Some(Some(stated)) => (
-            stated.subject.clone(),
-            stated_inputs(&stated.inputs, expected.inputs),
-            stated.sbom.clone(),
-        ),
+    let (subject, inputs, named_sbom, note) = match &attached.attestations {
+        None => (NOT_ATTACHED.to_owned(), NOT_ATTACHED.to_owned(), None, None),
+        Some(layers) => {
+            let (stated, ignored) = provenance_of(layers, held, key);
+            let note = ignored_note(&ignored, layers.len(), key);
+            match stated {
+                None => {
+                    let nothing = nothing_valid(&ignored, key);
+                    (nothing.clone(), nothing, None, note)
+                }
+                Some(stated) => (
+                    stated.subject.clone(),
+                    stated_inputs(&stated.inputs, expected.inputs),
+                    stated.sbom.clone(),
+                    note,
+                ),
+            }
+        }
     };
-    rows.push(Check::compare(
-        Kind::ProvenanceSubject,
-        reference,
-        held.as_str(),
-        subject,
-    ));
+    rows.push(
+        Check::compare(Kind::ProvenanceSubject, reference, held.as_str(), subject).noted(note),
+    );
     rows.push(Check::compare(
         Kind::ProvenanceInputs,
         reference,
@@ -152,4 +302,124 @@ fn sbom_check(
         },
     };
     Check::compare(Kind::Sbom, reference, expected, actual)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attest::dsse::{self, Envelope};
+    use crate::attest::keys::SigningKey;
+
+    const REPOSITORY: &str = "127.0.0.1:5000/forge/app";
+
+    /// An envelope signed by `key` of a provenance statement whose subject is `subject` and
+    /// whose inputs are `inputs`.
+    fn envelope(key: &SigningKey, subject: &Digest, inputs: &Inputs) -> Vec<u8> {
+        let named: serde_json::Map<String, serde_json::Value> = inputs
+            .named()
+            .iter()
+            .map(|(name, digest)| ((*name).to_owned(), serde_json::json!(digest.as_str())))
+            .collect();
+        let statement = serde_json::json!({
+            "_type": provenance::STATEMENT,
+            "predicateType": provenance::PREDICATE,
+            "subject": [{ "name": REPOSITORY, "digest": { "sha256": subject.hex() } }],
+            "predicate": { "buildDefinition": { "externalParameters": { "inputs": named } } },
+        });
+        let envelope = Envelope::sign(dsse::IN_TOTO, &serde_json::to_vec(&statement).unwrap(), key);
+        serde_json::to_vec(&envelope).unwrap()
+    }
+
+    fn signature(key: &SigningKey, repository: &str, subject: &Digest) -> (Vec<u8>, String) {
+        let payload = cosign::payload(repository, subject);
+        let signature = key.sign(&payload);
+        (payload, signature)
+    }
+
+    fn rows(attached: &Attached, held: &Digest, key: &SigningKey, inputs: &Inputs) -> Vec<Check> {
+        let expected = Expected {
+            repository: REPOSITORY,
+            inputs,
+            pins: &[],
+        };
+        checks("r:latest", held, attached, &key.verifying_key(), expected)
+    }
+
+    #[test]
+    fn a_foreign_envelope_before_or_after_forges_own_is_ignored_and_counted() {
+        let (ours, theirs) = (Digest::filled('1'), Digest::filled('2'));
+        let key = SigningKey::generate();
+        let inputs = Inputs::sample();
+        let foreign = envelope(&key, &theirs, &inputs);
+        let own = envelope(&key, &ours, &inputs);
+        for layers in [vec![foreign.clone(), own.clone()], vec![own, foreign]] {
+            let attached = Attached {
+                attestations: Some(layers),
+                ..Attached::default()
+            };
+            let rows = rows(&attached, &ours, &key, &inputs);
+            assert!(rows[1].ok, "{:?}", rows[1]);
+            assert!(rows[2].ok, "{:?}", rows[2]);
+            assert_eq!(
+                rows[1].note.as_deref(),
+                Some(format!("1 of 2 layers ignored: for {theirs}").as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn only_another_images_envelope_fails_naming_that_image() {
+        let (ours, theirs) = (Digest::filled('1'), Digest::filled('2'));
+        let key = SigningKey::generate();
+        let inputs = Inputs::sample();
+        let attached = Attached {
+            attestations: Some(vec![envelope(&key, &theirs, &inputs)]),
+            ..Attached::default()
+        };
+        let rows = rows(&attached, &ours, &key, &inputs);
+        assert!(!rows[1].ok);
+        assert_eq!(rows[1].actual, theirs.as_str());
+    }
+
+    #[test]
+    fn a_co_signature_by_another_key_is_ignored_and_one_valid_layer_holds() {
+        let held = Digest::filled('1');
+        let (key, other) = (SigningKey::generate(), SigningKey::generate());
+        let attached = Attached {
+            signatures: Some(vec![
+                signature(&other, REPOSITORY, &held),
+                signature(&key, REPOSITORY, &held),
+            ]),
+            ..Attached::default()
+        };
+        let row = &rows(&attached, &held, &key, &Inputs::sample())[0];
+        assert!(row.ok, "{row:?}");
+        assert_eq!(
+            row.note.as_deref(),
+            Some("1 of 2 layers ignored: not signed by the public key of a new key")
+        );
+        let only_other = Attached {
+            signatures: Some(vec![signature(&other, REPOSITORY, &held)]),
+            ..Attached::default()
+        };
+        let row = &rows(&only_other, &held, &key, &Inputs::sample())[0];
+        assert!(!row.ok);
+        assert_eq!(row.actual, "none signed by the public key of a new key");
+    }
+
+    #[test]
+    fn a_valid_signature_for_another_repository_is_named() {
+        let held = Digest::filled('1');
+        let key = SigningKey::generate();
+        let attached = Attached {
+            signatures: Some(vec![signature(&key, "127.0.0.1:5000/elsewhere", &held)]),
+            ..Attached::default()
+        };
+        let row = &rows(&attached, &held, &key, &Inputs::sample())[0];
+        assert!(!row.ok);
+        assert_eq!(
+            row.actual,
+            "signed by the public key of a new key for 127.0.0.1:5000/elsewhere"
+        );
+    }
 }

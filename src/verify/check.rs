@@ -106,6 +106,9 @@ pub struct Check {
     pub actual: String,
     /// Whether they agree.
     pub ok: bool,
+    /// What else was found that did not decide the check (layers ignored, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Check {
@@ -124,6 +127,7 @@ impl Check {
             ok: expected == actual,
             expected,
             actual,
+            note: None,
         }
     }
 
@@ -142,7 +146,15 @@ impl Check {
             expected: expected.into(),
             actual: actual.into(),
             ok,
+            note: None,
         }
+    }
+
+    /// The check with `note` beside its verdict.
+    #[must_use]
+    pub fn noted(mut self, note: Option<String>) -> Self {
+        self.note = note;
+        self
     }
 
     /// The check as asked of the daemon `node`.
@@ -239,11 +251,14 @@ impl Report {
                 (false, Kind::Input) => "STALE",
                 (false, _) => "FAIL",
             };
-            let actual = if !wide && check.ok && check.expected == check.actual {
+            let mut actual = if !wide && check.ok && check.expected == check.actual {
                 "=".to_owned()
             } else {
                 cell(&check.actual)
             };
+            if let Some(note) = &check.note {
+                actual.push_str(&format!(" ({})", cell(note)));
+            }
             [
                 check.name.to_string(),
                 cell(&subject(&check.subject)),

@@ -4,7 +4,7 @@
 //! (`sigstoreSigned`) judges it where the skopeo build has sigstore; `openssl` verifies the
 //! signature over the payload skopeo found with forge's public key.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use base64::Engine as _;
@@ -15,33 +15,9 @@ use crate::support::images::{DATED_TAG, Example, docker_available, ensure_base_i
 use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
+use crate::support::signed::{OCI_MANIFEST, pushed_again_signed, signed, verifier_python};
 use crate::support::verify::{failing, row, verify};
 use crate::support::{TestContext, assert_contains};
-
-/// The offline example pushed to `registry` and signed with `keys`.
-fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
-    if !docker_available() || registry_tools_missing() {
-        return None;
-    }
-    ensure_base_image();
-    let path = format!("forge-test/{name}-{}", std::process::id());
-    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
-    let key = keys.private();
-    let run = example
-        .build_with(
-            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
-            &[],
-        )
-        .expect_code(0);
-    let attachments = run.json()["attachments"].clone();
-    // The build record, the SBOM, the provenance and the signature.
-    assert_eq!(
-        attachments.as_array().map(Vec::len),
-        Some(4),
-        "{attachments:#}"
-    );
-    Some(example)
-}
 
 /// The signatures skopeo finds for `reference` through cosign's tag scheme, as it stores them
 /// in a `dir:` copy (`signature-N`: a NUL, `sigstore-json`, a newline, then JSON), and the
@@ -468,37 +444,6 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
         sbom["actual"].as_str().unwrap(),
         "which the signed provenance does not name",
     );
-}
-
-/// `example` with its overlay changed, built, pushed over its tags and signed with `keys`.
-fn pushed_again_signed(example: &Example, keys: &Keys) {
-    example
-        .context
-        .write("overlays/app/VERSION", "second signed build\n");
-    let key = keys.private_arg();
-    example
-        .build_with(&["--push", "--force", "--sign", "--sign-key", &key], &[])
-        .expect_code(0);
-}
-
-/// The OCI image manifest media type.
-const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-
-/// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
-/// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
-fn verifier_python() -> Option<PathBuf> {
-    match std::env::var_os("FORGE_TEST_PYTHON") {
-        Some(python) => Some(PathBuf::from(python)),
-        None if std::env::var_os("CI").is_some() => panic!(
-            "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
-        ),
-        None => {
-            crate::support::note(
-                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)",
-            );
-            None
-        }
-    }
 }
 
 /// `tests/python/attest_check.py ARGS...` run by `python`: its exit code and stdout.

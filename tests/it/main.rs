@@ -30,6 +30,7 @@ mod render;
 mod report;
 mod reproducible;
 mod shipping;
+mod signatures;
 mod support;
 mod verify;
 mod wheel_record;

@@ -48,4 +48,25 @@ impl Keys {
     pub(crate) fn public_text(&self) -> String {
         std::fs::read_to_string(self.public()).unwrap()
     }
+
+    /// The signature of `message` by the private key as another signer makes it: `openssl dgst
+    /// -sha256 -sign` (ECDSA over SHA-256, DER), base64.
+    pub(crate) fn sign(&self, message: &[u8]) -> String {
+        use base64::Engine as _;
+        let work = tempfile::tempdir().unwrap();
+        let input = work.path().join("message");
+        std::fs::write(&input, message).unwrap();
+        let output = std::process::Command::new("openssl")
+            .args(["dgst", "-sha256", "-sign"])
+            .arg(self.private())
+            .arg(&input)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            output.status.success(),
+            "openssl dgst -sign: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        base64::engine::general_purpose::STANDARD.encode(output.stdout)
+    }
 }

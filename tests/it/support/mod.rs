@@ -32,6 +32,7 @@ pub(crate) mod process;
 pub(crate) mod python_image;
 pub(crate) mod registry;
 pub(crate) mod release;
+pub(crate) mod signed;
 pub(crate) mod snapshot;
 pub(crate) mod tls;
 pub(crate) mod verify;

@@ -1,0 +1,264 @@
+//! `forge verify-digest --key` against cosign's rule, on a real registry: every way the
+//! attachments of a signed push can be tampered with gets the same verdict from forge's
+//! `signature` and `provenance subject` rows as from `tests/python/cosign_rule.py`, an
+//! independent judge that, as cosign does, looks at every layer and holds an attachment valid
+//! when one layer is valid for the image and the key.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::keys::Keys;
+use crate::support::registry::{RegistryServer, no_credentials, path_of};
+use crate::support::signed::{OCI_MANIFEST, pushed_again_signed, signed, verifier_python};
+use crate::support::verify::{row, verify};
+
+/// `cosign_rule.py` on `registry`'s `path:reference` with the public key `public`: whether the
+/// signature and the attestation hold.
+fn cosign_rule(
+    python: &Path,
+    registry: &RegistryServer,
+    path: &str,
+    reference: &str,
+    public: &str,
+) -> (bool, bool) {
+    let script = crate::support::repository_root().join("tests/python/cosign_rule.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args([registry.address(), path, reference, public])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "cosign_rule.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let verdict: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    (
+        verdict["signature"].as_bool().unwrap(),
+        verdict["attestation"].as_bool().unwrap(),
+    )
+}
+
+/// The tag cosign keeps `suffix` (`sig`, `att`, `sbom`) of the manifest `digest` under.
+fn attachment(digest: &str, suffix: &str) -> String {
+    format!("sha256-{}.{suffix}", digest.trim_start_matches("sha256:"))
+}
+
+/// The manifest `manifest` with `layers` as its layers.
+fn with_layers(manifest: &Value, layers: Vec<Value>) -> Vec<u8> {
+    let mut manifest = manifest.clone();
+    manifest["layers"] = json!(layers);
+    serde_json::to_vec(&manifest).unwrap()
+}
+
+/// The layers of `manifest`.
+fn layers(manifest: &Value) -> Vec<Value> {
+    manifest["layers"].as_array().unwrap().clone()
+}
+
+/// Two signed pushes of the offline example (`first`, then `second` over the same tags) and
+/// another key; each tampering is made on the registry, judged by forge and by cosign's rule,
+/// and undone. The two must agree on the signature and on the provenance of every tampering,
+/// and forge names what it ignored.
+#[test]
+fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    let (keys, other) = (Keys::new(), Keys::new());
+    let Some(example) = signed(&registry, "cosign-rule", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let first = registry.digest(&path, "latest");
+    pushed_again_signed(&example, &keys);
+    let second = registry.digest(&path, "latest");
+    let held = |tag: &str| -> Value {
+        serde_json::from_slice(&registry.held(&path, tag, &[OCI_MANIFEST]).1).unwrap()
+    };
+    let (first_sig, first_att) = (
+        held(&attachment(&first, "sig")),
+        held(&attachment(&first, "att")),
+    );
+    let (second_sig, second_att) = (
+        held(&attachment(&second, "sig")),
+        held(&attachment(&second, "att")),
+    );
+    let other_signed = {
+        // A second signer's signature of the same manifest: the other key's own push of it.
+        let mut sig = layers(&second_sig);
+        let payload_digest = sig[0]["digest"].as_str().unwrap().to_owned();
+        let payload = registry
+            .get(&format!("/v2/{path}/blobs/{payload_digest}"), "*/*")
+            .unwrap()
+            .2;
+        sig[0]["annotations"]["dev.cosignproject.cosign/signature"] = json!(other.sign(&payload));
+        sig.remove(0)
+    };
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let latest = format!("{}:latest", example.repository);
+
+    // (what is done, the key verifying, the .sig and .att layers of `second` put in place)
+    let swapped_payload = {
+        let mut layer = layers(&second_sig)[0].clone();
+        layer["digest"] = layers(&first_sig)[0]["digest"].clone();
+        layer["size"] = layers(&first_sig)[0]["size"].clone();
+        layer
+    };
+    let cases: Vec<(&str, &Keys, Vec<Value>, Vec<Value>)> = vec![
+        ("as pushed", &keys, layers(&second_sig), layers(&second_att)),
+        (
+            "another key",
+            &other,
+            layers(&second_sig),
+            layers(&second_att),
+        ),
+        (
+            "a swapped payload",
+            &keys,
+            vec![swapped_payload],
+            layers(&second_att),
+        ),
+        (
+            "replayed signatures",
+            &keys,
+            layers(&first_sig),
+            layers(&first_att),
+        ),
+        (
+            "a foreign envelope before forge's",
+            &keys,
+            layers(&second_sig),
+            [layers(&first_att), layers(&second_att)].concat(),
+        ),
+        (
+            "a foreign envelope after forge's",
+            &keys,
+            layers(&second_sig),
+            [layers(&second_att), layers(&first_att)].concat(),
+        ),
+        (
+            "a co-signature before forge's",
+            &keys,
+            [vec![other_signed.clone()], layers(&second_sig)].concat(),
+            layers(&second_att),
+        ),
+        (
+            "only a co-signature",
+            &keys,
+            vec![other_signed],
+            layers(&second_att),
+        ),
+    ];
+    for (case, key, sig, att) in cases {
+        registry.put_manifest(
+            &path,
+            &attachment(&second, "sig"),
+            OCI_MANIFEST,
+            &with_layers(&second_sig, sig.clone()),
+        );
+        registry.put_manifest(
+            &path,
+            &attachment(&second, "att"),
+            OCI_MANIFEST,
+            &with_layers(&second_att, att.clone()),
+        );
+        let json = verify(&example, &["--key", &key.public_arg()], &env).json();
+        let forge = (
+            row(&json, "signature", &latest)["ok"] == true,
+            row(&json, "provenance subject", &latest)["ok"] == true,
+        );
+        let public = key.public();
+        let cosign = cosign_rule(
+            &python,
+            &registry,
+            &path,
+            "latest",
+            public.to_str().unwrap(),
+        );
+        assert_eq!(
+            forge, cosign,
+            "{case}: forge (signature, provenance) {forge:?}, cosign's rule {cosign:?}:\n{json:#}"
+        );
+        if att.len() > 1 && forge.1 {
+            let note = row(&json, "provenance subject", &latest)["note"].clone();
+            assert_eq!(
+                note,
+                json!(format!("1 of 2 layers ignored: for {first}")),
+                "{case}"
+            );
+        }
+        if sig.len() > 1 && forge.0 {
+            let note = row(&json, "signature", &latest)["note"].clone();
+            assert_eq!(
+                note,
+                json!(format!(
+                    "1 of 2 layers ignored: not signed by {}",
+                    key.public_arg()
+                )),
+                "{case}"
+            );
+        }
+    }
+    // The first image's SBOM in place of the second's: cosign's rule does not judge an SBOM
+    // attached unsigned, and neither do forge's signature and provenance rows; forge's `sbom`
+    // row fails, the SBOM not being the one the signed provenance names.
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "sig"),
+        OCI_MANIFEST,
+        &serde_json::to_vec(&second_sig).unwrap(),
+    );
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "att"),
+        OCI_MANIFEST,
+        &serde_json::to_vec(&second_att).unwrap(),
+    );
+    let first_sbom = registry
+        .held(&path, &attachment(&first, "sbom"), &[OCI_MANIFEST])
+        .1;
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "sbom"),
+        OCI_MANIFEST,
+        &first_sbom,
+    );
+    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
+    let forge = (
+        row(&json, "signature", &latest)["ok"] == true,
+        row(&json, "provenance subject", &latest)["ok"] == true,
+    );
+    let public = keys.public();
+    let cosign = cosign_rule(
+        &python,
+        &registry,
+        &path,
+        "latest",
+        public.to_str().unwrap(),
+    );
+    assert_eq!(forge, cosign, "a swapped SBOM");
+    assert_eq!(row(&json, "sbom", &latest)["ok"], false, "{json:#}");
+
+    // A re-pointed tag: `latest` at an image pushed by hand, with nothing attached.
+    registry.push(&path, "latest");
+    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
+    let forge = (
+        row(&json, "signature", &latest)["ok"] == true,
+        row(&json, "provenance subject", &latest)["ok"] == true,
+    );
+    let public = keys.public();
+    let cosign = cosign_rule(
+        &python,
+        &registry,
+        &path,
+        "latest",
+        public.to_str().unwrap(),
+    );
+    assert_eq!(forge, (false, false));
+    assert_eq!(cosign, forge, "a re-pointed tag");
+}

@@ -1,0 +1,64 @@
+//! Signed pushes of the offline example for the tests that judge what forge attaches, and the
+//! Python with the independent libraries that judge it.
+
+use std::path::PathBuf;
+
+use crate::support::images::{Example, docker_available, ensure_base_image};
+use crate::support::keys::Keys;
+use crate::support::registry::{RegistryServer, registry_tools_missing};
+
+/// The OCI image manifest media type.
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+
+/// The offline example pushed to `registry` and signed with `keys`.
+pub fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
+    if !docker_available() || registry_tools_missing() {
+        return None;
+    }
+    ensure_base_image();
+    let path = format!("forge-test/{name}-{}", std::process::id());
+    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
+    let key = keys.private();
+    let run = example
+        .build_with(
+            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
+            &[],
+        )
+        .expect_code(0);
+    let attachments = run.json()["attachments"].clone();
+    // The build record, the SBOM, the provenance and the signature.
+    assert_eq!(
+        attachments.as_array().map(Vec::len),
+        Some(4),
+        "{attachments:#}"
+    );
+    Some(example)
+}
+
+/// `example` with its overlay changed, built, pushed over its tags and signed with `keys`.
+pub fn pushed_again_signed(example: &Example, keys: &Keys) {
+    example
+        .context
+        .write("overlays/app/VERSION", "second signed build\n");
+    let key = keys.private_arg();
+    example
+        .build_with(&["--push", "--force", "--sign", "--sign-key", &key], &[])
+        .expect_code(0);
+}
+
+/// The Python with cyclonedx-python-lib and securesystemslib that `ci/test` installs (in its
+/// virtual environment, named by `FORGE_TEST_PYTHON`), or `None` outside CI without it.
+pub fn verifier_python() -> Option<PathBuf> {
+    match std::env::var_os("FORGE_TEST_PYTHON") {
+        Some(python) => Some(PathBuf::from(python)),
+        None if std::env::var_os("CI").is_some() => panic!(
+            "FORGE_TEST_PYTHON names no Python with cyclonedx-python-lib and securesystemslib: run the suite through ci/test, which installs them"
+        ),
+        None => {
+            crate::support::note(
+                "skipped: FORGE_TEST_PYTHON is not set (ci/test sets it to a virtual environment with cyclonedx-python-lib and securesystemslib)",
+            );
+            None
+        }
+    }
+}
