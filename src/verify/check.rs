@@ -267,6 +267,32 @@ impl Report {
                 verdict.to_owned(),
             ]
         };
+        let sections = self.sections(&mut row);
+        let width = if wide {
+            usize::MAX
+        } else {
+            crate::table::width()
+        };
+        let mut table = crate::table::fit_sections(
+            ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
+            &sections,
+            width,
+        );
+        if let Some(repository) = repository.filter(|_| shortened) {
+            table.push_str(&crate::table::wrap(
+                &format!("(:TAG and @DIGEST are of {repository})"),
+                width,
+                1,
+            ));
+        }
+        table
+    }
+}
+
+impl Report {
+    /// The checks' rows (`row` of each) in sections: one per node and one for the registry
+    /// when the checks asked more than one node, else one.
+    fn sections(&self, mut row: impl FnMut(&Check) -> [String; 5]) -> Vec<Section<5>> {
         let mut nodes: Vec<&str> = self
             .checks
             .iter()
@@ -291,24 +317,7 @@ impl Report {
                 }
             }
         }
-        let width = if wide {
-            usize::MAX
-        } else {
-            crate::table::width()
-        };
-        let mut table = crate::table::fit_sections(
-            ["CHECK", "SUBJECT", "EXPECTED", "ACTUAL", "OK"],
-            &sections,
-            width,
-        );
-        if let Some(repository) = repository.filter(|_| shortened) {
-            table.push_str(&crate::table::wrap(
-                &format!("(:TAG and @DIGEST are of {repository})"),
-                width,
-                1,
-            ));
-        }
-        table
+        sections
     }
 }
 
