@@ -17,7 +17,7 @@ use crate::types::oci::Digest;
 
 use super::cosign::{self, Attachment, Kind, Layer};
 use super::dsse::{self, Envelope};
-use super::keys::SigningKey;
+use super::keys::{SigningKey, VerifyingKey};
 use super::{Facts, OverlayFact, PinFact, provenance, sbom};
 
 /// The three attachments of `facts`' manifest, signed with `key`, in upload order: the SBOM
@@ -35,7 +35,7 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
         (
             Kind::Sbom,
             Attachment::of(vec![Layer {
-                media_type: cosign::CYCLONEDX,
+                media_type: cosign::CYCLONEDX.to_owned(),
                 bytes: sbom,
                 annotations: BTreeMap::new(),
             }]),
@@ -43,7 +43,7 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
         (
             Kind::Attestation,
             Attachment::of(vec![Layer {
-                media_type: cosign::DSSE_ENVELOPE,
+                media_type: cosign::DSSE_ENVELOPE.to_owned(),
                 bytes: serde_json::to_vec(&envelope).expect("JSON serializes"),
                 annotations: BTreeMap::from([(
                     cosign::PREDICATE_ANNOTATION.to_owned(),
@@ -59,15 +59,25 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
 }
 
 /// Uploads `documents` for `subject` into `repository`: every blob, then each manifest under
-/// its cosign tag. Returns what forge.lock records of each.
+/// its cosign tag. A signature or an attestation is added to what the tag holds, as cosign adds
+/// one: every layer already there is kept but the one `key` made before for this manifest,
+/// which the new one replaces, so that another signer's co-signature survives a re-sign.
+/// Returns what forge.lock records of each.
 pub fn upload(
     client: &RegistryClient,
     repository: &RemoteRepository,
     subject: &Digest,
     documents: &[(Kind, Attachment)],
+    key: Option<&VerifyingKey>,
 ) -> Result<Vec<AttachmentRecord>, RegistryError> {
     let mut records = Vec::new();
     for (kind, attachment) in documents {
+        let attachment = match (kind, key) {
+            (Kind::Signature | Kind::Attestation, Some(key)) => {
+                &merged(client, repository, *kind, subject, attachment, key)?
+            }
+            _ => attachment,
+        };
         client.push_blob(repository, &attachment.config)?;
         for layer in &attachment.layers {
             client.push_blob(repository, &layer.bytes)?;
@@ -80,10 +90,64 @@ pub fn upload(
             subject: subject.clone(),
             tag,
             manifest,
-            content: attachment.layers[0].digest(),
+            content: attachment
+                .layers
+                .last()
+                .expect("an attachment has a layer")
+                .digest(),
         });
     }
     Ok(records)
+}
+
+/// `attachment`'s layers after those `repository` already holds under the tag of `kind` for
+/// `subject`, less any `key` made for `subject` (forge's own, from an earlier signing).
+fn merged(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    kind: Kind,
+    subject: &Digest,
+    attachment: &Attachment,
+    key: &VerifyingKey,
+) -> Result<Attachment, RegistryError> {
+    let Some(held) = listed(client, repository, kind, subject)? else {
+        return Ok(attachment.clone());
+    };
+    let mut layers = Vec::new();
+    for listed in held.layers {
+        let bytes = client.blob(repository, &listed.digest)?;
+        let layer = Layer {
+            media_type: listed.media_type,
+            bytes,
+            annotations: listed.annotations,
+        };
+        if !made_by(&layer, kind, subject, key) {
+            layers.push(layer);
+        }
+    }
+    layers.extend(attachment.layers.iter().cloned());
+    Ok(Attachment::of(layers))
+}
+
+/// Whether `layer` is a signature (or a provenance envelope) that `key` made for `subject`.
+fn made_by(layer: &Layer, kind: Kind, subject: &Digest, key: &VerifyingKey) -> bool {
+    match kind {
+        Kind::Signature => {
+            let signature = layer
+                .annotations
+                .get(cosign::SIGNATURE_ANNOTATION)
+                .map_or("", String::as_str);
+            key.verifies(&layer.bytes, signature)
+                && cosign::claims(&layer.bytes)
+                    .is_some_and(|claims| claims.digest == subject.as_str())
+        }
+        _ => serde_json::from_slice::<Envelope>(&layer.bytes)
+            .ok()
+            .and_then(|envelope| envelope.verified_payload(key))
+            .and_then(|payload| serde_json::from_slice(&payload).ok())
+            .and_then(|statement| provenance::stated(&statement))
+            .is_some_and(|stated| stated.subject == subject.as_str()),
+    }
 }
 
 /// One layer of an attachment manifest, as the registry lists it.

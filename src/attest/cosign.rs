@@ -36,7 +36,7 @@ pub use crate::lock::AttachmentKind as Kind;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layer {
     /// Its media type.
-    pub media_type: &'static str,
+    pub media_type: String,
     /// The bytes.
     pub bytes: Vec<u8>,
     /// The layer's annotations.
@@ -166,7 +166,7 @@ pub fn claims(payload: &[u8]) -> Option<Claims> {
 /// The signature layer for `payload`, signed with `signature`.
 pub fn signature_layer(payload: Vec<u8>, signature: String) -> Layer {
     Layer {
-        media_type: SIMPLE_SIGNING,
+        media_type: SIMPLE_SIGNING.to_owned(),
         bytes: payload,
         annotations: BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature)]),
     }

@@ -63,12 +63,12 @@ impl Document {
         let bytes = serde_json::to_vec_pretty(self).expect("the record serializes");
         let layer = match key {
             None => Layer {
-                media_type: MEDIA_TYPE,
+                media_type: MEDIA_TYPE.to_owned(),
                 bytes,
                 annotations: Default::default(),
             },
             Some(key) => Layer {
-                media_type: cosign::DSSE_ENVELOPE,
+                media_type: cosign::DSSE_ENVELOPE.to_owned(),
                 bytes: serde_json::to_vec(&Envelope::sign(MEDIA_TYPE, &bytes, key))
                     .expect("JSON serializes"),
                 annotations: [(

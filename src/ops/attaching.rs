@@ -59,7 +59,8 @@ pub(super) fn attach(
         attaching.options.insecure_registries.clone(),
     )?;
     let remote = crate::registry::RemoteRepository::from(reference);
-    let attached = attach::upload(&client, &remote, &subject, &documents)
+    let verifying = key.map(crate::attest::keys::SigningKey::verifying_key);
+    let attached = attach::upload(&client, &remote, &subject, &documents, verifying.as_ref())
         .with_context(|| format!("cannot attach the build record{} of {reference}@{subject}; the push stands and forge.lock records it without them", if key.is_some() { ", the signature and the attestations" } else { "" }))?;
     for attachment in &attached {
         printer.status(

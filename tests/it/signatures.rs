@@ -262,3 +262,81 @@ fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
     assert_eq!(forge, (false, false));
     assert_eq!(cosign, forge, "a re-pointed tag");
 }
+
+/// A second signer appends a signature to the `.sig` of a signed push, as cosign does; forge
+/// signing the same image again keeps it, replacing only its own layer, and either key then
+/// verifies by cosign's rule and by forge.
+#[test]
+fn a_co_signature_survives_a_re_sign() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    let (keys, other) = (Keys::new(), Keys::new());
+    let Some(example) = signed(&registry, "co-signed", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let digest = registry.digest(&path, "latest");
+    let tag = attachment(&digest, "sig");
+    let sig: Value =
+        serde_json::from_slice(&registry.held(&path, &tag, &[OCI_MANIFEST]).1).unwrap();
+    let mut co_signature = layers(&sig)[0].clone();
+    let payload_digest = co_signature["digest"].as_str().unwrap().to_owned();
+    let payload = registry
+        .get(&format!("/v2/{path}/blobs/{payload_digest}"), "*/*")
+        .unwrap()
+        .2;
+    co_signature["annotations"]["dev.cosignproject.cosign/signature"] = json!(other.sign(&payload));
+    registry.put_manifest(
+        &path,
+        &tag,
+        OCI_MANIFEST,
+        &with_layers(&sig, [layers(&sig), vec![co_signature.clone()]].concat()),
+    );
+
+    for _ in 0..2 {
+        example
+            .build_with(
+                &["--push", "--sign", "--sign-key", &keys.private_arg()],
+                &[],
+            )
+            .expect_code(0);
+        assert_eq!(registry.digest(&path, "latest"), digest, "the same image");
+        let signed_again: Value =
+            serde_json::from_slice(&registry.held(&path, &tag, &[OCI_MANIFEST]).1).unwrap();
+        let annotations: Vec<Value> = layers(&signed_again)
+            .iter()
+            .map(|layer| layer["annotations"]["dev.cosignproject.cosign/signature"].clone())
+            .collect();
+        assert_eq!(
+            annotations.len(),
+            2,
+            "the co-signature and forge's own, once: {signed_again:#}"
+        );
+        assert_eq!(
+            annotations[0], co_signature["annotations"]["dev.cosignproject.cosign/signature"],
+            "the co-signature is kept first: {signed_again:#}"
+        );
+    }
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let latest = format!("{}:latest", example.repository);
+    for key in [&keys, &other] {
+        let json = verify(&example, &["--key", &key.public_arg()], &env).json();
+        assert_eq!(row(&json, "signature", &latest)["ok"], true, "{json:#}");
+        let public = key.public();
+        let (signature, _) = cosign_rule(
+            &python,
+            &registry,
+            &path,
+            "latest",
+            public.to_str().unwrap(),
+        );
+        assert!(
+            signature,
+            "cosign's rule finds the signature of {}",
+            key.public_arg()
+        );
+    }
+}
