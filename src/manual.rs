@@ -9,6 +9,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the signing key's PEM text, when --sign-key is not given (build --sign, sign-blob)",
     ),
     (
+        "COSIGN_PASSWORD",
+        "the password of a signing key cosign generate-key-pair wrote, as cosign reads it (unset: the empty password)",
+    ),
+    (
+        "FORGE_SIGNING_PASSWORD",
+        "the password of a signing key in encrypted PKCS#8 (ENCRYPTED PRIVATE KEY)",
+    ),
+    (
         "FORGE_REGISTRY_USER, FORGE_REGISTRY_PASSWORD",
         "registry credentials, sent to the recipe's own registry only (or to the one host FORGE_REGISTRY_HOST names)",
     ),
@@ -232,7 +240,7 @@ mod tests {
     #[test]
     fn the_environment_section_names_every_variable_forge_reads() {
         let read = regex::Regex::new(
-            r#"(?:var|var_os|set|non_empty|non_empty_env|setting|lookup)\(\s*"([A-Z][A-Z0-9_]+)"|env = "([A-Z][A-Z0-9_]+)"|\["(GH_TOKEN)", "(GITHUB_TOKEN)"\]"#,
+            r#"(?:var|var_os|set|non_empty|non_empty_env|setting|lookup|password)\(\s*"([A-Z][A-Z0-9_]+)"|env = "([A-Z][A-Z0-9_]+)"|\["(GH_TOKEN)", "(GITHUB_TOKEN)"\]"#,
         )
         .unwrap();
         let listed: String = super::ENVIRONMENT

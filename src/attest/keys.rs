@@ -1,7 +1,7 @@
-//! Signing keys: ECDSA P-256, private keys as PKCS#8 PEM and public keys as SPKI PEM (the
-//! files `cosign generate-key-pair` users and the containers tools' `keyPath` expect, minus
-//! cosign's encryption). Signatures are ASN.1 DER over SHA-256 of the message, base64 in
-//! transport.
+//! Signing keys: ECDSA P-256, private keys as PKCS#8 PEM (plain, encrypted, or sealed as
+//! `cosign generate-key-pair` seals them, see `sealed`) and public keys as SPKI PEM (what the
+//! containers tools' `keyPath` and `cosign verify --key` expect). Signatures are ASN.1 DER over
+//! SHA-256 of the message, base64 in transport.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,16 @@ use p256::pkcs8::{
     DecodePrivateKey as _, DecodePublicKey as _, EncodePrivateKey as _, EncodePublicKey as _,
     LineEnding,
 };
+
+/// The password in `variable` (`COSIGN_PASSWORD` for cosign's keys, as cosign reads it;
+/// `FORGE_SIGNING_PASSWORD` for an encrypted PKCS#8 key), when it is set; with the variable's
+/// name, for messages.
+fn password(variable: &'static str) -> (&'static str, Option<zeroize::Zeroizing<String>>) {
+    (
+        variable,
+        std::env::var(variable).ok().map(zeroize::Zeroizing::new),
+    )
+}
 
 /// A private key that signs.
 #[derive(Clone)]
@@ -75,6 +85,25 @@ pub enum KeyError {
         /// The file.
         path: PathBuf,
     },
+    /// An encrypted key whose password variable is not set (or, for cosign's, whose empty
+    /// password does not open it).
+    #[error("{origin} is an encrypted key, and {variable} is not set to its password")]
+    PasswordMissing {
+        /// The file, or the variable that held the key.
+        origin: String,
+        /// The variable the password is read from.
+        variable: &'static str,
+    },
+    /// An encrypted key the password does not open, or not sealed as its PEM label says.
+    #[error("cannot open the encrypted key {origin}: {reason}")]
+    Sealed {
+        /// The file, or the variable that held the key.
+        origin: String,
+        /// The variable the password was read from.
+        variable: &'static str,
+        /// Why (never the password).
+        reason: super::sealed::SealError,
+    },
     /// A file that would be overwritten exists.
     #[error("{} already exists", path.display())]
     Exists {
@@ -90,6 +119,9 @@ impl crate::diagnostics::Advise for KeyError {
             KeyError::Special { .. } | KeyError::TooLarge { .. } => "name the PEM file itself (`forge keygen` writes one of a few hundred bytes); a key can also come as PEM text in FORGE_SIGNING_KEY".to_owned(),
             KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve".to_owned(),
             KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
+            KeyError::PasswordMissing { variable, .. } => format!("set {variable} to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)"),
+            KeyError::Sealed { variable, reason: super::sealed::SealError::Password, .. } => format!("check the password in {variable}; the key file itself is left as it was"),
+            KeyError::Sealed { .. } => "name a key `cosign generate-key-pair` or `forge keygen` wrote, or an encrypted PKCS#8 key (`openssl pkcs8 -topk8 -v2 aes-256-cbc`)".to_owned(),
             KeyError::Missing => "name the private key with --sign-key FILE, or put its PEM text in FORGE_SIGNING_KEY; `forge keygen` writes a pair".to_owned(),
         })
     }
@@ -98,14 +130,48 @@ impl crate::diagnostics::Advise for KeyError {
 crate::advised!(KeyError);
 
 impl SigningKey {
-    /// The key in `pem` (an unencrypted PKCS#8 `PRIVATE KEY` block on the P-256 curve).
+    /// The key in `pem`, on the P-256 curve: a PKCS#8 `PRIVATE KEY` block; an `ENCRYPTED
+    /// PRIVATE KEY` (PKCS#8, PBES2) opened with `FORGE_SIGNING_PASSWORD`; or cosign's
+    /// `ENCRYPTED SIGSTORE PRIVATE KEY` (or `ENCRYPTED COSIGN PRIVATE KEY`) opened with
+    /// `COSIGN_PASSWORD`, as cosign opens it (unset, the empty password cosign's keys for CI
+    /// are made with).
     pub fn from_pem(pem: &str, origin: impl Into<String>) -> Result<Self, KeyError> {
         let origin = origin.into();
-        let key =
-            p256::ecdsa::SigningKey::from_pkcs8_pem(pem.trim()).map_err(|_| KeyError::NotAKey {
-                origin: origin.clone(),
-                expected: "an unencrypted PKCS#8 PEM private key on the P-256 curve",
-            })?;
+        let not_a_key = || KeyError::NotAKey {
+            origin: origin.clone(),
+            expected: "a PEM private key on the P-256 curve (PKCS#8, encrypted PKCS#8, or cosign's)",
+        };
+        let (label, bytes) =
+            p256::pkcs8::der::pem::decode_vec(pem.trim().as_bytes()).map_err(|_| not_a_key())?;
+        let sealed = |variable: &'static str, reason| KeyError::Sealed {
+            origin: origin.clone(),
+            variable,
+            reason,
+        };
+        let der = match label {
+            "PRIVATE KEY" => zeroize::Zeroizing::new(bytes),
+            "ENCRYPTED PRIVATE KEY" => {
+                let (variable, password) = password("FORGE_SIGNING_PASSWORD");
+                let password = password.ok_or_else(|| KeyError::PasswordMissing {
+                    origin: origin.clone(),
+                    variable,
+                })?;
+                super::sealed::open_pkcs8(&bytes, password.as_bytes())
+                    .map_err(|reason| sealed(variable, reason))?
+            }
+            "ENCRYPTED SIGSTORE PRIVATE KEY" | "ENCRYPTED COSIGN PRIVATE KEY" => {
+                let (variable, given) = password("COSIGN_PASSWORD");
+                let password = given.as_deref().map_or("", String::as_str);
+                match super::sealed::open_cosign(&bytes, password.as_bytes()) {
+                    Err(super::sealed::SealError::Password) if given.is_none() => {
+                        return Err(KeyError::PasswordMissing { origin, variable });
+                    }
+                    opened => opened.map_err(|reason| sealed(variable, reason))?,
+                }
+            }
+            _ => return Err(not_a_key()),
+        };
+        let key = p256::ecdsa::SigningKey::from_pkcs8_der(&der).map_err(|_| not_a_key())?;
         Ok(Self { key, origin })
     }
 

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod provenance;
 pub mod record;
 pub mod sbom;
+pub mod sealed;
 
 use std::collections::BTreeMap;
 

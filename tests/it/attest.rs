@@ -15,7 +15,9 @@ use crate::support::images::{DATED_TAG, Example, docker_available, ensure_base_i
 use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
-use crate::support::signed::{OCI_MANIFEST, pushed_again_signed, signed, verifier_python};
+use crate::support::signed::{
+    OCI_MANIFEST, openssl_verifies, pushed_again_signed, signed, verifier_python,
+};
 use crate::support::verify::{failing, row, verify};
 use crate::support::{TestContext, assert_contains};
 
@@ -101,25 +103,6 @@ fn skopeo_policy(
 /// Debian's skopeo is built with sigstore verification taken out (it says so when a policy
 /// asks for it); any other build judges the signature itself.
 const SIGSTORE_DISABLED: &str = "sigstore disabled";
-
-/// `openssl dgst -sha256 -verify PUBLIC -signature SIG PAYLOAD`: whether it says `Verified OK`.
-fn openssl_verifies(public: &Path, payload: &[u8], signature_base64: &str) -> bool {
-    let work = tempfile::tempdir().unwrap();
-    let signature = base64::engine::general_purpose::STANDARD
-        .decode(signature_base64)
-        .unwrap();
-    std::fs::write(work.path().join("payload"), payload).unwrap();
-    std::fs::write(work.path().join("signature"), signature).unwrap();
-    let output = Command::new("openssl")
-        .args(["dgst", "-sha256", "-verify"])
-        .arg(public)
-        .arg("-signature")
-        .arg(work.path().join("signature"))
-        .arg(work.path().join("payload"))
-        .output()
-        .expect("openssl runs");
-    output.status.success() && String::from_utf8_lossy(&output.stdout).contains("Verified OK")
-}
 
 #[test]
 fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {

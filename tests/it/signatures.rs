@@ -1,8 +1,10 @@
-//! `forge verify-digest --key` against cosign's rule, on a real registry: every way the
-//! attachments of a signed push can be tampered with gets the same verdict from forge's
+//! Signing as cosign users sign, on a real registry: every way the attachments of a signed
+//! push can be tampered with gets the same verdict from `forge verify-digest --key`'s
 //! `signature` and `provenance subject` rows as from `tests/python/cosign_rule.py`, an
 //! independent judge that, as cosign does, looks at every layer and holds an attachment valid
-//! when one layer is valid for the image and the key.
+//! when one layer is valid for the image and the key; a co-signature survives a re-sign; and
+//! the keys users already have sign: cosign's own sealed format (made here by
+//! `tests/python/cosign_key.py` with libsodium) and encrypted PKCS#8 (made by openssl).
 
 use std::path::Path;
 use std::process::Command;
@@ -11,8 +13,10 @@ use serde_json::{Value, json};
 
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, no_credentials, path_of};
+use crate::support::signed::openssl_verifies;
 use crate::support::signed::{OCI_MANIFEST, pushed_again_signed, signed, verifier_python};
 use crate::support::verify::{row, verify};
+use crate::support::{TestContext, assert_contains};
 
 /// `cosign_rule.py` on `registry`'s `path:reference` with the public key `public`: whether the
 /// signature and the attestation hold.
@@ -339,4 +343,175 @@ fn a_co_signature_survives_a_re_sign() {
             key.public_arg()
         );
     }
+}
+
+/// `tests/python/cosign_key.py PREFIX PASSWORD [LABEL]` in `folder`: a pair in cosign's files.
+fn cosign_key(python: &Path, folder: &Path, password: &str, label: Option<&str>) {
+    let script = crate::support::repository_root().join("tests/python/cosign_key.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(folder.join("cosign"))
+        .arg(password)
+        .args(label)
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "cosign_key.py: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `forge sign-blob SUMS --sign-key KEY --out SUMS.sig` in `context` with `env`.
+fn sign_sums(context: &TestContext, key: &str, env: &[(&str, &str)]) -> crate::support::Run {
+    std::fs::write(context.path().join("SUMS"), "0123  forge.tar.gz\n").unwrap();
+    context.forge_with(
+        &["sign-blob", "SUMS", "--sign-key", key, "--out", "SUMS.sig"],
+        env,
+    )
+}
+
+/// Whether `SUMS.sig` in `folder` verifies with the public key `public` (openssl).
+fn sums_verify(folder: &Path, public: &str) -> bool {
+    let signature = std::fs::read_to_string(folder.join("SUMS.sig")).unwrap();
+    openssl_verifies(
+        &folder.join(public),
+        b"0123  forge.tar.gz\n",
+        signature.trim(),
+    )
+}
+
+/// A key in cosign's sealed format, under either of its PEM labels, signs with the password in
+/// COSIGN_PASSWORD; a wrong or missing password is refused naming the variable and never
+/// saying the password.
+#[test]
+fn a_cosign_key_signs_with_its_password_and_never_says_it() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let context = TestContext::empty();
+    let folder = context.path();
+    let sign = |key: &str, env: &[(&str, &str)]| sign_sums(&context, key, env);
+    for label in [None, Some("ENCRYPTED COSIGN PRIVATE KEY")] {
+        cosign_key(&python, folder, "correct horse", label);
+        sign("cosign.key", &[("COSIGN_PASSWORD", "correct horse")]).expect_code(0);
+        assert!(sums_verify(folder, "cosign.pub"), "{label:?}");
+        let wrong = sign("cosign.key", &[("COSIGN_PASSWORD", "battery staple")]).expect_code(2);
+        assert_contains(
+            &wrong.stderr,
+            "cannot open the encrypted key cosign.key: the password does not open it",
+        );
+        assert_contains(&wrong.stderr, "COSIGN_PASSWORD");
+        assert!(!wrong.stderr.contains("battery"), "{}", wrong.stderr);
+        let unset = sign("cosign.key", &[]).expect_code(2);
+        assert_contains(
+            &unset.stderr,
+            "cosign.key is an encrypted key, and COSIGN_PASSWORD is not set to its password",
+        );
+    }
+    // A key cosign made for CI with an empty password opens without the variable, as cosign's.
+    cosign_key(&python, folder, "", None);
+    sign("cosign.key", &[]).expect_code(0);
+    assert!(sums_verify(folder, "cosign.pub"));
+}
+
+/// An encrypted PKCS#8 key (openssl's) signs with the password in FORGE_SIGNING_PASSWORD, and
+/// a wrong or missing one is refused naming the variable, never saying the password.
+#[test]
+fn an_encrypted_pkcs8_key_signs_with_its_password() {
+    let context = TestContext::empty();
+    let folder = context.path();
+    let sign = |key: &str, env: &[(&str, &str)]| sign_sums(&context, key, env);
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl")
+            .args(args)
+            .current_dir(folder)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            output.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    openssl(&[
+        "ecparam",
+        "-name",
+        "prime256v1",
+        "-genkey",
+        "-noout",
+        "-out",
+        "plain.pem",
+    ]);
+    openssl(&[
+        "pkcs8",
+        "-topk8",
+        "-v2",
+        "aes-256-cbc",
+        "-in",
+        "plain.pem",
+        "-out",
+        "sealed.pem",
+        "-passout",
+        "pass:s3cret words",
+    ]);
+    openssl(&["ec", "-in", "plain.pem", "-pubout", "-out", "sealed.pub"]);
+    assert!(
+        std::fs::read_to_string(folder.join("sealed.pem"))
+            .unwrap()
+            .contains("BEGIN ENCRYPTED PRIVATE KEY")
+    );
+    sign("sealed.pem", &[("FORGE_SIGNING_PASSWORD", "s3cret words")]).expect_code(0);
+    assert!(sums_verify(folder, "sealed.pub"));
+    let wrong = sign("sealed.pem", &[("FORGE_SIGNING_PASSWORD", "s3cret wordz")]).expect_code(2);
+    assert_contains(&wrong.stderr, "FORGE_SIGNING_PASSWORD");
+    assert!(!wrong.stderr.contains("wordz"), "{}", wrong.stderr);
+    let unset = sign("sealed.pem", &[]).expect_code(2);
+    assert_contains(&unset.stderr, "FORGE_SIGNING_PASSWORD is not set");
+}
+
+/// A key made in cosign's format (by an independent implementation, with cosign's own scrypt
+/// cost) signs a push that forge verifies with the public key, and cosign's rule agrees.
+#[test]
+fn a_key_in_cosigns_format_signs_a_push_that_verifies() {
+    let Some(python) = verifier_python() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    if !crate::support::images::docker_available()
+        || crate::support::registry::registry_tools_missing()
+    {
+        return;
+    }
+    crate::support::images::ensure_base_image();
+    let keys = tempfile::tempdir().unwrap();
+    cosign_key(&python, keys.path(), "lab password", None);
+    let path = format!("forge-test/cosign-key-{}", std::process::id());
+    let example =
+        crate::support::images::Example::with_repository(&format!("{}/{path}", registry.address()));
+    let key = keys.path().join("cosign.key");
+    example
+        .build_with(
+            &["--push", "--sign", "--sign-key", key.to_str().unwrap()],
+            &[("COSIGN_PASSWORD", "lab password")],
+        )
+        .expect_code(0);
+    let public = keys.path().join("cosign.pub");
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let json = verify(&example, &["--key", public.to_str().unwrap()], &env)
+        .expect_code(0)
+        .json();
+    let latest = format!("{}:latest", example.repository);
+    assert_eq!(row(&json, "signature", &latest)["ok"], true);
+    assert_eq!(
+        cosign_rule(
+            &python,
+            &registry,
+            &path,
+            "latest",
+            public.to_str().unwrap()
+        ),
+        (true, true)
+    );
 }

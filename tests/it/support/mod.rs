@@ -251,6 +251,8 @@ impl TestContext {
             .env_remove("GH_TOKEN")
             .env_remove("GITHUB_TOKEN")
             .env_remove("CLICOLOR_FORCE")
+            .env_remove("COSIGN_PASSWORD")
+            .env_remove("FORGE_SIGNING_PASSWORD")
             .env("NO_COLOR", "1")
             .env("COLUMNS", "100");
         command

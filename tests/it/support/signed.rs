@@ -1,7 +1,10 @@
 //! Signed pushes of the offline example for the tests that judge what forge attaches, and the
 //! Python with the independent libraries that judge it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine as _;
 
 use crate::support::images::{Example, docker_available, ensure_base_image};
 use crate::support::keys::Keys;
@@ -61,4 +64,23 @@ pub fn verifier_python() -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// `openssl dgst -sha256 -verify PUBLIC -signature SIG PAYLOAD`: whether it says `Verified OK`.
+pub fn openssl_verifies(public: &Path, payload: &[u8], signature_base64: &str) -> bool {
+    let work = tempfile::tempdir().unwrap();
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(signature_base64)
+        .unwrap();
+    std::fs::write(work.path().join("payload"), payload).unwrap();
+    std::fs::write(work.path().join("signature"), signature).unwrap();
+    let output = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(public)
+        .arg("-signature")
+        .arg(work.path().join("signature"))
+        .arg(work.path().join("payload"))
+        .output()
+        .expect("openssl runs");
+    output.status.success() && String::from_utf8_lossy(&output.stdout).contains("Verified OK")
 }

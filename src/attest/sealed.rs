@@ -1,0 +1,202 @@
+//! Private keys kept under a password, in the two forms forge reads: cosign's (`cosign
+//! generate-key-pair`: a PEM block `ENCRYPTED SIGSTORE PRIVATE KEY`, or `ENCRYPTED COSIGN
+//! PRIVATE KEY` from cosign 1, whose bytes are a JSON document naming an scrypt key derivation
+//! and a NaCl secretbox, sealing the key's PKCS#8 DER), and encrypted PKCS#8 (`ENCRYPTED
+//! PRIVATE KEY`, PBES2, as `openssl pkcs8 -topk8 -v2 aes-256-cbc` writes it).
+//!
+//! The JSON is read with serde and each primitive is a RustCrypto crate (`scrypt`,
+//! `crypto_secretbox`, `pkcs8` with `pkcs5`); forge only ties them as cosign's format says.
+
+use base64::Engine as _;
+use crypto_secretbox::aead::Aead as _;
+use crypto_secretbox::{KeyInit as _, XSalsa20Poly1305};
+use zeroize::Zeroizing;
+
+/// The largest scrypt cost forge derives a key with (2^20: about a second and 1 GiB), so that a
+/// crafted file cannot make it work without end; cosign writes 2^15 to 2^17.
+const MAX_LOG_N: u8 = 20;
+
+/// Why a sealed key could not be opened; never says the password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    /// The bytes are not cosign's JSON, or name a derivation or cipher other than scrypt and
+    /// NaCl secretbox, or parameters out of bounds.
+    #[error("not a key sealed as cosign seals one ({0})")]
+    Format(String),
+    /// The password does not open it (or the bytes were changed).
+    #[error("the password does not open it")]
+    Password,
+}
+
+impl crate::diagnostics::Advise for SealError {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(match self {
+            SealError::Format(_) => {
+                "name a key `cosign generate-key-pair` wrote, or an encrypted PKCS#8 key".to_owned()
+            }
+            SealError::Password => "check the password; the key file is left as it was".to_owned(),
+        })
+    }
+}
+
+crate::advised!(SealError);
+
+#[derive(serde::Deserialize)]
+struct Sealed {
+    kdf: Kdf,
+    cipher: Cipher,
+    ciphertext: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Kdf {
+    name: String,
+    params: Params,
+    salt: String,
+}
+
+#[derive(serde::Deserialize)]
+#[allow(non_snake_case)]
+struct Params {
+    N: u64,
+    r: u32,
+    p: u32,
+}
+
+#[derive(serde::Deserialize)]
+struct Cipher {
+    name: String,
+    nonce: String,
+}
+
+fn decoded(text: &str, what: &str) -> Result<Vec<u8>, SealError> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|_| SealError::Format(format!("its {what} is not base64")))
+}
+
+/// The PKCS#8 DER a cosign-sealed key (`json`, the PEM block's bytes) holds, opened with
+/// `password`.
+pub fn open_cosign(json: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, SealError> {
+    let sealed: Sealed = serde_json::from_slice(json)
+        .map_err(|error| SealError::Format(format!("its JSON: {error}")))?;
+    if sealed.kdf.name != "scrypt" {
+        return Err(SealError::Format(format!(
+            "key derivation {:?}, not scrypt",
+            sealed.kdf.name
+        )));
+    }
+    if sealed.cipher.name != "nacl/secretbox" {
+        return Err(SealError::Format(format!(
+            "cipher {:?}, not nacl/secretbox",
+            sealed.cipher.name
+        )));
+    }
+    let Params { N: n, r, p } = sealed.kdf.params;
+    let log_n = (n.is_power_of_two() && n > 1)
+        .then(|| u8::try_from(n.trailing_zeros()).ok())
+        .flatten()
+        .filter(|log_n| *log_n <= MAX_LOG_N)
+        .ok_or_else(|| {
+            SealError::Format(format!(
+                "scrypt N = {n}, not a power of two up to 2^{MAX_LOG_N}"
+            ))
+        })?;
+    if !(1..=32).contains(&r) || !(1..=16).contains(&p) {
+        return Err(SealError::Format(format!(
+            "scrypt r = {r}, p = {p}, out of bounds"
+        )));
+    }
+    let params = scrypt::Params::new(log_n, r, p, 32)
+        .map_err(|_| SealError::Format(format!("scrypt N = {n}, r = {r}, p = {p}")))?;
+    let salt = decoded(&sealed.kdf.salt, "salt")?;
+    let nonce = decoded(&sealed.cipher.nonce, "nonce")?;
+    if nonce.len() != 24 {
+        return Err(SealError::Format(format!(
+            "a nonce of {} bytes, not 24",
+            nonce.len()
+        )));
+    }
+    let ciphertext = decoded(&sealed.ciphertext, "ciphertext")?;
+    let mut key = Zeroizing::new([0u8; 32]);
+    scrypt::scrypt(password, &salt, &params, key.as_mut())
+        .map_err(|_| SealError::Format("scrypt refuses its parameters".to_owned()))?;
+    let cipher = XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(key.as_ref()));
+    cipher
+        .decrypt(
+            crypto_secretbox::Nonce::from_slice(&nonce),
+            ciphertext.as_slice(),
+        )
+        .map(Zeroizing::new)
+        .map_err(|_| SealError::Password)
+}
+
+/// The PKCS#8 DER an encrypted PKCS#8 document (`der`, the PEM block's bytes) holds, opened
+/// with `password`.
+pub fn open_pkcs8(der: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, SealError> {
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der)
+        .map_err(|error| SealError::Format(format!("encrypted PKCS#8: {error}")))?;
+    let document = info.decrypt(password).map_err(|_| SealError::Password)?;
+    Ok(Zeroizing::new(document.as_bytes().to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `plaintext` sealed as cosign seals a key, with `password`, a fixed salt and nonce, and
+    /// scrypt N = 2^10 (cosign's 2^15 is slow in a debug build).
+    fn sealed(plaintext: &[u8], password: &[u8]) -> Vec<u8> {
+        let (salt, nonce) = ([7u8; 32], [9u8; 24]);
+        let mut key = [0u8; 32];
+        scrypt::scrypt(
+            password,
+            &salt,
+            &scrypt::Params::new(10, 8, 1, 32).unwrap(),
+            &mut key,
+        )
+        .unwrap();
+        let ciphertext = XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(&key))
+            .encrypt(crypto_secretbox::Nonce::from_slice(&nonce), plaintext)
+            .unwrap();
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+        serde_json::to_vec(&serde_json::json!({
+            "kdf": { "name": "scrypt", "params": { "N": 1024, "r": 8, "p": 1 }, "salt": b64(&salt) },
+            "cipher": { "name": "nacl/secretbox", "nonce": b64(&nonce) },
+            "ciphertext": b64(&ciphertext),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_sealed_key_opens_with_its_password_only() {
+        let json = sealed(b"the key", b"hunter2");
+        assert_eq!(
+            open_cosign(&json, b"hunter2").unwrap().as_slice(),
+            b"the key"
+        );
+        assert_eq!(open_cosign(&json, b"hunter3"), Err(SealError::Password));
+        assert_eq!(open_cosign(&json, b""), Err(SealError::Password));
+    }
+
+    #[test]
+    fn a_crafted_cost_or_cipher_is_refused_before_any_work() {
+        let json = sealed(b"k", b"p");
+        let mut value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        value["kdf"]["params"]["N"] = serde_json::json!(1u64 << 40);
+        let error = open_cosign(&serde_json::to_vec(&value).unwrap(), b"p").unwrap_err();
+        assert!(
+            matches!(&error, SealError::Format(why) if why.contains("not a power of two up to 2^20")),
+            "{error}"
+        );
+        value["kdf"]["params"]["N"] = serde_json::json!(1000);
+        assert!(open_cosign(&serde_json::to_vec(&value).unwrap(), b"p").is_err());
+        let mut other = serde_json::from_slice::<serde_json::Value>(&json).unwrap();
+        other["cipher"]["name"] = serde_json::json!("aes-gcm");
+        let error = open_cosign(&serde_json::to_vec(&other).unwrap(), b"p").unwrap_err();
+        assert_eq!(
+            error,
+            SealError::Format("cipher \"aes-gcm\", not nacl/secretbox".to_owned())
+        );
+    }
+}
