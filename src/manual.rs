@@ -17,6 +17,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the password of a signing key in encrypted PKCS#8 (ENCRYPTED PRIVATE KEY)",
     ),
     (
+        "GITHUB_ACTIONS, GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_WORKFLOW_REF, GITHUB_REF, GITHUB_SHA, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_EVENT_NAME",
+        "in a GitHub Actions run, the workflow, its ref, the run and the commit build --sign's provenance names",
+    ),
+    (
         "FORGE_REGISTRY_USER, FORGE_REGISTRY_PASSWORD",
         "registry credentials, sent to the recipe's own registry only (or to the one host FORGE_REGISTRY_HOST names)",
     ),

@@ -201,44 +201,74 @@ pub fn listed(
 
 /// Each pin as the SBOM and the provenance list it: a wheel set as one entry per wheel.
 pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
+    let hashed = |files: &[crate::pins::HashedFile]| -> Vec<(String, String)> {
+        files
+            .iter()
+            .map(|file| (file.file.to_string(), file.sha256.to_string()))
+            .collect()
+    };
     let mut facts = Vec::new();
     for pin in pins {
         let name = pin.name.to_string();
+        let fact = |package: Option<String>, version: String, in_base: bool| PinFact {
+            name: name.clone(),
+            package,
+            version,
+            url: None,
+            branch: None,
+            files: Vec::new(),
+            download: None,
+            in_base,
+        };
         match &pin.source {
             Source::Python(PythonSource {
-                package, version, ..
+                package,
+                version,
+                files,
+                ..
             }) => facts.push(PinFact {
-                name,
-                package: Some(package.to_string()),
-                version: version.to_string(),
-                url: None,
-                in_base: pin.in_base(),
+                files: hashed(files),
+                ..fact(
+                    Some(package.to_string()),
+                    version.to_string(),
+                    pin.in_base(),
+                )
             }),
             Source::Wheels(WheelSet {
-                version, wheels, ..
+                version,
+                wheels,
+                url,
+                ..
             }) => {
-                facts.extend(wheels.iter().map(|wheel| PinFact {
-                    name: format!("{name}/{}", wheel.package),
-                    package: Some(wheel.package.to_string()),
-                    version: wheel.version(version),
-                    url: None,
-                    in_base: false,
+                facts.extend(wheels.iter().map(|wheel| {
+                    let download = wheel.url(url.as_ref(), version);
+                    let files = match (&download, &wheel.file, &wheel.sha256) {
+                        (Some(_), Some(file), Some(sha256)) => {
+                            vec![(file.expand(version), sha256.to_string())]
+                        }
+                        (Some(_), _, _) => Vec::new(),
+                        (None, _, _) => hashed(&wheel.files),
+                    };
+                    PinFact {
+                        name: format!("{name}/{}", wheel.package),
+                        files,
+                        download: download.map(|download| download.to_string()),
+                        ..fact(
+                            Some(wheel.package.to_string()),
+                            wheel.version(version),
+                            false,
+                        )
+                    }
                 }));
             }
-            Source::Git(GitSource { url, rev, .. }) => facts.push(PinFact {
-                name,
-                package: None,
-                version: rev.to_string(),
+            Source::Git(GitSource { url, branch, rev }) => facts.push(PinFact {
                 url: Some(url.to_string()),
-                in_base: false,
+                branch: branch.as_ref().map(ToString::to_string),
+                ..fact(None, rev.to_string(), false)
             }),
-            Source::Assert(AssertSource { version, .. }) => facts.push(PinFact {
-                name,
-                package: None,
-                version: version.to_string(),
-                url: None,
-                in_base: true,
-            }),
+            Source::Assert(AssertSource { version, .. }) => {
+                facts.push(fact(None, version.to_string(), true));
+            }
         }
     }
     facts

@@ -117,7 +117,7 @@ impl crate::diagnostics::Advise for KeyError {
         crate::diagnostics::Advice::Hint(match self {
             KeyError::Io { .. } => "check the path and its permissions".to_owned(),
             KeyError::Special { .. } | KeyError::TooLarge { .. } => "name the PEM file itself (`forge keygen` writes one of a few hundred bytes); a key can also come as PEM text in FORGE_SIGNING_KEY".to_owned(),
-            KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve".to_owned(),
+            KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve; `cosign generate-key-pair`'s keys and encrypted PKCS#8 keys are read too".to_owned(),
             KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
             KeyError::PasswordMissing { variable, .. } => format!("set {variable} to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)"),
             KeyError::Sealed { variable, reason: super::sealed::SealError::Password, .. } => format!("check the password in {variable}; the key file itself is left as it was"),

@@ -35,8 +35,8 @@ pub struct Facts {
     pub base: BaseFact,
     /// Every pin.
     pub pins: Vec<PinFact>,
-    /// Every patch applied, as forge.lock records it.
-    pub patches: Vec<PatchRecord>,
+    /// Every patch applied, as forge.lock records it, with its file's digests.
+    pub patches: Vec<PatchFact>,
     /// Every overlay, its files as the image holds them.
     pub overlays: Vec<OverlayFact>,
     /// The input digests, as forge.lock records them.
@@ -53,6 +53,117 @@ pub struct Facts {
     pub started: String,
     /// When the push finished (RFC 3339).
     pub finished: String,
+    /// The CI run that built it, when one did.
+    pub ci: Option<CiRun>,
+}
+
+/// A patch applied, and the file it was applied from.
+#[derive(Debug, Clone)]
+pub struct PatchFact {
+    /// What forge.lock records of it.
+    pub record: PatchRecord,
+    /// The sha256 of the patch file, hex.
+    pub sha256: String,
+    /// Its git blob id (what `git hash-object` names it by), hex.
+    pub git_blob: String,
+    /// The patch itself, when it is small enough to carry in the SBOM.
+    pub text: Option<Vec<u8>>,
+}
+
+impl PatchFact {
+    /// The largest patch the SBOM carries whole.
+    pub const CARRIED: usize = 1024 * 1024;
+
+    /// The fact of `record`, whose file is at `path`: read through once, kept only when small.
+    pub fn read(record: PatchRecord, path: &std::path::Path) -> std::io::Result<Self> {
+        use sha1::Digest as _;
+        use std::io::Read as _;
+        let mut file = std::fs::File::open(path)?;
+        let length = file.metadata()?.len();
+        let mut blob = sha1::Sha1::new();
+        blob.update(format!("blob {length}\0").as_bytes());
+        let mut sha256 = <sha2::Sha256 as sha2::Digest>::new();
+        let mut text = Vec::new();
+        let mut buffer = vec![0u8; 64 * 1024];
+        let mut read = 0u64;
+        loop {
+            let count = file.read(&mut buffer)?;
+            if count == 0 {
+                break;
+            }
+            let chunk = &buffer[..count];
+            blob.update(chunk);
+            sha2::Digest::update(&mut sha256, chunk);
+            read += count as u64;
+            if read <= Self::CARRIED as u64 {
+                text.extend_from_slice(chunk);
+            }
+        }
+        if read != length {
+            return Err(std::io::Error::other(format!(
+                "{} changed while it was read",
+                path.display()
+            )));
+        }
+        Ok(Self {
+            record,
+            sha256: hex::encode(sha2::Digest::finalize(sha256)),
+            git_blob: hex::encode(blob.finalize()),
+            text: (read <= Self::CARRIED as u64).then_some(text),
+        })
+    }
+}
+
+/// The GitHub Actions run a build ran in, from the variables the runner sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CiRun {
+    /// `GITHUB_SERVER_URL`: `https://github.com`.
+    pub server: String,
+    /// `GITHUB_REPOSITORY`: `OWNER/REPO`.
+    pub repository: String,
+    /// `GITHUB_WORKFLOW_REF`: `OWNER/REPO/.github/workflows/FILE@REF`.
+    pub workflow_ref: String,
+    /// `GITHUB_REF`: the branch or tag the run is for.
+    pub git_ref: String,
+    /// `GITHUB_SHA`: the commit.
+    pub sha: String,
+    /// `GITHUB_RUN_ID`.
+    pub run_id: String,
+    /// `GITHUB_RUN_ATTEMPT`.
+    pub run_attempt: String,
+    /// `GITHUB_EVENT_NAME`.
+    pub event: String,
+}
+
+impl CiRun {
+    /// The run `lookup` describes (`GITHUB_ACTIONS` is `true` and every variable is set), or
+    /// none.
+    pub fn from(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        if lookup("GITHUB_ACTIONS").as_deref() != Some("true") {
+            return None;
+        }
+        let setting = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        Some(Self {
+            server: setting("GITHUB_SERVER_URL")?,
+            repository: setting("GITHUB_REPOSITORY")?,
+            workflow_ref: setting("GITHUB_WORKFLOW_REF")?,
+            git_ref: setting("GITHUB_REF")?,
+            sha: setting("GITHUB_SHA")?,
+            run_id: setting("GITHUB_RUN_ID")?,
+            run_attempt: setting("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".to_owned()),
+            event: setting("GITHUB_EVENT_NAME").unwrap_or_default(),
+        })
+    }
+
+    /// The run from the environment.
+    pub fn from_environment() -> Option<Self> {
+        Self::from(|name| std::env::var(name).ok())
+    }
+
+    /// `SERVER/OWNER/REPO`.
+    pub fn repository_url(&self) -> String {
+        format!("{}/{}", self.server, self.repository)
+    }
 }
 
 /// The base image.
@@ -77,25 +188,41 @@ pub struct PinFact {
     pub version: String,
     /// The git remote, for git pins.
     pub url: Option<String>,
+    /// The branch a git pin's revision is on.
+    pub branch: Option<String>,
+    /// Each file pip may install for it, with its sha256 (hex), as pins.toml records them.
+    pub files: Vec<(String, String)>,
+    /// Where a wheel by URL is downloaded from.
+    pub download: Option<String>,
     /// Supplied by the base image rather than installed by the layer.
     pub in_base: bool,
 }
 
 impl PinFact {
-    /// Its package URL: `pkg:pypi/NAME@VERSION`, `pkg:github/OWNER/REPO@REV`, or a generic
-    /// one for other git remotes; `None` for a pin that names no package.
+    /// Its package URL: `pkg:pypi/NAME@VERSION`; for a git pin `pkg:github/OWNER/REPO@REV`
+    /// (GitHub) or `pkg:generic/NAME@REV`, with the remote exactly as pins.toml gives it (its
+    /// `.git` kept) and the revision as `vcs_url=git+URL@REV`; `None` for a pin that names no
+    /// package.
     pub fn purl(&self) -> Option<String> {
+        let encoded = sbom::purl_encoded;
         if let Some(url) = &self.url {
-            let trimmed = url.trim_end_matches('/').trim_end_matches(".git");
-            if let Some(path) = trimmed.strip_prefix("https://github.com/") {
-                return Some(format!("pkg:github/{path}@{}", self.version));
-            }
-            return Some(format!(
-                "pkg:generic/{}@{}?vcs_url=git%2B{}",
-                self.name,
-                self.version,
-                trimmed.replace(':', "%3A")
-            ));
+            let vcs = encoded(&format!("git+{url}@{}", self.version));
+            let github = url
+                .strip_prefix("https://github.com/")
+                .map(|path| path.trim_end_matches('/').trim_end_matches(".git"))
+                .filter(|path| path.split('/').count() == 2);
+            return Some(match github {
+                Some(path) => format!(
+                    "pkg:github/{}@{}?vcs_url={vcs}",
+                    path.to_ascii_lowercase(),
+                    self.version
+                ),
+                None => format!(
+                    "pkg:generic/{}@{}?vcs_url={vcs}",
+                    encoded(&self.name),
+                    self.version
+                ),
+            });
         }
         let package = self.package.as_ref()?;
         let name: String = package
@@ -103,10 +230,7 @@ impl PinFact {
             .chars()
             .map(|c| if c == '_' || c == '.' { '-' } else { c })
             .collect();
-        Some(format!(
-            "pkg:pypi/{name}@{}",
-            self.version.replace('+', "%2B")
-        ))
+        Some(format!("pkg:pypi/{name}@{}", encoded(&self.version)))
     }
 }
 

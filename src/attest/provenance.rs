@@ -1,62 +1,84 @@
 //! The build's provenance: a SLSA provenance v1 predicate in an in-toto Statement v1 whose
-//! subject is the pushed manifest. The build definition names forge's inputs by the digests
-//! forge.lock records (pins.toml, templates, patches, overlays, the Dockerfile and the
-//! context), the base by digest, the build arguments and the builder; the run details name
-//! forge's version, the daemon's, when the build ran, and the SBOM by digest, so that a
-//! signature over the statement covers the SBOM too.
+//! subject is the pushed manifest.
+//!
+//! Every input is a ResourceDescriptor in `resolvedDependencies` with its digest: the base (by
+//! `pkg:docker` URL, its manifest digest or else its image id), each input forge.lock records
+//! (pins.toml, the templates, patches and overlays folders, the Dockerfile, the context), each
+//! patch file (sha256 and git blob id, its author), each pin (its package URL, every file pip
+//! may install with its sha256; a git pin's commit as `gitCommit`), and in CI the commit the
+//! workflow ran on. `externalParameters` holds what the maintainer chose (platform, tags,
+//! build arguments, and in CI the workflow), `runDetails` the builder (the workflow in CI, as
+//! GitHub's own provenance names it), the run and the SBOM by digest, so that a signature over
+//! the statement covers the SBOM too. Annotation keys are `dev.forge.*`.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::Facts;
+use super::{CiRun, Facts};
 
 /// The in-toto statement type.
 pub const STATEMENT: &str = "https://in-toto.io/Statement/v1";
 /// The SLSA provenance v1 predicate type.
 pub const PREDICATE: &str = "https://slsa.dev/provenance/v1";
-/// What kind of build forge runs: the type its build definition follows.
-pub const BUILD_TYPE: &str = "urn:forge:build-type:recipe:v1";
 /// The name of the SBOM among the provenance's byproducts.
 const SBOM_BYPRODUCT: &str = "sbom";
+
+/// Where forge's own description lives: the repository's documentation of its provenance.
+const DESCRIPTION: &str = concat!(
+    env!("CARGO_PKG_REPOSITORY"),
+    "/blob/main/docs/provenance.md"
+);
+
+/// What kind of build forge runs: the type its build definition follows, described where it
+/// resolves.
+pub fn build_type() -> String {
+    format!("{DESCRIPTION}#build-type")
+}
+
+/// The builder outside CI: forge on the maintainer's machine, described where it resolves.
+fn local_builder() -> String {
+    format!("{DESCRIPTION}#builder")
+}
+
+/// The media type of an input forge digests as a folder: the archive it makes of it.
+const FOLDER_ARCHIVE: &str = "application/x-tar";
 
 /// The statement for `facts`, naming the SBOM with digest `sbom`.
 pub fn statement(facts: &Facts, sbom: &str) -> Value {
     let (repository, hex) = (&facts.repository, facts.manifest.hex());
-    let mut dependencies = vec![json!({
-        "uri": format!("oci://{}", facts.base.image),
-        "digest": facts.base.digest.as_ref().map(|digest| json!({
-            "sha256": digest.hex()
-        })).unwrap_or_else(|| json!({})),
-        "annotations": { "image_id": facts.base.id },
-    })];
-    dependencies.extend(facts.pins.iter().filter(|pin| !pin.in_base).map(|pin| {
-        let mut dependency = json!({ "name": pin.name, "annotations": { "version": pin.version } });
-        if let Some(purl) = pin.purl() {
-            dependency["uri"] = json!(purl);
-        }
-        dependency
-    }));
+    let mut external = json!({
+        "platform": facts.platform,
+        "tags": facts.tags,
+        "buildArgs": facts.build_args,
+    });
+    let mut metadata = json!({ "startedOn": facts.started, "finishedOn": facts.finished });
+    let mut builder = json!({
+        "id": local_builder(),
+        "version": { "forge": facts.forge_version, "docker": facts.daemon_version },
+    });
+    if let Some(ci) = &facts.ci {
+        external["workflow"] = workflow(ci);
+        metadata["invocationId"] = json!(format!(
+            "{}/actions/runs/{}/attempts/{}",
+            ci.repository_url(),
+            ci.run_id,
+            ci.run_attempt
+        ));
+        builder["id"] = json!(format!("{}/{}", ci.server, ci.workflow_ref));
+    }
     json!({
         "_type": STATEMENT,
         "subject": [{ "name": repository, "digest": { "sha256": hex } }],
         "predicateType": PREDICATE,
         "predicate": {
             "buildDefinition": {
-                "buildType": BUILD_TYPE,
-                "externalParameters": {
-                    "inputs": facts.inputs.iter().map(|(name, digest)| (name.clone(), json!(digest))).collect::<serde_json::Map<_, _>>(),
-                    "platform": facts.platform,
-                    "tags": facts.tags,
-                    "buildArgs": facts.build_args,
-                },
-                "internalParameters": { "builder": facts.builder },
-                "resolvedDependencies": dependencies,
+                "buildType": build_type(),
+                "externalParameters": external,
+                "internalParameters": internal(facts),
+                "resolvedDependencies": dependencies(facts),
             },
             "runDetails": {
-                "builder": {
-                    "id": format!("urn:forge:builder:{}", facts.forge_version),
-                    "version": { "forge": facts.forge_version, "docker": facts.daemon_version },
-                },
-                "metadata": { "startedOn": facts.started, "finishedOn": facts.finished },
+                "builder": builder,
+                "metadata": metadata,
                 "byproducts": [{
                     "name": SBOM_BYPRODUCT,
                     "digest": { "sha256": sbom.trim_start_matches("sha256:") },
@@ -65,6 +87,163 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
             },
         },
     })
+}
+
+/// The workflow of a CI run, as GitHub's provenance names it: its ref, repository and path.
+fn workflow(ci: &CiRun) -> Value {
+    let path = ci
+        .workflow_ref
+        .strip_prefix(&format!("{}/", ci.repository))
+        .and_then(|rest| rest.split_once('@'))
+        .map_or(ci.workflow_ref.as_str(), |(path, _)| path);
+    json!({ "ref": ci.git_ref, "repository": ci.repository_url(), "path": path })
+}
+
+fn internal(facts: &Facts) -> Value {
+    let mut internal = json!({ "builder": facts.builder });
+    if let Some(ci) = &facts.ci {
+        internal["github"] = json!({ "event_name": ci.event, "run_id": ci.run_id });
+    }
+    internal
+}
+
+/// A ResourceDescriptor: `name`, `uri` (when known), `digest`, and `annotations` (when any).
+fn descriptor(name: &str, uri: Option<String>, digest: Value, annotations: Value) -> Value {
+    let mut value = json!({ "name": name });
+    if let Some(uri) = uri {
+        value["uri"] = json!(uri);
+    }
+    if digest.as_object().is_some_and(|digest| !digest.is_empty()) {
+        value["digest"] = digest;
+    }
+    if annotations
+        .as_object()
+        .is_some_and(|annotations| !annotations.is_empty())
+    {
+        value["annotations"] = annotations;
+    }
+    value
+}
+
+/// Every input, each with its digest.
+fn dependencies(facts: &Facts) -> Vec<Value> {
+    let mut dependencies = vec![base(facts)];
+    for (name, digest) in &facts.inputs {
+        let mut input = descriptor(
+            name,
+            None,
+            json!({ "sha256": digest.trim_start_matches("sha256:") }),
+            json!({}),
+        );
+        if matches!(
+            name.as_str(),
+            "templates" | "patches" | "overlays" | "context"
+        ) {
+            input["mediaType"] = json!(FOLDER_ARCHIVE);
+        }
+        dependencies.push(input);
+    }
+    for patch in &facts.patches {
+        let mut annotations = Map::new();
+        annotations.insert("dev.forge.author".to_owned(), json!(patch.record.author));
+        annotations.insert("dev.forge.subject".to_owned(), json!(patch.record.subject));
+        if let Some(original) = &patch.record.original {
+            annotations.insert("dev.forge.commit".to_owned(), json!(original));
+        }
+        dependencies.push(descriptor(
+            &patch.record.file,
+            None,
+            json!({ "sha256": patch.sha256, "gitBlob": patch.git_blob }),
+            Value::Object(annotations),
+        ));
+    }
+    for pin in facts.pins.iter().filter(|pin| !pin.in_base) {
+        dependencies.extend(pin_dependencies(pin));
+    }
+    if let Some(ci) = &facts.ci {
+        dependencies.push(descriptor(
+            "source",
+            Some(format!("git+{}@{}", ci.repository_url(), ci.git_ref)),
+            json!({ "gitCommit": ci.sha }),
+            json!({}),
+        ));
+    }
+    dependencies
+}
+
+/// The base: by its `pkg:docker` URL, its manifest digest (else its image id) as the digest.
+fn base(facts: &Facts) -> Value {
+    let base = &facts.base;
+    let digest = base.digest.as_ref().or(base.id.as_ref());
+    let mut annotations = Map::new();
+    if let Some(id) = &base.id {
+        annotations.insert("dev.forge.imageId".to_owned(), json!(id));
+    }
+    if digest.is_some() {
+        let of = if base.digest.is_some() {
+            "manifest"
+        } else {
+            "image id"
+        };
+        annotations.insert("dev.forge.digestOf".to_owned(), json!(of));
+    }
+    descriptor(
+        "base",
+        Some(super::sbom::docker_purl(
+            &base.image,
+            facts.platform.as_ref().map(ToString::to_string).as_deref(),
+        )),
+        digest.map_or_else(|| json!({}), |digest| json!({ "sha256": digest.hex() })),
+        Value::Object(annotations),
+    )
+}
+
+/// A pin's descriptors: one per file pip may install (its sha256, where a wheel by URL is
+/// downloaded from), else one for the pin; a git pin by its commit.
+fn pin_dependencies(pin: &super::PinFact) -> Vec<Value> {
+    let mut annotations = Map::new();
+    annotations.insert("dev.forge.pin".to_owned(), json!(pin.name));
+    annotations.insert("dev.forge.version".to_owned(), json!(pin.version));
+    if let Some(url) = &pin.url {
+        let uri = match &pin.branch {
+            Some(branch) => format!("git+{url}@refs/heads/{branch}"),
+            None => format!("git+{url}"),
+        };
+        let full = pin.version.len() == 40 && pin.version.bytes().all(|b| b.is_ascii_hexdigit());
+        let digest = if full {
+            json!({ "gitCommit": pin.version.to_ascii_lowercase() })
+        } else {
+            json!({})
+        };
+        return vec![descriptor(
+            &pin.name,
+            Some(uri),
+            digest,
+            Value::Object(annotations),
+        )];
+    }
+    if pin.files.is_empty() {
+        let mut value = descriptor(&pin.name, pin.purl(), json!({}), Value::Object(annotations));
+        if let Some(download) = &pin.download {
+            value["downloadLocation"] = json!(download);
+        }
+        return vec![value];
+    }
+    pin.files
+        .iter()
+        .map(|(file, sha256)| {
+            let mut value = descriptor(
+                file,
+                pin.purl(),
+                json!({ "sha256": sha256 }),
+                Value::Object(annotations.clone()),
+            );
+            if let Some(download) = &pin.download {
+                value["downloadLocation"] = json!(download);
+            }
+            value
+        })
+        .collect()
 }
 
 /// What a statement says, for verification: its subject digest, its inputs, its SBOM digest.
@@ -78,17 +257,42 @@ pub struct Stated {
     pub sbom: Option<String>,
 }
 
-/// Reads back what `statement` (JSON) says; `None` when it is not a provenance statement.
+/// The names of the inputs forge.lock records, as the statement names their descriptors.
+const INPUTS: [&str; 6] = [
+    "pins.toml",
+    "templates",
+    "patches",
+    "overlays",
+    "Dockerfile",
+    "context",
+];
+
+/// Reads back what `statement` (JSON) says; `None` when it is not a provenance statement. The
+/// inputs are the descriptors of `resolvedDependencies` named as forge.lock names them (a
+/// statement of an earlier forge held them in `externalParameters.inputs`).
 pub fn stated(statement: &Value) -> Option<Stated> {
     if statement["_type"] != STATEMENT || statement["predicateType"] != PREDICATE {
         return None;
     }
     let subject = statement["subject"][0]["digest"]["sha256"].as_str()?;
-    let inputs = statement["predicate"]["buildDefinition"]["externalParameters"]["inputs"]
-        .as_object()?
-        .iter()
-        .map(|(name, digest)| (name.clone(), digest.as_str().unwrap_or_default().to_owned()))
-        .collect();
+    let definition = &statement["predicate"]["buildDefinition"];
+    let inputs = match definition["externalParameters"]["inputs"].as_object() {
+        Some(inputs) => inputs
+            .iter()
+            .map(|(name, digest)| (name.clone(), digest.as_str().unwrap_or_default().to_owned()))
+            .collect(),
+        None => definition["resolvedDependencies"]
+            .as_array()?
+            .iter()
+            .filter_map(|dependency| {
+                let name = dependency["name"].as_str()?;
+                let hex = dependency["digest"]["sha256"].as_str()?;
+                INPUTS
+                    .contains(&name)
+                    .then(|| (name.to_owned(), format!("sha256:{hex}")))
+            })
+            .collect(),
+    };
     let sbom = statement["predicate"]["runDetails"]["byproducts"]
         .as_array()
         .and_then(|products| {

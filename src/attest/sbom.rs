@@ -4,10 +4,11 @@
 //! components), package URLs for pins, `pedigree` for the patches applied to a component
 //! (each commit with its author), and file components with hashes for the overlay files.
 
+use base64::Engine as _;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 use super::Facts;
+use crate::types::oci::ImageRef;
 
 /// The SBOM of `facts`, as JSON.
 pub fn document(facts: &Facts) -> Value {
@@ -23,7 +24,7 @@ pub fn document(facts: &Facts) -> Value {
     json!({
         "bomFormat": "CycloneDX",
         "specVersion": "1.5",
-        "serialNumber": serial_number(facts),
+        "serialNumber": serial_number(),
         "version": 1,
         "metadata": {
             "timestamp": facts.finished,
@@ -44,13 +45,12 @@ pub fn document(facts: &Facts) -> Value {
     })
 }
 
-/// A stable serial number: a UUID made from the image's manifest digest, so that the same
-/// image always has the same SBOM.
-fn serial_number(facts: &Facts) -> String {
-    let hash = sha2::Sha256::digest(facts.manifest.as_str().as_bytes());
+/// A serial number of its own for each BOM, as CycloneDX asks: a random (version 4) UUID.
+fn serial_number() -> String {
+    use rand_core::RngCore as _;
     let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&hash[..16]);
-    bytes[6] = (bytes[6] & 0x0f) | 0x50;
+    rand_core::OsRng.fill_bytes(&mut bytes);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex = hex::encode(bytes);
     format!(
@@ -61,6 +61,48 @@ fn serial_number(facts: &Facts) -> String {
         &hex[16..20],
         &hex[20..]
     )
+}
+
+/// `text` percent-encoded as a package URL's version or qualifier value: every byte but
+/// ASCII letters, digits and `.-_~` encoded.
+pub fn purl_encoded(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b".-_~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The `pkg:docker` package URL of an image reference: its repository path as namespace and
+/// name, its digest (when the reference pins one) else its tag as version, its registry as
+/// `repository_url` unless Docker Hub, and `platform` when given.
+pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
+    let version = image
+        .digest()
+        .map(|digest| digest.as_str().to_owned())
+        .or_else(|| image.tag().map(ToOwned::to_owned))
+        .unwrap_or_else(|| "latest".to_owned());
+    let mut purl = format!(
+        "pkg:docker/{}@{}",
+        image.repository(),
+        purl_encoded(&version)
+    );
+    let mut qualifiers = Vec::new();
+    if let Some(platform) = platform {
+        qualifiers.push(format!("platform={}", purl_encoded(platform)));
+    }
+    if image.registry() != "docker.io" {
+        qualifiers.push(format!("repository_url={}", purl_encoded(image.registry())));
+    }
+    if !qualifiers.is_empty() {
+        purl.push('?');
+        purl.push_str(&qualifiers.join("&"));
+    }
+    purl
 }
 
 /// `pkg:oci/NAME@DIGEST?repository_url=REGISTRY/PATH`.
@@ -75,6 +117,7 @@ fn oci_purl(repository: &str, digest: &str) -> String {
 
 fn base_component(facts: &Facts) -> Value {
     let (name, _) = split_reference(facts.base.image.as_str());
+    let platform = facts.platform.as_ref().map(ToString::to_string);
     let mut component = json!({
         "type": "container",
         "bom-ref": "base",
@@ -82,13 +125,13 @@ fn base_component(facts: &Facts) -> Value {
         // A base that only the daemon holds has no registry digest: its image id stands in.
         "version": facts.base.digest.as_ref().or(facts.base.id.as_ref()).map_or(facts.base.image.as_str(), crate::types::oci::Digest::as_str),
         "description": format!("the base image {}", facts.base.image),
+        "purl": docker_purl(&facts.base.image, platform.as_deref()),
         "components": facts.pins.iter().filter(|pin| pin.in_base).map(pin_component).collect::<Vec<_>>(),
     });
     if let Some(id) = &facts.base.id {
-        component["properties"] = json!([{ "name": "forge:image-id", "value": id }]);
+        component["properties"] = json!([{ "name": "dev.forge:image-id", "value": id }]);
     }
     if let Some(digest) = &facts.base.digest {
-        component["purl"] = json!(oci_purl(name, digest.as_str()));
         component["hashes"] = json!([{ "alg": "SHA-256", "content": digest.hex() }]);
     }
     component
@@ -141,10 +184,10 @@ fn overlay_components(facts: &Facts) -> Vec<Value> {
                     })
                 })
                 .collect();
-            let patches: Vec<&crate::lock::PatchRecord> = facts
+            let patches: Vec<&super::PatchFact> = facts
                 .patches
                 .iter()
-                .filter(|patch| overlay.patches.contains(&patch.file))
+                .filter(|patch| overlay.patches.contains(&patch.record.file))
                 .collect();
             let mut component = json!({
                 "type": "library",
@@ -161,24 +204,30 @@ fn overlay_components(facts: &Facts) -> Vec<Value> {
         .collect()
 }
 
-fn pedigree(patches: &[&crate::lock::PatchRecord]) -> Value {
+/// The patches applied to an overlay: each commit with its author, and each patch itself
+/// (base64, when it is small enough to carry).
+fn pedigree(patches: &[&super::PatchFact]) -> Value {
     json!({
         "commits": patches.iter().map(|patch| {
-            let (name, email) = split_identity(&patch.author);
-            let mut commit = json!({
-                "uid": patch.applied.clone().or_else(|| patch.original.clone()).unwrap_or_default(),
+            let record = &patch.record;
+            let (name, email) = split_identity(&record.author);
+            json!({
+                "uid": record.applied.clone().or_else(|| record.original.clone()).unwrap_or_default(),
                 "author": { "name": name, "email": email },
-                "message": patch.subject,
-            });
-            if let Some(original) = &patch.original {
-                commit["url"] = json!(format!("urn:git:commit:{original}"));
-            }
-            commit
+                "message": record.subject,
+            })
         }).collect::<Vec<_>>(),
-        "patches": patches.iter().map(|patch| json!({
-            "type": "unofficial",
-            "diff": { "url": format!("file:{}", patch.file) },
-        })).collect::<Vec<_>>(),
+        "patches": patches.iter().map(|patch| {
+            let mut diff = json!({});
+            if let Some(text) = &patch.text {
+                diff["text"] = json!({
+                    "contentType": "text/x-diff",
+                    "encoding": "base64",
+                    "content": base64::engine::general_purpose::STANDARD.encode(text),
+                });
+            }
+            json!({ "type": "unofficial", "diff": diff })
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -49,7 +49,7 @@ pub(super) fn attach(
     )];
     if let Some(key) = key {
         documents.extend(attach::documents(
-            &facts(attaching, record, &subject, &files),
+            &facts(attaching, record, &subject, &files)?,
             key,
         ));
     }
@@ -84,9 +84,18 @@ fn facts(
     record: &crate::lock::Record,
     subject: &crate::types::oci::Digest,
     files: &[crate::context::overlays::ExpectedFile],
-) -> crate::attest::Facts {
+) -> anyhow::Result<crate::attest::Facts> {
     let recipe = attaching.recipe;
-    crate::attest::Facts {
+    let patches = record
+        .patches
+        .iter()
+        .map(|patch| {
+            let path = recipe.root.join(&patch.file);
+            crate::attest::PatchFact::read(patch.clone(), &path)
+                .with_context(|| format!("cannot read the patch {}", path.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(crate::attest::Facts {
         repository: record.image.repository.clone(),
         manifest: subject.clone(),
         image_id: record.image.id.clone(),
@@ -98,7 +107,7 @@ fn facts(
             id: record.base.id.clone(),
         },
         pins: attach::pin_facts(recipe.pins.pins.values()),
-        patches: record.patches.clone(),
+        patches,
         overlays: attach::overlay_facts(recipe, record, files),
         inputs: record
             .inputs
@@ -114,5 +123,6 @@ fn facts(
             .started
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         finished: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-    }
+        ci: crate::attest::CiRun::from_environment(),
+    })
 }

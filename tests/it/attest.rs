@@ -617,7 +617,7 @@ fn a_key_path_that_is_no_key_file_is_refused_without_reading_it_whole() {
         .expect_code(2);
     assert_contains(
         &run.stderr,
-        "garbage.pem is not an unencrypted PKCS#8 PEM private key on the P-256 curve",
+        "garbage.pem is not a PEM private key on the P-256 curve (PKCS#8, encrypted PKCS#8, or cosign's)",
     );
     for (path, said) in &cases {
         for args in [

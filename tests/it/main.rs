@@ -23,6 +23,7 @@ mod patch_differential;
 mod pin_bump;
 mod pins;
 mod platforms;
+mod provenance;
 mod pull;
 mod readme;
 mod remote_daemon;

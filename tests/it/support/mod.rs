@@ -252,6 +252,7 @@ impl TestContext {
             .env_remove("GITHUB_TOKEN")
             .env_remove("CLICOLOR_FORCE")
             .env_remove("COSIGN_PASSWORD")
+            .env_remove("GITHUB_ACTIONS")
             .env_remove("FORGE_SIGNING_PASSWORD")
             .env("NO_COLOR", "1")
             .env("COLUMNS", "100");
