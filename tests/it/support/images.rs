@@ -166,13 +166,16 @@ impl Example {
 }
 
 /// `forge --json build --progress plain args...` in `context` with `env` added and
-/// `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too.
+/// `SOURCE_DATE_EPOCH` fixed, so forge.lock is reproducible too. Every progress line it
+/// prints fits 100 columns.
 pub(crate) fn build_in(context: &TestContext, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut all = vec!["--json", "build", "--progress", "plain"];
     all.extend_from_slice(args);
     let mut env = env.to_vec();
     env.push(("SOURCE_DATE_EPOCH", "1783500000"));
-    context.forge_with(&all, &env)
+    let run = context.forge_with(&all, &env);
+    crate::support::assert_fits_100_columns("", &run.stderr);
+    run
 }
 
 /// The offline example built on the tests' daemon, and its image id; `None` when the Docker
