@@ -34,6 +34,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub struct Docker {
     client: bollard::Docker,
     host: String,
+    /// What the daemon said of itself when forge connected (`GET /version`, which also proves
+    /// it answers): its platform and version are asked for once.
+    version: bollard::models::SystemVersion,
 }
 
 impl Docker {
@@ -95,32 +98,36 @@ impl Docker {
             }
         }
         .map_err(unreachable)?;
-        if let Err(error) = client.ping().await {
-            if let DaemonAddress::Tcp {
-                tls: Some(files), ..
-            } = &address
-                && refused_by_tls(&error)
-            {
-                return Err(EngineError::TlsHandshake {
-                    host: host.to_owned(),
-                    message: describe(&error),
-                    folder: files.folder.as_path().into(),
-                });
-            }
-            if let Some(connector) = ssh {
-                let said = connector.said().await;
-                if !said.is_empty() {
-                    return Err(EngineError::Ssh {
+        let version = match client.version().await {
+            Ok(version) => version,
+            Err(error) => {
+                if let DaemonAddress::Tcp {
+                    tls: Some(files), ..
+                } = &address
+                    && refused_by_tls(&error)
+                {
+                    return Err(EngineError::TlsHandshake {
                         host: host.to_owned(),
-                        said,
+                        message: describe(&error),
+                        folder: files.folder.as_path().into(),
                     });
                 }
+                if let Some(connector) = ssh {
+                    let said = connector.said().await;
+                    if !said.is_empty() {
+                        return Err(EngineError::Ssh {
+                            host: host.to_owned(),
+                            said,
+                        });
+                    }
+                }
+                return Err(unreachable(error));
             }
-            return Err(unreachable(error));
-        }
+        };
         Ok(Self {
             client: client.with_timeout(REQUEST_TIMEOUT),
             host: host.to_owned(),
+            version,
         })
     }
 
@@ -132,15 +139,10 @@ impl Docker {
     /// The platform the daemon runs on (`os/arch`, as `docker version` reports it): the one it
     /// builds for natively.
     pub async fn platform(&self) -> Result<String, EngineError> {
-        let version = self
-            .client
-            .version()
-            .await
-            .map_err(self.api("ask the daemon's version"))?;
         Ok(format!(
             "{}/{}",
-            version.os.unwrap_or_default(),
-            version.arch.unwrap_or_default()
+            self.version.os.as_deref().unwrap_or_default(),
+            self.version.arch.as_deref().unwrap_or_default()
         ))
     }
 
@@ -436,7 +438,7 @@ fn reference(repository: &Repository, tag: &Tag) -> String {
 
 impl Engine for Docker {
     async fn version(&self) -> Option<String> {
-        self.client.version().await.ok()?.version
+        self.version.version.clone()
     }
 
     async fn build(
