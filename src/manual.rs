@@ -17,7 +17,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the password of a signing key in encrypted PKCS#8 (ENCRYPTED PRIVATE KEY)",
     ),
     (
-        "GITHUB_ACTIONS, GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_WORKFLOW_REF, GITHUB_REF, GITHUB_SHA, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_EVENT_NAME",
+        "GITHUB_ACTIONS, GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_WORKFLOW_REF, GITHUB_REF, GITHUB_SHA, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_EVENT_NAME, GITHUB_REPOSITORY_ID, GITHUB_REPOSITORY_OWNER_ID, RUNNER_ENVIRONMENT",
         "in a GitHub Actions run, the workflow, its ref, the run and the commit build --sign's provenance names",
     ),
     (

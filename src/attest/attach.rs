@@ -70,14 +70,20 @@ pub fn upload(
     documents: &[(Kind, Attachment)],
     key: Option<&VerifyingKey>,
 ) -> Result<Vec<AttachmentRecord>, RegistryError> {
-    let mut records = Vec::new();
+    // Everything is read before anything is written: a registry that cannot be read leaves
+    // the attachments as they were.
+    let mut prepared = Vec::new();
     for (kind, attachment) in documents {
-        let attachment = match (kind, key) {
-            (Kind::Signature | Kind::Attestation, Some(key)) => {
-                &merged(client, repository, *kind, subject, attachment, key)?
-            }
-            _ => attachment,
-        };
+        prepared.push(match (kind, key) {
+            (Kind::Signature | Kind::Attestation, Some(key)) => (
+                *kind,
+                merged(client, repository, *kind, subject, attachment, key)?,
+            ),
+            _ => (*kind, attachment.clone()),
+        });
+    }
+    let mut records = Vec::new();
+    for (kind, attachment) in &prepared {
         client.push_blob(repository, &attachment.config)?;
         for layer in &attachment.layers {
             client.push_blob(repository, &layer.bytes)?;
@@ -113,6 +119,13 @@ fn merged(
     let Some(held) = listed(client, repository, kind, subject)? else {
         return Ok(attachment.clone());
     };
+    if !held.readable {
+        // Written over, its layers (another signer's, say) would be lost.
+        return Err(RegistryError::Invalid {
+            url: format!("{repository}:{}", kind.tag(subject)),
+            message: "the manifest under this tag is not an image manifest forge can add a layer to; move it away, or sign elsewhere".to_owned(),
+        });
+    }
     let mut layers = Vec::new();
     for listed in held.layers {
         let bytes = client.blob(repository, &listed.digest)?;
@@ -146,7 +159,7 @@ fn made_by(layer: &Layer, kind: Kind, subject: &Digest, key: &VerifyingKey) -> b
             .and_then(|envelope| envelope.verified_payload(key))
             .and_then(|payload| serde_json::from_slice(&payload).ok())
             .and_then(|statement| provenance::stated(&statement))
-            .is_some_and(|stated| stated.subject == subject.as_str()),
+            .is_some_and(|stated| stated.names(subject)),
     }
 }
 
@@ -170,6 +183,8 @@ pub struct Listed {
     pub manifest: Digest,
     /// Its layers, in order (none when the manifest does not read as an image manifest).
     pub layers: Vec<ListedLayer>,
+    /// Whether it reads as an image manifest.
+    pub readable: bool,
 }
 
 /// What `repository` holds under the tag of `kind` for the manifest `subject`; `None` when the
@@ -182,8 +197,7 @@ pub fn listed(
 ) -> Result<Option<Listed>, RegistryError> {
     #[derive(serde::Deserialize)]
     struct Layers {
-        #[serde(default)]
-        layers: Vec<ListedLayer>,
+        layers: Option<Vec<ListedLayer>>,
     }
     use crate::registry::Registry as _;
     let served = match client.manifest(repository, &kind.tag(subject)) {
@@ -191,10 +205,13 @@ pub fn listed(
         Err(RegistryError::NotFound { .. }) => return Ok(None),
         Err(error) => return Err(error),
     };
+    // An image manifest has its layers; an index or anything else has none to add to.
+    let layers = serde_json::from_slice::<Layers>(&served.body)
+        .ok()
+        .and_then(|manifest| manifest.layers);
     Ok(Some(Listed {
-        layers: serde_json::from_slice::<Layers>(&served.body)
-            .map(|manifest| manifest.layers)
-            .unwrap_or_default(),
+        readable: layers.is_some(),
+        layers: layers.unwrap_or_default(),
         manifest: served.claimed.unwrap_or(served.received),
     }))
 }

@@ -114,7 +114,9 @@ impl PatchFact {
     }
 }
 
-/// The GitHub Actions run a build ran in, from the variables the runner sets.
+/// The GitHub Actions run a build ran in, from the variables the runner sets; the provenance
+/// names it as GitHub's workflow build type (github.com/actions/buildtypes, `workflow/v1`)
+/// describes a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CiRun {
     /// `GITHUB_SERVER_URL`: `https://github.com`.
@@ -133,6 +135,10 @@ pub struct CiRun {
     pub run_attempt: String,
     /// `GITHUB_EVENT_NAME`.
     pub event: String,
+    /// `RUNNER_ENVIRONMENT`: `github-hosted` or `self-hosted`, when the runner says.
+    pub runner_environment: Option<String>,
+    /// `GITHUB_REPOSITORY_ID` and `GITHUB_REPOSITORY_OWNER_ID`, when the runner says.
+    pub repository_ids: Option<(String, String)>,
 }
 
 impl CiRun {
@@ -152,6 +158,9 @@ impl CiRun {
             run_id: setting("GITHUB_RUN_ID")?,
             run_attempt: setting("GITHUB_RUN_ATTEMPT").unwrap_or_else(|| "1".to_owned()),
             event: setting("GITHUB_EVENT_NAME").unwrap_or_default(),
+            runner_environment: setting("RUNNER_ENVIRONMENT"),
+            repository_ids: setting("GITHUB_REPOSITORY_ID")
+                .zip(setting("GITHUB_REPOSITORY_OWNER_ID")),
         })
     }
 
@@ -224,12 +233,12 @@ impl PinFact {
                 ),
             });
         }
-        let package = self.package.as_ref()?;
-        let name: String = package
+        // The pypi type's name: lowercase, `_` as `-` (as packageurl-python writes it).
+        let name = self
+            .package
+            .as_ref()?
             .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c == '_' || c == '.' { '-' } else { c })
-            .collect();
+            .replace('_', "-");
         Some(format!("pkg:pypi/{name}@{}", encoded(&self.version)))
     }
 }
@@ -254,4 +263,35 @@ pub struct FileFact {
     pub path: String,
     /// Its sha256, hex.
     pub sha256: String,
+}
+
+#[cfg(test)]
+impl Facts {
+    /// The facts of a push of the offline example: for tests.
+    pub(crate) fn sample() -> Self {
+        let digest = Digest::filled;
+        Self {
+            repository: "127.0.0.1:5000/forge/offline".parse().unwrap(),
+            manifest: digest('a'),
+            image_id: digest('b'),
+            platform: Some("linux/amd64".parse().unwrap()),
+            tags: vec!["latest".parse().unwrap()],
+            base: BaseFact {
+                image: "forge-example-base:busybox".parse().unwrap(),
+                digest: None,
+                id: Some(digest('c')),
+            },
+            pins: Vec::new(),
+            patches: Vec::new(),
+            overlays: Vec::new(),
+            inputs: vec![("pins.toml".to_owned(), digest('1').to_string())],
+            build_args: BTreeMap::new(),
+            builder: Builder::Buildkit,
+            forge_version: "0.1.0".to_owned(),
+            daemon_version: None,
+            started: "2026-07-08T00:00:00Z".to_owned(),
+            finished: "2026-07-08T00:01:00Z".to_owned(),
+            ci: None,
+        }
+    }
 }

@@ -7,9 +7,10 @@
 //! patch file (sha256 and git blob id, its author), each pin (its package URL, every file pip
 //! may install with its sha256; a git pin's commit as `gitCommit`), and in CI the commit the
 //! workflow ran on. `externalParameters` holds what the maintainer chose (platform, tags,
-//! build arguments, and in CI the workflow), `runDetails` the builder (the workflow in CI, as
-//! GitHub's own provenance names it), the run and the SBOM by digest, so that a signature over
-//! the statement covers the SBOM too. Annotation keys are `dev.forge.*`.
+//! build arguments, and in CI the workflow and the runner), `runDetails` the builder (in CI the
+//! workflow, its run as `invocationId`, as GitHub's workflow build type names them), the run
+//! and the SBOM by digest, so that a signature over the statement covers the SBOM too.
+//! Annotation keys are `dev.forge.*`.
 
 use serde_json::{Map, Value, json};
 
@@ -51,12 +52,16 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
         "buildArgs": facts.build_args,
     });
     let mut metadata = json!({ "startedOn": facts.started, "finishedOn": facts.finished });
-    let mut builder = json!({
-        "id": local_builder(),
-        "version": { "forge": facts.forge_version, "docker": facts.daemon_version },
-    });
+    let mut version = json!({ "forge": facts.forge_version });
+    if let Some(docker) = &facts.daemon_version {
+        version["docker"] = json!(docker);
+    }
+    let mut builder = json!({ "id": local_builder(), "version": version });
     if let Some(ci) = &facts.ci {
         external["workflow"] = workflow(ci);
+        if let Some(runner) = &ci.runner_environment {
+            external["runner_environment"] = json!(runner);
+        }
         metadata["invocationId"] = json!(format!(
             "{}/actions/runs/{}/attempts/{}",
             ci.repository_url(),
@@ -89,20 +94,27 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
     })
 }
 
-/// The workflow of a CI run, as GitHub's provenance names it: its ref, repository and path.
+/// The workflow of a CI run, as GitHub's workflow build type names it: its ref, repository
+/// and path (the workflow ref without the repository before it and the ref after it; either
+/// may hold an `@`).
 fn workflow(ci: &CiRun) -> Value {
     let path = ci
         .workflow_ref
         .strip_prefix(&format!("{}/", ci.repository))
-        .and_then(|rest| rest.split_once('@'))
-        .map_or(ci.workflow_ref.as_str(), |(path, _)| path);
+        .and_then(|rest| rest.strip_suffix(&format!("@{}", ci.git_ref)))
+        .unwrap_or(ci.workflow_ref.as_str());
     json!({ "ref": ci.git_ref, "repository": ci.repository_url(), "path": path })
 }
 
 fn internal(facts: &Facts) -> Value {
     let mut internal = json!({ "builder": facts.builder });
     if let Some(ci) = &facts.ci {
-        internal["github"] = json!({ "event_name": ci.event, "run_id": ci.run_id });
+        let mut github = json!({ "event_name": ci.event });
+        if let Some((repository, owner)) = &ci.repository_ids {
+            github["repository_id"] = json!(repository);
+            github["repository_owner_id"] = json!(owner);
+        }
+        internal["github"] = github;
     }
     internal
 }
@@ -249,8 +261,8 @@ fn pin_dependencies(pin: &super::PinFact) -> Vec<Value> {
 /// What a statement says, for verification: its subject digest, its inputs, its SBOM digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stated {
-    /// `sha256:` of the subject.
-    pub subject: String,
+    /// `sha256:` of each subject.
+    pub subjects: Vec<String>,
     /// The recorded inputs, by name.
     pub inputs: Vec<(String, String)>,
     /// `sha256:` of the SBOM it names.
@@ -274,7 +286,12 @@ pub fn stated(statement: &Value) -> Option<Stated> {
     if statement["_type"] != STATEMENT || statement["predicateType"] != PREDICATE {
         return None;
     }
-    let subject = statement["subject"][0]["digest"]["sha256"].as_str()?;
+    let subjects: Vec<String> = statement["subject"]
+        .as_array()?
+        .iter()
+        .filter_map(|subject| subject["digest"]["sha256"].as_str())
+        .map(|hex| format!("sha256:{hex}"))
+        .collect();
     let definition = &statement["predicate"]["buildDefinition"];
     let inputs = match definition["externalParameters"]["inputs"].as_object() {
         Some(inputs) => inputs
@@ -303,8 +320,54 @@ pub fn stated(statement: &Value) -> Option<Stated> {
         .and_then(|product| product["digest"]["sha256"].as_str())
         .map(|hex| format!("sha256:{hex}"));
     Some(Stated {
-        subject: format!("sha256:{subject}"),
+        subjects,
         inputs,
         sbom,
     })
+}
+
+impl Stated {
+    /// Whether `digest` is one of the statement's subjects (as cosign matches an attestation to
+    /// an image: any subject will do).
+    pub fn names(&self, digest: &crate::types::oci::Digest) -> bool {
+        self.subjects
+            .iter()
+            .any(|subject| subject == digest.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_without_a_registry_is_a_uri_and_an_unknown_daemon_version_is_left_out() {
+        let facts = Facts::sample();
+        let statement = statement(&facts, "sha256:00");
+        let run = &statement["predicate"]["runDetails"];
+        assert_eq!(run["builder"]["version"], json!({ "forge": "0.1.0" }));
+        let base = &statement["predicate"]["buildDefinition"]["resolvedDependencies"][0];
+        assert_eq!(
+            base["uri"],
+            "pkg:docker/forge-example-base@busybox?platform=linux/amd64"
+        );
+        assert_eq!(base["digest"]["sha256"], "c".repeat(64));
+    }
+
+    #[test]
+    fn the_workflow_path_is_its_ref_without_repository_and_ref_even_with_at_signs() {
+        let ci = CiRun {
+            server: "https://github.com".to_owned(),
+            repository: "o/r".to_owned(),
+            workflow_ref: "o/r/.github/workflows/a@b.yml@refs/heads/x@y".to_owned(),
+            git_ref: "refs/heads/x@y".to_owned(),
+            sha: "0".repeat(40),
+            run_id: "1".to_owned(),
+            run_attempt: "1".to_owned(),
+            event: "push".to_owned(),
+            runner_environment: None,
+            repository_ids: None,
+        };
+        assert_eq!(workflow(&ci)["path"], ".github/workflows/a@b.yml");
+    }
 }

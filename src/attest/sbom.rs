@@ -63,12 +63,13 @@ fn serial_number() -> String {
     )
 }
 
-/// `text` percent-encoded as a package URL's version or qualifier value: every byte but
-/// ASCII letters, digits and `.-_~` encoded.
+/// `text` percent-encoded as a package URL's version or qualifier value in its canonical
+/// form (as packageurl-python writes it): every byte but ASCII letters, digits and `.-_~:/`
+/// encoded.
 pub fn purl_encoded(text: &str) -> String {
     let mut out = String::new();
     for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b".-_~".contains(&byte) {
+        if byte.is_ascii_alphanumeric() || b".-_~:/".contains(&byte) {
             out.push(char::from(byte));
         } else {
             out.push_str(&format!("%{byte:02X}"));
@@ -78,19 +79,24 @@ pub fn purl_encoded(text: &str) -> String {
 }
 
 /// The `pkg:docker` package URL of an image reference: its repository path as namespace and
-/// name, its digest (when the reference pins one) else its tag as version, its registry as
-/// `repository_url` unless Docker Hub, and `platform` when given.
+/// name (an official Docker Hub image without `library/`), its digest (when the reference pins
+/// one) else its tag as version, its registry as `repository_url` unless Docker Hub, and
+/// `platform` when given (as BuildKit names a base in its provenance).
 pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
     let version = image
         .digest()
         .map(|digest| digest.as_str().to_owned())
         .or_else(|| image.tag().map(ToOwned::to_owned))
         .unwrap_or_else(|| "latest".to_owned());
-    let mut purl = format!(
-        "pkg:docker/{}@{}",
-        image.repository(),
-        purl_encoded(&version)
-    );
+    // An official Docker Hub image is named without its `library/` namespace.
+    let path = match image.registry() {
+        "docker.io" => image
+            .repository()
+            .strip_prefix("library/")
+            .unwrap_or(image.repository()),
+        _ => image.repository(),
+    };
+    let mut purl = format!("pkg:docker/{path}@{}", purl_encoded(&version));
     let mut qualifiers = Vec::new();
     if let Some(platform) = platform {
         qualifiers.push(format!("platform={}", purl_encoded(platform)));
@@ -108,7 +114,7 @@ pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
 /// `pkg:oci/NAME@DIGEST?repository_url=REGISTRY/PATH`.
 fn oci_purl(repository: &str, digest: &str) -> String {
     let (location, name) = repository.rsplit_once('/').unwrap_or(("", repository));
-    let mut purl = format!("pkg:oci/{name}@{}", digest.replace(':', "%3A"));
+    let mut purl = format!("pkg:oci/{name}@{}", purl_encoded(digest));
     if !location.is_empty() {
         purl.push_str(&format!("?repository_url={location}/{name}"));
     }
@@ -211,11 +217,15 @@ fn pedigree(patches: &[&super::PatchFact]) -> Value {
         "commits": patches.iter().map(|patch| {
             let record = &patch.record;
             let (name, email) = split_identity(&record.author);
-            json!({
-                "uid": record.applied.clone().or_else(|| record.original.clone()).unwrap_or_default(),
-                "author": { "name": name, "email": email },
-                "message": record.subject,
-            })
+            let mut author = json!({ "name": name });
+            if !email.is_empty() {
+                author["email"] = json!(email);
+            }
+            let mut commit = json!({ "author": author, "message": record.subject });
+            if let Some(uid) = record.applied.as_ref().or(record.original.as_ref()) {
+                commit["uid"] = json!(uid);
+            }
+            commit
         }).collect::<Vec<_>>(),
         "patches": patches.iter().map(|patch| {
             let mut diff = json!({});

@@ -12,9 +12,17 @@ use crypto_secretbox::aead::Aead as _;
 use crypto_secretbox::{KeyInit as _, XSalsa20Poly1305};
 use zeroize::Zeroizing;
 
-/// The largest scrypt cost forge derives a key with (2^20: about a second and 1 GiB), so that a
-/// crafted file cannot make it work without end; cosign writes 2^15 to 2^17.
-const MAX_LOG_N: u8 = 20;
+/// The scrypt parameters (`N`, `r`, `p`) a key cosign seals may name: those cosign itself opens
+/// (go-securesystemslib's `encrypted` package: its legacy, standard and OWASP sets), so that a
+/// crafted file cannot make forge work or allocate without end.
+const COSIGN_SCRYPT: [(u64, u32, u32); 3] = [(1 << 15, 8, 1), (1 << 16, 8, 1), (1 << 17, 8, 1)];
+
+/// The most PBKDF2 iterations an encrypted PKCS#8 key may ask for (OpenSSL writes 2048; ten
+/// million is seconds of work).
+const MAX_PBKDF2_ITERATIONS: u32 = 10_000_000;
+
+/// The most memory scrypt may take for an encrypted PKCS#8 key (128·r·N bytes): 1 GiB.
+const MAX_SCRYPT_MEMORY: u64 = 1 << 30;
 
 /// Why a sealed key could not be opened; never says the password.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -93,22 +101,18 @@ pub fn open_cosign(json: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, S
         )));
     }
     let Params { N: n, r, p } = sealed.kdf.params;
-    let log_n = (n.is_power_of_two() && n > 1)
-        .then(|| u8::try_from(n.trailing_zeros()).ok())
-        .flatten()
-        .filter(|log_n| *log_n <= MAX_LOG_N)
-        .ok_or_else(|| {
-            SealError::Format(format!(
-                "scrypt N = {n}, not a power of two up to 2^{MAX_LOG_N}"
-            ))
-        })?;
-    if !(1..=32).contains(&r) || !(1..=16).contains(&p) {
+    if !COSIGN_SCRYPT.contains(&(n, r, p)) {
         return Err(SealError::Format(format!(
-            "scrypt r = {r}, p = {p}, out of bounds"
+            "scrypt N = {n}, r = {r}, p = {p}, not a cost cosign writes (N = 2^15, 2^16 or 2^17, r = 8, p = 1)"
         )));
     }
-    let params = scrypt::Params::new(log_n, r, p, 32)
-        .map_err(|_| SealError::Format(format!("scrypt N = {n}, r = {r}, p = {p}")))?;
+    let params = scrypt::Params::new(
+        u8::try_from(n.trailing_zeros()).expect("a power of two up to 2^17"),
+        r,
+        p,
+        32,
+    )
+    .map_err(|_| SealError::Format(format!("scrypt N = {n}, r = {r}, p = {p}")))?;
     let salt = decoded(&sealed.kdf.salt, "salt")?;
     let nonce = decoded(&sealed.cipher.nonce, "nonce")?;
     if nonce.len() != 24 {
@@ -136,8 +140,42 @@ pub fn open_cosign(json: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, S
 pub fn open_pkcs8(der: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, SealError> {
     let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der)
         .map_err(|error| SealError::Format(format!("encrypted PKCS#8: {error}")))?;
+    bounded(&info.encryption_algorithm)?;
     let document = info.decrypt(password).map_err(|_| SealError::Password)?;
     Ok(Zeroizing::new(document.as_bytes().to_vec()))
+}
+
+/// Refuses, before any work, a key derivation that would take longer or more memory than any
+/// key file needs.
+fn bounded(scheme: &pkcs8::pkcs5::EncryptionScheme<'_>) -> Result<(), SealError> {
+    use pkcs8::pkcs5::pbes2::Kdf;
+    let pkcs8::pkcs5::EncryptionScheme::Pbes2(parameters) = scheme else {
+        return Err(SealError::Format(
+            "PBES1, which forge does not open; re-encrypt it with `openssl pkcs8 -topk8 -v2 aes-256-cbc`".to_owned(),
+        ));
+    };
+    match &parameters.kdf {
+        Kdf::Pbkdf2(pbkdf2) if pbkdf2.iteration_count > MAX_PBKDF2_ITERATIONS => {
+            Err(SealError::Format(format!(
+                "{} PBKDF2 iterations, more than {MAX_PBKDF2_ITERATIONS}",
+                pbkdf2.iteration_count
+            )))
+        }
+        Kdf::Scrypt(scrypt) => {
+            let memory = 128u64
+                .saturating_mul(u64::from(scrypt.block_size))
+                .saturating_mul(scrypt.cost_parameter);
+            if memory > MAX_SCRYPT_MEMORY || scrypt.parallelization > 16 {
+                Err(SealError::Format(format!(
+                    "scrypt N = {}, r = {}, p = {}, more than 1 GiB or 16-fold",
+                    scrypt.cost_parameter, scrypt.block_size, scrypt.parallelization
+                )))
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -145,14 +183,14 @@ mod tests {
     use super::*;
 
     /// `plaintext` sealed as cosign seals a key, with `password`, a fixed salt and nonce, and
-    /// scrypt N = 2^10 (cosign's 2^15 is slow in a debug build).
+    /// cosign's legacy cost (N = 2^15).
     fn sealed(plaintext: &[u8], password: &[u8]) -> Vec<u8> {
         let (salt, nonce) = ([7u8; 32], [9u8; 24]);
         let mut key = [0u8; 32];
         scrypt::scrypt(
             password,
             &salt,
-            &scrypt::Params::new(10, 8, 1, 32).unwrap(),
+            &scrypt::Params::new(15, 8, 1, 32).unwrap(),
             &mut key,
         )
         .unwrap();
@@ -161,7 +199,7 @@ mod tests {
             .unwrap();
         let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
         serde_json::to_vec(&serde_json::json!({
-            "kdf": { "name": "scrypt", "params": { "N": 1024, "r": 8, "p": 1 }, "salt": b64(&salt) },
+            "kdf": { "name": "scrypt", "params": { "N": 32768, "r": 8, "p": 1 }, "salt": b64(&salt) },
             "cipher": { "name": "nacl/secretbox", "nonce": b64(&nonce) },
             "ciphertext": b64(&ciphertext),
         }))
@@ -186,10 +224,11 @@ mod tests {
         value["kdf"]["params"]["N"] = serde_json::json!(1u64 << 40);
         let error = open_cosign(&serde_json::to_vec(&value).unwrap(), b"p").unwrap_err();
         assert!(
-            matches!(&error, SealError::Format(why) if why.contains("not a power of two up to 2^20")),
+            matches!(&error, SealError::Format(why) if why.contains("not a cost cosign writes")),
             "{error}"
         );
-        value["kdf"]["params"]["N"] = serde_json::json!(1000);
+        value["kdf"]["params"]["N"] = serde_json::json!(1 << 15);
+        value["kdf"]["params"]["r"] = serde_json::json!(1 << 20);
         assert!(open_cosign(&serde_json::to_vec(&value).unwrap(), b"p").is_err());
         let mut other = serde_json::from_slice::<serde_json::Value>(&json).unwrap();
         other["cipher"]["name"] = serde_json::json!("aes-gcm");

@@ -547,31 +547,32 @@ fn fetch_attached(
                 .map(|listed| listed.layers),
         )
     };
+    // Every layer, its blob read when it is of the attachment's own type.
+    let read = |layers: Vec<crate::attest::attach::ListedLayer>,
+                own: &str|
+     -> Result<Vec<attached::Layer>, RegistryError> {
+        layers
+            .into_iter()
+            .map(|layer| {
+                let bytes = if layer.media_type == own {
+                    client.blob(repository, &layer.digest)?
+                } else {
+                    Vec::new()
+                };
+                Ok(attached::Layer {
+                    signature: layer.annotations.get(cosign::SIGNATURE_ANNOTATION).cloned(),
+                    media_type: layer.media_type,
+                    bytes,
+                })
+            })
+            .collect()
+    };
     let mut found = attached::Attached::default();
     if let Some(layers) = layers(cosign::Kind::Signature)? {
-        let mut signatures = Vec::new();
-        for layer in layers
-            .iter()
-            .filter(|layer| layer.media_type == cosign::SIMPLE_SIGNING)
-        {
-            let signature = layer
-                .annotations
-                .get(cosign::SIGNATURE_ANNOTATION)
-                .cloned()
-                .unwrap_or_default();
-            signatures.push((client.blob(repository, &layer.digest)?, signature));
-        }
-        found.signatures = Some(signatures);
+        found.signatures = Some(read(layers, cosign::SIMPLE_SIGNING)?);
     }
     if let Some(layers) = layers(cosign::Kind::Attestation)? {
-        let mut envelopes = Vec::new();
-        for layer in layers
-            .iter()
-            .filter(|layer| layer.media_type == cosign::DSSE_ENVELOPE)
-        {
-            envelopes.push(client.blob(repository, &layer.digest)?);
-        }
-        found.attestations = Some(envelopes);
+        found.attestations = Some(read(layers, cosign::DSSE_ENVELOPE)?);
     }
     if let Some(layer) = layers(cosign::Kind::Sbom)?.and_then(|layers| layers.into_iter().next()) {
         found.sbom = Some((

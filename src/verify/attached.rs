@@ -18,13 +18,44 @@ use super::{Check, Kind};
 /// What the registry holds under one manifest's cosign tags; `None` where the tag is absent.
 #[derive(Debug, Clone, Default)]
 pub struct Attached {
-    /// Each simple-signing layer of the `.sig` manifest: its payload and its signature
-    /// annotation.
-    pub signatures: Option<Vec<(Vec<u8>, String)>>,
-    /// Each layer of the `.att` manifest (DSSE envelopes).
-    pub attestations: Option<Vec<Vec<u8>>>,
+    /// Each layer of the `.sig` manifest.
+    pub signatures: Option<Vec<Layer>>,
+    /// Each layer of the `.att` manifest.
+    pub attestations: Option<Vec<Layer>>,
     /// The first layer of the `.sbom` manifest: its digest and bytes.
     pub sbom: Option<(Digest, Vec<u8>)>,
+}
+
+/// One layer of an attachment: its media type, its blob (read only for the media types the
+/// checks read: a simple-signing payload, a DSSE envelope) and its signature annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layer {
+    /// Its media type.
+    pub media_type: String,
+    /// Its blob, for a media type the checks read; else empty.
+    pub bytes: Vec<u8>,
+    /// The `dev.cosignproject.cosign/signature` annotation, when it has one.
+    pub signature: Option<String>,
+}
+
+impl Layer {
+    /// A simple-signing layer: `payload`, signed with `signature`.
+    pub fn signed(payload: Vec<u8>, signature: String) -> Self {
+        Self {
+            media_type: cosign::SIMPLE_SIGNING.to_owned(),
+            bytes: payload,
+            signature: Some(signature),
+        }
+    }
+
+    /// A DSSE envelope layer.
+    pub fn envelope(bytes: Vec<u8>) -> Self {
+        Self {
+            media_type: cosign::DSSE_ENVELOPE.to_owned(),
+            bytes,
+            signature: None,
+        }
+    }
 }
 
 /// What the checks compare with.
@@ -45,6 +76,8 @@ const NOT_ATTACHED: &str = "none attached";
 /// judges a `.sig` or `.att`, every layer is looked at, and one valid layer is enough.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Ignored {
+    /// Of another media type than the attachment's own.
+    OtherType(String),
     /// Not JSON of the layer's kind (a DSSE envelope), or a payload forge does not read.
     Unreadable,
     /// No signature by the key (another signer's, say).
@@ -60,6 +93,7 @@ enum Ignored {
 impl Ignored {
     fn reason(&self, key: &VerifyingKey) -> String {
         match self {
+            Ignored::OtherType(media_type) => format!("of type {media_type}"),
             Ignored::Unreadable => "unreadable".to_owned(),
             Ignored::NotSigned => format!("not signed by {}", key.origin),
             Ignored::NotProvenance => "not SLSA provenance".to_owned(),
@@ -123,11 +157,12 @@ fn nothing_valid(ignored: &[Ignored], key: &VerifyingKey) -> String {
 }
 
 /// The `signature` row: it holds when at least one simple-signing layer is signed by `key`
-/// for `held` in the expected repository.
+/// for `held` in the expected repository (cosign's rule, with the repository a containers
+/// policy's `matchRepository` asks for).
 fn signature_check(
     reference: &str,
     held: &Digest,
-    layers: Option<&[(Vec<u8>, String)]>,
+    layers: Option<&[Layer]>,
     key: &VerifyingKey,
     repository: &str,
 ) -> Check {
@@ -136,12 +171,17 @@ fn signature_check(
     };
     let mut ignored = Vec::new();
     let mut valid = 0;
-    for (payload, signature) in layers {
-        if !key.verifies(payload, signature) {
+    for layer in layers {
+        if layer.media_type != cosign::SIMPLE_SIGNING {
+            ignored.push(Ignored::OtherType(layer.media_type.clone()));
+            continue;
+        }
+        let signature = layer.signature.as_deref().unwrap_or_default();
+        if !key.verifies(&layer.bytes, signature) {
             ignored.push(Ignored::NotSigned);
             continue;
         }
-        match cosign::claims(payload) {
+        match cosign::claims(&layer.bytes) {
             None => ignored.push(Ignored::Unreadable),
             Some(claims) if claims.digest != held.as_str() => {
                 ignored.push(Ignored::OtherImage(claims.digest));
@@ -164,19 +204,23 @@ fn signature_check(
     ))
 }
 
-/// Of the `.att` layers: the statement of the first layer signed by `key` whose subject is
-/// `held` (or, when none is, of the first signed by `key` for another manifest, to say how it
-/// differs), and why each other layer was ignored.
+/// Of the `.att` layers: the statement of the first layer signed by `key` one of whose subjects
+/// is `held`, and whether one is (else, of the first signed by `key` for another manifest, to
+/// say how it differs), and why each other layer was ignored.
 fn provenance_of(
-    layers: &[Vec<u8>],
+    layers: &[Layer],
     held: &Digest,
     key: &VerifyingKey,
-) -> (Option<provenance::Stated>, Vec<Ignored>) {
+) -> (Option<(provenance::Stated, bool)>, Vec<Ignored>) {
     let mut ignored = Vec::new();
     let mut chosen = None;
     let mut other = None;
     for layer in layers {
-        let Ok(envelope) = serde_json::from_slice::<Envelope>(layer) else {
+        if layer.media_type != cosign::DSSE_ENVELOPE {
+            ignored.push(Ignored::OtherType(layer.media_type.clone()));
+            continue;
+        }
+        let Ok(envelope) = serde_json::from_slice::<Envelope>(&layer.bytes) else {
             ignored.push(Ignored::Unreadable);
             continue;
         };
@@ -191,14 +235,19 @@ fn provenance_of(
             ignored.push(Ignored::NotProvenance);
             continue;
         };
-        if stated.subject != held.as_str() {
-            ignored.push(Ignored::OtherImage(stated.subject.clone()));
+        if !stated.names(held) {
+            ignored.push(Ignored::OtherImage(
+                stated.subjects.first().cloned().unwrap_or_default(),
+            ));
             other.get_or_insert(stated);
         } else if chosen.is_none() {
             chosen = Some(stated);
         }
     }
-    (chosen.or(other), ignored)
+    let found = chosen
+        .map(|stated| (stated, true))
+        .or_else(|| other.map(|stated| (stated, false)));
+    (found, ignored)
 }
 
 /// The rows for the tag `reference`, which holds the manifest `held`.
@@ -217,33 +266,45 @@ pub fn checks(
         expected.repository,
     )];
     let (subject, inputs, named_sbom, note) = match &attached.attestations {
-        None => (NOT_ATTACHED.to_owned(), NOT_ATTACHED.to_owned(), None, None),
+        None => (NOT_ATTACHED.to_owned(), None, None, None),
         Some(layers) => {
             let (stated, ignored) = provenance_of(layers, held, key);
             let note = ignored_note(&ignored, layers.len(), key);
             match stated {
-                None => {
-                    let nothing = nothing_valid(&ignored, key);
-                    (nothing.clone(), nothing, None, note)
+                None => (nothing_valid(&ignored, key), None, None, note),
+                Some((stated, valid)) => {
+                    let subject = if valid {
+                        held.to_string()
+                    } else {
+                        stated.subjects.first().cloned().unwrap_or_default()
+                    };
+                    let inputs = stated_inputs(&stated.inputs, expected.inputs);
+                    (subject, Some((inputs, valid)), stated.sbom.clone(), note)
                 }
-                Some(stated) => (
-                    stated.subject.clone(),
-                    stated_inputs(&stated.inputs, expected.inputs),
-                    stated.sbom.clone(),
-                    note,
-                ),
             }
         }
     };
+    let not_attached = subject == NOT_ATTACHED;
     rows.push(
-        Check::compare(Kind::ProvenanceSubject, reference, held.as_str(), subject).noted(note),
+        Check::compare(Kind::ProvenanceSubject, reference, held.as_str(), &subject).noted(note),
     );
-    rows.push(Check::compare(
-        Kind::ProvenanceInputs,
-        reference,
-        CURRENT_INPUTS,
-        inputs,
-    ));
+    rows.push(match inputs {
+        // Inputs of a statement for another manifest are never this image's.
+        Some((inputs, valid)) => Check::new(
+            Kind::ProvenanceInputs,
+            reference,
+            CURRENT_INPUTS,
+            &inputs,
+            valid && inputs == CURRENT_INPUTS,
+        ),
+        None if not_attached => Check::compare(
+            Kind::ProvenanceInputs,
+            reference,
+            CURRENT_INPUTS,
+            NOT_ATTACHED,
+        ),
+        None => Check::compare(Kind::ProvenanceInputs, reference, CURRENT_INPUTS, &subject),
+    });
     rows.push(sbom_check(reference, attached, named_sbom, expected.pins));
     rows
 }
@@ -314,7 +375,7 @@ mod tests {
 
     /// An envelope signed by `key` of a provenance statement whose subject is `subject` and
     /// whose inputs are `inputs`.
-    fn envelope(key: &SigningKey, subject: &Digest, inputs: &Inputs) -> Vec<u8> {
+    fn envelope(key: &SigningKey, subject: &Digest, inputs: &Inputs) -> Layer {
         let named: serde_json::Map<String, serde_json::Value> = inputs
             .named()
             .iter()
@@ -327,13 +388,13 @@ mod tests {
             "predicate": { "buildDefinition": { "externalParameters": { "inputs": named } } },
         });
         let envelope = Envelope::sign(dsse::IN_TOTO, &serde_json::to_vec(&statement).unwrap(), key);
-        serde_json::to_vec(&envelope).unwrap()
+        Layer::envelope(serde_json::to_vec(&envelope).unwrap())
     }
 
-    fn signature(key: &SigningKey, repository: &str, subject: &Digest) -> (Vec<u8>, String) {
+    fn signature(key: &SigningKey, repository: &str, subject: &Digest) -> Layer {
         let payload = cosign::payload(repository, subject);
         let signature = key.sign(&payload);
-        (payload, signature)
+        Layer::signed(payload, signature)
     }
 
     fn rows(attached: &Attached, held: &Digest, key: &SigningKey, inputs: &Inputs) -> Vec<Check> {
@@ -379,6 +440,8 @@ mod tests {
         let rows = rows(&attached, &ours, &key, &inputs);
         assert!(!rows[1].ok);
         assert_eq!(rows[1].actual, theirs.as_str());
+        // Its inputs are the recipe's, but they are another image's inputs.
+        assert!(!rows[2].ok, "{:?}", rows[2]);
     }
 
     #[test]

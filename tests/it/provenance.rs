@@ -111,7 +111,7 @@ fn assert_every_input_named_with_its_digest(statement: &Value, record: &Value, r
     let base = dependency(statement, "base");
     assert_eq!(
         base["uri"],
-        "pkg:docker/library/forge-example-base@busybox?platform=linux%2Famd64"
+        "pkg:docker/forge-example-base@busybox?platform=linux/amd64"
     );
     assert_eq!(
         format!("sha256:{}", base["digest"]["sha256"].as_str().unwrap()),
@@ -190,7 +190,7 @@ fn assert_sbom_identities(sbom: &Value) {
     assert_eq!(base["bom-ref"], "base");
     assert_contains(
         base["purl"].as_str().unwrap(),
-        "pkg:docker/library/forge-example-base@busybox",
+        "pkg:docker/forge-example-base@busybox",
     );
     let app = sbom["components"]
         .as_array()
@@ -200,7 +200,7 @@ fn assert_sbom_identities(sbom: &Value) {
         .unwrap();
     assert_contains(
         app["purl"].as_str().unwrap(),
-        "vcs_url=git%2Bhttps%3A%2F%2Fexample.org%2Fforge%2Foffline-app.git%40",
+        "vcs_url=git%2Bhttps://example.org/forge/offline-app.git%40",
     );
 }
 

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::support::keys::Keys;
@@ -113,7 +114,25 @@ fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
         layer["size"] = layers(&first_sig)[0]["size"].clone();
         layer
     };
+    let note_layer = json!({
+        "mediaType": "application/vnd.example.note+json",
+        "digest": second_sig["config"]["digest"],
+        "size": second_sig["config"]["size"],
+    });
+    let two_subjects = two_subject_envelope(&registry, &path, &keys, &second_att, &first);
     let cases: Vec<(&str, &Keys, Vec<Value>, Vec<Value>)> = vec![
+        (
+            "a layer of another type before forge's",
+            &keys,
+            [vec![note_layer], layers(&second_sig)].concat(),
+            layers(&second_att),
+        ),
+        (
+            "a statement naming another image before this one",
+            &keys,
+            layers(&second_sig),
+            vec![two_subjects],
+        ),
         ("as pushed", &keys, layers(&second_sig), layers(&second_att)),
         (
             "another key",
@@ -198,16 +217,59 @@ fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
         }
         if sig.len() > 1 && forge.0 {
             let note = row(&json, "signature", &latest)["note"].clone();
+            let reason = match sig[0]["mediaType"].as_str().unwrap() {
+                "application/vnd.example.note+json" => {
+                    "of type application/vnd.example.note+json".to_owned()
+                }
+                _ => format!("not signed by {}", key.public_arg()),
+            };
             assert_eq!(
                 note,
-                json!(format!(
-                    "1 of 2 layers ignored: not signed by {}",
-                    key.public_arg()
-                )),
+                json!(format!("1 of 2 layers ignored: {reason}")),
                 "{case}"
             );
         }
     }
+    // A valid signature of this manifest that names another repository: cosign checks only the
+    // digest and accepts it; forge, as a containers policy's `matchRepository`, does not, and
+    // says what it found.
+    let elsewhere = format!("{}/forge-test/elsewhere", registry.address());
+    let payload = serde_json::to_vec(&json!({
+        "critical": {
+            "identity": { "docker-reference": elsewhere },
+            "image": { "docker-manifest-digest": second },
+            "type": "cosign container image signature",
+        },
+        "optional": null,
+    }))
+    .unwrap();
+    let mut foreign = layers(&second_sig)[0].clone();
+    foreign["digest"] = json!(registry.put_blob(&path, &payload));
+    foreign["size"] = json!(payload.len());
+    foreign["annotations"]["dev.cosignproject.cosign/signature"] = json!(keys.sign(&payload));
+    registry.put_manifest(
+        &path,
+        &attachment(&second, "sig"),
+        OCI_MANIFEST,
+        &with_layers(&second_sig, vec![foreign]),
+    );
+    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
+    let signature = row(&json, "signature", &latest);
+    assert_eq!(signature["ok"], false, "{json:#}");
+    assert_eq!(
+        signature["actual"],
+        format!("signed by {} for {elsewhere}", keys.public_arg())
+    );
+    let public = keys.public();
+    let cosign = cosign_rule(
+        &python,
+        &registry,
+        &path,
+        "latest",
+        public.to_str().unwrap(),
+    );
+    assert!(cosign.0, "cosign checks the digest only");
+
     // The first image's SBOM in place of the second's: cosign's rule does not judge an SBOM
     // attached unsigned, and neither do forge's signature and provenance rows; forge's `sbom`
     // row fails, the SBOM not being the one the signed provenance names.
@@ -345,14 +407,77 @@ fn a_co_signature_survives_a_re_sign() {
     }
 }
 
-/// `tests/python/cosign_key.py PREFIX PASSWORD [LABEL]` in `folder`: a pair in cosign's files.
-fn cosign_key(python: &Path, folder: &Path, password: &str, label: Option<&str>) {
+/// The pre-authentication encoding a DSSE signature covers (the DSSE specification's PAE).
+fn pre_authentication(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = format!(
+        "DSSEv1 {} {payload_type} {} ",
+        payload_type.len(),
+        payload.len()
+    )
+    .into_bytes();
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// A layer for the `.att` of the manifest `att` is attached to: the statement its envelope
+/// carries with the manifest `first` named as its first subject, signed by `keys` (with
+/// openssl), uploaded to `path`.
+fn two_subject_envelope(
+    registry: &RegistryServer,
+    path: &str,
+    keys: &Keys,
+    att: &Value,
+    first: &str,
+) -> Value {
+    let layer = &layers(att)[0];
+    let blob = layer["digest"].as_str().unwrap();
+    let envelope: Value = serde_json::from_slice(
+        &registry
+            .get(&format!("/v2/{path}/blobs/{blob}"), "*/*")
+            .unwrap()
+            .2,
+    )
+    .unwrap();
+    let b64 = &base64::engine::general_purpose::STANDARD;
+    let mut statement: Value =
+        serde_json::from_slice(&b64.decode(envelope["payload"].as_str().unwrap()).unwrap())
+            .unwrap();
+    let mut subjects = vec![json!({
+        "name": statement["subject"][0]["name"],
+        "digest": { "sha256": first.trim_start_matches("sha256:") },
+    })];
+    subjects.extend(statement["subject"].as_array().unwrap().iter().cloned());
+    statement["subject"] = json!(subjects);
+    let payload = statement.to_string();
+    let payload_type = envelope["payloadType"].as_str().unwrap();
+    let signature = keys.sign(&pre_authentication(payload_type, payload.as_bytes()));
+    let bytes = serde_json::to_vec(&json!({
+        "payload": b64.encode(&payload),
+        "payloadType": payload_type,
+        "signatures": [{ "keyid": "", "sig": signature }],
+    }))
+    .unwrap();
+    let digest = registry.put_blob(path, &bytes);
+    let mut new = layer.clone();
+    new["digest"] = json!(digest);
+    new["size"] = json!(bytes.len());
+    new
+}
+
+/// `tests/python/cosign_key.py PREFIX PASSWORD [LABEL N]` in `folder`: a pair in cosign's files
+/// (`label` and `cost` of its sealing, else cosign 2's).
+fn cosign_key(python: &Path, folder: &Path, password: &str, sealing: Option<(&str, &str)>) {
     let script = crate::support::repository_root().join("tests/python/cosign_key.py");
     let output = Command::new(python)
         .arg(script)
         .arg(folder.join("cosign"))
         .arg(password)
-        .args(label)
+        .args(
+            sealing
+                .map(|(label, cost)| [label, cost])
+                .into_iter()
+                .flatten(),
+        )
         .output()
         .expect("python runs");
     assert!(
@@ -381,9 +506,10 @@ fn sums_verify(folder: &Path, public: &str) -> bool {
     )
 }
 
-/// A key in cosign's sealed format, under either of its PEM labels, signs with the password in
-/// COSIGN_PASSWORD; a wrong or missing password is refused naming the variable and never
-/// saying the password.
+/// A key in cosign's sealed format, as cosign 2 writes it (`ENCRYPTED SIGSTORE PRIVATE KEY`,
+/// scrypt N = 2^16) and as cosign 1 did (`ENCRYPTED COSIGN PRIVATE KEY`, N = 2^15), signs with
+/// the password in COSIGN_PASSWORD; a wrong or missing password is refused naming the variable
+/// and never saying the password. A cost cosign does not write is refused before any work.
 #[test]
 fn a_cosign_key_signs_with_its_password_and_never_says_it() {
     let Some(python) = verifier_python() else {
@@ -392,10 +518,10 @@ fn a_cosign_key_signs_with_its_password_and_never_says_it() {
     let context = TestContext::empty();
     let folder = context.path();
     let sign = |key: &str, env: &[(&str, &str)]| sign_sums(&context, key, env);
-    for label in [None, Some("ENCRYPTED COSIGN PRIVATE KEY")] {
-        cosign_key(&python, folder, "correct horse", label);
+    for sealing in [None, Some(("ENCRYPTED COSIGN PRIVATE KEY", "32768"))] {
+        cosign_key(&python, folder, "correct horse", sealing);
         sign("cosign.key", &[("COSIGN_PASSWORD", "correct horse")]).expect_code(0);
-        assert!(sums_verify(folder, "cosign.pub"), "{label:?}");
+        assert!(sums_verify(folder, "cosign.pub"), "{sealing:?}");
         let wrong = sign("cosign.key", &[("COSIGN_PASSWORD", "battery staple")]).expect_code(2);
         assert_contains(
             &wrong.stderr,
@@ -409,10 +535,37 @@ fn a_cosign_key_signs_with_its_password_and_never_says_it() {
             "cosign.key is an encrypted key, and COSIGN_PASSWORD is not set to its password",
         );
     }
-    // A key cosign made for CI with an empty password opens without the variable, as cosign's.
+    // A key made for CI with an empty password opens without the variable (where cosign
+    // would prompt for it).
     cosign_key(&python, folder, "", None);
     sign("cosign.key", &[]).expect_code(0);
     assert!(sums_verify(folder, "cosign.pub"));
+    // The same key claiming a cost of 2^30 (a crafted file): refused before any work.
+    let pem = std::fs::read_to_string(folder.join("cosign.key")).unwrap();
+    let body: String = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let mut sealed: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap(),
+    )
+    .unwrap();
+    sealed["kdf"]["params"]["N"] = json!(1u64 << 30);
+    let body = base64::engine::general_purpose::STANDARD.encode(sealed.to_string());
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|line| std::str::from_utf8(line).unwrap())
+        .collect();
+    let crafted = format!(
+        "-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n{}\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n",
+        lines.join("\n")
+    );
+    std::fs::write(folder.join("crafted.key"), crafted).unwrap();
+    let costly = sign("crafted.key", &[]).expect_code(2);
+    assert_contains(&costly.stderr, "not a cost cosign writes");
 }
 
 /// An encrypted PKCS#8 key (openssl's) signs with the password in FORGE_SIGNING_PASSWORD, and
@@ -514,4 +667,47 @@ fn a_key_in_cosigns_format_signs_a_push_that_verifies() {
         ),
         (true, true)
     );
+}
+
+/// A `.sig` that is not an image manifest (here an index another tool put there) is not
+/// written over by a re-sign: forge stops, naming the tag, and the index stays.
+#[test]
+fn a_sig_forge_cannot_add_to_is_left_as_it_is() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "sig-index", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let digest = registry.digest(&path, "latest");
+    let tag = attachment(&digest, "sig");
+    let (_, image) = registry.held(&path, "latest", &[OCI_MANIFEST]);
+    let index = serde_json::to_vec(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": OCI_MANIFEST,
+            "digest": digest,
+            "size": image.len(),
+        }],
+    }))
+    .unwrap();
+    registry.put_manifest(
+        &path,
+        &tag,
+        "application/vnd.oci.image.index.v1+json",
+        &index,
+    );
+    let run = example.build_with(
+        &["--push", "--sign", "--sign-key", &keys.private_arg()],
+        &[],
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert_contains(&run.stderr, &tag);
+    assert_contains(
+        &run.stderr,
+        "not an image manifest forge can add a layer to",
+    );
+    let (_, held) = registry.held(&path, &tag, &["application/vnd.oci.image.index.v1+json"]);
+    assert_eq!(held, index, "the index under {tag} is as it was");
 }

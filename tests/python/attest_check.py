@@ -53,9 +53,12 @@ def sbom(path):
     def found(key, value):
         if key == "purl":
             try:
-                PackageURL.from_string(value)
+                canonical = PackageURL.from_string(value).to_string()
             except ValueError as error:
                 problems.append(f"purl {value!r}: {error}")
+            else:
+                if canonical != value:
+                    problems.append(f"purl {value!r} is not in canonical form ({canonical!r})")
         if key == "url" and not is_uri(value):
             problems.append(f"url {value!r} is not an RFC 3986 URI")
 

@@ -2,11 +2,12 @@
 libraries forge does not share code with (cryptography for the key, hashlib's scrypt for the
 key derivation, PyNaCl, libsodium's secretbox, for the sealing):
 
-    cosign_key.py PREFIX PASSWORD [LABEL]
+    cosign_key.py PREFIX PASSWORD [LABEL [N]]
 
 PREFIX.key: a PEM block LABEL (default `ENCRYPTED SIGSTORE PRIVATE KEY`; cosign 1 wrote
-`ENCRYPTED COSIGN PRIVATE KEY`) whose bytes are the JSON cosign seals a key in:
-`{"kdf": {"name": "scrypt", "params": {"N": 32768, "r": 8, "p": 1}, "salt": B64},
+`ENCRYPTED COSIGN PRIVATE KEY`) whose bytes are the JSON cosign seals a key in, with the
+scrypt cost N (default 65536, what cosign 2 writes; cosign 1 wrote 32768):
+`{"kdf": {"name": "scrypt", "params": {"N": N, "r": 8, "p": 1}, "salt": B64},
 "cipher": {"name": "nacl/secretbox", "nonce": B64}, "ciphertext": B64}`, the plaintext the
 key's PKCS#8 DER, the secretbox key scrypt(PASSWORD, salt) of 32 bytes. PREFIX.pub: the SPKI
 PEM public key.
@@ -24,7 +25,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 
-def main(prefix, password, label="ENCRYPTED SIGSTORE PRIVATE KEY"):
+def main(prefix, password, label="ENCRYPTED SIGSTORE PRIVATE KEY", cost="65536"):
+    cost = int(cost)
     key = ec.generate_private_key(ec.SECP256R1())
     der = key.private_bytes(
         serialization.Encoding.DER,
@@ -33,13 +35,13 @@ def main(prefix, password, label="ENCRYPTED SIGSTORE PRIVATE KEY"):
     )
     salt, nonce = os.urandom(32), os.urandom(24)
     box_key = hashlib.scrypt(
-        password.encode(), salt=salt, n=32768, r=8, p=1, dklen=32, maxmem=64 * 1024 * 1024
+        password.encode(), salt=salt, n=cost, r=8, p=1, dklen=32, maxmem=256 * 1024 * 1024
     )
     ciphertext = nacl.secret.SecretBox(box_key).encrypt(der, nonce).ciphertext
     b64 = lambda data: base64.b64encode(data).decode()
     sealed = json.dumps(
         {
-            "kdf": {"name": "scrypt", "params": {"N": 32768, "r": 8, "p": 1}, "salt": b64(salt)},
+            "kdf": {"name": "scrypt", "params": {"N": cost, "r": 8, "p": 1}, "salt": b64(salt)},
             "cipher": {"name": "nacl/secretbox", "nonce": b64(nonce)},
             "ciphertext": b64(ciphertext),
         }
@@ -57,7 +59,7 @@ def main(prefix, password, label="ENCRYPTED SIGSTORE PRIVATE KEY"):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) not in (3, 4, 5):
         print(__doc__)
         sys.exit(2)
     sys.exit(main(*sys.argv[1:]))

@@ -10,8 +10,8 @@ digest, PUB a PEM public key (ECDSA P-256). Prints one JSON object and exits 0:
     {"manifest": "sha256:...", "signature": bool, "attestation": bool}
 
 `signature` holds when at least one simple-signing layer of `sha256-HEX.sig` is signed by PUB
-(ECDSA over SHA-256 of the payload) and its payload names this manifest digest, with the
-identity `REGISTRY/REPOSITORY` (what a containers-policy `matchRepository` requires).
+(ECDSA over SHA-256 of the payload) and its payload names this manifest digest (cosign checks
+the digest its payload claims, not the repository or the type it names).
 `attestation` holds when at least one layer of `sha256-HEX.att` is a DSSE envelope with a
 signature by PUB over its pre-authentication encoding, whose payload is an in-toto Statement
 v1 of SLSA provenance v1 with this manifest among its subjects. Every other layer is ignored,
@@ -88,11 +88,7 @@ def signature_holds(registry, repository, digest, public):
             continue
         if not verifies(public, payload, signature):
             continue
-        if (
-            critical.get("type") == "cosign container image signature"
-            and critical.get("image", {}).get("docker-manifest-digest") == digest
-            and critical.get("identity", {}).get("docker-reference") == f"{registry}/{repository}"
-        ):
+        if critical.get("image", {}).get("docker-manifest-digest") == digest:
             return True
     return False
 

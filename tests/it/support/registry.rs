@@ -216,6 +216,43 @@ impl RegistryServer {
             .ok()
     }
 
+    /// Uploads `bytes` as a blob of `repository` (the distribution API's upload: a POST that
+    /// opens it, a PUT of the bytes with their digest that closes it); its digest.
+    #[track_caller]
+    pub fn put_blob(&self, repository: &str, bytes: &[u8]) -> String {
+        use sha2::Digest as _;
+        let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)));
+        let opened = exchange(
+            &self.address,
+            &format!(
+                "POST /v2/{repository}/blobs/uploads/ HTTP/1.0\r\nHost: {}\r\nContent-Length: 0\r\n\r\n",
+                self.address
+            ),
+            &[],
+        )
+        .expect("the registry answers");
+        let head = String::from_utf8_lossy(&opened).into_owned();
+        let location = head
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("an upload location in {head}"));
+        let path = location
+            .strip_prefix(&format!("http://{}", self.address))
+            .unwrap_or(&location);
+        let separator = if path.contains('?') { '&' } else { '?' };
+        let code = self.put(
+            &format!("{path}{separator}digest={digest}"),
+            "application/octet-stream",
+            bytes,
+        );
+        assert_eq!(code, Some(201), "PUT the blob {digest}");
+        digest
+    }
+
     /// The `Docker-Content-Digest` and the bytes of the manifest `repository:reference`, which
     /// the registry must hold, asked for as any of `accept` (asked for one type only, a
     /// registry converts the others).
