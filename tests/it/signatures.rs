@@ -329,9 +329,9 @@ fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
     assert_eq!(cosign, forge, "a re-pointed tag");
 }
 
-/// A second signer appends a signature to the `.sig` of a signed push, as cosign does; forge
-/// signing the same image again keeps it, replacing only its own layer, and either key then
-/// verifies by cosign's rule and by forge.
+/// A second signer appends a signature to the `.sig` and an attestation to the `.att` of a
+/// signed push, as cosign does; forge signing the same image again keeps both, replacing only its
+/// own layers, and either key then verifies by cosign's rule and by forge.
 #[test]
 fn a_co_signature_survives_a_re_sign() {
     let Some(python) = verifier_python() else {
@@ -360,6 +360,17 @@ fn a_co_signature_survives_a_re_sign() {
         OCI_MANIFEST,
         &with_layers(&sig, [layers(&sig), vec![co_signature.clone()]].concat()),
     );
+    // And a co-attestation: the same provenance, attested by the other key.
+    let att_tag = attachment(&digest, "att");
+    let att: Value =
+        serde_json::from_slice(&registry.held(&path, &att_tag, &[OCI_MANIFEST]).1).unwrap();
+    let co_attestation = envelope_signed_by(&registry, &path, &other, &att, None);
+    registry.put_manifest(
+        &path,
+        &att_tag,
+        OCI_MANIFEST,
+        &with_layers(&att, [layers(&att), vec![co_attestation.clone()]].concat()),
+    );
 
     for _ in 0..2 {
         example
@@ -384,6 +395,11 @@ fn a_co_signature_survives_a_re_sign() {
             annotations[0], co_signature["annotations"]["dev.cosignproject.cosign/signature"],
             "the co-signature is kept first: {signed_again:#}"
         );
+        let attested_again: Value =
+            serde_json::from_slice(&registry.held(&path, &att_tag, &[OCI_MANIFEST]).1).unwrap();
+        let envelopes = layers(&attested_again);
+        assert_eq!(envelopes.len(), 2, "{attested_again:#}");
+        assert_eq!(envelopes[0]["digest"], co_attestation["digest"]);
     }
     let config = no_credentials();
     let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
@@ -391,6 +407,11 @@ fn a_co_signature_survives_a_re_sign() {
     for key in [&keys, &other] {
         let json = verify(&example, &["--key", &key.public_arg()], &env).json();
         assert_eq!(row(&json, "signature", &latest)["ok"], true, "{json:#}");
+        assert_eq!(
+            row(&json, "provenance subject", &latest)["ok"],
+            true,
+            "{json:#}"
+        );
         let public = key.public();
         let (signature, _) = cosign_rule(
             &python,
@@ -429,6 +450,19 @@ fn two_subject_envelope(
     att: &Value,
     first: &str,
 ) -> Value {
+    envelope_signed_by(registry, path, keys, att, Some(first))
+}
+
+/// A layer for the `.att` of the manifest `att` is attached to: the statement its envelope
+/// carries (with `first` named before its subject, when given) signed by `keys` (with
+/// openssl), as another signer attests it, uploaded to `path`.
+fn envelope_signed_by(
+    registry: &RegistryServer,
+    path: &str,
+    keys: &Keys,
+    att: &Value,
+    first: Option<&str>,
+) -> Value {
     let layer = &layers(att)[0];
     let blob = layer["digest"].as_str().unwrap();
     let envelope: Value = serde_json::from_slice(
@@ -442,10 +476,15 @@ fn two_subject_envelope(
     let mut statement: Value =
         serde_json::from_slice(&b64.decode(envelope["payload"].as_str().unwrap()).unwrap())
             .unwrap();
-    let mut subjects = vec![json!({
-        "name": statement["subject"][0]["name"],
-        "digest": { "sha256": first.trim_start_matches("sha256:") },
-    })];
+    let mut subjects: Vec<Value> = first
+        .map(|first| {
+            json!({
+                "name": statement["subject"][0]["name"],
+                "digest": { "sha256": first.trim_start_matches("sha256:") },
+            })
+        })
+        .into_iter()
+        .collect();
     subjects.extend(statement["subject"].as_array().unwrap().iter().cloned());
     statement["subject"] = json!(subjects);
     let payload = statement.to_string();
