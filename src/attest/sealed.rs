@@ -218,6 +218,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pkcs8_derivation_past_any_keys_need_is_refused_before_any_work() {
+        use pkcs8::pkcs5::{EncryptionScheme, pbes2};
+        let (salt, iv) = ([1u8; 16], [2u8; 16]);
+        let pbkdf2 = |iterations| {
+            let parameters =
+                pbes2::Parameters::pbkdf2_sha256_aes256cbc(iterations, &salt, &iv).unwrap();
+            bounded(&EncryptionScheme::Pbes2(parameters))
+        };
+        assert_eq!(pbkdf2(2048), Ok(()));
+        assert!(
+            matches!(pbkdf2(20_000_000), Err(SealError::Format(why)) if why.contains("PBKDF2 iterations"))
+        );
+        let scrypt = |log_n, r| {
+            let parameters = pbes2::Parameters::scrypt_aes256cbc(
+                scrypt::Params::new(log_n, r, 1, 32).unwrap(),
+                &salt,
+                &iv,
+            )
+            .unwrap();
+            bounded(&EncryptionScheme::Pbes2(parameters))
+        };
+        assert_eq!(scrypt(17, 8), Ok(()));
+        assert!(
+            matches!(scrypt(21, 8), Err(SealError::Format(why)) if why.contains("more than 1 GiB"))
+        );
+    }
+
+    #[test]
     fn a_crafted_cost_or_cipher_is_refused_before_any_work() {
         let json = sealed(b"k", b"p");
         let mut value: serde_json::Value = serde_json::from_slice(&json).unwrap();
