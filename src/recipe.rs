@@ -141,6 +141,15 @@ impl Recipe {
         in_folder(&self.root, TEMPLATES_DIR)
     }
 
+    /// The patch series folders, in pins.toml's order: forge.lock's `patches` input digests them.
+    pub fn series_paths(&self) -> Vec<&str> {
+        self.pins
+            .patches
+            .iter()
+            .map(|entry| entry.series.as_str())
+            .collect()
+    }
+
     /// The recipe paths the Dockerfile copies into the image, as checked in: shim files, then
     /// overlay folders. The context carries them, and forge.lock's `overlays` input digests them.
     pub fn copied_paths(&self) -> Vec<&str> {

@@ -283,16 +283,10 @@ impl Inputs {
             source,
         })?;
         let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&pins_bytes));
-        let series: Vec<&str> = recipe
-            .pins
-            .patches
-            .iter()
-            .map(|entry| entry.series.as_str())
-            .collect();
         Ok(Inputs {
             pins,
             templates: context::digest_of(&recipe.root, &[TEMPLATES_DIR])?,
-            patches: context::digest_of(&recipe.root, &series)?,
+            patches: context::digest_of(&recipe.root, &recipe.series_paths())?,
             overlays: context::digest_of(&recipe.root, &recipe.copied_paths())?,
             dockerfile: dockerfile.digest(),
             context: context.digest.clone(),

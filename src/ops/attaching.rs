@@ -96,13 +96,7 @@ fn facts(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     // The patch files are read again from the recipe: they must still be the ones built.
-    let series: Vec<&str> = recipe
-        .pins
-        .patches
-        .iter()
-        .map(|entry| entry.series.as_str())
-        .collect();
-    let now = crate::context::digest_of(&recipe.root, &series)?;
+    let now = crate::context::digest_of(&recipe.root, &recipe.series_paths())?;
     anyhow::ensure!(
         now == record.inputs.patches,
         "the patch series changed while forge built ({} when the build started, {now} now); the push stands and forge.lock records it; sign it with an unchanged series: `forge build --push --sign` again",

@@ -16,7 +16,7 @@ use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::{no_credentials, path_of, registry_tools_missing};
 use crate::support::signed::{
-    OCI_MANIFEST, openssl_verifies, pushed_again_signed, signed, verifier_python,
+    OCI_MANIFEST, attest_check, openssl_verifies, pushed_again_signed, signed, verifier_python,
 };
 use crate::support::verify::{failing, row, verify};
 use crate::support::{TestContext, assert_contains};
@@ -427,26 +427,6 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
         sbom["actual"].as_str().unwrap(),
         "which the signed provenance does not name",
     );
-}
-
-/// `tests/python/attest_check.py ARGS...` run by `python`: its exit code and stdout.
-fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
-    let script = crate::support::repository_root().join("tests/python/attest_check.py");
-    let output = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .unwrap_or_else(|error| panic!("{} cannot run: {error}", python.display()));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !stderr.contains("ModuleNotFoundError"),
-        "{} lacks a library the check needs: {stderr}",
-        python.display()
-    );
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
 }
 
 /// The first layer of the attachment `tag` of `path` on `registry`: its bytes.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::support::images::{Example, docker_available, ensure_base_image};
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, path_of, registry_tools_missing};
-use crate::support::signed::{OCI_MANIFEST, verifier_python};
+use crate::support::signed::{OCI_MANIFEST, attest_check, verifier_python};
 use crate::support::{TestContext, assert_contains};
 
 /// The variables a GitHub Actions runner sets, for a run of `forge.yml` on `main`.
@@ -33,22 +33,6 @@ const GITHUB: [(&str, &str); 9] = [
     ("GITHUB_RUN_ATTEMPT", "2"),
     ("GITHUB_EVENT_NAME", "push"),
 ];
-
-/// `attest_check.py ARGS...`: its exit code and stdout.
-fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
-    let script = crate::support::repository_root().join("tests/python/attest_check.py");
-    let output = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("python runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("Error"), "attest_check.py: {stderr}");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
-}
 
 /// The first layer of the attachment `suffix` of the manifest `digest` in `path`.
 fn attached(registry: &RegistryServer, path: &str, digest: &str, suffix: &str) -> Vec<u8> {

@@ -58,275 +58,317 @@ fn with_layers(manifest: &Value, layers: Vec<Value>) -> Vec<u8> {
     serde_json::to_vec(&manifest).unwrap()
 }
 
+/// A second signer's signature layer for the manifest the `.sig` manifest `sig` is attached to:
+/// its payload, signed by `keys` (with openssl).
+fn co_signature(registry: &RegistryServer, path: &str, sig: &Value, keys: &Keys) -> Value {
+    let mut layer = layers(sig)[0].clone();
+    let payload_digest = layer["digest"].as_str().unwrap().to_owned();
+    let payload = registry
+        .get(&format!("/v2/{path}/blobs/{payload_digest}"), "*/*")
+        .unwrap()
+        .2;
+    layer["annotations"]["dev.cosignproject.cosign/signature"] = json!(keys.sign(&payload));
+    layer
+}
+
 /// The layers of `manifest`.
 fn layers(manifest: &Value) -> Vec<Value> {
     manifest["layers"].as_array().unwrap().clone()
 }
 
-/// Two signed pushes of the offline example (`first`, then `second` over the same tags) and
-/// another key; each tampering is made on the registry, judged by forge and by cosign's rule,
-/// and undone. The two must agree on the signature and on the provenance of every tampering,
-/// and forge names what it ignored.
-#[test]
-fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
-    let Some(python) = verifier_python() else {
-        return;
-    };
-    let registry = RegistryServer::start();
-    let (keys, other) = (Keys::new(), Keys::new());
-    let Some(example) = signed(&registry, "cosign-rule", &keys) else {
-        return;
-    };
-    let path = path_of(&example, &registry);
-    let first = registry.digest(&path, "latest");
-    pushed_again_signed(&example, &keys);
-    let second = registry.digest(&path, "latest");
-    let held = |tag: &str| -> Value {
-        serde_json::from_slice(&registry.held(&path, tag, &[OCI_MANIFEST]).1).unwrap()
-    };
-    let (first_sig, first_att) = (
-        held(&attachment(&first, "sig")),
-        held(&attachment(&first, "att")),
-    );
-    let (second_sig, second_att) = (
-        held(&attachment(&second, "sig")),
-        held(&attachment(&second, "att")),
-    );
-    let other_signed = {
-        // A second signer's signature of the same manifest: the other key's own push of it.
-        let mut sig = layers(&second_sig);
-        let payload_digest = sig[0]["digest"].as_str().unwrap().to_owned();
-        let payload = registry
-            .get(&format!("/v2/{path}/blobs/{payload_digest}"), "*/*")
-            .unwrap()
-            .2;
-        sig[0]["annotations"]["dev.cosignproject.cosign/signature"] = json!(other.sign(&payload));
-        sig.remove(0)
-    };
-    let config = no_credentials();
-    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
-    let latest = format!("{}:latest", example.repository);
+/// Two signed pushes of the offline example to one repository (`first`, then `second` over
+/// the same tags), another key, and what each push's `.sig` and `.att` held: what a tampering is
+/// made of, and a judge of it by forge and by cosign's rule.
+struct Pushes {
+    python: std::path::PathBuf,
+    registry: RegistryServer,
+    example: crate::support::images::Example,
+    path: String,
+    keys: Keys,
+    other: Keys,
+    first: String,
+    second: String,
+    first_sig: Value,
+    first_att: Value,
+    second_sig: Value,
+    second_att: Value,
+    config: tempfile::TempDir,
+}
 
-    // (what is done, the key verifying, the .sig and .att layers of `second` put in place)
-    let swapped_payload = {
-        let mut layer = layers(&second_sig)[0].clone();
-        layer["digest"] = layers(&first_sig)[0]["digest"].clone();
-        layer["size"] = layers(&first_sig)[0]["size"].clone();
-        layer
-    };
-    let note_layer = json!({
-        "mediaType": "application/vnd.example.note+json",
-        "digest": second_sig["config"]["digest"],
-        "size": second_sig["config"]["size"],
-    });
-    let two_subjects = two_subject_envelope(&registry, &path, &keys, &second_att, &first);
-    let cases: Vec<(&str, &Keys, Vec<Value>, Vec<Value>)> = vec![
-        (
-            "a layer of another type before forge's",
-            &keys,
-            [vec![note_layer], layers(&second_sig)].concat(),
-            layers(&second_att),
-        ),
-        (
-            "a statement naming another image before this one",
-            &keys,
-            layers(&second_sig),
-            vec![two_subjects],
-        ),
-        ("as pushed", &keys, layers(&second_sig), layers(&second_att)),
-        (
-            "another key",
-            &other,
-            layers(&second_sig),
-            layers(&second_att),
-        ),
-        (
-            "a swapped payload",
-            &keys,
-            vec![swapped_payload],
-            layers(&second_att),
-        ),
-        (
-            "replayed signatures",
-            &keys,
-            layers(&first_sig),
-            layers(&first_att),
-        ),
-        (
-            "a foreign envelope before forge's",
-            &keys,
-            layers(&second_sig),
-            [layers(&first_att), layers(&second_att)].concat(),
-        ),
-        (
-            "a foreign envelope after forge's",
-            &keys,
-            layers(&second_sig),
-            [layers(&second_att), layers(&first_att)].concat(),
-        ),
-        (
-            "a co-signature before forge's",
-            &keys,
-            [vec![other_signed.clone()], layers(&second_sig)].concat(),
-            layers(&second_att),
-        ),
-        (
-            "only a co-signature",
-            &keys,
-            vec![other_signed],
-            layers(&second_att),
-        ),
-    ];
-    for (case, key, sig, att) in cases {
-        registry.put_manifest(
-            &path,
-            &attachment(&second, "sig"),
-            OCI_MANIFEST,
-            &with_layers(&second_sig, sig.clone()),
-        );
-        registry.put_manifest(
-            &path,
-            &attachment(&second, "att"),
-            OCI_MANIFEST,
-            &with_layers(&second_att, att.clone()),
-        );
-        let json = verify(&example, &["--key", &key.public_arg()], &env).json();
+impl Pushes {
+    fn signed_twice(name: &str) -> Option<Self> {
+        let python = verifier_python()?;
+        let registry = RegistryServer::start();
+        let (keys, other) = (Keys::new(), Keys::new());
+        let example = signed(&registry, name, &keys)?;
+        let path = path_of(&example, &registry);
+        let first = registry.digest(&path, "latest");
+        pushed_again_signed(&example, &keys);
+        let second = registry.digest(&path, "latest");
+        let held = |digest: &str, suffix: &str| -> Value {
+            let tag = attachment(digest, suffix);
+            serde_json::from_slice(&registry.held(&path, &tag, &[OCI_MANIFEST]).1).unwrap()
+        };
+        Some(Self {
+            first_sig: held(&first, "sig"),
+            first_att: held(&first, "att"),
+            second_sig: held(&second, "sig"),
+            second_att: held(&second, "att"),
+            python,
+            example,
+            path,
+            keys,
+            other,
+            first,
+            second,
+            config: no_credentials(),
+            registry,
+        })
+    }
+
+    /// Puts `sig` and `att` as the layers of the second push's `.sig` and `.att`.
+    fn put(&self, sig: &[Value], att: &[Value]) {
+        for (suffix, manifest, layers) in [
+            ("sig", &self.second_sig, sig),
+            ("att", &self.second_att, att),
+        ] {
+            self.registry.put_manifest(
+                &self.path,
+                &attachment(&self.second, suffix),
+                OCI_MANIFEST,
+                &with_layers(manifest, layers.to_vec()),
+            );
+        }
+    }
+
+    /// `forge --json verify-digest --key KEY` of the recipe, and whether its signature and
+    /// provenance rows hold; and cosign's rule on the same key.
+    fn verdicts(&self, key: &Keys) -> (Value, (bool, bool), (bool, bool)) {
+        let env = [("DOCKER_CONFIG", self.config.path().to_str().unwrap())];
+        let json = verify(&self.example, &["--key", &key.public_arg()], &env).json();
+        let latest = self.latest();
         let forge = (
             row(&json, "signature", &latest)["ok"] == true,
             row(&json, "provenance subject", &latest)["ok"] == true,
         );
         let public = key.public();
         let cosign = cosign_rule(
-            &python,
-            &registry,
-            &path,
+            &self.python,
+            &self.registry,
+            &self.path,
             "latest",
             public.to_str().unwrap(),
         );
+        (json, forge, cosign)
+    }
+
+    fn latest(&self) -> String {
+        format!("{}:latest", self.example.repository)
+    }
+}
+
+/// Each tampering, made on the registry and judged by forge and by cosign's rule: the two agree
+/// on the signature and on the provenance, and forge names what it ignored.
+#[test]
+fn forge_judges_every_tampering_as_cosigns_one_valid_layer_rule() {
+    let Some(pushes) = Pushes::signed_twice("cosign-rule") else {
+        return;
+    };
+    let Pushes { keys, other, .. } = &pushes;
+    let (first_sig, first_att) = (layers(&pushes.first_sig), layers(&pushes.first_att));
+    let (second_sig, second_att) = (layers(&pushes.second_sig), layers(&pushes.second_att));
+    let other_signed = co_signature(&pushes.registry, &pushes.path, &pushes.second_sig, other);
+    let mut swapped_payload = second_sig[0].clone();
+    swapped_payload["digest"] = first_sig[0]["digest"].clone();
+    swapped_payload["size"] = first_sig[0]["size"].clone();
+    let note_layer = json!({
+        "mediaType": "application/vnd.example.note+json",
+        "digest": pushes.second_sig["config"]["digest"],
+        "size": pushes.second_sig["config"]["size"],
+    });
+    let two_subjects = envelope_signed_by(
+        &pushes.registry,
+        &pushes.path,
+        keys,
+        &pushes.second_att,
+        Some(&pushes.first),
+    );
+    // (what is done, the key verifying, the .sig and .att layers of `second` put in place)
+    let cases: Vec<(&str, &Keys, Vec<Value>, Vec<Value>)> = vec![
+        ("as pushed", keys, second_sig.clone(), second_att.clone()),
+        ("another key", other, second_sig.clone(), second_att.clone()),
+        (
+            "a swapped payload",
+            keys,
+            vec![swapped_payload],
+            second_att.clone(),
+        ),
+        ("replayed signatures", keys, first_sig, first_att.clone()),
+        (
+            "a foreign envelope before forge's",
+            keys,
+            second_sig.clone(),
+            [first_att.clone(), second_att.clone()].concat(),
+        ),
+        (
+            "a foreign envelope after forge's",
+            keys,
+            second_sig.clone(),
+            [second_att.clone(), first_att].concat(),
+        ),
+        (
+            "a co-signature before forge's",
+            keys,
+            [vec![other_signed.clone()], second_sig.clone()].concat(),
+            second_att.clone(),
+        ),
+        (
+            "only a co-signature",
+            keys,
+            vec![other_signed],
+            second_att.clone(),
+        ),
+        (
+            "a layer of another type before forge's",
+            keys,
+            [vec![note_layer], second_sig.clone()].concat(),
+            second_att,
+        ),
+        (
+            "a statement naming another image before this one",
+            keys,
+            second_sig,
+            vec![two_subjects],
+        ),
+    ];
+    for (case, key, sig, att) in cases {
+        pushes.put(&sig, &att);
+        let (json, forge, cosign) = pushes.verdicts(key);
         assert_eq!(
             forge, cosign,
             "{case}: forge (signature, provenance) {forge:?}, cosign's rule {cosign:?}:\n{json:#}"
         );
-        if att.len() > 1 && forge.1 {
-            let note = row(&json, "provenance subject", &latest)["note"].clone();
-            assert_eq!(
-                note,
-                json!(format!("1 of 2 layers ignored: for {first}")),
-                "{case}"
-            );
-        }
-        if sig.len() > 1 && forge.0 {
-            let note = row(&json, "signature", &latest)["note"].clone();
-            let reason = match sig[0]["mediaType"].as_str().unwrap() {
-                "application/vnd.example.note+json" => {
-                    "of type application/vnd.example.note+json".to_owned()
-                }
-                _ => format!("not signed by {}", key.public_arg()),
-            };
-            assert_eq!(
-                note,
-                json!(format!("1 of 2 layers ignored: {reason}")),
-                "{case}"
-            );
-        }
+        assert_notes(&pushes, &json, case, key, (&sig, &att), forge);
     }
-    // A valid signature of this manifest that names another repository: cosign checks only the
-    // digest and accepts it; forge, as a containers policy's `matchRepository`, does not, and
-    // says what it found.
-    let elsewhere = format!("{}/forge-test/elsewhere", registry.address());
+}
+
+/// Where a tampering left a valid layer beside one forge ignored, the row's note says which
+/// and why.
+#[track_caller]
+fn assert_notes(
+    pushes: &Pushes,
+    json: &Value,
+    case: &str,
+    key: &Keys,
+    (sig, att): (&[Value], &[Value]),
+    (signed, attested): (bool, bool),
+) {
+    let latest = pushes.latest();
+    if att.len() > 1 && attested {
+        let note = &row(json, "provenance subject", &latest)["note"];
+        let expected = format!("1 of 2 layers ignored: for {}", pushes.first);
+        assert_eq!(note, &json!(expected), "{case}");
+    }
+    if sig.len() > 1 && signed {
+        let note = &row(json, "signature", &latest)["note"];
+        let reason = match sig[0]["mediaType"].as_str().unwrap() {
+            "application/vnd.example.note+json" => {
+                "of type application/vnd.example.note+json".to_owned()
+            }
+            _ => format!("not signed by {}", key.public_arg()),
+        };
+        assert_eq!(
+            note,
+            &json!(format!("1 of 2 layers ignored: {reason}")),
+            "{case}"
+        );
+    }
+}
+
+/// A valid signature of the manifest that names another repository: cosign checks only the
+/// digest and accepts it; forge, as a containers policy's `matchRepository`, does not, and says
+/// what it found. The one place the two part, by design.
+#[test]
+fn a_signature_for_another_repository_is_refused_where_cosign_accepts_it() {
+    let Some(pushes) = Pushes::signed_twice("elsewhere") else {
+        return;
+    };
+    let elsewhere = format!("{}/forge-test/elsewhere", pushes.registry.address());
     let payload = serde_json::to_vec(&json!({
         "critical": {
             "identity": { "docker-reference": elsewhere },
-            "image": { "docker-manifest-digest": second },
+            "image": { "docker-manifest-digest": pushes.second },
             "type": "cosign container image signature",
         },
         "optional": null,
     }))
     .unwrap();
-    let mut foreign = layers(&second_sig)[0].clone();
-    foreign["digest"] = json!(registry.put_blob(&path, &payload));
+    let mut foreign = layers(&pushes.second_sig)[0].clone();
+    foreign["digest"] = json!(pushes.registry.put_blob(&pushes.path, &payload));
     foreign["size"] = json!(payload.len());
-    foreign["annotations"]["dev.cosignproject.cosign/signature"] = json!(keys.sign(&payload));
-    registry.put_manifest(
-        &path,
-        &attachment(&second, "sig"),
-        OCI_MANIFEST,
-        &with_layers(&second_sig, vec![foreign]),
-    );
-    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
-    let signature = row(&json, "signature", &latest);
-    assert_eq!(signature["ok"], false, "{json:#}");
+    foreign["annotations"]["dev.cosignproject.cosign/signature"] =
+        json!(pushes.keys.sign(&payload));
+    pushes.put(&[foreign], &layers(&pushes.second_att));
+    let (json, forge, cosign) = pushes.verdicts(&pushes.keys);
+    assert!(!forge.0, "{json:#}");
     assert_eq!(
-        signature["actual"],
-        format!("signed by {} for {elsewhere}", keys.public_arg())
-    );
-    let public = keys.public();
-    let cosign = cosign_rule(
-        &python,
-        &registry,
-        &path,
-        "latest",
-        public.to_str().unwrap(),
+        row(&json, "signature", &pushes.latest())["actual"],
+        format!("signed by {} for {elsewhere}", pushes.keys.public_arg())
     );
     assert!(cosign.0, "cosign checks the digest only");
+}
 
-    // The first image's SBOM in place of the second's: cosign's rule does not judge an SBOM
-    // attached unsigned, and neither do forge's signature and provenance rows; forge's `sbom`
-    // row fails, the SBOM not being the one the signed provenance names.
-    registry.put_manifest(
-        &path,
-        &attachment(&second, "sig"),
-        OCI_MANIFEST,
-        &serde_json::to_vec(&second_sig).unwrap(),
-    );
-    registry.put_manifest(
-        &path,
-        &attachment(&second, "att"),
-        OCI_MANIFEST,
-        &serde_json::to_vec(&second_att).unwrap(),
-    );
-    let first_sbom = registry
-        .held(&path, &attachment(&first, "sbom"), &[OCI_MANIFEST])
+/// The first image's SBOM in place of the second's: cosign's rule does not judge an SBOM
+/// attached unsigned, and neither do forge's signature and provenance rows; forge's `sbom` row
+/// fails, the SBOM not being the one the signed provenance names. Then a re-pointed tag
+/// (`latest` at an image pushed by hand, nothing attached) fails both.
+#[test]
+fn a_swapped_sbom_and_a_re_pointed_tag_get_cosigns_verdict() {
+    let Some(pushes) = Pushes::signed_twice("sbom-swap") else {
+        return;
+    };
+    let path = &pushes.path;
+    let first_sbom = pushes
+        .registry
+        .held(path, &attachment(&pushes.first, "sbom"), &[OCI_MANIFEST])
         .1;
-    registry.put_manifest(
-        &path,
-        &attachment(&second, "sbom"),
-        OCI_MANIFEST,
-        &first_sbom,
-    );
-    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
-    let forge = (
-        row(&json, "signature", &latest)["ok"] == true,
-        row(&json, "provenance subject", &latest)["ok"] == true,
-    );
-    let public = keys.public();
-    let cosign = cosign_rule(
-        &python,
-        &registry,
-        &path,
-        "latest",
-        public.to_str().unwrap(),
-    );
+    let second_sbom = attachment(&pushes.second, "sbom");
+    pushes
+        .registry
+        .put_manifest(path, &second_sbom, OCI_MANIFEST, &first_sbom);
+    let (json, forge, cosign) = pushes.verdicts(&pushes.keys);
     assert_eq!(forge, cosign, "a swapped SBOM");
-    assert_eq!(row(&json, "sbom", &latest)["ok"], false, "{json:#}");
+    assert_eq!(forge, (true, true));
+    assert_eq!(
+        row(&json, "sbom", &pushes.latest())["ok"],
+        false,
+        "{json:#}"
+    );
 
-    // A re-pointed tag: `latest` at an image pushed by hand, with nothing attached.
-    registry.push(&path, "latest");
-    let json = verify(&example, &["--key", &keys.public_arg()], &env).json();
-    let forge = (
-        row(&json, "signature", &latest)["ok"] == true,
-        row(&json, "provenance subject", &latest)["ok"] == true,
-    );
-    let public = keys.public();
-    let cosign = cosign_rule(
-        &python,
-        &registry,
-        &path,
-        "latest",
-        public.to_str().unwrap(),
-    );
+    pushes.registry.push(path, "latest");
+    let (_, forge, cosign) = pushes.verdicts(&pushes.keys);
     assert_eq!(forge, (false, false));
     assert_eq!(cosign, forge, "a re-pointed tag");
+}
+
+/// Appends, as a second signer with `other` would, a signature to the `.sig` and an
+/// attestation of the same provenance to the `.att` of the manifest `digest`; the two layers.
+fn co_signed(registry: &RegistryServer, path: &str, digest: &str, other: &Keys) -> (Value, Value) {
+    let held = |tag: &str| -> Value {
+        serde_json::from_slice(&registry.held(path, tag, &[OCI_MANIFEST]).1).unwrap()
+    };
+    let (sig_tag, att_tag) = (attachment(digest, "sig"), attachment(digest, "att"));
+    let (sig, att) = (held(&sig_tag), held(&att_tag));
+    let co_signature = co_signature(registry, path, &sig, other);
+    let co_attestation = envelope_signed_by(registry, path, other, &att, None);
+    for (tag, manifest, layer) in [
+        (&sig_tag, &sig, &co_signature),
+        (&att_tag, &att, &co_attestation),
+    ] {
+        let appended = [layers(manifest), vec![layer.clone()]].concat();
+        registry.put_manifest(path, tag, OCI_MANIFEST, &with_layers(manifest, appended));
+    }
+    (co_signature, co_attestation)
 }
 
 /// A second signer appends a signature to the `.sig` and an attestation to the `.att` of a
@@ -344,33 +386,8 @@ fn a_co_signature_survives_a_re_sign() {
     };
     let path = path_of(&example, &registry);
     let digest = registry.digest(&path, "latest");
-    let tag = attachment(&digest, "sig");
-    let sig: Value =
-        serde_json::from_slice(&registry.held(&path, &tag, &[OCI_MANIFEST]).1).unwrap();
-    let mut co_signature = layers(&sig)[0].clone();
-    let payload_digest = co_signature["digest"].as_str().unwrap().to_owned();
-    let payload = registry
-        .get(&format!("/v2/{path}/blobs/{payload_digest}"), "*/*")
-        .unwrap()
-        .2;
-    co_signature["annotations"]["dev.cosignproject.cosign/signature"] = json!(other.sign(&payload));
-    registry.put_manifest(
-        &path,
-        &tag,
-        OCI_MANIFEST,
-        &with_layers(&sig, [layers(&sig), vec![co_signature.clone()]].concat()),
-    );
-    // And a co-attestation: the same provenance, attested by the other key.
-    let att_tag = attachment(&digest, "att");
-    let att: Value =
-        serde_json::from_slice(&registry.held(&path, &att_tag, &[OCI_MANIFEST]).1).unwrap();
-    let co_attestation = envelope_signed_by(&registry, &path, &other, &att, None);
-    registry.put_manifest(
-        &path,
-        &att_tag,
-        OCI_MANIFEST,
-        &with_layers(&att, [layers(&att), vec![co_attestation.clone()]].concat()),
-    );
+    let (tag, att_tag) = (attachment(&digest, "sig"), attachment(&digest, "att"));
+    let (co_signature, co_attestation) = co_signed(&registry, &path, &digest, &other);
 
     for _ in 0..2 {
         example
@@ -438,19 +455,6 @@ fn pre_authentication(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     .into_bytes();
     bytes.extend_from_slice(payload);
     bytes
-}
-
-/// A layer for the `.att` of the manifest `att` is attached to: the statement its envelope
-/// carries with the manifest `first` named as its first subject, signed by `keys` (with
-/// openssl), uploaded to `path`.
-fn two_subject_envelope(
-    registry: &RegistryServer,
-    path: &str,
-    keys: &Keys,
-    att: &Value,
-    first: &str,
-) -> Value {
-    envelope_signed_by(registry, path, keys, att, Some(first))
 }
 
 /// A layer for the `.att` of the manifest `att` is attached to: the statement its envelope

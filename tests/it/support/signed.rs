@@ -84,3 +84,23 @@ pub fn openssl_verifies(public: &Path, payload: &[u8], signature_base64: &str) -
         .expect("openssl runs");
     output.status.success() && String::from_utf8_lossy(&output.stdout).contains("Verified OK")
 }
+
+/// `tests/python/attest_check.py ARGS...` run by `python`: its exit code and stdout.
+pub fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
+    let script = crate::support::repository_root().join("tests/python/attest_check.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("{} cannot run: {error}", python.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "{} lacks a library the check needs: {stderr}",
+        python.display()
+    );
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
