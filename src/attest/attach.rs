@@ -154,12 +154,7 @@ fn made_by(layer: &Layer, kind: Kind, subject: &Digest, key: &VerifyingKey) -> b
                 && cosign::claims(&layer.bytes)
                     .is_some_and(|claims| claims.digest == subject.as_str())
         }
-        _ => serde_json::from_slice::<Envelope>(&layer.bytes)
-            .ok()
-            .and_then(|envelope| envelope.verified_payload(key))
-            .and_then(|payload| serde_json::from_slice(&payload).ok())
-            .and_then(|statement| provenance::stated(&statement))
-            .is_some_and(|stated| stated.names(subject)),
+        _ => provenance::signed_by(&layer.bytes, key).is_ok_and(|stated| stated.names(subject)),
     }
 }
 

@@ -269,16 +269,6 @@ pub struct Stated {
     pub sbom: Option<String>,
 }
 
-/// The names of the inputs forge.lock records, as the statement names their descriptors.
-const INPUTS: [&str; 6] = [
-    "pins.toml",
-    "templates",
-    "patches",
-    "overlays",
-    "Dockerfile",
-    "context",
-];
-
 /// Reads back what `statement` (JSON) says; `None` when it is not a provenance statement. The
 /// inputs are the descriptors of `resolvedDependencies` named as forge.lock names them (a
 /// statement of an earlier forge held them in `externalParameters.inputs`).
@@ -304,7 +294,7 @@ pub fn stated(statement: &Value) -> Option<Stated> {
             .filter_map(|dependency| {
                 let name = dependency["name"].as_str()?;
                 let hex = dependency["digest"]["sha256"].as_str()?;
-                INPUTS
+                crate::lock::Inputs::NAMES
                     .contains(&name)
                     .then(|| (name.to_owned(), format!("sha256:{hex}")))
             })
@@ -324,6 +314,28 @@ pub fn stated(statement: &Value) -> Option<Stated> {
         inputs,
         sbom,
     })
+}
+
+/// Why a DSSE envelope is not a provenance statement signed by a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotSigned {
+    /// Not a DSSE envelope.
+    Unreadable,
+    /// No signature of it is the key's.
+    ByKey,
+    /// Signed by the key, but not an in-toto statement of SLSA provenance.
+    NotProvenance,
+}
+
+/// What the DSSE envelope `bytes` states, when `key` signed it and it is provenance.
+pub fn signed_by(bytes: &[u8], key: &super::keys::VerifyingKey) -> Result<Stated, NotSigned> {
+    let envelope: super::dsse::Envelope =
+        serde_json::from_slice(bytes).map_err(|_| NotSigned::Unreadable)?;
+    let payload = envelope.verified_payload(key).ok_or(NotSigned::ByKey)?;
+    serde_json::from_slice(&payload)
+        .ok()
+        .and_then(|statement| stated(&statement))
+        .ok_or(NotSigned::NotProvenance)
 }
 
 impl Stated {

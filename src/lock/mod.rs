@@ -294,15 +294,26 @@ impl Inputs {
         })
     }
 
+    /// The names people know the inputs by, in record order.
+    pub const NAMES: [&'static str; 6] = [
+        "pins.toml",
+        "templates",
+        "patches",
+        "overlays",
+        "Dockerfile",
+        "context",
+    ];
+
     /// Each digest with the name people know its input by, in record order.
     pub fn named(&self) -> [(&'static str, &Digest); 6] {
+        let [pins, templates, patches, overlays, dockerfile, context] = Self::NAMES;
         [
-            ("pins.toml", &self.pins),
-            ("templates", &self.templates),
-            ("patches", &self.patches),
-            ("overlays", &self.overlays),
-            ("Dockerfile", &self.dockerfile),
-            ("context", &self.context),
+            (pins, &self.pins),
+            (templates, &self.templates),
+            (patches, &self.patches),
+            (overlays, &self.overlays),
+            (dockerfile, &self.dockerfile),
+            (context, &self.context),
         ]
     }
 

@@ -7,7 +7,6 @@
 //! recipe's pins.
 
 use crate::attest::cosign;
-use crate::attest::dsse::Envelope;
 use crate::attest::keys::VerifyingKey;
 use crate::attest::{provenance, sbom};
 use crate::lock::Inputs;
@@ -220,20 +219,16 @@ fn provenance_of(
             ignored.push(Ignored::OtherType(layer.media_type.clone()));
             continue;
         }
-        let Ok(envelope) = serde_json::from_slice::<Envelope>(&layer.bytes) else {
-            ignored.push(Ignored::Unreadable);
-            continue;
-        };
-        let Some(payload) = envelope.verified_payload(key) else {
-            ignored.push(Ignored::NotSigned);
-            continue;
-        };
-        let Some(stated) = serde_json::from_slice(&payload)
-            .ok()
-            .and_then(|statement| provenance::stated(&statement))
-        else {
-            ignored.push(Ignored::NotProvenance);
-            continue;
+        let stated = match provenance::signed_by(&layer.bytes, key) {
+            Ok(stated) => stated,
+            Err(why) => {
+                ignored.push(match why {
+                    provenance::NotSigned::Unreadable => Ignored::Unreadable,
+                    provenance::NotSigned::ByKey => Ignored::NotSigned,
+                    provenance::NotSigned::NotProvenance => Ignored::NotProvenance,
+                });
+                continue;
+            }
         };
         if !stated.names(held) {
             ignored.push(Ignored::OtherImage(
