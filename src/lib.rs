@@ -35,6 +35,7 @@ pub mod bump;
 pub mod cli;
 pub mod commands;
 pub mod completion;
+pub mod conduit;
 pub mod context;
 pub mod diagnostics;
 pub mod engine;

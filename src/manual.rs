@@ -45,6 +45,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "seconds a daemon's pull or push, or a download, may go without progress before forge gives up on it (default 60)",
     ),
     (
+        "FORGE_CONDUIT_PORT",
+        "the port of 127.0.0.1 forge serves the daemon its image on, for a daemon that reaches forge's loopback through a forward (default: any free port)",
+    ),
+    (
         "FORGE_DOWNLOAD_LIMIT",
         "the most bytes one download may hold (default 8 GiB)",
     ),
@@ -94,7 +98,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "TMPDIR",
-        "where scratch repositories, the context archive and downloads are spooled",
+        "where scratch repositories, the context archive, downloads and the layers forge rewrites are spooled",
     ),
     (
         "COLUMNS",

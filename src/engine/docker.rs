@@ -18,7 +18,7 @@ use futures_util::StreamExt as _;
 use super::address::{DaemonAddress, TlsFiles};
 use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
-use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, RunOutput};
+use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, PathMeta, RunOutput};
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform, Repository, Tag};
 
@@ -643,47 +643,6 @@ impl Engine for Docker {
         digest.ok_or(EngineError::NoPushDigest { reference })
     }
 
-    fn export(
-        &self,
-        image: &ImageId,
-    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, EngineError>> {
-        let action = format!("export {image}");
-        self.client
-            .export_image(image.0.as_str())
-            .map(move |chunk| chunk.map_err(|error| self.api(action.clone())(error)))
-    }
-
-    async fn load(&self, archive: &std::path::Path) -> Result<(), EngineError> {
-        let file = tokio::fs::File::open(archive)
-            .await
-            .map_err(|source| EngineError::Context {
-                path: archive.to_owned(),
-                source,
-            })?;
-        let options = bollard::query_parameters::ImportImageOptionsBuilder::default()
-            .quiet(true)
-            .build();
-        let mut stream = self.client.import_image_stream(
-            options,
-            tokio_util::io::ReaderStream::with_capacity(file, 1 << 20),
-            None,
-        );
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(info) => {
-                    if let Some(error) = info.error_detail.and_then(|detail| detail.message) {
-                        return Err(EngineError::Api {
-                            action: "load the normalized image".to_owned(),
-                            message: error,
-                        });
-                    }
-                }
-                Err(error) => return Err(self.api("load the normalized image")(error)),
-            }
-        }
-        Ok(())
-    }
-
     async fn pull_reference(
         &self,
         reference: &crate::types::oci::ImageRef,
@@ -726,6 +685,84 @@ impl Engine for Docker {
             }) => Ok(false),
             Err(error) => Err(self.api(format!("remove the image {image}"))(error)),
         }
+    }
+
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    async fn untag(&self, reference: &str) -> Result<(), EngineError> {
+        let options = RemoveImageOptionsBuilder::default().noprune(true).build();
+        match self
+            .client
+            .remove_image(reference, Some(options), None)
+            .await
+        {
+            Ok(_)
+            | Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(error) => Err(self.api(format!("remove the name {reference}"))(error)),
+        }
+    }
+
+    async fn history_len(&self, image: &ImageId) -> Result<usize, EngineError> {
+        self.client
+            .image_history(image.0.as_str())
+            .await
+            .map(|history| history.len())
+            .map_err(self.api(format!("read the history of {image}")))
+    }
+
+    async fn open_probe(&self, image: &ImageId) -> Result<String, EngineError> {
+        let config = ContainerCreateBody {
+            image: Some(image.0.to_string()),
+            // Never run: a command only so that an image without one can be made a container.
+            entrypoint: Some(vec!["/forge-never-runs".to_owned()]),
+            network_disabled: Some(true),
+            ..Default::default()
+        };
+        self.client
+            .create_container(None, config)
+            .await
+            .map(|created| created.id)
+            .map_err(self.api(format!("create a container of {image}")))
+    }
+
+    async fn path_in(&self, container: &str, path: &str) -> Result<Option<PathMeta>, EngineError> {
+        let options = bollard::query_parameters::DownloadFromContainerOptions {
+            path: path.to_owned(),
+        };
+        let mut stream = std::pin::pin!(
+            self.client
+                .download_from_container(container, Some(options))
+        );
+        let mut bytes = Vec::new();
+        // The first entry is the path itself: its header, and a PAX record before it at most.
+        while bytes.len() < PROBE_BYTES {
+            match stream.next().await {
+                Some(Ok(chunk)) => bytes.extend_from_slice(&chunk),
+                Some(Err(BollardError::DockerResponseServerError {
+                    status_code: 404, ..
+                })) => return Ok(None),
+                Some(Err(error)) => {
+                    return Err(self.api(format!("read {path} of a container"))(error));
+                }
+                None => break,
+            }
+        }
+        let action = || format!("read {path} of a container");
+        first_entry(&bytes)
+            .map(Some)
+            .map_err(|message| EngineError::Api {
+                action: action(),
+                message,
+            })
+    }
+
+    async fn close_probe(&self, container: &str) {
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        let _ = self.client.remove_container(container, Some(options)).await;
     }
 
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError> {
@@ -793,6 +830,29 @@ impl Engine for Docker {
         let _ = self.client.remove_container(&id, Some(options)).await;
         outcome
     }
+}
+
+/// How many bytes of a path's archive are read for its first entry: a header, and a PAX record
+/// of extended attributes before it.
+const PROBE_BYTES: usize = 64 * 1024;
+
+/// What the first entry of a container path's archive says of the path.
+fn first_entry(bytes: &[u8]) -> Result<PathMeta, String> {
+    let mut archive = tar::Archive::new(bytes);
+    let mut entries = archive.entries().map_err(|error| error.to_string())?;
+    let entry = entries
+        .next()
+        .ok_or("the daemon sent an empty archive")?
+        .map_err(|error| error.to_string())?;
+    let header = entry.header();
+    Ok(PathMeta {
+        directory: header.entry_type() == tar::EntryType::Directory,
+        mode: header.mode().map_err(|error| error.to_string())? & 0o7777,
+        owner: (
+            header.uid().map_err(|error| error.to_string())?,
+            header.gid().map_err(|error| error.to_string())?,
+        ),
+    })
 }
 
 /// The credentials as bollard sends them to the daemon.

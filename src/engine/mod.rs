@@ -355,15 +355,6 @@ pub trait Engine {
     /// network, waits for it to end, removes it, and returns its exit code and output.
     async fn run(&self, image: &ImageId, command: &[String]) -> Result<RunOutput, EngineError>;
 
-    /// The `docker save` archive of `image`, as the engine streams it.
-    fn export(
-        &self,
-        image: &ImageId,
-    ) -> impl futures_util::Stream<Item = Result<bytes::Bytes, EngineError>>;
-
-    /// Loads the `docker load` archive `archive`.
-    async fn load(&self, archive: &Path) -> Result<(), EngineError>;
-
     /// Pulls `reference` for `platform` as `docker pull` does (quietly: for an image a build
     /// already fetched, only its manifest and config travel) and returns what it names then.
     async fn pull_reference(
@@ -381,4 +372,35 @@ pub trait Engine {
     async fn version(&self) -> Option<String> {
         None
     }
+
+    /// Where the daemon was reached, as `DOCKER_HOST` spells it.
+    fn host(&self) -> &str;
+
+    /// Removes the name `reference` (a tag, or a digest reference of a pulled image); the
+    /// image goes with it when nothing else names it, as `docker rmi` takes it.
+    async fn untag(&self, reference: &str) -> Result<(), EngineError>;
+
+    /// How many entries the history of `image`'s config holds.
+    async fn history_len(&self, image: &ImageId) -> Result<usize, EngineError>;
+
+    /// Creates a container of `image` that is never started, to ask `path_in` of.
+    async fn open_probe(&self, image: &ImageId) -> Result<String, EngineError>;
+
+    /// What the file system of `container` holds at the absolute `path` (the path itself, not
+    /// a directory's contents); `None` when nothing.
+    async fn path_in(&self, container: &str, path: &str) -> Result<Option<PathMeta>, EngineError>;
+
+    /// Removes a container `open_probe` made.
+    async fn close_probe(&self, container: &str);
+}
+
+/// What a path of an image's file system is, as far as a directory entry above it cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathMeta {
+    /// Whether it is a directory.
+    pub directory: bool,
+    /// Its permission bits, with set-id and sticky bits.
+    pub mode: u32,
+    /// Its owner and group, by number.
+    pub owner: (u64, u64),
 }

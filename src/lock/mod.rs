@@ -381,6 +381,13 @@ pub struct ImageRecord {
     /// The format of the normalization that made `id` of `built` (`normalize::FORMAT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalized: Option<u32>,
+    /// The manifest forge wrote for the image: its digest in the registry, and the image's id
+    /// in a containerd image store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Digest>,
+    /// The epoch (seconds since 1970) every time of forge's layers and steps was set to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u64>,
 }
 
 /// One tag applied to the image.
@@ -597,7 +604,9 @@ impl Record {
                 revision: Some("e".repeat(40)),
                 builder: Some(crate::engine::Builder::Buildkit),
                 built: Some(Digest::filled('c')),
-                normalized: Some(1),
+                normalized: Some(2),
+                manifest: Some(Digest::filled('d')),
+                epoch: Some(1_783_468_800),
             },
             vec![
                 TagRecord {

@@ -7,10 +7,21 @@ use std::io::{self, Read};
 
 use serde_json::Value;
 
+use super::NormalizeError;
 use super::layer::Hashing;
-use super::saved::Saved;
-use super::{Content, NormalizeError};
+use super::manifest::Descriptor;
+use crate::conduit::Stored;
 use crate::types::oci::Digest;
+
+/// An image read for a comparison: its config, and each layer's diff id with, above the base,
+/// its blob.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The config's bytes.
+    pub config: Vec<u8>,
+    /// Each layer, bottom first: its diff id, and its blob when the daemon sent it.
+    pub layers: Vec<(Digest, Option<(Stored, Descriptor)>)>,
+}
 
 /// One entry of a layer, as far as a comparison cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,9 +211,9 @@ impl Comparison {
     }
 }
 
-/// Compares the images exported as `recorded` and `rebuilt`, whose layers not kept (the base's)
-/// are equal by diff id.
-pub fn compare(recorded: &Saved, rebuilt: &Saved) -> Result<Comparison, NormalizeError> {
+/// Compares the images read as `recorded` and `rebuilt`, whose layers not sent (the base's) are
+/// equal by diff id.
+pub fn compare(recorded: &Image, rebuilt: &Image) -> Result<Comparison, NormalizeError> {
     let recorded_config = parse(&recorded.config)?;
     let rebuilt_config = parse(&rebuilt.config)?;
     let steps = layer_steps(&recorded_config);
@@ -223,20 +234,17 @@ pub fn compare(recorded: &Saved, rebuilt: &Saved) -> Result<Comparison, Normaliz
         if one.map(|layer| &layer.0) == two.map(|layer| &layer.0) {
             continue;
         }
-        let listed =
-            |side: Option<&(Digest, Content)>| -> Result<BTreeMap<String, Entry>, NormalizeError> {
-                let Some((diff_id, content)) = side else {
-                    return Ok(BTreeMap::new());
-                };
-                let read = |source| NormalizeError::Export {
-                    what: format!("layer {} ({diff_id})", index + 1),
-                    source,
-                };
-                match content.reader().map_err(read)? {
-                    Some(reader) => entries(reader).map_err(read),
-                    None => Ok(BTreeMap::new()),
-                }
+        type Side<'a> = Option<&'a (Digest, Option<(Stored, Descriptor)>)>;
+        let listed = |side: Side<'_>| -> Result<BTreeMap<String, Entry>, NormalizeError> {
+            let Some((diff_id, Some((stored, descriptor)))) = side else {
+                return Ok(BTreeMap::new());
             };
+            let read = |source| NormalizeError::Layer {
+                what: format!("layer {} ({diff_id})", index + 1),
+                source,
+            };
+            entries(super::blob::open(stored, descriptor).map_err(read)?).map_err(read)
+        };
         layers.push(LayerDifference {
             index: index + 1,
             step: steps.get(index).cloned().flatten(),

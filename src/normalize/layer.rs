@@ -1,13 +1,17 @@
 //! One layer as a function of its content: a layer tar in, the same entries written again out.
 //!
-//! Each entry keeps its path, type, mode, owner and group by number, link target, device numbers,
-//! extended attributes and bytes, in the order the layer has them. What a daemon or a clock adds
-//! goes: modification times later than the epoch become the epoch, user and group names (looked
-//! up in the daemon host's passwd) are dropped, and so are access and change times. Every
-//! header is written one way (ustar, a PAX record where a value does not fit), so the same
-//! entries give the same bytes whichever engine wrote the layer.
+//! Each entry keeps its path, type, permission bits, owner and group by number, link target,
+//! device numbers, extended attributes and bytes, in the order the layer has them. What a
+//! daemon, a clock or a build cache adds goes: every modification time becomes the epoch (a
+//! cached step keeps the times of the build that first ran it, so only one value for all of
+//! them gives one layer), file-type bits in the mode (kept by some engines) are dropped, and so
+//! are user and group names, access and change times. A directory entry that changes nothing of
+//! the layers below (the same permissions, owner, group and attributes as the directory there;
+//! some engines write one for every mount point a RUN step had) is left out, as `drop` says.
+//! Every header is written one way (ustar, a PAX record where a value does not fit), so the
+//! same entries give the same bytes whichever engine wrote the layer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{self, Read, Write};
 
 use sha2::{Digest as _, Sha256};
@@ -27,6 +31,12 @@ const REWRITTEN_KEYS: [&str; 9] = [
     "path", "linkpath", "size", "uid", "gid", "uname", "gname", "atime", "ctime",
 ];
 
+/// The name of the entry that makes a directory opaque (hides what the layers below hold in it).
+const OPAQUE: &[u8] = b".wh..wh..opq";
+
+/// The prefix of an entry that deletes what the layers below hold under the rest of its name.
+const WHITEOUT: &[u8] = b".wh.";
+
 /// What rewriting a layer produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewritten {
@@ -38,15 +48,113 @@ pub struct Rewritten {
     pub entries: u64,
 }
 
-/// Rewrites the layer tar `input` into `output` with every modification time after `epoch`
-/// clamped to it.
-pub fn rewrite(input: impl Read, output: impl Write, epoch: u64) -> io::Result<Rewritten> {
+/// A directory's metadata, as far as whether an entry changes it goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Directory {
+    /// Permission bits, with set-id and sticky bits.
+    pub mode: u32,
+    /// Owner and group, by number.
+    pub owner: (u64, u64),
+    /// Extended attributes, by PAX key.
+    pub attributes: BTreeMap<String, Vec<u8>>,
+}
+
+/// What a layer holds at a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// A directory.
+    Directory(Directory),
+    /// Anything else: a file, a link, a device.
+    Other,
+}
+
+/// What a layer holds, by path (without a leading `/` or `./`, or a trailing `/`), as the
+/// layers above it need to know: its entries, what it deletes, which directories it makes
+/// opaque, and its directory entries in order.
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    /// Every entry's path and what it is (the last entry for a path, as extraction keeps).
+    pub entries: HashMap<Vec<u8>, Held>,
+    /// Paths it deletes.
+    pub deleted: HashSet<Vec<u8>>,
+    /// Directories it makes opaque.
+    pub opaque: HashSet<Vec<u8>>,
+    /// The sha256 of the layer's bytes as read.
+    pub diff_id: Option<Digest>,
+}
+
+/// The path of an entry as the index keys it.
+pub fn key(path: &[u8]) -> Vec<u8> {
+    let mut path = path;
+    while let Some(rest) = path.strip_prefix(b"./").or_else(|| path.strip_prefix(b"/")) {
+        path = rest;
+    }
+    while let Some(rest) = path.strip_suffix(b"/") {
+        path = rest;
+    }
+    if path == b"." {
+        Vec::new()
+    } else {
+        path.to_vec()
+    }
+}
+
+/// The parent of an index path (`""` for the root's children).
+pub fn parent(path: &[u8]) -> &[u8] {
+    path.iter()
+        .rposition(|byte| *byte == b'/')
+        .map_or(&path[..0], |at| &path[..at])
+}
+
+/// Reads the layer tar `input` once for its index and its sha256 (its diff id as built).
+pub fn index(input: impl Read) -> io::Result<Index> {
+    let mut hashing = HashingReader::new(input);
+    let mut found = Index::default();
+    {
+        let mut archive = tar::Archive::new(&mut hashing);
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let canonical = Canonical::of(&mut entry, 0)?;
+            let path = key(&canonical.path);
+            let name = &path[parent(&path).len()..];
+            let name = name.strip_prefix(b"/").unwrap_or(name);
+            if name == OPAQUE {
+                found.opaque.insert(parent(&path).to_vec());
+            } else if let Some(deleted) = name.strip_prefix(WHITEOUT) {
+                let mut target = parent(&path).to_vec();
+                if !target.is_empty() {
+                    target.push(b'/');
+                }
+                target.extend_from_slice(deleted);
+                found.deleted.insert(target);
+            } else {
+                found.entries.insert(path, canonical.held());
+            }
+        }
+    }
+    // What follows the archive's end (its padding to a block) is part of the layer's bytes.
+    io::copy(&mut hashing, &mut io::sink())?;
+    found.diff_id = Some(hashing.finish());
+    Ok(found)
+}
+
+/// Rewrites the layer tar `input` into `output` with every modification time the epoch,
+/// leaving out each directory entry whose index path `drop` names.
+pub fn rewrite(
+    input: impl Read,
+    output: impl Write,
+    epoch: u64,
+    drop: &HashSet<Vec<u8>>,
+) -> io::Result<Rewritten> {
     let mut archive = tar::Archive::new(input);
     let mut out = Hashing::new(output);
     let mut entries = 0;
     for entry in archive.entries()? {
         let mut entry = entry?;
         let canonical = Canonical::of(&mut entry, epoch)?;
+        if canonical.kind == EntryType::Directory && drop.contains(&key(&canonical.path)) {
+            continue;
+        }
         canonical.write(&mut out, &mut entry)?;
         entries += 1;
     }
@@ -77,7 +185,7 @@ struct Canonical {
 }
 
 impl Canonical {
-    /// The canonical form of `entry`, with its mtime clamped to `epoch`.
+    /// The canonical form of `entry`, with `epoch` as its mtime.
     fn of<R: Read>(entry: &mut tar::Entry<'_, R>, epoch: u64) -> io::Result<Self> {
         let mut kept = BTreeMap::new();
         let (mut uid, mut gid) = (entry.header().uid()?, entry.header().gid()?);
@@ -126,10 +234,10 @@ impl Canonical {
             path: entry.path_bytes().into_owned(),
             link: entry.link_name_bytes().map(|link| link.into_owned()),
             kind,
-            mode: header.mode()?,
+            mode: header.mode()? & 0o7777,
             uid,
             gid,
-            mtime: header.mtime()?.min(epoch),
+            mtime: epoch,
             size: if kind.is_file() || kind == EntryType::Continuous {
                 entry.size()
             } else {
@@ -138,6 +246,19 @@ impl Canonical {
             device,
             kept,
         })
+    }
+
+    /// What the entry is, for the index.
+    fn held(&self) -> Held {
+        if self.kind == EntryType::Directory {
+            Held::Directory(Directory {
+                mode: self.mode,
+                owner: (self.uid, self.gid),
+                attributes: self.kept.clone(),
+            })
+        } else {
+            Held::Other
+        }
     }
 
     /// Writes the entry, its PAX record first when one is needed, then its bytes from `data`.
@@ -227,6 +348,34 @@ pub(super) fn pad<W: Write>(out: &mut W, size: u64) -> io::Result<()> {
 
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
+}
+
+/// A reader that hashes what passes through it.
+pub(super) struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R> HashingReader<R> {
+    pub(super) fn new(inner: R) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// The digest of everything read.
+    pub(super) fn finish(self) -> Digest {
+        Digest::from_sha256(&self.hasher.finalize())
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.hasher.update(&buffer[..read]);
+        Ok(read)
+    }
 }
 
 /// A writer that hashes and counts what passes through it.
@@ -385,7 +534,7 @@ mod tests {
 
     fn rewritten(input: &[u8]) -> (Vec<u8>, Rewritten) {
         let mut out = Vec::new();
-        let rewritten = rewrite(input, &mut out, EPOCH).unwrap();
+        let rewritten = rewrite(input, &mut out, EPOCH, &HashSet::new()).unwrap();
         (out, rewritten)
     }
 
@@ -410,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn times_after_the_epoch_are_clamped_and_everything_else_is_kept_in_order() {
+    fn every_time_is_the_epoch_and_everything_else_is_kept_in_order() {
         let (out, _) = rewritten(&layer(true, Some(("builder", "staff")), 0));
         let mut archive = tar::Archive::new(out.as_slice());
         let mut seen = Vec::new();
@@ -446,7 +595,10 @@ mod tests {
             "a long path survives through a PAX record"
         );
         let mtimes: Vec<u64> = seen.iter().map(|(_, mtime, ..)| *mtime).collect();
-        assert_eq!(mtimes, [EPOCH, EPOCH, 1_000, EPOCH, EPOCH, EPOCH]);
+        assert_eq!(
+            mtimes, [EPOCH; 6],
+            "an earlier time too: a cached step keeps another build's"
+        );
         assert_eq!(seen[1].2, b"echo hi\n");
         assert_eq!(seen[3].3.as_deref(), Some(&b"greet.sh"[..]));
     }
@@ -496,6 +648,82 @@ mod tests {
                 ),
                 ("uid".to_owned(), b"4000000".to_vec()),
             ]
+        );
+    }
+
+    /// A directory entry as Docker 20.10 writes it (the file-type bits in the mode) and as 28.5
+    /// does (permission bits only).
+    fn directory(mode: u32) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = Header::new_ustar();
+        header.set_entry_type(EntryType::Directory);
+        header.set_mode(mode);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_size(0);
+        header.set_mtime(1_796_609_288);
+        builder.append_data(&mut header, "opt/", &b""[..]).unwrap();
+        builder.into_inner().unwrap()
+    }
+
+    #[test]
+    fn file_type_bits_in_the_mode_are_dropped() {
+        assert_eq!(
+            rewritten(&directory(0o40755)).0,
+            rewritten(&directory(0o755)).0
+        );
+        assert_ne!(
+            rewritten(&directory(0o40755)).0,
+            rewritten(&directory(0o700)).0
+        );
+    }
+
+    #[test]
+    fn a_directory_entry_named_to_drop_is_left_out_and_its_files_kept() {
+        let input = layer(true, None, 0);
+        let drop: HashSet<Vec<u8>> = [b"opt".to_vec()].into_iter().collect();
+        let mut out = Vec::new();
+        let written = rewrite(input.as_slice(), &mut out, EPOCH, &drop).unwrap();
+        assert_eq!(written.entries, 5);
+        let mut archive = tar::Archive::new(out.as_slice());
+        let paths: Vec<String> = archive
+            .entries()
+            .unwrap()
+            .map(|entry| String::from_utf8(entry.unwrap().path_bytes().into_owned()).unwrap())
+            .collect();
+        assert_eq!(paths[0], "opt/app/greet.sh");
+    }
+
+    #[test]
+    fn the_index_names_entries_deletions_and_opaque_folders_by_clean_paths() {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (path, kind) in [
+            ("./etc/", EntryType::Directory),
+            ("etc/.wh.hosts", EntryType::Regular),
+            ("var/cache/.wh..wh..opq", EntryType::Regular),
+            ("usr/bin/tool", EntryType::Regular),
+        ] {
+            let mut header = Header::new_ustar();
+            header.set_entry_type(kind);
+            header.set_mode(0o755);
+            header.set_uid(0);
+            header.set_gid(0);
+            header.set_size(0);
+            builder.append_data(&mut header, path, &b""[..]).unwrap();
+        }
+        let bytes = builder.into_inner().unwrap();
+        let found = index(bytes.as_slice()).unwrap();
+        assert!(matches!(
+            found.entries.get(&b"etc"[..]),
+            Some(Held::Directory(_))
+        ));
+        assert_eq!(found.entries.get(&b"usr/bin/tool"[..]), Some(&Held::Other));
+        assert!(found.deleted.contains(&b"etc/hosts"[..]));
+        assert!(found.opaque.contains(&b"var/cache"[..]));
+        assert_eq!(
+            found.diff_id,
+            Some(Digest::from_sha256(&Sha256::digest(&bytes))),
+            "the index reads the diff id of every byte"
         );
     }
 

@@ -1,84 +1,136 @@
 //! Stage 5b: the image the engine built in; the same image as a function of its content out,
-//! loaded back into the engine.
+//! held by the daemon under the manifest forge publishes.
 //!
-//! 1. Export the built image (`Engine::export`, a `docker save` archive) and read it as it
-//!    streams (`saved`): the config, and each layer by its diff id. The base's layers, known by
-//!    the diff ids the base has on the daemon, are skipped unread where the archive names them
-//!    by digest, else cut off again once read.
-//! 2. As it streams, rewrite each layer (`layer`) into a `docker load` archive (`archive`):
-//!    entries in the order the layer has them, owners by number only, mtimes clamped to the
-//!    epoch, every header written one way.
-//! 3. Rewrite the config (`config`): the new diff ids, timestamps clamped, nothing that says
-//!    which machine or builder made it, no cache metadata.
-//! 4. Load the archive. The image id is the sha256 of the config bytes forge wrote: known
-//!    before the engine loads it, checked after, and the load is skipped when the engine
-//!    already holds that image.
+//! 1. Read (`Conduit::read`): the daemon pushes the built image to forge's conduit. The base's
+//!    blobs, named by the digests and sizes its registry gives them (`Base::blobs`), are
+//!    answered as present and never sent: only the layers above the base leave the daemon, so
+//!    the cost grows with forge's layers and never with the base.
+//! 2. Rewrite each layer above the base (`layer`): read once for its index (and checked against
+//!    the diff id the config names), then written again, every time the epoch, permission bits
+//!    only, owners by number, each directory entry that changes nothing below left out
+//!    (`lower`), every header one way; compressed by forge (`blob`), so that the compressed
+//!    bytes too are one wherever it runs.
+//! 3. Rewrite the config (`config`): the new diff ids, forge's steps at the epoch, nothing that
+//!    says which machine, engine or builder made it, no empty fields.
+//! 4. Write the manifest (`manifest`): Docker's schema 2, the base's layers as the daemon
+//!    pushed them, forge's as it wrote them. Its digest is the image's in every store (the
+//!    containerd store names images by it) and in the registry.
+//! 5. Unless the daemon holds the image already, offer it on the conduit and have the daemon
+//!    pull it (`Conduit::write`): only forge's layers travel.
 //!
-//! The epoch is the recipe's date (`Recipe::source_date_epoch`). Equal layer contents give equal
-//! bytes whichever engine, storage driver or clock produced them, so two daemons, a `--no-cache`
-//! rebuild and a cold runner reading a registry cache all end on the same image id. What a step
-//! itself makes differently on every run (a build path, a clock, a random name compiled into a
-//! file) stays different, and `verify-digest --rebuild` names it file by file (`compare`).
+//! The epoch is the recipe's date (`Recipe::source_date_epoch`). What a step itself makes
+//! differently on every run (a build path, a clock, a random name compiled into a file) stays
+//! different, and `verify-digest --rebuild` names it file by file (`compare`).
 
-mod archive;
+mod blob;
 pub mod compare;
 mod config;
 pub mod layer;
-mod saved;
+mod lower;
+pub mod manifest;
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use futures_util::StreamExt as _;
-
+use crate::conduit::{Conduit, ConduitError, Pushed, Stored};
 use crate::diagnostics::{Advice, Advise, ExitStatus};
 use crate::engine::{Engine, EngineError, ImageId};
-use crate::types::oci::Digest;
-
-pub use archive::LoadArchive;
-pub use saved::{Content, Saved};
+use crate::types::oci::{Digest, Platform};
+use manifest::{DOCKER_CONFIG, Descriptor, Manifest};
 
 /// The format of the normalization, recorded with the image it made: a later forge that
-/// normalizes differently bumps it, and then rewrites the images an earlier one made.
-pub const FORMAT: u32 = 1;
+/// normalizes differently bumps it, and then rewrites the images an earlier one made. 2: every
+/// time the epoch, permission bits only, no-op directory entries left out, empty config fields
+/// dropped, layers compressed by forge and the manifest written by forge.
+pub const FORMAT: u32 = 2;
 
-/// How many exported chunks may wait for the reading thread.
-const CHUNKS_IN_FLIGHT: usize = 8;
+/// The base an image was built on, as the daemon and its registry know it.
+#[derive(Debug, Clone)]
+pub struct Base {
+    /// The base as pins.toml names it, for messages.
+    pub name: String,
+    /// The daemon's id of it.
+    pub id: ImageId,
+    /// Its layers' diff ids, bottom first.
+    pub diff_ids: Vec<Digest>,
+    /// How many history entries its config holds.
+    pub history: usize,
+    /// Its layers' blobs as its registry holds them; empty when forge could not ask.
+    pub blobs: Vec<Descriptor>,
+}
 
 /// What normalizing an image did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Normalized {
-    /// The normalized image.
+    /// The normalized image, as the daemon names it (the config's digest in the classic store,
+    /// the manifest's in the containerd store).
     pub id: ImageId,
+    /// Its config's digest: the image id, one on every engine.
+    pub config: Digest,
+    /// Its manifest's digest, one on every engine and in the registry.
+    pub manifest: Digest,
     /// Each layer above the base: its diff id as built, and as published.
     pub layers: Vec<(Digest, Digest)>,
     /// The bytes of the layers rewritten.
     pub rewritten: u64,
-    /// Whether the engine held the normalized image already (nothing was loaded).
+    /// The bytes the daemon sent forge to read the image.
+    pub read: u64,
+    /// Whether the engine held the normalized image already (nothing was pulled).
     pub already_held: bool,
-    /// How long each part took: the export read as it streamed, the rewrite, the load.
+    /// How long each part took.
     pub took: Phases,
+    /// The image's blobs as forge wrote them, while the conduit that holds them is open.
+    pub blobs: Option<Blobs>,
+}
+
+/// An image's blobs as forge wrote them: what a push to a registry uploads.
+#[derive(Debug, Clone)]
+pub struct Blobs {
+    /// The manifest's bytes.
+    pub manifest: Vec<u8>,
+    /// The config's bytes.
+    pub config: Vec<u8>,
+    /// The base's layers, as the manifest names them.
+    pub base: Vec<Descriptor>,
+    /// forge's layers: each descriptor and the file that holds its bytes.
+    pub layers: Vec<(Descriptor, Stored)>,
+}
+
+impl Blobs {
+    /// Uploads the config and forge's layers to `repository` with `client`, each unless the
+    /// registry holds it; returns how many it sent.
+    pub fn upload(
+        &self,
+        client: &crate::registry::RegistryClient,
+        repository: &crate::registry::RemoteRepository,
+    ) -> Result<usize, crate::registry::RegistryError> {
+        let layers: Vec<(Digest, &std::path::Path)> = self
+            .layers
+            .iter()
+            .map(|(descriptor, stored)| (descriptor.digest.clone(), stored.path.as_path()))
+            .collect();
+        client.push_image_blobs(repository, &self.config, &layers)
+    }
 }
 
 /// How long each part of a normalization took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Phases {
-    /// Exporting the image and reading it.
-    pub export: std::time::Duration,
+    /// The daemon's push to the conduit.
+    pub read: Duration,
     /// Rewriting the layers and the config.
-    pub rewrite: std::time::Duration,
-    /// Loading the result (zero when the engine held it already).
-    pub load: std::time::Duration,
+    pub rewrite: Duration,
+    /// The daemon's pull from the conduit (zero when it held the image).
+    pub write: Duration,
 }
 
 impl std::fmt::Display for Phases {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "export {:.2} s, rewrite {:.2} s, load {:.2} s",
-            self.export.as_secs_f64(),
+            "read {:.2} s, rewrite {:.2} s, write {:.2} s",
+            self.read.as_secs_f64(),
             self.rewrite.as_secs_f64(),
-            self.load.as_secs_f64()
+            self.write.as_secs_f64()
         )
     }
 }
@@ -89,15 +141,18 @@ pub enum NormalizeError {
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The export could not be read or spooled.
+    /// The conduit failed.
+    #[error(transparent)]
+    Conduit(#[from] ConduitError),
+    /// A layer could not be read or written.
     #[error("cannot read {what}: {source}")]
-    Export {
-        /// Which part.
+    Layer {
+        /// Which layer.
         what: String,
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The export is not what an export should be.
+    /// The image is not what an image should be.
     #[error("{0}")]
     Invalid(String),
     /// The built image does not start with the base's layers.
@@ -112,29 +167,27 @@ pub enum NormalizeError {
         /// How many of them start the built image.
         found: usize,
     },
-    /// A layer above the base repeats a base layer the export did not keep.
+    /// A layer above the base was not sent: it repeats a base layer.
     #[error(
-        "layer {index} of the built image repeats a layer of its base byte for byte ({diff_id}), which forge cannot rewrite"
+        "layer {index} of the built image repeats a layer of its base byte for byte ({digest}), which forge cannot rewrite"
     )]
     RepeatsBase {
         /// Its place, from 1.
         index: usize,
-        /// Its diff id.
-        diff_id: Digest,
+        /// Its blob's digest.
+        digest: Digest,
     },
-    /// The temporary files could not be written.
-    #[error("cannot write the normalized image in {}: {source}", folder.display())]
-    Spool {
-        /// The temporary folder.
-        folder: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The engine loaded something else than the image forge wrote.
-    #[error("the engine did not load the normalized image {expected}")]
+    /// The daemon holds something else than the image it pulled.
+    #[error(
+        "the daemon pulled the normalized image {manifest} but names it {found}, which is neither its manifest nor its config {config}"
+    )]
     NotLoaded {
-        /// The image id forge computed.
-        expected: ImageId,
+        /// The manifest forge offered.
+        manifest: Digest,
+        /// The config forge wrote.
+        config: Digest,
+        /// What the daemon named the image it pulled.
+        found: ImageId,
     },
 }
 
@@ -142,7 +195,8 @@ impl Advise for NormalizeError {
     fn advice(&self) -> Advice {
         match self {
             NormalizeError::Engine(error) => error.advice(),
-            NormalizeError::Spool { .. } => Advice::Hint(
+            NormalizeError::Conduit(error) => error.advice(),
+            NormalizeError::Layer { .. } => Advice::Hint(
                 "the layers above the base are rewritten in the temporary folder; free space there or point TMPDIR at a larger one"
                     .to_owned(),
             ),
@@ -163,203 +217,242 @@ impl Advise for NormalizeError {
 
 crate::advised!(NormalizeError);
 
-/// Normalizes the image `built`, whose first layers are the base's `base` (diff ids, in order;
-/// `base_name` names it in messages), with every timestamp later than `epoch` clamped to it, and
-/// loads the result into `engine`.
+/// Normalizes the image `built` of `engine`, built on `base` for `platform`, with every time of
+/// forge's layers and steps `epoch`, and leaves the result on the daemon.
 pub async fn normalize<E: Engine>(
     engine: &E,
+    conduit: &Conduit,
     built: &ImageId,
-    base: &[Digest],
-    base_name: &str,
+    (base, platform): (&Base, &Platform),
     epoch: u64,
 ) -> Result<Normalized, NormalizeError> {
-    let spool = spool()?;
-    let started = std::time::Instant::now();
-    let (saved, load) = export(engine, built, base, spool.path(), epoch).await?;
-    let exported = started.elapsed();
-    let found = saved
-        .layers
+    let started = Instant::now();
+    let pushed = read(engine, conduit, built, base, platform).await?;
+    let read_at = started.elapsed();
+    let (indexes, above) = indexed(&pushed, base).await?;
+    let unchanged = lower::unchanged(engine, &base.id, &indexes).await?;
+    let built: Vec<Digest> = indexes
         .iter()
-        .zip(base)
-        .take_while(|((diff_id, _), held)| diff_id == *held)
-        .count();
-    if found != base.len() {
-        return Err(NormalizeError::NotOnBase {
-            base: base_name.to_owned(),
-            held: base.len(),
-            found,
-        });
-    }
-    let folder = spool.path().to_owned();
-    let written = tokio::task::spawn_blocking(move || finish(saved, load, (found, epoch), &folder))
-        .await
-        .expect("the rewrite does not panic")?;
-    let Written {
-        archive,
-        id,
-        layers,
-        rewritten,
-    } = written;
-    let id = ImageId(id);
+        .filter_map(|index| index.diff_id.clone())
+        .collect();
+    let spool = conduit.spool().to_owned();
+    let layers = tokio::task::spawn_blocking(move || {
+        above
+            .into_iter()
+            .zip(unchanged)
+            .map(|((index, stored, descriptor), drop)| {
+                blob::rewrite(&stored, &descriptor, (epoch, &drop), &spool)
+                    .map_err(|source| layer_error(index, &descriptor, source))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .expect("the rewrite does not panic")?;
+    let new_ids: Vec<Digest> = layers.iter().map(|layer| layer.diff_id.clone()).collect();
+    let diff_ids = [base.diff_ids.as_slice(), &new_ids].concat();
+    let config = config::normalize(&pushed.config, &diff_ids, (epoch, base.history))?;
+    let config_digest = crate::conduit::sha256(&config);
+    let base_blobs: Vec<Descriptor> = pushed.manifest.layers[..base.diff_ids.len()]
+        .iter()
+        .map(Descriptor::as_docker)
+        .collect();
+    let forge_blobs: Vec<(Descriptor, Stored)> = layers
+        .iter()
+        .map(|layer| (layer.descriptor.clone(), layer.stored.clone()))
+        .collect();
+    let manifest = Manifest::docker(
+        Descriptor {
+            media_type: DOCKER_CONFIG.to_owned(),
+            size: config.len() as u64,
+            digest: config_digest.clone(),
+        },
+        base_blobs
+            .iter()
+            .cloned()
+            .chain(forge_blobs.iter().map(|(descriptor, _)| descriptor.clone()))
+            .collect(),
+    );
+    let manifest_digest = crate::conduit::sha256(&manifest);
     let rewritten_at = started.elapsed();
-    let already_held = engine.image(id.0.as_str()).await?.is_some();
-    if !already_held {
-        engine.load(&archive).await?;
-        if engine.image(id.0.as_str()).await?.is_none() {
-            return Err(NormalizeError::NotLoaded { expected: id });
-        }
-    }
+    let blobs = Blobs {
+        manifest,
+        config,
+        base: base_blobs,
+        layers: forge_blobs,
+    };
+    let (id, already_held) = write(engine, conduit, &blobs, platform).await?;
     Ok(Normalized {
         id,
-        layers,
-        rewritten,
+        config: config_digest,
+        manifest: manifest_digest,
+        layers: built
+            .into_iter()
+            .zip(&layers)
+            .map(|(built, layer)| (built, layer.diff_id.clone()))
+            .collect(),
+        rewritten: layers.iter().map(|layer| layer.size).sum(),
+        read: conduit.received_bytes(),
         already_held,
         took: Phases {
-            export: exported,
-            rewrite: rewritten_at - exported,
-            load: started.elapsed() - rewritten_at,
+            read: read_at,
+            rewrite: rewritten_at - read_at,
+            write: started.elapsed() - rewritten_at,
         },
+        blobs: Some(blobs),
     })
 }
 
-/// A temporary folder for the load archive.
-pub fn spool() -> Result<tempfile::TempDir, NormalizeError> {
-    tempfile::Builder::new()
-        .prefix("forge-normalize-")
-        .tempdir()
-        .map_err(|source| spool_error(&std::env::temp_dir(), source))
-}
-
-fn spool_error(folder: &std::path::Path, source: std::io::Error) -> NormalizeError {
-    NormalizeError::Spool {
-        folder: folder.to_owned(),
+fn layer_error(index: usize, descriptor: &Descriptor, source: std::io::Error) -> NormalizeError {
+    NormalizeError::Layer {
+        what: format!("layer {index} ({}) of the built image", descriptor.digest),
         source,
     }
 }
 
-/// Exports `image` from `engine` and reads it as it streams: the layers not in `base` are
-/// rewritten, their times clamped to `epoch`, into a load archive in `spool`.
-pub async fn export<E: Engine>(
+/// Has the daemon push `image` to the conduit, holding the base's blobs, and checks that what
+/// arrived is that image on that base.
+pub async fn read<E: Engine>(
     engine: &E,
+    conduit: &Conduit,
     image: &ImageId,
-    base: &[Digest],
-    spool: &std::path::Path,
-    epoch: u64,
-) -> Result<(Saved, LoadArchive), NormalizeError> {
-    let mut load = LoadArchive::create(spool).map_err(|source| spool_error(spool, source))?;
-    let (sender, receiver) = tokio::sync::mpsc::channel(CHUNKS_IN_FLIGHT);
-    let base: HashSet<Digest> = base.iter().cloned().collect();
-    let reading = tokio::task::spawn_blocking(move || {
-        saved::read(ChunkReader::new(receiver), &base, &mut load, epoch).map(|saved| (saved, load))
-    });
-    let mut stream = std::pin::pin!(engine.export(image));
-    let mut pumped = Ok(());
-    while let Some(chunk) = stream.next().await {
-        match chunk {
-            // The reader stopped early; its own error says why.
-            Ok(chunk) => {
-                if sender.send(chunk).await.is_err() {
-                    break;
-                }
-            }
-            Err(error) => {
-                pumped = Err(error);
-                break;
-            }
-        }
+    base: &Base,
+    platform: &Platform,
+) -> Result<Pushed, NormalizeError> {
+    for blob in &base.blobs {
+        conduit.hold(blob.digest.clone(), blob.size);
     }
-    drop(sender);
-    let read = reading.await.expect("reading the export does not panic");
-    pumped?;
-    read
+    let pushed = conduit.read(engine, image, platform).await?;
+    let config_digest = crate::conduit::sha256(&pushed.config);
+    if config_digest != image.0 && pushed.top != image.0 {
+        return Err(NormalizeError::Invalid(format!(
+            "the daemon pushed {} (config {config_digest}) when asked for the image {image}",
+            pushed.top
+        )));
+    }
+    let diff_ids = config::diff_ids(&pushed.config)?;
+    if diff_ids.len() != pushed.manifest.layers.len() {
+        return Err(NormalizeError::Invalid(format!(
+            "the image {image} names {} layers in its config and {} in its manifest",
+            diff_ids.len(),
+            pushed.manifest.layers.len()
+        )));
+    }
+    let found = diff_ids
+        .iter()
+        .zip(&base.diff_ids)
+        .take_while(|(built, held)| built == held)
+        .count();
+    if found != base.diff_ids.len() {
+        return Err(NormalizeError::NotOnBase {
+            base: base.name.clone(),
+            held: base.diff_ids.len(),
+            found,
+        });
+    }
+    Ok(pushed)
 }
 
-/// What the rewrite wrote.
-struct Written {
-    archive: tempfile::TempPath,
-    id: Digest,
-    layers: Vec<(Digest, Digest)>,
-    rewritten: u64,
-}
-
-/// Finishes the load archive of `saved`: the layers above its first `base` ones rewritten (most
-/// already are, as the export streamed), and the config that names them.
-fn finish(
-    saved: Saved,
-    mut load: LoadArchive,
-    (base, epoch): (usize, u64),
-    folder: &std::path::Path,
-) -> Result<Written, NormalizeError> {
-    let spooled = |source| spool_error(folder, source);
-    let mut diff_ids = Vec::with_capacity(saved.layers.len());
-    let mut paths = Vec::with_capacity(saved.layers.len());
-    let mut layers = Vec::new();
-    let mut rewritten = 0;
-    for (index, (diff_id, content)) in saved.layers.iter().enumerate() {
-        if index < base {
-            paths.push(archive::held_path(diff_id));
-            diff_ids.push(diff_id.clone());
-            continue;
-        }
-        let placed = match content {
-            Content::Rewritten(placed) => placed.clone(),
-            // A small layer, kept in memory as it came.
-            Content::Memory(bytes) => {
-                load.rewrite(bytes.as_slice(), epoch)
-                    .map_err(|source| NormalizeError::Export {
-                        what: format!("layer {} ({diff_id}) of the built image", index + 1),
-                        source,
-                    })?
-                    .1
-            }
-            Content::Dropped => {
-                return Err(NormalizeError::RepeatsBase {
-                    index: index + 1,
-                    diff_id: diff_id.clone(),
-                });
-            }
-        };
-        rewritten += placed.rewritten.size;
-        layers.push((diff_id.clone(), placed.rewritten.diff_id.clone()));
-        diff_ids.push(placed.rewritten.diff_id.clone());
-        paths.push(placed.path);
-    }
-    let config = config::normalize(&saved.config, &diff_ids, epoch)?;
-    let id = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&config));
-    let archive = load.finish(&config, &id, &paths).map_err(spooled)?;
-    Ok(Written {
-        archive,
-        id,
+/// `image` of `engine`, built on `base`, read for a comparison: only its layers above the base
+/// travel.
+pub async fn read_image<E: Engine>(
+    engine: &E,
+    conduit: &Conduit,
+    image: &ImageId,
+    (base, platform): (&Base, &Platform),
+) -> Result<compare::Image, NormalizeError> {
+    let pushed = read(engine, conduit, image, base, platform).await?;
+    let diff_ids = config::diff_ids(&pushed.config)?;
+    let layers = diff_ids
+        .into_iter()
+        .zip(pushed.manifest.layers.iter().zip(&pushed.blobs))
+        .map(|(diff_id, (descriptor, stored))| {
+            (
+                diff_id,
+                stored.clone().map(|stored| (stored, descriptor.clone())),
+            )
+        })
+        .collect();
+    Ok(compare::Image {
+        config: pushed.config,
         layers,
-        rewritten,
     })
 }
 
-/// A blocking reader over the chunks an async task sends.
-pub(crate) struct ChunkReader {
-    receiver: tokio::sync::mpsc::Receiver<bytes::Bytes>,
-    current: bytes::Bytes,
+/// A layer above the base, ready to rewrite: its place from 1, its blob, its descriptor.
+type Above = (usize, Stored, Descriptor);
+
+/// Each layer above the base read once for its index, and checked against the diff id the
+/// config names for it.
+async fn indexed(
+    pushed: &Pushed,
+    base: &Base,
+) -> Result<(Vec<layer::Index>, Vec<Above>), NormalizeError> {
+    let diff_ids = config::diff_ids(&pushed.config)?;
+    let mut above = Vec::new();
+    for (position, descriptor) in pushed.manifest.layers.iter().enumerate() {
+        if position < base.diff_ids.len() {
+            continue;
+        }
+        let Some(stored) = pushed.blobs[position].clone() else {
+            return Err(NormalizeError::RepeatsBase {
+                index: position + 1,
+                digest: descriptor.digest.clone(),
+            });
+        };
+        above.push((position + 1, stored, descriptor.clone()));
+    }
+    let listed = above.clone();
+    let indexes = tokio::task::spawn_blocking(move || {
+        listed
+            .iter()
+            .map(|(index, stored, descriptor)| {
+                let index_of = blob::index(stored, descriptor)
+                    .map_err(|source| layer_error(*index, descriptor, source))?;
+                let expected = &diff_ids[index - 1];
+                if index_of.diff_id.as_ref() != Some(expected) {
+                    return Err(NormalizeError::Invalid(format!(
+                        "layer {index} of the built image does not have the diff id its config names ({expected})"
+                    )));
+                }
+                Ok(index_of)
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .expect("indexing does not panic")?;
+    Ok((indexes, above))
 }
 
-impl ChunkReader {
-    pub(crate) fn new(receiver: tokio::sync::mpsc::Receiver<bytes::Bytes>) -> Self {
-        Self {
-            receiver,
-            current: bytes::Bytes::new(),
+/// Puts the image of `blobs` on the daemon unless it holds it already; returns the daemon's id
+/// of it and whether it held it.
+async fn write<E: Engine>(
+    engine: &E,
+    conduit: &Conduit,
+    blobs: &Blobs,
+    platform: &Platform,
+) -> Result<(ImageId, bool), NormalizeError> {
+    let config = crate::conduit::sha256(&blobs.config);
+    let manifest = crate::conduit::sha256(&blobs.manifest);
+    for candidate in [&manifest, &config] {
+        if let Some(held) = engine.image(candidate.as_str()).await? {
+            return Ok((held.id, true));
         }
     }
-}
-
-impl std::io::Read for ChunkReader {
-    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.receiver.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                None => return Ok(0),
-            }
-        }
-        let length = buffer.len().min(self.current.len());
-        buffer[..length].copy_from_slice(&self.current.split_to(length));
-        Ok(length)
+    conduit.offer_bytes(bytes::Bytes::from(blobs.config.clone()));
+    for (descriptor, stored) in &blobs.layers {
+        conduit.offer_file(descriptor.digest.clone(), stored.clone());
     }
+    conduit.offer_manifest(
+        manifest::DOCKER_MANIFEST,
+        bytes::Bytes::from(blobs.manifest.clone()),
+    );
+    let pulled = conduit.write(engine, &manifest, platform).await?;
+    if pulled.id.0 != config && pulled.id.0 != manifest {
+        return Err(NormalizeError::NotLoaded {
+            manifest,
+            config,
+            found: pulled.id,
+        });
+    }
+    Ok((pulled.id, false))
 }

@@ -26,7 +26,7 @@ use crate::types::oci::ImageRef;
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
 use super::build_request::{build_credentials, build_request, cache_image};
-use super::normalizing::{differences, normalized};
+use super::normalizing::{Normalizing, differences, normalized};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -349,7 +349,10 @@ struct Made<'a> {
     request: crate::engine::BuildRequest<'a>,
     cache: Option<super::build_request::CacheImage>,
     built: crate::engine::ImageId,
-    image: crate::engine::ImageId,
+    normalized: crate::normalize::Normalized,
+    /// What holds forge's blobs of the image until it is published; closing it removes what
+    /// forge named on the daemon (and the engine's image, unless the cache names it).
+    conduit: Option<crate::conduit::Conduit>,
     steps: StepOutcomes,
 }
 
@@ -385,13 +388,21 @@ async fn make<'a, E: Engine>(
     display.finish();
     let built = built.map_err(|error| base_pull_refused(recipe, error))?;
     printer.status("Built", &built);
-    let normalizing = normalized(recipe, engine, (&built, &request), platform, printer);
-    let image = stop.race(normalizing).await?.id;
+    let job = Normalizing {
+        recipe,
+        built: &built,
+        request: &request,
+        platform,
+        reuse: !options.push,
+        insecure: &options.insecure_registries,
+    };
+    let (normalized, conduit) = stop.race(normalized(&job, engine, printer)).await?;
     Ok(Made {
         request,
         cache,
         built,
-        image,
+        normalized,
+        conduit,
         steps,
     })
 }
@@ -427,7 +438,6 @@ async fn run<E: Engine>(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let started = chrono::Utc::now();
-    let repository = &recipe.pins.image.repository;
     let platform = options
         .platform
         .as_ref()
@@ -435,7 +445,7 @@ async fn run<E: Engine>(
     let revision = pipeline::revision(&recipe.root);
     let mut stop = Signals::listen()?;
     let mut display = Display::new(options.progress, printer, options.verbose);
-    let made = make(
+    let mut made = make(
         (recipe, options, plan),
         engine,
         platform,
@@ -445,14 +455,51 @@ async fn run<E: Engine>(
         printer,
     )
     .await?;
+    let conduit = made.conduit.take();
+    let outcome = finish(
+        (recipe, options, plan),
+        (engine, platform, revision.as_deref()),
+        &made,
+        (&mut stop, &mut display, started),
+        printer,
+    )
+    .await;
+    match conduit {
+        Some(conduit) => conduit.close(engine).await,
+        // The engine's image goes once published, as the conduit's closing takes it, unless it
+        // is the build cache: pushed with the inline cache, or the classic builder's last step.
+        None => {
+            let kept = made.request.inline_cache || made.request.builder == Builder::Classic;
+            if !kept && made.normalized.id != made.built {
+                let _ = engine.remove_untagged(&made.built).await;
+            }
+        }
+    }
+    outcome
+}
+
+/// Publishes what `made` holds, attaches, pushes the cache, and says what was built.
+async fn finish<E: Engine>(
+    (recipe, options, plan): (&Recipe, &BuildOptions, &Plan),
+    (engine, platform, revision): (&E, &crate::types::oci::Platform, Option<&str>),
+    made: &Made<'_>,
+    (stop, display, started): (&mut Signals, &mut Display, chrono::DateTime<chrono::Utc>),
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let repository = &recipe.pins.image.repository;
+    let normalized = &made.normalized;
     let publication = Publication {
         recipe,
-        image: &made.image,
+        image: &normalized.id,
+        id: &normalized.config,
+        manifest: Some(&normalized.manifest),
+        blobs: normalized.blobs.as_ref(),
+        epoch: recipe.source_date_epoch(),
         platform,
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),
         patches: &plan.patches,
-        revision: revision.as_deref(),
+        revision,
         push: options.push,
         force: options.force,
         builder: options.builder,
@@ -460,15 +507,8 @@ async fn run<E: Engine>(
     };
     let registry = registry_of(options, repository, platform);
     let mut events = |event: Event<'_>| display.event(event);
-    let published = publish::publish(
-        &publication,
-        engine,
-        registry,
-        &mut stop,
-        &mut events,
-        printer,
-    )
-    .await;
+    let published =
+        publish::publish(&publication, engine, registry, stop, &mut events, printer).await;
     let credentials = &made.request.credentials;
     let mut published = match published {
         Ok(published) => published,
@@ -488,10 +528,9 @@ async fn run<E: Engine>(
     }
     // Last: the published image stands whatever happens to its cache.
     if let Some(cache) = &made.cache {
-        let credentials = &made.request.credentials;
         cache.push(engine, &made.built, credentials, printer).await;
     }
-    print_built(&published, plan, &made.steps, &made.image, printer);
+    print_built(&published, plan, &made.steps, &normalized.config, printer);
     Ok(())
 }
 
@@ -500,7 +539,7 @@ fn print_built(
     published: &publish::Published,
     plan: &Plan,
     steps: &StepOutcomes,
-    image: &crate::engine::ImageId,
+    image: &crate::types::oci::Digest,
     printer: &Printer,
 ) {
     if printer.is_json() {

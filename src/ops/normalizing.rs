@@ -1,66 +1,95 @@
 //! After the engine built an image: the image forge publishes, normalized (`normalize`) on the
 //! daemon that built it, for the one-platform build and for every node of a multi-platform one.
 
-use crate::engine::{BuildRequest, Builder, Engine, ImageId};
-use crate::normalize::{self, Normalized};
+use crate::conduit::Conduit;
+use crate::engine::{BuildRequest, Engine, ImageId, ImageInfo};
+use crate::normalize::manifest::{Descriptor, Manifest, Parsed};
+use crate::normalize::{self, Base, Normalized};
 use crate::pipeline::human_size;
 use crate::printer::Printer;
 use crate::recipe::Recipe;
-use crate::registry::Credentials;
-use crate::types::oci::{Digest, Platform};
+use crate::registry::{Credentials, Registry as _, RegistryClient, RemoteRepository};
+use crate::types::oci::{Digest, ImageRef, Platform, RegistryHost};
 
-/// Normalizes `built`, which `engine` built for `platform` from `recipe` as `request` asked,
-/// and says so. `built` is then removed (unless a tag names it), or kept: when it is pushed as
-/// the build cache (`request.inline_cache`), and when the classic builder made it, for whose
-/// cache it is the last step. The request's credentials pull the base when the daemon does not
-/// hold it by name.
+/// What a normalization works from.
+pub(super) struct Normalizing<'a> {
+    /// The recipe built.
+    pub recipe: &'a Recipe,
+    /// The engine's image.
+    pub built: &'a ImageId,
+    /// The build that made it: its credentials pull the base when the daemon does not hold it
+    /// by name.
+    pub request: &'a BuildRequest<'a>,
+    /// The platform it was built for.
+    pub platform: &'a Platform,
+    /// Whether an image forge.lock records as made of `built` may stand without a rewrite; a
+    /// push rewrites always, for the blobs it uploads.
+    pub reuse: bool,
+    /// Registries besides loopback ones spoken to over plain HTTP.
+    pub insecure: &'a [RegistryHost],
+}
+
+/// Normalizes the image a build made, and says so. Returns the normalized image and, unless
+/// forge.lock's record stood in for a rewrite, the conduit that holds what forge wrote, to be
+/// closed (`Conduit::close`) once the image is published: the engine's image goes with it then,
+/// unless a tag names it (the build cache).
 pub(super) async fn normalized<E: Engine>(
-    recipe: &Recipe,
+    job: &Normalizing<'_>,
     engine: &E,
-    (built, request): (&ImageId, &BuildRequest<'_>),
-    platform: &Platform,
     printer: &Printer,
-) -> anyhow::Result<Normalized> {
-    let credentials = &request.credentials;
-    let normalized = match recorded(recipe, engine, built, platform).await? {
-        Some(normalized) => {
-            printer.status(
-                "Normalized",
-                format_args!(
-                    "{} (forge.lock records it as made of the image just built; nothing to rewrite)",
-                    normalized.id
-                ),
-            );
-            normalized
-        }
-        None => {
-            let base = base_layers(recipe, engine, platform, credentials).await?;
-            let base_name = recipe.pins.base.reference();
-            let epoch = recipe.source_date_epoch();
-            let normalized = normalize::normalize(engine, built, &base, &base_name, epoch).await?;
-            printer.status(
-                "Normalized",
-                format_args!(
-                    "{} ({} layers above the base, {} rewritten)",
-                    normalized.id,
-                    normalized.layers.len(),
-                    human_size(normalized.rewritten)
-                ),
-            );
-            printer.detail("Took", normalized.took);
-            normalized
+) -> anyhow::Result<(Normalized, Option<Conduit>)> {
+    if job.reuse
+        && let Some(normalized) = recorded(job.recipe, engine, job.built, job.platform).await?
+    {
+        printer.status(
+            "Normalized",
+            format_args!(
+                "{} (forge.lock records it as made of the image just built; nothing to rewrite)",
+                normalized.config
+            ),
+        );
+        return Ok((normalized, None));
+    }
+    let base = base(
+        job.recipe,
+        engine,
+        job.platform,
+        (&job.request.credentials, job.insecure),
+    )
+    .await?;
+    let conduit = Conduit::open().await?;
+    let epoch = job.recipe.source_date_epoch();
+    let normalizing =
+        normalize::normalize(engine, &conduit, job.built, (&base, job.platform), epoch);
+    let normalized = match normalizing.await {
+        Ok(normalized) => normalized,
+        Err(error) => {
+            conduit.close(engine).await;
+            return Err(error.into());
         }
     };
-    let kept = request.inline_cache || request.builder == Builder::Classic;
-    if !kept && normalized.id != *built {
-        engine.remove_untagged(built).await?;
-    }
-    Ok(normalized)
+    printer.status(
+        "Normalized",
+        format_args!(
+            "{} ({} layers above the base, {} rewritten)",
+            normalized.config,
+            normalized.layers.len(),
+            human_size(normalized.rewritten)
+        ),
+    );
+    printer.detail(
+        "Took",
+        format_args!(
+            "{} ({} read from the daemon)",
+            normalized.took,
+            human_size(normalized.read)
+        ),
+    );
+    Ok((normalized, Some(conduit)))
 }
 
 /// How the images `one` and `two` on `engine` compare, layer by layer and file by file (the
-/// base's layers, equal in both, left out); both are read as normalized, so rewriting a
-/// normalized image's layers gives back its own bytes.
+/// base's layers, equal in both, left out and never read).
 pub(super) async fn differences<E: Engine>(
     recipe: &Recipe,
     engine: &E,
@@ -68,18 +97,21 @@ pub(super) async fn differences<E: Engine>(
     platform: &Platform,
     credentials: &[Credentials],
 ) -> anyhow::Result<normalize::compare::Comparison> {
-    let base = base_layers(recipe, engine, platform, credentials).await?;
-    let spool = normalize::spool()?;
-    let epoch = recipe.source_date_epoch();
-    // The archives hold the layers the comparison reads: kept until it is done.
-    let (left, _left) = normalize::export(engine, one, &base, spool.path(), epoch).await?;
-    let (right, _right) = normalize::export(engine, two, &base, spool.path(), epoch).await?;
-    Ok(normalize::compare::compare(&left, &right)?)
+    let base = base(recipe, engine, platform, (credentials, &[])).await?;
+    let conduit = Conduit::open().await?;
+    let compared = async {
+        let left = normalize::read_image(engine, &conduit, one, (&base, platform)).await?;
+        let right = normalize::read_image(engine, &conduit, two, (&base, platform)).await?;
+        anyhow::Ok(normalize::compare::compare(&left, &right)?)
+    }
+    .await;
+    conduit.close(engine).await;
+    compared
 }
 
 /// The normalized image forge.lock records as made of `built` (for `platform`, by this
-/// normalization's format), when the daemon holds it: a build that ends on the image the last
-/// one built reuses it instead of exporting and rewriting it again.
+/// normalization's format and the recipe's epoch), when the daemon holds it: a build that ends
+/// on the image the last one built reuses it instead of reading and rewriting it again.
 async fn recorded<E: Engine>(
     recipe: &Recipe,
     engine: &E,
@@ -96,38 +128,139 @@ async fn recorded<E: Engine>(
     let image = &record.image;
     let same = image.built.as_ref() == Some(&built.0)
         && image.normalized == Some(normalize::FORMAT)
+        && image.epoch == Some(recipe.source_date_epoch())
         && image
             .platform
             .as_ref()
             .unwrap_or(&recipe.pins.image.platform)
             == platform;
-    if !same || engine.image(image.id.as_str()).await?.is_none() {
+    let Some(manifest) = image.manifest.clone().filter(|_| same) else {
         return Ok(None);
-    }
+    };
+    let Some(held) = held(engine, &image.id, &manifest).await? else {
+        return Ok(None);
+    };
     Ok(Some(Normalized {
-        id: ImageId(image.id.clone()),
+        id: held.id,
+        config: image.id.clone(),
+        manifest,
         layers: Vec::new(),
         rewritten: 0,
+        read: 0,
         already_held: true,
         took: normalize::Phases::default(),
+        blobs: None,
     }))
 }
 
-/// The diff ids of the base's layers, as the daemon holds them. A BuildKit build fetches the
-/// base without naming it on the daemon; pulling it then fetches only its manifest and config.
-pub(super) async fn base_layers<E: Engine>(
+/// The image of config `config` and manifest `manifest` as `engine` holds it, by whichever the
+/// daemon names it by (the config's digest in the classic store, the manifest's in the
+/// containerd store).
+pub(super) async fn held<E: Engine>(
+    engine: &E,
+    config: &Digest,
+    manifest: &Digest,
+) -> anyhow::Result<Option<ImageInfo>> {
+    for candidate in [manifest, config] {
+        if let Some(held) = engine.image(candidate.as_str()).await? {
+            return Ok(Some(held));
+        }
+    }
+    Ok(None)
+}
+
+/// The base of `recipe` on `engine` for `platform`: its layers and history as the daemon holds
+/// them (pulled with `credentials` when it does not hold it by name), and its blobs as its
+/// registry holds them, asked over plain HTTP of loopback registries and `insecure` ones.
+pub(super) async fn base<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    platform: &Platform,
+    (credentials, insecure): (&[Credentials], &[RegistryHost]),
+) -> anyhow::Result<Base> {
+    let info = base_image(recipe, engine, platform, credentials).await?;
+    let history = engine.history_len(&info.id).await?;
+    let reference = recipe.pins.base.reference();
+    let manifest = recipe
+        .pins
+        .base
+        .digest
+        .clone()
+        .or_else(|| info.digest_in(recipe.pins.base.image.as_str()));
+    let blobs = match manifest {
+        Some(manifest) => {
+            let asked = (recipe.clone(), platform.clone(), insecure.to_vec());
+            tokio::task::spawn_blocking(move || {
+                registry_blobs(&asked.0, &manifest, &asked.1, asked.2)
+            })
+            .await
+            .unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    let blobs = if blobs.len() == info.layers.len() {
+        blobs
+    } else {
+        Vec::new()
+    };
+    Ok(Base {
+        name: reference,
+        id: info.id,
+        diff_ids: info.layers,
+        history,
+        blobs,
+    })
+}
+
+/// The layers' blobs the base's registry holds under `manifest` (for an index, its entry for
+/// `platform`); none when the registry cannot be asked or answers with something else.
+fn registry_blobs(
+    recipe: &Recipe,
+    manifest: &Digest,
+    platform: &Platform,
+    insecure: Vec<RegistryHost>,
+) -> Vec<Descriptor> {
+    let base = &recipe.pins.base.image;
+    let client = RegistryClient::new(insecure)
+        .with_credentials_for(base.registry(), recipe.pins.image.repository.registry());
+    let remote = RemoteRepository::of(base);
+    let fetch = |digest: &Digest| -> Option<Parsed> {
+        let fetched = client.manifest(&remote, digest.as_str()).ok()?;
+        (fetched.received == *digest)
+            .then(|| Manifest::parse(&fetched.body).ok())
+            .flatten()
+    };
+    let mut parsed = fetch(manifest);
+    if let Some(entry) = parsed
+        .as_ref()
+        .and_then(|parsed| parsed.platform_entry(platform))
+    {
+        parsed = fetch(&entry);
+    }
+    match parsed {
+        Some(Parsed::Image(image)) => image.layers,
+        _ => Vec::new(),
+    }
+}
+
+/// The base image as the daemon holds it. A BuildKit build fetches the base without naming it
+/// on the daemon; pulling it then fetches only its manifest and config.
+async fn base_image<E: Engine>(
     recipe: &Recipe,
     engine: &E,
     platform: &Platform,
     credentials: &[Credentials],
-) -> anyhow::Result<Vec<Digest>> {
-    let base = &recipe.pins.base;
-    let reference: crate::types::oci::ImageRef = base
+) -> anyhow::Result<ImageInfo> {
+    let reference: ImageRef = recipe
+        .pins
+        .base
         .reference()
         .parse()
         .expect("the base and its digest make a reference");
-    if let Some(held) = engine.image(reference.as_str()).await? {
-        return Ok(held.layers);
+    if let Some(held) = engine.image(reference.as_str()).await?
+        && !held.layers.is_empty()
+    {
+        return Ok(held);
     }
     let credentials = credentials
         .iter()
@@ -135,5 +268,5 @@ pub(super) async fn base_layers<E: Engine>(
     let pulled = engine
         .pull_reference(&reference, platform, credentials)
         .await?;
-    Ok(pulled.layers)
+    Ok(pulled)
 }

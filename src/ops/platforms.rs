@@ -14,10 +14,11 @@
 use anyhow::Context as _;
 
 use super::build_request::{BuildOptions, build_credentials, build_request};
-use super::normalizing::normalized;
+use super::normalizing::{Normalizing, normalized};
 use crate::engine::steps::Event;
 use crate::engine::{Docker, Engine, ImageId};
 use crate::lock::PlatformRecord;
+use crate::normalize::Normalized;
 use crate::pipeline::{self, Plan};
 use crate::printer::Printer;
 use crate::progress::Display;
@@ -157,7 +158,8 @@ pub(super) async fn run(
         started: chrono::Utc::now(),
         revision: pipeline::revision(&recipe.root),
     };
-    let built = build_everywhere(&job, nodes, lookup.credentials.as_ref(), printer).await?;
+    let built =
+        build_everywhere(&job, nodes, (&target, lookup.credentials.as_ref()), printer).await?;
     let entries: Vec<(Platform, Digest)> = built
         .iter()
         .map(|built| (built.platform.clone(), built.manifest.clone()))
@@ -182,7 +184,10 @@ struct Job<'a> {
 async fn build_everywhere(
     job: &Job<'_>,
     nodes: Vec<(Platform, Docker)>,
-    credentials: Option<&crate::registry::Credentials>,
+    (target, credentials): (
+        &image_index::PushTarget,
+        Option<&crate::registry::Credentials>,
+    ),
     printer: &Printer,
 ) -> anyhow::Result<Vec<NodeImage>> {
     let (recipe, options, plan) = (job.recipe, job.options, job.plan);
@@ -208,20 +213,21 @@ async fn build_everywhere(
         );
         let built_image = engine.build(&request, &mut events).await?;
         printer.status("Built", &built_image);
-        let image = normalized(
+        let job = Normalizing {
             recipe,
-            &engine,
-            (&built_image, &request),
-            &platform,
-            printer,
-        )
-        .await?
-        .id;
+            built: &built_image,
+            request: &request,
+            platform: &platform,
+            reuse: false,
+            insecure: &options.insecure_registries,
+        };
+        let (image, conduit) = normalized(&job, &engine, printer).await?;
         let tag = image_index::platform_tag(first, &platform);
-        engine.tag(&image, repository, &tag).await?;
-        let manifest = engine
-            .push(repository, &tag, credentials, &mut events)
-            .await?;
+        let pushed = push_node(target, (&engine, &image, &tag), credentials, &mut events).await;
+        if let Some(conduit) = conduit {
+            conduit.close(&engine).await;
+        }
+        let manifest = pushed?;
         printer.status("Pushed", format_args!("{repository}:{tag} {manifest}"));
         built.push(NodeImage {
             built: built_image,
@@ -235,12 +241,42 @@ async fn build_everywhere(
     Ok(built)
 }
 
+/// Tags `image` on `engine` as `tag` of the recipe's repository and pushes it, forge's blobs
+/// uploaded first so that the daemon's push names them as forge wrote them, and forge's
+/// manifest put under the tag if the daemon's push left another; returns what the tag names.
+async fn push_node(
+    target: &image_index::PushTarget,
+    (engine, image, tag): (&Docker, &Normalized, &crate::types::oci::Tag),
+    credentials: Option<&crate::registry::Credentials>,
+    events: &mut dyn FnMut(Event<'_>),
+) -> anyhow::Result<Digest> {
+    let repository = &target.repository;
+    let named: crate::types::oci::Repository = repository
+        .to_string()
+        .parse()
+        .expect("the recipe's repository");
+    engine.tag(&image.id, &named, tag).await?;
+    if let Some(blobs) = &image.blobs {
+        blobs.upload(&target.client, repository)?;
+    }
+    let pushed = engine.push(&named, tag, credentials, events).await?;
+    match &image.blobs {
+        Some(blobs) if pushed != image.manifest => Ok(target.client.push_manifest(
+            repository,
+            tag.as_str(),
+            crate::normalize::manifest::DOCKER_MANIFEST,
+            &blobs.manifest,
+        )?),
+        _ => Ok(pushed),
+    }
+}
+
 /// One platform's image, built on its node and pushed under its platform tag.
 struct NodeImage {
     /// The image the engine built, before normalizing.
     built: ImageId,
     platform: Platform,
-    image: ImageId,
+    image: Normalized,
     manifest: Digest,
     engine: Docker,
 }
@@ -251,7 +287,7 @@ fn platform_records(built: &[NodeImage]) -> Vec<PlatformRecord> {
         .iter()
         .map(|built| PlatformRecord {
             platform: built.platform.clone(),
-            id: built.image.0.clone(),
+            id: built.image.config.clone(),
             manifest: built.manifest.clone(),
             node: built.engine.host().to_owned(),
         })
@@ -277,7 +313,11 @@ async fn publish_index(
     } = &built[0];
     let publication = Publication {
         recipe,
-        image,
+        image: &image.id,
+        id: &image.config,
+        manifest: Some(&image.manifest),
+        blobs: None,
+        epoch: recipe.source_date_epoch(),
         platform,
         tags: &plan.tags,
         inputs: plan.inputs.as_ref().expect("a build computes its inputs"),

@@ -22,7 +22,7 @@ use crate::types::oci::{Digest, Platform};
 use crate::verify::{Check, Kind};
 
 use super::build_request::build_credentials;
-use super::normalizing::{differences, normalized};
+use super::normalizing::{Normalizing, differences, normalized};
 
 /// Rebuilds `plan` of `recipe` as `record` says it was built, on `engine`, and compares the
 /// result with the recorded image.
@@ -68,39 +68,69 @@ pub(super) async fn rebuild(
         .await;
     display.finish();
     let built = built?;
-    let rebuilt = normalized(recipe, engine, (&built, &request), platform, printer)
-        .await?
-        .id;
-    let recorded = ImageId(record.image.id.clone());
+    let job = Normalizing {
+        recipe,
+        built: &built,
+        request: &request,
+        platform,
+        reuse: false,
+        insecure: &[],
+    };
+    let (normalized, conduit) = normalized(&job, engine, printer).await?;
+    let outcome = compared(
+        (recipe, record),
+        engine,
+        &normalized,
+        (platform, &credentials),
+        printer,
+    )
+    .await;
+    // The rebuilt image goes with the conduit, unless it is the recorded one, which its tags
+    // hold.
+    if let Some(conduit) = conduit {
+        conduit.close(engine).await;
+    }
+    outcome
+}
+
+/// The rows of the rebuilt image against the recorded one: one when they are the same image,
+/// else one for each config field, layer and file that differs.
+async fn compared(
+    (recipe, record): (&Recipe, &Record),
+    engine: &Docker,
+    rebuilt: &crate::normalize::Normalized,
+    (platform, credentials): (&Platform, &[crate::registry::Credentials]),
+    printer: &Printer,
+) -> anyhow::Result<Vec<Check>> {
     let image = Check::compare(
         Kind::Rebuild,
         "image",
-        recorded.0.as_str(),
-        rebuilt.0.as_str(),
+        record.image.id.as_str(),
+        rebuilt.config.as_str(),
     );
     if image.ok {
         return Ok(vec![image]);
     }
-    recorded_on(engine, record, platform, &credentials, printer).await?;
-    let pair = (&recorded, &rebuilt);
-    let comparison = differences(recipe, engine, pair, platform, &credentials).await?;
-    engine.remove_untagged(&rebuilt).await?;
+    let recorded = recorded_on(engine, record, platform, credentials, printer).await?;
+    let pair = (&recorded, &rebuilt.id);
+    let comparison = differences(recipe, engine, pair, platform, credentials).await?;
     let mut checks = vec![image];
     checks.extend(rows(&comparison));
     Ok(checks)
 }
 
-/// Makes sure `engine` holds the recorded image: it is there, or it is pulled by the digest a
-/// pushed tag recorded.
+/// The recorded image as `engine` holds it: there already, or pulled by the digest a pushed
+/// tag recorded.
 async fn recorded_on(
     engine: &Docker,
     record: &Record,
     platform: &Platform,
     credentials: &[crate::registry::Credentials],
     printer: &Printer,
-) -> anyhow::Result<()> {
-    if engine.image(record.image.id.as_str()).await?.is_some() {
-        return Ok(());
+) -> anyhow::Result<ImageId> {
+    let manifest = record.image.manifest.as_ref().unwrap_or(&record.image.id);
+    if let Some(held) = super::normalizing::held(engine, &record.image.id, manifest).await? {
+        return Ok(held.id);
     }
     let repository = &record.image.repository;
     let Some(pushed) = record.tags.iter().find_map(|tag| tag.pushed.as_ref()) else {
@@ -120,10 +150,10 @@ async fn recorded_on(
     let credentials = credentials.iter().find(|credentials| {
         crate::registry::credentials::same_registry(&credentials.registry, repository.registry())
     });
-    engine
+    let pulled = engine
         .pull(repository, pushed, platform, credentials, &mut |_| {})
         .await?;
-    Ok(())
+    Ok(pulled.id)
 }
 
 /// The rows of a comparison: each config field, each layer and each file that differs.

@@ -77,13 +77,18 @@ fn record(
     recorded: Option<&Record>,
 ) -> Record {
     let same_image = recorded.filter(|recorded| {
-        recorded.image.id == publication.image.0
+        recorded.image.id == *publication.id
             && &recorded.image.repository == publication.repository()
     });
     // The engine image a record of the same image names stays named: builds with and without
     // the inline cache metadata of a push end on two engine images of one normalized image, and
     // the record of that image does not change with them.
-    let (built, normalized) = match same_image.filter(|recorded| recorded.image.built.is_some()) {
+    let same_normalization = same_image.filter(|recorded| {
+        recorded.image.built.is_some()
+            && recorded.image.normalized == Some(crate::normalize::FORMAT)
+            && recorded.image.epoch == Some(publication.epoch)
+    });
+    let (built, normalized) = match same_normalization {
         Some(recorded) => (recorded.image.built.clone(), recorded.image.normalized),
         None => (
             publication.built.map(|built| built.0.clone()),
@@ -103,7 +108,9 @@ fn record(
         base,
         ImageRecord {
             repository: publication.repository().clone(),
-            id: publication.image.0.clone(),
+            id: publication.id.clone(),
+            manifest: publication.manifest.cloned(),
+            epoch: publication.built.map(|_| publication.epoch),
             platform: Some(publication.platform.clone()),
             revision: publication.revision.map(str::to_owned),
             builder: Some(publication.builder),

@@ -51,8 +51,18 @@ pub use refuse::{RegistryTags, RemoteTags};
 pub struct Publication<'a> {
     /// The recipe: its folder holds forge.lock, its pins.toml names the repository and the base.
     pub recipe: &'a Recipe,
-    /// The image just built.
+    /// The image just built, as the daemon names it.
     pub image: &'a ImageId,
+    /// Its image id (its config's digest), one on every engine.
+    pub id: &'a Digest,
+    /// The manifest forge wrote for it, when forge normalized it: what a push leaves in the
+    /// registry.
+    pub manifest: Option<&'a Digest>,
+    /// The blobs forge wrote for it, which a push uploads before the daemon pushes, so that
+    /// the daemon finds them and names them as forge wrote them.
+    pub blobs: Option<&'a crate::normalize::Blobs>,
+    /// The epoch the normalization used.
+    pub epoch: u64,
     /// The platform it was built for.
     pub platform: &'a Platform,
     /// Its tags, in pins.toml order.
@@ -249,14 +259,18 @@ async fn stages<E: Engine, R: RegistryTags + Send + 'static>(
         (None, None, BTreeMap::new())
     };
     let mut journal = Journal::new(publication, &previous, base, recorded.as_ref())?;
+    let opened = match (opened, publication.blobs) {
+        (Some(registry), Some(blobs)) if kept.len() < publication.tags.len() => {
+            Some(upload(registry, blobs.clone(), printer).await?)
+        }
+        (opened, _) => opened,
+    };
     move_tags(publication, engine, &previous, &mut progress.moved, printer).await?;
     let stopped = if publication.push {
         progress.pushing = opened;
         push(
-            publication,
-            engine,
-            &kept,
-            credentials.as_ref(),
+            (publication, engine),
+            (&kept, credentials.as_ref(), &mut progress.pushing),
             &mut journal,
             events,
             printer,
@@ -317,13 +331,73 @@ async fn move_tags<E: Engine>(
     Ok(())
 }
 
+/// Uploads forge's blobs of the image (its config and its layers above the base) that the
+/// registry does not hold, on a thread of their own; returns the registry.
+async fn upload<R: RegistryTags + Send + 'static>(
+    registry: R,
+    blobs: crate::normalize::Blobs,
+    printer: &Printer,
+) -> anyhow::Result<R> {
+    let uploaded = tokio::task::spawn_blocking(move || {
+        let done = registry.upload(&blobs);
+        (registry, done)
+    })
+    .await
+    .expect("the upload does not panic");
+    let (registry, done) = uploaded;
+    let sent = done?;
+    if sent > 0 {
+        printer.detail(
+            "Uploaded",
+            format_args!("{sent} of forge's blobs before the daemon's push"),
+        );
+    }
+    Ok(registry)
+}
+
+/// Puts forge's manifest under `tag` when the daemon's push left another one there (a daemon
+/// that compressed a layer itself, the registry lacking forge's blob); returns what the tag
+/// names then.
+async fn put_forge_manifest<R: RegistryTags + Send + 'static>(
+    registry: &mut Option<R>,
+    (tag, pushed): (&Tag, Digest),
+    publication: &Publication<'_>,
+    printer: &Printer,
+) -> Digest {
+    let (Some(blobs), Some(manifest)) = (publication.blobs, publication.manifest) else {
+        return pushed;
+    };
+    if pushed == *manifest {
+        return pushed;
+    }
+    let Some(opened) = registry.take() else {
+        return pushed;
+    };
+    let (tag_owned, bytes) = (tag.clone(), blobs.manifest.clone());
+    let (opened, put) = tokio::task::spawn_blocking(move || {
+        let put = opened.put_manifest(&tag_owned, &bytes);
+        (opened, put)
+    })
+    .await
+    .expect("the manifest put does not panic");
+    *registry = Some(opened);
+    match put {
+        Ok(digest) => digest,
+        Err(error) => {
+            printer.warn(format_args!(
+                "the daemon pushed {}:{tag} as {pushed}, not as forge's manifest {manifest}, and forge could not put its own there ({error:#}); the image is the same, its manifest digest is the daemon's",
+                publication.repository()
+            ));
+            pushed
+        }
+    }
+}
+
 /// Pushes every tag not in `kept`, immutable tags first. Returns each tag in the registry with
 /// its digest (the kept ones too) and, when a push failed after others succeeded, its error.
-async fn push<E: Engine>(
-    publication: &Publication<'_>,
-    engine: &E,
-    kept: &BTreeMap<Tag, Digest>,
-    credentials: Option<&Credentials>,
+async fn push<E: Engine, R: RegistryTags + Send + 'static>(
+    (publication, engine): (&Publication<'_>, &E),
+    (kept, credentials, registry): (&BTreeMap<Tag, Digest>, Option<&Credentials>, &mut Option<R>),
     journal: &mut Journal<'_>,
     events: &mut dyn FnMut(Event<'_>),
     printer: &Printer,
@@ -347,6 +421,8 @@ async fn push<E: Engine>(
         }
         match engine.push(repository, &tag.tag, credentials, events).await {
             Ok(digest) => {
+                let pushed = (&tag.tag, digest);
+                let digest = put_forge_manifest(registry, pushed, publication, printer).await;
                 printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
                 journal.pushed(&tag.tag, &digest)?;
             }

@@ -25,6 +25,13 @@ pub trait RegistryTags {
     /// What the registry holds under `tag` for the image's platform; `None` when it holds no
     /// such tag.
     fn held(&self, tag: &Tag) -> anyhow::Result<Option<Held>>;
+
+    /// Uploads the config and the layers of `blobs` the registry does not hold; returns how
+    /// many it sent.
+    fn upload(&self, blobs: &crate::normalize::Blobs) -> anyhow::Result<usize>;
+
+    /// Puts `manifest` (Docker's schema 2) under `tag`; returns its digest.
+    fn put_manifest(&self, tag: &Tag, manifest: &[u8]) -> anyhow::Result<Digest>;
 }
 
 /// The registry itself, asked over HTTP with the credentials the docker CLI would use.
@@ -60,6 +67,19 @@ impl RemoteTags {
 impl RegistryTags for RemoteTags {
     fn credentials(&self) -> Option<Credentials> {
         self.credentials.clone()
+    }
+
+    fn upload(&self, blobs: &crate::normalize::Blobs) -> anyhow::Result<usize> {
+        Ok(blobs.upload(&self.client, &self.remote)?)
+    }
+
+    fn put_manifest(&self, tag: &Tag, manifest: &[u8]) -> anyhow::Result<Digest> {
+        Ok(self.client.push_manifest(
+            &self.remote,
+            tag.as_str(),
+            crate::normalize::manifest::DOCKER_MANIFEST,
+            manifest,
+        )?)
     }
 
     fn held(&self, tag: &Tag) -> anyhow::Result<Option<Held>> {
@@ -113,7 +133,7 @@ pub(super) async fn in_the_registry<R: RegistryTags + Send + 'static>(
     let (repository, tags, image, platform, force) = (
         publication.repository().clone(),
         publication.tags.to_vec(),
-        publication.image.clone(),
+        ImageId(publication.id.clone()),
         publication.platform.clone(),
         publication.force,
     );

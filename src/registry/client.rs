@@ -252,6 +252,17 @@ impl RegistryClient {
                     .header("Content-Type", content_type)
                     .send(body)
             }
+            Method::PutFile { path } => match std::fs::File::open(path) {
+                Ok(file) => with(self.agent.put(url.as_str()), accept, authorization)
+                    .header("Content-Type", "application/octet-stream")
+                    .send(file),
+                Err(error) => {
+                    return Err(RegistryError::Unreachable {
+                        url: url.to_string(),
+                        message: format!("cannot read {}: {error}", path.display()),
+                    });
+                }
+            },
         };
         result.map_err(|error| RegistryError::Unreachable {
             url: url.to_string(),
@@ -348,12 +359,19 @@ pub(super) enum Method<'a> {
         content_type: &'a str,
         body: &'a [u8],
     },
+    /// Sends the file at `path`: a blob's bytes.
+    PutFile {
+        path: &'a std::path::Path,
+    },
 }
 
 impl Method<'_> {
     /// Whether the request changes the repository, so that its token must allow a push.
     fn writes(self) -> bool {
-        matches!(self, Method::Post | Method::Put { .. })
+        matches!(
+            self,
+            Method::Post | Method::Put { .. } | Method::PutFile { .. }
+        )
     }
 }
 

@@ -23,17 +23,73 @@ impl RegistryClient {
         bytes: &[u8],
     ) -> Result<Digest, RegistryError> {
         let digest = Digest::from_sha256(&Sha256::digest(bytes));
+        let body = Method::Put {
+            content_type: "application/octet-stream",
+            body: bytes,
+        };
+        self.upload(repository, &digest, body)?;
+        Ok(digest)
+    }
+
+    /// Uploads the file at `path`, whose bytes have `digest`, as a blob of `repository` unless
+    /// the registry already holds it; the file streams.
+    pub fn push_blob_file(
+        &self,
+        repository: &RemoteRepository,
+        digest: &Digest,
+        path: &std::path::Path,
+    ) -> Result<(), RegistryError> {
+        self.upload(repository, digest, Method::PutFile { path })
+    }
+
+    /// Uploads the config `config` and each layer file of `layers` that `repository` does not
+    /// hold; returns how many it sent.
+    pub fn push_image_blobs(
+        &self,
+        repository: &RemoteRepository,
+        config: &[u8],
+        layers: &[(Digest, &std::path::Path)],
+    ) -> Result<usize, RegistryError> {
+        let mut sent = 0;
+        if !self.has_blob(repository, &Digest::from_sha256(&Sha256::digest(config)))? {
+            self.push_blob(repository, config)?;
+            sent += 1;
+        }
+        for (digest, path) in layers {
+            if !self.has_blob(repository, digest)? {
+                self.push_blob_file(repository, digest, path)?;
+                sent += 1;
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Whether `repository` holds the blob `digest`.
+    pub fn has_blob(
+        &self,
+        repository: &RemoteRepository,
+        digest: &Digest,
+    ) -> Result<bool, RegistryError> {
         let blob = self.api_url(
             repository,
             &format!("v2/{}/blobs/{}", repository.path, digest.as_str()),
         )?;
-        if self
+        Ok(self
             .send(Method::Head, &blob, "*/*", repository)?
             .status()
             .as_u16()
-            == 200
-        {
-            return Ok(digest);
+            == 200)
+    }
+
+    /// Sends `body` as the blob `digest` of `repository`, unless the registry holds it.
+    fn upload(
+        &self,
+        repository: &RemoteRepository,
+        digest: &Digest,
+        body: Method<'_>,
+    ) -> Result<(), RegistryError> {
+        if self.has_blob(repository, digest)? {
+            return Ok(());
         }
         let start = self.api_url(
             repository,
@@ -59,19 +115,11 @@ impl RegistryClient {
                 refusal,
             })?;
         put.query_pairs_mut().append_pair("digest", digest.as_str());
-        let response = self.send(
-            Method::Put {
-                content_type: "application/octet-stream",
-                body: bytes,
-            },
-            &put,
-            "*/*",
-            repository,
-        )?;
+        let response = self.send(body, &put, "*/*", repository)?;
         Self::expect(&response, &put, &[201], || {
             format!("blob {digest} of {repository}")
         })?;
-        Ok(digest)
+        Ok(())
     }
 
     /// Puts `manifest` (of `media_type`) under `reference` (a tag) in `repository`; returns
