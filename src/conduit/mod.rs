@@ -408,10 +408,19 @@ impl Conduit {
             (None, Some(Offered::Bytes(bytes))) => bytes.to_vec(),
             _ => return Err(incomplete(format!("did not send its config {config}"))),
         };
+        // A blob the daemon did not send is one the conduit had: received before, or offered.
         let blobs = manifest
             .layers
             .iter()
-            .map(|layer| state.received.get(&layer.digest).cloned())
+            .map(|layer| {
+                match (
+                    state.received.get(&layer.digest),
+                    state.offered.get(&layer.digest),
+                ) {
+                    (Some(stored), _) | (None, Some(Offered::File(stored))) => Some(stored.clone()),
+                    _ => None,
+                }
+            })
             .collect();
         Ok(Pushed {
             manifest,

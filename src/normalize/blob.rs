@@ -96,3 +96,17 @@ pub fn compress(tar: &[u8]) -> Vec<u8> {
     encoder.write_all(tar).expect("writing to memory");
     encoder.finish().expect("writing to memory")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_tar_gives_the_same_blob_with_no_name_and_no_time() {
+        let tar = vec![7_u8; 4096];
+        let blob = compress(&tar);
+        assert_eq!(blob, compress(&tar));
+        // The gzip header: no name flag, no modification time, the "unknown" system.
+        assert_eq!(&blob[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255]);
+    }
+}

@@ -410,8 +410,7 @@ async fn make<'a, E: Engine>(
 /// `error`, and when it is a dated tag that names another image on the daemon, with where that
 /// image and the one just built differ (a step that does not reproduce), as `engine` holds both.
 async fn explained<E: Engine>(
-    recipe: &Recipe,
-    engine: &E,
+    (recipe, engine, conduit): (&Recipe, &E, Option<&crate::conduit::Conduit>),
     mut error: anyhow::Error,
     platform: &crate::types::oci::Platform,
     credentials: &[crate::registry::Credentials],
@@ -420,7 +419,13 @@ async fn explained<E: Engine>(
         return error;
     };
     let pair = (current.clone(), built.clone());
-    let compared = differences(recipe, engine, (&pair.0, &pair.1), platform, credentials).await;
+    let compared = differences(
+        (recipe, engine, conduit),
+        (&pair.0, &pair.1),
+        platform,
+        credentials,
+    )
+    .await;
     if let (Ok(comparison), Some(BuildError::TagHoldsAnother { differs, .. })) =
         (compared, error.downcast_mut())
     {
@@ -459,7 +464,7 @@ async fn run<E: Engine>(
     let outcome = finish(
         (recipe, options, plan),
         (engine, platform, revision.as_deref()),
-        &made,
+        (&made, conduit.as_ref()),
         (&mut stop, &mut display, started),
         printer,
     )
@@ -482,7 +487,7 @@ async fn run<E: Engine>(
 async fn finish<E: Engine>(
     (recipe, options, plan): (&Recipe, &BuildOptions, &Plan),
     (engine, platform, revision): (&E, &crate::types::oci::Platform, Option<&str>),
-    made: &Made<'_>,
+    (made, conduit): (&Made<'_>, Option<&crate::conduit::Conduit>),
     (stop, display, started): (&mut Signals, &mut Display, chrono::DateTime<chrono::Utc>),
     printer: &Printer,
 ) -> anyhow::Result<()> {
@@ -512,7 +517,10 @@ async fn finish<E: Engine>(
     let credentials = &made.request.credentials;
     let mut published = match published {
         Ok(published) => published,
-        Err(error) => return Err(explained(recipe, engine, error, platform, credentials).await),
+        Err(error) => {
+            let explaining = (recipe, engine, conduit);
+            return Err(explained(explaining, error, platform, credentials).await);
+        }
     };
     if options.push {
         let attaching = Attaching {

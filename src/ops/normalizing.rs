@@ -89,23 +89,31 @@ pub(super) async fn normalized<E: Engine>(
 }
 
 /// How the images `one` and `two` on `engine` compare, layer by layer and file by file (the
-/// base's layers, equal in both, left out and never read).
+/// base's layers, equal in both, left out and never read), read through `open` (the conduit a
+/// normalization left open), else through one of its own.
 pub(super) async fn differences<E: Engine>(
-    recipe: &Recipe,
-    engine: &E,
+    (recipe, engine, open): (&Recipe, &E, Option<&Conduit>),
     (one, two): (&ImageId, &ImageId),
     platform: &Platform,
     credentials: &[Credentials],
 ) -> anyhow::Result<normalize::compare::Comparison> {
     let base = base(recipe, engine, platform, (credentials, &[])).await?;
-    let conduit = Conduit::open().await?;
+    let own = match open {
+        Some(_) => None,
+        None => Some(Conduit::open().await?),
+    };
+    let conduit = open
+        .or(own.as_ref())
+        .expect("a conduit, open or of its own");
     let compared = async {
-        let left = normalize::read_image(engine, &conduit, one, (&base, platform)).await?;
-        let right = normalize::read_image(engine, &conduit, two, (&base, platform)).await?;
+        let left = normalize::read_image(engine, conduit, one, (&base, platform)).await?;
+        let right = normalize::read_image(engine, conduit, two, (&base, platform)).await?;
         anyhow::Ok(normalize::compare::compare(&left, &right)?)
     }
     .await;
-    conduit.close(engine).await;
+    if let Some(own) = own {
+        own.close(engine).await;
+    }
     compared
 }
 

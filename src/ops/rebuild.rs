@@ -79,7 +79,7 @@ pub(super) async fn rebuild(
     let (normalized, conduit) = normalized(&job, engine, printer).await?;
     let outcome = compared(
         (recipe, record),
-        engine,
+        (engine, conduit.as_ref()),
         &normalized,
         (platform, &credentials),
         printer,
@@ -97,7 +97,7 @@ pub(super) async fn rebuild(
 /// else one for each config field, layer and file that differs.
 async fn compared(
     (recipe, record): (&Recipe, &Record),
-    engine: &Docker,
+    (engine, conduit): (&Docker, Option<&crate::conduit::Conduit>),
     rebuilt: &crate::normalize::Normalized,
     (platform, credentials): (&Platform, &[crate::registry::Credentials]),
     printer: &Printer,
@@ -113,7 +113,7 @@ async fn compared(
     }
     let recorded = recorded_on(engine, record, platform, credentials, printer).await?;
     let pair = (&recorded, &rebuilt.id);
-    let comparison = differences(recipe, engine, pair, platform, credentials).await?;
+    let comparison = differences((recipe, engine, conduit), pair, platform, credentials).await?;
     let mut checks = vec![image];
     checks.extend(rows(&comparison));
     Ok(checks)

@@ -115,7 +115,11 @@ fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_
     };
     let _bridge = node.reach(registry.port());
     node.load(BASE_IMAGE);
-    let on_node = [("DOCKER_HOST", node.host.as_str())];
+    let (port, _conduit) = node.conduit();
+    let on_node = [
+        ("DOCKER_HOST", node.host.as_str()),
+        ("FORGE_CONDUIT_PORT", port.as_str()),
+    ];
 
     // The same recipe on the cold daemon: every RUN step comes from the registry's cache, and
     // the image is the published one, which the dated tag keeps.

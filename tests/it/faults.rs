@@ -126,7 +126,9 @@ struct DaemonProxy {
     /// When set, the daemon's answer to each tag request (the only `201 Created` forge gets)
     /// waits 300 ms before it reaches forge: the tag has moved, forge does not know yet.
     slow_tags: Arc<AtomicBool>,
-    /// How many tag answers (`201 Created`) have started on their way to forge.
+    /// How many answers to tags of the image's own repository (`201 Created`) have started on
+    /// their way to forge; not those of the names forge gives an image to move it through its
+    /// conduit (`127.0.0.1:PORT/forge/…`).
     tag_answers: Arc<AtomicUsize>,
     cut: Arc<AtomicBool>,
     streams: Arc<Mutex<Vec<UnixStream>>>,
@@ -165,9 +167,13 @@ impl DaemonProxy {
                 let (client_reader, daemon_writer) =
                     (client.try_clone().unwrap(), daemon.try_clone().unwrap());
                 let requested = Arc::clone(&requested);
-                std::thread::spawn(move || pump(client_reader, daemon_writer, Some(&requested)));
+                let tagging = Arc::new(AtomicBool::new(false));
+                let asked = Arc::clone(&tagging);
+                std::thread::spawn(move || {
+                    pump(client_reader, daemon_writer, Some(&requested), Some(&asked));
+                });
                 let (slow, counted) = (Arc::clone(&slow), Arc::clone(&counted));
-                std::thread::spawn(move || answers(daemon, client, &slow, &counted));
+                std::thread::spawn(move || answers(daemon, client, &slow, (&counted, &tagging)));
             }
         });
         Self {
@@ -205,24 +211,47 @@ impl DaemonProxy {
 }
 
 /// Copies bytes from `from` to `to` until either side closes; with `build`, notes a build
-/// request passing through.
-fn pump(from: UnixStream, to: UnixStream, build: Option<&AtomicBool>) {
+/// request passing through; with `tagging`, notes whether the last request on the connection
+/// tags the image's own repository.
+fn pump(
+    from: UnixStream,
+    to: UnixStream,
+    build: Option<&AtomicBool>,
+    tagging: Option<&AtomicBool>,
+) {
     copy_until_closed(&from, &to, |bytes| {
         if let Some(build) = build
             && bytes.windows(7).any(|window| window == b"/build?")
         {
             build.store(true, Ordering::SeqCst);
         }
+        let starts_request = [&b"GET "[..], b"POST ", b"DELETE ", b"HEAD ", b"PUT "]
+            .iter()
+            .any(|method| bytes.starts_with(method));
+        if let Some(tagging) = tagging
+            && starts_request
+        {
+            let tag = bytes.windows(5).any(|window| window == b"/tag?");
+            let conduit = bytes.windows(14).any(|window| window == b"repo=127.0.0.1");
+            tagging.store(tag && !conduit, Ordering::SeqCst);
+        }
     });
     let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
-/// The daemon's answers on their way to forge, each `201 Created` (a tag made) counted in
-/// `tag_answers`; while `slow_tags` is set, one waits 300 ms first.
-fn answers(from: UnixStream, to: UnixStream, slow_tags: &AtomicBool, tag_answers: &AtomicUsize) {
+/// The daemon's answers on their way to forge, each `201 Created` to a tag of the image's own
+/// repository counted in `tag_answers`; while `slow_tags` is set, each `201` waits 300 ms first.
+fn answers(
+    from: UnixStream,
+    to: UnixStream,
+    slow_tags: &AtomicBool,
+    (tag_answers, tagging): (&AtomicUsize, &AtomicBool),
+) {
     copy_until_closed(&from, &to, |bytes| {
         if bytes.starts_with(b"HTTP/1.1 201") {
-            tag_answers.fetch_add(1, Ordering::SeqCst);
+            if tagging.load(Ordering::SeqCst) {
+                tag_answers.fetch_add(1, Ordering::SeqCst);
+            }
             if slow_tags.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(300));
             }

@@ -9,6 +9,7 @@ mod cli;
 mod context;
 mod credentials;
 mod dockerignore;
+mod engines;
 mod errors;
 mod faults;
 mod fixes;

@@ -158,6 +158,8 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
         return;
     };
     let _bridge = node.reach(registry.port());
+    let (port, _conduit) = node.conduit();
+    let conduit = [("FORGE_CONDUIT_PORT", port.as_str())];
     let base = format!("forge-test-multi-base:{}", std::process::id());
     let main = daemon_host();
     load_base(&main, &base, "linux/amd64");
@@ -171,15 +173,18 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
     assert_a_node_per_platform_and_a_registry_are_needed(&context, &arm);
 
     let run = context
-        .forge(&[
-            "--json",
-            "build",
-            "--push",
-            "--progress",
-            "plain",
-            "--node",
-            &arm,
-        ])
+        .forge_with(
+            &[
+                "--json",
+                "build",
+                "--push",
+                "--progress",
+                "plain",
+                "--node",
+                &arm,
+            ],
+            &conduit,
+        )
         .expect_code(0);
     let lock: toml::Table = context.read("forge.lock").parse().unwrap();
     let platforms = lock["platforms"]
@@ -209,13 +214,19 @@ fn two_platforms_built_on_their_nodes_share_one_index_that_skopeo_reads() {
 
     // A second push of the same images keeps the dated tag: the index is the same.
     context
-        .forge(&["build", "--push", "--progress", "plain", "--node", &arm])
+        .forge_with(
+            &["build", "--push", "--progress", "plain", "--node", &arm],
+            &conduit,
+        )
         .expect_code(0);
 
     // Other images under the same date: the dated tag is not re-pointed, and no tag moves.
     context.write("overlays/app/hello.txt", "hello again\n");
     let run = context
-        .forge(&["build", "--push", "--progress", "plain", "--node", &arm])
+        .forge_with(
+            &["build", "--push", "--progress", "plain", "--node", &arm],
+            &conduit,
+        )
         .expect_code(1);
     assert_contains(
         &run.stderr,

@@ -163,7 +163,11 @@ fn a_no_cache_rebuild_and_a_fresh_daemon_end_on_the_image_the_dated_tag_holds() 
         return;
     };
     node.load(BASE_IMAGE);
-    let on_node = [("DOCKER_HOST", node.host.as_str())];
+    let (port, _conduit) = node.conduit();
+    let on_node = [
+        ("DOCKER_HOST", node.host.as_str()),
+        ("FORGE_CONDUIT_PORT", port.as_str()),
+    ];
     let there = build_in(&example.context, &[], &on_node).expect_code(0);
     assert_eq!(reported_id(&there.json()), first, "{}", there.stderr);
 
@@ -299,11 +303,12 @@ fn a_tester_rebuilds_from_the_image_reference_on_a_cold_daemon() {
         return;
     };
     let _bridge = node.reach(registry.port());
+    let (port, _conduit) = node.conduit();
     node.load(BASE_IMAGE);
     let run = verify_in(
         &clone,
         &[&reference, "--rebuild", "--host", &node.host],
-        &[],
+        &[("FORGE_CONDUIT_PORT", &port)],
     )
     .expect_code(1);
     assert_clock_step_named(&run.json(), &recorded);

@@ -327,6 +327,8 @@ struct Runner<'a> {
     workflow: &'a Yaml,
     expressions: &'a Expressions,
     daemon: &'a str,
+    /// The port of forge's conduit the daemon reaches.
+    conduit: &'a str,
     path: String,
 }
 
@@ -393,6 +395,7 @@ impl Runner<'_> {
                 .env("COLUMNS", "100")
                 .env("CARGO_TERM_COLOR", "never")
                 .env("DOCKER_HOST", self.daemon)
+                .env("FORGE_CONDUIT_PORT", self.conduit)
                 .env("GITHUB_STEP_SUMMARY", &summary)
                 .env("GITHUB_PATH", &github_path)
                 .env("GITHUB_REF_NAME", "v0.1.0")
@@ -559,6 +562,7 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
         return;
     };
     let _bridge = node.reach(registry.port());
+    let (conduit, _conduit) = node.conduit();
     let remote = GitRemote::new();
     let keys = Keys::new();
     let source = recipe_repository(&repository, &base, &remote, &keys);
@@ -570,6 +574,7 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
         workflow: &workflow,
         expressions: &expressions,
         daemon: &node.host,
+        conduit: &conduit,
         path: path_with_forge(),
     };
 
@@ -587,10 +592,12 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
         return;
     };
     let _cold_bridge = cold.reach(registry.port());
+    let (cold_conduit, _cold_conduit) = cold.conduit();
     let cold_runner = Runner {
         workflow: &workflow,
         expressions: &expressions,
         daemon: &cold.host,
+        conduit: &cold_conduit,
         path: runner.path.clone(),
     };
     let rerun = fresh_clone(&source);
@@ -709,6 +716,7 @@ fn the_release_jobs_pack_sign_and_check_the_binaries_from_a_fresh_clone() {
         workflow: &release,
         expressions: &expressions,
         daemon: "unix:///nonexistent/docker.sock",
+        conduit: "",
         path: std::env::var("PATH").unwrap_or_default(),
     };
     let clone = fresh_clone(&source);

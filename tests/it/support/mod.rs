@@ -8,7 +8,8 @@
 //! - `snapshot`: the placeholders snapshots compare through, and `forge_snapshot!`;
 //! - `images`: the Docker daemon, the offline example's base image and `Example` copies of it;
 //!   `image_guard`, `host_image`, `git_image`, `python_image`: images made on the spot;
-//! - `node`: a second Docker daemon in a network namespace of its own;
+//! - `node`: a second Docker daemon in a network namespace of its own, and the bridge that lets
+//!   a namespace reach the host's loopback; `engines`: the Docker engines users run, shared;
 //! - `registry`, `index`, `release`, `git_http`, `git`: a registry, a package index, a project's
 //!   releases, a git server over smart HTTP and bare git remotes, all on loopback;
 //! - `tls`, `credential_helper`, `keys`: certificates and stunnel, a docker credential helper,
@@ -17,6 +18,7 @@
 //! - `verify`: `forge verify-digest` and its rows.
 
 pub(crate) mod credential_helper;
+pub(crate) mod engines;
 pub(crate) mod git;
 pub(crate) mod git_http;
 pub(crate) mod git_image;

@@ -163,47 +163,61 @@ impl SecondDaemon {
     /// address answers with a connection forwarded to the host's, so a registry on the host's
     /// loopback is reached under the name it has there. Dropping the bridge closes it.
     pub fn reach(&self, port: u16) -> Bridge {
-        let namespace = format!("/proc/{}/ns/net", self.child.id());
-        let up = Command::new("nsenter")
-            .arg(format!("--net={namespace}"))
-            .args(["ip", "link", "set", "lo", "up"])
-            .status()
-            .expect("nsenter runs");
-        assert!(up.success(), "cannot bring up the node's loopback");
-        // A socket belongs to the namespace it was made in, whichever thread later uses it:
-        // make the listener on a thread that entered the node's namespace.
-        let listener = std::thread::spawn(move || {
-            let file = std::fs::File::open(&namespace).expect("the node's network namespace");
-            // SAFETY: setns on a namespace file this thread opened; it moves only this thread.
-            let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
-            TcpListener::bind(("127.0.0.1", port)).expect("listen on the node's loopback")
-        })
-        .join()
-        .expect("the listener thread");
-        listener.set_nonblocking(true).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::clone(&stop);
-        let thread = std::thread::spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((inbound, _)) => {
-                        inbound.set_nonblocking(false).unwrap();
-                        if let Ok(outbound) = TcpStream::connect(("127.0.0.1", port)) {
-                            splice(inbound, outbound);
-                        }
+        bridge_into(self.child.id(), port)
+    }
+
+    /// A port for forge's conduit (`FORGE_CONDUIT_PORT`) that the daemon reaches, as a user
+    /// forwards one to a daemon on another machine; bridged while the returned guard lives.
+    pub fn conduit(&self) -> (String, Bridge) {
+        let port = crate::support::free_port();
+        (port.to_string(), self.reach(port))
+    }
+}
+
+/// Lets the network namespace of process `pid` reach `127.0.0.1:port` of the host: in that
+/// namespace the address answers with a connection forwarded to the host's. Dropping the
+/// bridge closes it.
+pub fn bridge_into(pid: u32, port: u16) -> Bridge {
+    let namespace = format!("/proc/{pid}/ns/net");
+    let up = Command::new("nsenter")
+        .arg(format!("--net={namespace}"))
+        .args(["ip", "link", "set", "lo", "up"])
+        .status()
+        .expect("nsenter runs");
+    assert!(up.success(), "cannot bring up the node's loopback");
+    // A socket belongs to the namespace it was made in, whichever thread later uses it:
+    // make the listener on a thread that entered the node's namespace.
+    let listener = std::thread::spawn(move || {
+        let file = std::fs::File::open(&namespace).expect("the node's network namespace");
+        // SAFETY: setns on a namespace file this thread opened; it moves only this thread.
+        let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+        TcpListener::bind(("127.0.0.1", port)).expect("listen on the node's loopback")
+    })
+    .join()
+    .expect("the listener thread");
+    listener.set_nonblocking(true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        while !stopping.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((inbound, _)) => {
+                    inbound.set_nonblocking(false).unwrap();
+                    if let Ok(outbound) = TcpStream::connect(("127.0.0.1", port)) {
+                        splice(inbound, outbound);
                     }
-                    Err(error) if error.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(error) => panic!("accept on the node's loopback: {error}"),
                 }
+                Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(error) => panic!("accept on the node's loopback: {error}"),
             }
-        });
-        Bridge {
-            stop,
-            thread: Some(thread),
         }
+    });
+    Bridge {
+        stop,
+        thread: Some(thread),
     }
 }
 
