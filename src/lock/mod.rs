@@ -630,6 +630,24 @@ impl Record {
         )
     }
 
+    /// Whether a daemon's id `id` names the recorded image: its image id (a classic image
+    /// store's name for it), or the manifest forge wrote or a tag was pushed as (a containerd
+    /// store names an image by the manifest, or the index, it holds).
+    pub fn names(&self, id: &Digest) -> bool {
+        *id == self.image.id
+            || self.image.manifest.as_ref() == Some(id)
+            || self.tags.iter().any(|tag| tag.pushed.as_ref() == Some(id))
+    }
+
+    /// The names a daemon may hold the recorded image by, image id first.
+    pub fn identities(&self) -> Vec<&Digest> {
+        let mut names = vec![&self.image.id];
+        names.extend(self.image.manifest.as_ref());
+        names.extend(self.tags.iter().filter_map(|tag| tag.pushed.as_ref()));
+        names.dedup();
+        names
+    }
+
     /// A record in the current format.
     pub fn new(
         inputs: Inputs,

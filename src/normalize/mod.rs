@@ -74,6 +74,9 @@ pub struct Normalized {
     pub rewritten: u64,
     /// The bytes the daemon sent forge to read the image.
     pub read: u64,
+    /// The base's layers the daemon sent all the same (a base it holds under no digest its
+    /// registry gives: loaded, imported, or compressed by the daemon itself), by place from 1.
+    pub base_sent: Vec<(usize, Descriptor)>,
     /// Whether the engine held the normalized image already (nothing was pulled).
     pub already_held: bool,
     /// How long each part took.
@@ -96,13 +99,22 @@ pub struct Blobs {
 }
 
 impl Blobs {
-    /// Uploads the config and forge's layers to `repository` with `client`, each unless the
-    /// registry holds it; returns how many it sent.
+    /// Readies `repository` for the daemon's push of the image, with `client`: the base's
+    /// blobs mounted from `base` (its repository, when on the same registry), so that the
+    /// daemon finds them under the digests the manifest names and sends none of its own; the
+    /// config and forge's layers uploaded, each unless the registry holds it. Returns how many
+    /// blobs it sent.
     pub fn upload(
         &self,
         client: &crate::registry::RegistryClient,
-        repository: &crate::registry::RemoteRepository,
+        (repository, base): (
+            &crate::registry::RemoteRepository,
+            &crate::registry::RemoteRepository,
+        ),
     ) -> Result<usize, crate::registry::RegistryError> {
+        for blob in &self.base {
+            client.mount_blob(repository, &blob.digest, base)?;
+        }
         let layers: Vec<(Digest, &std::path::Path)> = self
             .layers
             .iter()
@@ -252,9 +264,20 @@ pub async fn normalize<E: Engine>(
     let diff_ids = [base.diff_ids.as_slice(), &new_ids].concat();
     let config = config::normalize(&pushed.config, &diff_ids, (epoch, base.history))?;
     let config_digest = crate::conduit::sha256(&config);
-    let base_blobs: Vec<Descriptor> = pushed.manifest.layers[..base.diff_ids.len()]
+    // The base's blobs as its registry names them, so that the manifest is one whichever
+    // compression of them a daemon holds; as the daemon pushed them for a base of no registry.
+    let pushed_base = &pushed.manifest.layers[..base.diff_ids.len()];
+    let base_blobs: Vec<Descriptor> = if base.blobs.is_empty() {
+        pushed_base.iter().map(Descriptor::as_docker).collect()
+    } else {
+        base.blobs.iter().map(Descriptor::as_docker).collect()
+    };
+    let base_sent = pushed_base
         .iter()
-        .map(Descriptor::as_docker)
+        .zip(&pushed.blobs)
+        .enumerate()
+        .filter(|(_, (_, sent))| sent.is_some())
+        .map(|(index, (descriptor, _))| (index + 1, descriptor.clone()))
         .collect();
     let forge_blobs: Vec<(Descriptor, Stored)> = layers
         .iter()
@@ -292,6 +315,7 @@ pub async fn normalize<E: Engine>(
             .collect(),
         rewritten: layers.iter().map(|layer| layer.size).sum(),
         read: conduit.received_bytes(),
+        base_sent,
         already_held,
         took: Phases {
             read: read_at,

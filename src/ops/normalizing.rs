@@ -11,6 +11,10 @@ use crate::recipe::Recipe;
 use crate::registry::{Credentials, Registry as _, RegistryClient, RemoteRepository};
 use crate::types::oci::{Digest, ImageRef, Platform, RegistryHost};
 
+/// How much of the base the daemon may send forge before a build says so: a small base of no
+/// registry (the offline example's) crosses the conduit unremarked.
+const BASE_SENT_WARNING: u64 = 64 * 1024 * 1024;
+
 /// What a normalization works from.
 pub(super) struct Normalizing<'a> {
     /// The recipe built.
@@ -85,6 +89,27 @@ pub(super) async fn normalized<E: Engine>(
             human_size(normalized.read)
         ),
     );
+    let sent: u64 = normalized.base_sent.iter().map(|(_, blob)| blob.size).sum();
+    if sent > BASE_SENT_WARNING {
+        let layers: Vec<String> = normalized
+            .base_sent
+            .iter()
+            .map(|(index, descriptor)| {
+                format!(
+                    "{index} ({}, {})",
+                    descriptor.digest,
+                    human_size(descriptor.size)
+                )
+            })
+            .collect();
+        printer.warn(format_args!(
+            "the daemon sent forge the base's layer {} as well: it holds {} under no digest {}; pull the base from its registry (`docker pull {}`) so that only forge's layers leave the daemon",
+            layers.join(", "),
+            if layers.len() == 1 { "it" } else { "them" },
+            if base.blobs.is_empty() { "of a registry" } else { "its registry gives" },
+            base.name
+        ));
+    }
     Ok((normalized, Some(conduit)))
 }
 
@@ -155,6 +180,7 @@ async fn recorded<E: Engine>(
         layers: Vec::new(),
         rewritten: 0,
         read: 0,
+        base_sent: Vec::new(),
         already_held: true,
         took: normalize::Phases::default(),
         blobs: None,

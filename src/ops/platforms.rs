@@ -223,7 +223,14 @@ async fn build_everywhere(
         };
         let (image, conduit) = normalized(&job, &engine, printer).await?;
         let tag = image_index::platform_tag(first, &platform);
-        let pushed = push_node(target, (&engine, &image, &tag), credentials, &mut events).await;
+        let base = RemoteRepository::of(&recipe.pins.base.image);
+        let pushed = push_node(
+            (target, &base),
+            (&engine, &image, &tag),
+            credentials,
+            &mut events,
+        )
+        .await;
         if let Some(conduit) = conduit {
             conduit.close(&engine).await;
         }
@@ -245,7 +252,7 @@ async fn build_everywhere(
 /// uploaded first so that the daemon's push names them as forge wrote them, and forge's
 /// manifest put under the tag if the daemon's push left another; returns what the tag names.
 async fn push_node(
-    target: &image_index::PushTarget,
+    (target, base): (&image_index::PushTarget, &RemoteRepository),
     (engine, image, tag): (&Docker, &Normalized, &crate::types::oci::Tag),
     credentials: Option<&crate::registry::Credentials>,
     events: &mut dyn FnMut(Event<'_>),
@@ -257,7 +264,7 @@ async fn push_node(
         .expect("the recipe's repository");
     engine.tag(&image.id, &named, tag).await?;
     if let Some(blobs) = &image.blobs {
-        blobs.upload(&target.client, repository)?;
+        blobs.upload(&target.client, (repository, base))?;
     }
     let pushed = engine.push(&named, tag, credentials, events).await?;
     match &image.blobs {

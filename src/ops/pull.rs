@@ -165,7 +165,7 @@ fn pull_record(
         .await;
         display.borrow_mut().finish();
         pulled?;
-        tag_everywhere(&nodes, record, printer).await?;
+        tag_everywhere(&nodes, (record, digest), printer).await?;
         let mut report = Report::of(record.image.repository.to_string());
         for node in &nodes {
             let mut resolved = Vec::new();
@@ -346,7 +346,8 @@ async fn pull_everywhere(
     for (node, outcome) in outcomes {
         let host = node.engine.host();
         match outcome {
-            Ok(info) if info.id.0 == node.image => {
+            // A containerd store names what it pulled by the digest pulled.
+            Ok(info) if info.id.0 == node.image || info.id.0 == *digest => {
                 printer.status("Pulled", format_args!("{} on {host}", info.id.short()));
                 right.push(node);
             }
@@ -403,13 +404,25 @@ fn wrong_image(node: &Node, id: &ImageId, reference: &str, right: &[&Node]) -> C
 
 /// Points every recorded tag at the image on every node; on a failure, puts back what each
 /// moved tag named before, on every node, then fails.
-async fn tag_everywhere(nodes: &[Node], record: &Record, printer: &Printer) -> anyhow::Result<()> {
+async fn tag_everywhere(
+    nodes: &[Node],
+    (record, digest): (&Record, &Digest),
+    printer: &Printer,
+) -> anyhow::Result<()> {
     let repository = &record.image.repository;
     let mut moved: Vec<(&Docker, &Tag, Option<ImageId>)> = Vec::new();
     let mut outcome: Result<(), EngineError> = Ok(());
     'nodes: for node in nodes {
-        let image = ImageId(node.image.clone());
         let engine = &node.engine;
+        // A classic store names the image by its id, a containerd store by the digest pulled.
+        let image = match engine.image(node.image.as_str()).await {
+            Ok(Some(_)) => ImageId(node.image.clone()),
+            Ok(None) => ImageId(digest.clone()),
+            Err(error) => {
+                outcome = Err(error);
+                break 'nodes;
+            }
+        };
         for tag in &record.tags {
             let before = match engine.image(&format!("{repository}:{}", tag.name)).await {
                 Ok(before) => before.map(|info| info.id),

@@ -340,6 +340,16 @@ fn conclude(
     Ok(())
 }
 
+/// The recorded image as `engine` names it, by whichever of its names the daemon holds.
+async fn held_record(engine: &Docker, record: &Record) -> anyhow::Result<Option<ImageId>> {
+    for name in record.identities() {
+        if let Some(held) = engine.image(name.as_str()).await? {
+            return Ok(Some(held.id));
+        }
+    }
+    Ok(None)
+}
+
 /// What every recorded tag names on `engine`.
 async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
     let repository = &record.image.repository;
@@ -390,11 +400,10 @@ async fn content_checks(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let (record, pins, files) = (subject.record, subject.pins, &subject.files);
-    let image = ImageId(record.image.id.clone());
-    if engine.image(image.0.as_str()).await?.is_none() {
-        report.extend([verify::image_missing(engine.host(), &image.0)]);
+    let Some(image) = held_record(engine, record).await? else {
+        report.extend([verify::image_missing(engine.host(), &record.image.id)]);
         return Ok(());
-    }
+    };
     printer.status(
         "Running",
         format_args!("{} to read back its contents", image.short()),

@@ -261,7 +261,8 @@ async fn stages<E: Engine, R: RegistryTags + Send + 'static>(
     let mut journal = Journal::new(publication, &previous, base, recorded.as_ref())?;
     let opened = match (opened, publication.blobs) {
         (Some(registry), Some(blobs)) if kept.len() < publication.tags.len() => {
-            Some(upload(registry, blobs.clone(), printer).await?)
+            let base = publication.recipe.pins.base.image.clone();
+            Some(upload(registry, (blobs.clone(), base), printer).await?)
         }
         (opened, _) => opened,
     };
@@ -302,7 +303,11 @@ async fn base_record<E: Engine>(recipe: &Recipe, engine: &E) -> anyhow::Result<B
         if record.digest.is_none() {
             record.digest = local.digest_in(base.image.as_str());
         }
-        record.id = Some(local.id.0);
+        // A containerd store names the base by its manifest, the digest already recorded: its
+        // image id is not known there.
+        if record.digest.as_ref() != Some(&local.id.0) {
+            record.id = Some(local.id.0);
+        }
     }
     Ok(record)
 }
@@ -335,11 +340,11 @@ async fn move_tags<E: Engine>(
 /// registry does not hold, on a thread of their own; returns the registry.
 async fn upload<R: RegistryTags + Send + 'static>(
     registry: R,
-    blobs: crate::normalize::Blobs,
+    (blobs, base): (crate::normalize::Blobs, crate::types::oci::ImageRef),
     printer: &Printer,
 ) -> anyhow::Result<R> {
     let uploaded = tokio::task::spawn_blocking(move || {
-        let done = registry.upload(&blobs);
+        let done = registry.upload(&blobs, &base);
         (registry, done)
     })
     .await

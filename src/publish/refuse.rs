@@ -26,9 +26,13 @@ pub trait RegistryTags {
     /// such tag.
     fn held(&self, tag: &Tag) -> anyhow::Result<Option<Held>>;
 
-    /// Uploads the config and the layers of `blobs` the registry does not hold; returns how
-    /// many it sent.
-    fn upload(&self, blobs: &crate::normalize::Blobs) -> anyhow::Result<usize>;
+    /// Mounts the base's blobs of `blobs` from `base`'s repository and uploads the config and
+    /// the layers the registry does not hold; returns how many it sent.
+    fn upload(
+        &self,
+        blobs: &crate::normalize::Blobs,
+        base: &crate::types::oci::ImageRef,
+    ) -> anyhow::Result<usize>;
 
     /// Puts `manifest` (Docker's schema 2) under `tag`; returns its digest.
     fn put_manifest(&self, tag: &Tag, manifest: &[u8]) -> anyhow::Result<Digest>;
@@ -69,8 +73,13 @@ impl RegistryTags for RemoteTags {
         self.credentials.clone()
     }
 
-    fn upload(&self, blobs: &crate::normalize::Blobs) -> anyhow::Result<usize> {
-        Ok(blobs.upload(&self.client, &self.remote)?)
+    fn upload(
+        &self,
+        blobs: &crate::normalize::Blobs,
+        base: &crate::types::oci::ImageRef,
+    ) -> anyhow::Result<usize> {
+        let base = RemoteRepository::of(base);
+        Ok(blobs.upload(&self.client, (&self.remote, &base))?)
     }
 
     fn put_manifest(&self, tag: &Tag, manifest: &[u8]) -> anyhow::Result<Digest> {

@@ -314,7 +314,11 @@ impl RegistryTags for MemoryRegistry {
         Ok(landed.or_else(|| self.tags.get(tag.as_str()).cloned()))
     }
 
-    fn upload(&self, _blobs: &crate::normalize::Blobs) -> anyhow::Result<usize> {
+    fn upload(
+        &self,
+        _blobs: &crate::normalize::Blobs,
+        _base: &crate::types::oci::ImageRef,
+    ) -> anyhow::Result<usize> {
         Ok(0)
     }
 

@@ -64,6 +64,33 @@ impl RegistryClient {
         Ok(sent)
     }
 
+    /// Mounts the blob `digest` of `from`, a repository of the same registry, into
+    /// `repository` unless it holds it; whether `repository` holds it then. A registry that
+    /// will not mount (another registry's token scope, a blob `from` lacks) opens an upload
+    /// instead, which is left to lapse.
+    pub fn mount_blob(
+        &self,
+        repository: &RemoteRepository,
+        digest: &Digest,
+        from: &RemoteRepository,
+    ) -> Result<bool, RegistryError> {
+        if self.has_blob(repository, digest)? {
+            return Ok(true);
+        }
+        if from.registry != repository.registry {
+            return Ok(false);
+        }
+        let mut url = self.api_url(
+            repository,
+            &format!("v2/{}/blobs/uploads/", repository.path),
+        )?;
+        url.query_pairs_mut()
+            .append_pair("mount", digest.as_str())
+            .append_pair("from", &from.path);
+        let response = self.send(Method::Post, &url, "*/*", repository)?;
+        Ok(response.status().as_u16() == 201)
+    }
+
     /// Whether `repository` holds the blob `digest`.
     pub fn has_blob(
         &self,

@@ -13,6 +13,20 @@ pub type Resolved = Vec<(String, Option<Digest>)>;
 /// Each recorded tag on `node` against the recorded image id, then whether the tags agree.
 /// `resolved` pairs each `repository:tag` with the id it names on the node.
 pub fn tags(record: &Record, node: &str, resolved: &Resolved) -> Vec<Check> {
+    // A containerd store names the image by its manifest: the same image, by another name.
+    let resolved: Resolved = resolved
+        .iter()
+        .map(|(reference, found)| {
+            let found = found.as_ref().map(|id| {
+                if record.names(id) {
+                    record.image.id.clone()
+                } else {
+                    id.clone()
+                }
+            });
+            (reference.clone(), found)
+        })
+        .collect();
     let mut checks: Vec<Check> = resolved
         .iter()
         .map(|(reference, found)| {
@@ -59,14 +73,16 @@ pub fn base(recorded: &BaseRecord, node: &str, found: Option<&ImageInfo>) -> Vec
         );
     }
     if let Some(id) = &recorded.id {
+        // A containerd store names the base by its manifest, which the recorded digest is.
+        let held = found.map(|info| {
+            if recorded.digest.as_ref() == Some(&info.id.0) {
+                id.as_str()
+            } else {
+                info.id.0.as_str()
+            }
+        });
         checks.push(
-            Check::compare(
-                Kind::BaseId,
-                subject,
-                id.as_str(),
-                found.map_or(MISSING, |info| info.id.0.as_str()),
-            )
-            .on(node),
+            Check::compare(Kind::BaseId, subject, id.as_str(), held.unwrap_or(MISSING)).on(node),
         );
     }
     checks

@@ -4,15 +4,20 @@
 //! comes from ghcr.io.
 //!
 //! One recipe gives one image id and one pushed manifest digest on all four, with either
-//! builder; whatever the build cache holds (a build under another `SOURCE_DATE_EPOCH` first,
-//! whose context had other times) a build ends on the image a `--no-cache` build makes; a new
-//! date is a new image even when the Dockerfile does not change with it.
+//! builder, and what one engine pushed any other pulls; whatever the build cache holds (a build
+//! under another `SOURCE_DATE_EPOCH` first, whose context had other times) a build ends on the
+//! image a `--no-cache` build makes; a new date is a new image even when the Dockerfile does not
+//! change with it. On each engine, one test each, every journey passes: the maintainer's (build,
+//! a no-change rebuild, `--no-cache`, `--push --sign`, `verify-digest --contents` and
+//! `--rebuild`), the tester's (`pull`, `verify-digest REF --key`, `report`) and a cold CI
+//! runner's (an empty build cache, the registry's cache, the published image again).
 
 use crate::support::engines::{Engine, engines};
 use crate::support::image_guard::{ImageGuard, LABEL};
 use crate::support::images::{BASE_IMAGE, DATED_TAG, Example, Tagged, docker, docker_ready};
+use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, registry_tools_missing};
-use crate::support::{Run, TestContext};
+use crate::support::{Run, TestContext, assert_contains};
 
 /// The base on the registry, pushed from the machine's daemon, which keeps it under its tag as a
 /// maintainer's daemon keeps what it pulled; its reference pinned by digest.
@@ -95,13 +100,18 @@ fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_build
     let Some(engines) = matrix() else {
         return;
     };
+    let _turns: Vec<_> = engines.iter().map(Engine::turn).collect();
     let registry = RegistryServer::start();
     let base = RegistryBase::push(&registry);
     let guard = ImageGuard::new(&format!("forge-test/one-{}", std::process::id()));
+    let bridges: Vec<_> = engines
+        .iter()
+        .map(|engine| engine.reach(registry.port()))
+        .collect();
+    let mut pushed_by = Vec::new();
     for builder in ["buildkit", "classic"] {
         let mut made = Vec::new();
         for engine in engines {
-            let _bridge = engine.reach(registry.port());
             let repository = format!(
                 "{}/forge-test/one-{}-{builder}-{}",
                 registry.address(),
@@ -144,6 +154,9 @@ fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_build
             };
             assert_eq!(&held, expected, "{}", engine.name);
             made.push((engine.name.as_str(), id, pushed));
+            if builder == "buildkit" {
+                pushed_by.push((engine, repository, example));
+            }
         }
         let (first, id, pushed) = &made[0];
         for (name, other_id, other_pushed) in &made[1..] {
@@ -154,6 +167,30 @@ fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_build
             );
         }
     }
+    // What each engine pushed, every other engine pulls, and then holds under both tags.
+    for (pusher, repository, example) in &pushed_by {
+        let reference = format!("{repository}:latest");
+        for engine in engines.iter().filter(|engine| engine.name != pusher.name) {
+            let args = ["pull", reference.as_str(), "--host", engine.host.as_str()];
+            let run = forge_on(engine, &example.context, &args, "1783500000");
+            let run = run.expect_code(0);
+            assert_contains(&run.stderr, "Pulled");
+            let held = engine.docker(&[
+                "image",
+                "inspect",
+                "--format",
+                "{{.Id}}",
+                &format!("{repository}:{DATED_TAG}"),
+            ]);
+            assert!(
+                !held.is_empty(),
+                "{} pulled what {} pushed",
+                engine.name,
+                pusher.name
+            );
+        }
+    }
+    drop(bridges);
 }
 
 #[test]
@@ -164,6 +201,7 @@ fn whatever_the_cache_holds_a_build_ends_on_the_image_a_no_cache_build_makes() {
     let registry = RegistryServer::start();
     let base = RegistryBase::push(&registry);
     for engine in engines {
+        let _turn = engine.turn();
         let _bridge = engine.reach(registry.port());
         let repository = format!(
             "forge-test/cache-{}-{}",
@@ -240,4 +278,148 @@ fn a_new_date_is_a_new_image_even_when_the_dockerfile_stays_the_same() {
         "1783500000",
     )
     .expect_code(0);
+}
+
+/// Every journey on the engine at `index` of the set: the maintainer's, the tester's and a cold
+/// CI runner's.
+fn journeys_on(index: usize) {
+    let Some(engines) = matrix() else {
+        return;
+    };
+    let engine = &engines[index];
+    let _turn = engine.turn();
+    let registry = RegistryServer::start();
+    let _bridge = engine.reach(registry.port());
+    let base = RegistryBase::push(&registry);
+    engine.docker(&["pull", "-q", &base.image]);
+    let repository = format!(
+        "{}/forge-test/journey-{}-{:07}",
+        registry.address(),
+        engine.name.replace('.', "-"),
+        std::process::id()
+    );
+    let guard = ImageGuard::new(&repository);
+    let example = base.example(&repository, &guard);
+    let keys = Keys::new();
+    let reference = format!("{repository}:latest");
+    maintainer(engine, &example, &keys);
+    tester(engine, &reference, &keys);
+    cold_runner(engine, &example, &reference);
+}
+
+/// The maintainer on `engine`: builds, rebuilds with nothing changed (the recorded image stands
+/// without a rewrite), builds with no cache (the same image), pushes signed, and verifies the
+/// image's contents and a rebuild.
+fn maintainer(engine: &Engine, example: &Example, keys: &Keys) {
+    let context = &example.context;
+    let run = |args: &[&str]| forge_on(engine, context, args, "1783500000");
+    let (id, _) = reported(&run(&["build", "--progress", "plain"]).expect_code(0));
+    let again = run(&["build", "--progress", "plain"]).expect_code(0);
+    assert_contains(&again.stderr, "nothing to rewrite");
+    assert_eq!(reported(&again).0, id, "{}", engine.name);
+    let fresh = run(&["build", "--no-cache", "--progress", "plain"]).expect_code(0);
+    assert_eq!(reported(&fresh).0, id, "{}: --no-cache", engine.name);
+    let sign = [
+        "build",
+        "--push",
+        "--sign",
+        "--sign-key",
+        &keys.private_arg(),
+    ];
+    let pushed = run(&sign).expect_code(0);
+    assert_eq!(reported(&pushed).0, id, "{}", engine.name);
+    assert_contains(&pushed.stderr, "Attached build record");
+    run(&["verify-digest", "--contents"]).expect_code(0);
+    run(&["verify-digest", "--rebuild"]).expect_code(0);
+}
+
+/// The tester on `engine`, with the image reference and the key only.
+fn tester(engine: &Engine, reference: &str, keys: &Keys) {
+    let folder = TestContext::empty();
+    folder.write("lab.pub", &keys.public_text());
+    let host = ["--host", engine.host.as_str()];
+    let run = |args: &[&str]| forge_on(engine, &folder, args, "1783500000");
+    run(&[&["pull", reference, "--key", "lab.pub"][..], &host].concat()).expect_code(0);
+    let verified = run(&[
+        &["verify-digest", reference, "--key", "lab.pub", "--contents"][..],
+        &host,
+    ]
+    .concat());
+    let verified = verified.expect_code(0).json();
+    let signed = verified["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|check| check["name"] == "signature" && check["ok"] == true);
+    assert!(signed, "{}: {verified:#}", engine.name);
+    let (env, _conduit) = engine.forge_env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let report = folder.forge_with(&["report", reference, "--key", "lab.pub"], &env);
+    assert_contains(&report.expect_code(0).stdout, "# Tester report: ");
+}
+
+/// A CI runner on `engine` whose build cache is empty: a fresh clone of the recipe reads the
+/// cache the push left in the registry and ends on the published image.
+fn cold_runner(engine: &Engine, example: &Example, reference: &str) {
+    let published = engine.docker(&["image", "inspect", "--format", "{{.Id}}", reference]);
+    engine.docker(&["builder", "prune", "--all", "--force"]);
+    let clone = TestContext::empty();
+    for entry in [
+        "pins.toml",
+        "templates",
+        "patches",
+        "overlays",
+        "forge.lock",
+    ] {
+        crate::support::copy_tree(
+            &example.context.path().join(entry),
+            &clone.path().join(entry),
+        );
+    }
+    let run = forge_on(
+        engine,
+        &clone,
+        &["build", "--locked", "--push", "--progress", "plain"],
+        "1783500000",
+    );
+    let run = run.expect_code(0);
+    assert_contains(&run.stderr, "Caching from ");
+    let steps = run.json()["steps"].clone();
+    let ran: Vec<&serde_json::Value> = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|step| step["state"] == "done" && step["name"].as_str().unwrap().contains("RUN "))
+        .collect();
+    assert!(
+        ran.is_empty(),
+        "{}: every RUN step comes from the registry's cache: {ran:?}",
+        engine.name
+    );
+    assert_eq!(
+        engine.docker(&["image", "inspect", "--format", "{{.Id}}", reference]),
+        published,
+        "{}: the cold runner ends on the published image",
+        engine.name
+    );
+}
+
+#[test]
+fn every_journey_passes_on_the_machines_docker_20_10() {
+    journeys_on(0);
+}
+
+#[test]
+fn every_journey_passes_on_trixies_docker_and_containerd_1_7() {
+    journeys_on(1);
+}
+
+#[test]
+fn every_journey_passes_on_forkys_docker_and_containerd_2_1() {
+    journeys_on(2);
+}
+
+#[test]
+fn every_journey_passes_on_forkys_docker_with_the_containerd_image_store() {
+    journeys_on(3);
 }

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::support::node::Bridge;
@@ -28,9 +28,19 @@ pub struct Engine {
     pub containerd_store: bool,
     /// The process whose network namespace the daemon runs in; `None` for the machine's daemon.
     namespace: Option<u32>,
+    /// Held by a test while it builds on the engine and relies on what its build cache holds.
+    turn: Mutex<()>,
 }
 
 impl Engine {
+    /// Waits for the engine to be this test's alone: a test that empties its build cache, or
+    /// counts on what it holds, takes its turn. Engines are taken in the set's order.
+    pub fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Lets the daemon reach `127.0.0.1:port` of the host (nothing to do for the machine's own
     /// daemon, which shares the host's loopback).
     pub fn reach(&self, port: u16) -> Option<Bridge> {
@@ -110,6 +120,7 @@ fn start_all() -> Result<Vec<Engine>, String> {
         host: crate::support::images::daemon_host(),
         containerd_store: false,
         namespace: None,
+        turn: Mutex::new(()),
     }];
     let mut starting = Vec::new();
     for (suite, store) in STARTED {
@@ -189,6 +200,7 @@ rm -rf {folder}
             host: format!("unix://{}", socket.display()),
             containerd_store,
             namespace: Some(namespace),
+            turn: Mutex::new(()),
         },
         log,
     ))
