@@ -260,10 +260,43 @@ pub async fn normalize<E: Engine>(
     })
     .await
     .expect("the rewrite does not panic")?;
+    let (blobs, base_sent) = assemble(&pushed, base, &layers, epoch)?;
+    let rewritten_at = started.elapsed();
+    let (id, already_held) = write(engine, conduit, &blobs, platform).await?;
+    Ok(Normalized {
+        id,
+        config: crate::conduit::sha256(&blobs.config),
+        manifest: crate::conduit::sha256(&blobs.manifest),
+        layers: built
+            .into_iter()
+            .zip(&layers)
+            .map(|(built, layer)| (built, layer.diff_id.clone()))
+            .collect(),
+        rewritten: layers.iter().map(|layer| layer.size).sum(),
+        read: conduit.received_bytes(),
+        base_sent,
+        already_held,
+        took: Phases {
+            read: read_at,
+            rewrite: rewritten_at - read_at,
+            write: started.elapsed() - rewritten_at,
+        },
+        blobs: Some(blobs),
+    })
+}
+
+/// The image's blobs as forge publishes them, from what the daemon pushed and the layers forge
+/// wrote: the config, the manifest, the base's blobs and forge's; and the base's layers the
+/// daemon sent all the same.
+fn assemble(
+    pushed: &Pushed,
+    base: &Base,
+    layers: &[blob::Written],
+    epoch: u64,
+) -> Result<(Blobs, Vec<(usize, Descriptor)>), NormalizeError> {
     let new_ids: Vec<Digest> = layers.iter().map(|layer| layer.diff_id.clone()).collect();
     let diff_ids = [base.diff_ids.as_slice(), &new_ids].concat();
     let config = config::normalize(&pushed.config, &diff_ids, (epoch, base.history))?;
-    let config_digest = crate::conduit::sha256(&config);
     // The base's blobs as its registry names them, so that the manifest is one whichever
     // compression of them a daemon holds; as the daemon pushed them for a base of no registry.
     let pushed_base = &pushed.manifest.layers[..base.diff_ids.len()];
@@ -287,7 +320,7 @@ pub async fn normalize<E: Engine>(
         Descriptor {
             media_type: DOCKER_CONFIG.to_owned(),
             size: config.len() as u64,
-            digest: config_digest.clone(),
+            digest: crate::conduit::sha256(&config),
         },
         base_blobs
             .iter()
@@ -295,35 +328,13 @@ pub async fn normalize<E: Engine>(
             .chain(forge_blobs.iter().map(|(descriptor, _)| descriptor.clone()))
             .collect(),
     );
-    let manifest_digest = crate::conduit::sha256(&manifest);
-    let rewritten_at = started.elapsed();
     let blobs = Blobs {
         manifest,
         config,
         base: base_blobs,
         layers: forge_blobs,
     };
-    let (id, already_held) = write(engine, conduit, &blobs, platform).await?;
-    Ok(Normalized {
-        id,
-        config: config_digest,
-        manifest: manifest_digest,
-        layers: built
-            .into_iter()
-            .zip(&layers)
-            .map(|(built, layer)| (built, layer.diff_id.clone()))
-            .collect(),
-        rewritten: layers.iter().map(|layer| layer.size).sum(),
-        read: conduit.received_bytes(),
-        base_sent,
-        already_held,
-        took: Phases {
-            read: read_at,
-            rewrite: rewritten_at - read_at,
-            write: started.elapsed() - rewritten_at,
-        },
-        blobs: Some(blobs),
-    })
+    Ok((blobs, base_sent))
 }
 
 fn layer_error(index: usize, descriptor: &Descriptor, source: std::io::Error) -> NormalizeError {

@@ -95,6 +95,79 @@ fn matrix() -> Option<&'static [Engine]> {
     engines()
 }
 
+/// `example` built with `builder` and pushed from `engine` to `registry`: the image id and the
+/// manifest digest, which the registry holds under the dated tag and the daemon names the image
+/// by (the manifest digest in a containerd store, the image id in a classic one).
+fn built_and_pushed(
+    engine: &Engine,
+    (example, builder): (&Example, &str),
+    registry: &RegistryServer,
+) -> (String, String) {
+    let args = [
+        "build",
+        "--push",
+        "--builder",
+        builder,
+        "--progress",
+        "plain",
+    ];
+    let run = forge_on(engine, &example.context, &args, "1783500000").expect_code(0);
+    let (id, pushed) = reported(&run);
+    let pushed = pushed.expect("a pushed digest");
+    let repository = &example.repository;
+    let path = repository
+        .strip_prefix(&format!("{}/", registry.address()))
+        .unwrap();
+    assert_eq!(
+        registry.digest(path, DATED_TAG),
+        pushed,
+        "{}: the registry holds what forge reported",
+        engine.name
+    );
+    let held = engine.docker(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{.Id}}",
+        &format!("{repository}:latest"),
+    ]);
+    let expected = if engine.containerd_store {
+        &pushed
+    } else {
+        &id
+    };
+    assert_eq!(&held, expected, "{}", engine.name);
+    (id, pushed)
+}
+
+/// What `pusher` pushed as `repository`, pulled onto every other engine, which then holds it
+/// under the dated tag.
+fn pulled_everywhere_else(
+    engines: &[Engine],
+    pusher: &Engine,
+    (repository, example): (&str, &Example),
+) {
+    let reference = format!("{repository}:latest");
+    for engine in engines.iter().filter(|engine| engine.name != pusher.name) {
+        let args = ["pull", reference.as_str(), "--host", engine.host.as_str()];
+        let run = forge_on(engine, &example.context, &args, "1783500000");
+        assert_contains(&run.expect_code(0).stderr, "Pulled");
+        let held = engine.docker(&[
+            "image",
+            "inspect",
+            "--format",
+            "{{.Id}}",
+            &format!("{repository}:{DATED_TAG}"),
+        ]);
+        assert!(
+            !held.is_empty(),
+            "{} pulled what {} pushed",
+            engine.name,
+            pusher.name
+        );
+    }
+}
+
 #[test]
 fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_builder() {
     let Some(engines) = matrix() else {
@@ -119,40 +192,7 @@ fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_build
                 std::process::id()
             );
             let example = base.example(&repository, &guard);
-            let args = [
-                "build",
-                "--push",
-                "--builder",
-                builder,
-                "--progress",
-                "plain",
-            ];
-            let run = forge_on(engine, &example.context, &args, "1783500000").expect_code(0);
-            let (id, pushed) = reported(&run);
-            let pushed = pushed.expect("a pushed digest");
-            let path = repository
-                .strip_prefix(&format!("{}/", registry.address()))
-                .unwrap();
-            assert_eq!(
-                registry.digest(path, DATED_TAG),
-                pushed,
-                "{}: the registry holds what forge reported",
-                engine.name
-            );
-            // The daemon holds it under the manifest digest (containerd store) or the image id.
-            let held = engine.docker(&[
-                "image",
-                "inspect",
-                "--format",
-                "{{.Id}}",
-                &format!("{repository}:latest"),
-            ]);
-            let expected = if engine.containerd_store {
-                &pushed
-            } else {
-                &id
-            };
-            assert_eq!(&held, expected, "{}", engine.name);
+            let (id, pushed) = built_and_pushed(engine, (&example, builder), &registry);
             made.push((engine.name.as_str(), id, pushed));
             if builder == "buildkit" {
                 pushed_by.push((engine, repository, example));
@@ -169,26 +209,7 @@ fn one_recipe_gives_one_image_and_one_manifest_on_every_engine_with_either_build
     }
     // What each engine pushed, every other engine pulls, and then holds under both tags.
     for (pusher, repository, example) in &pushed_by {
-        let reference = format!("{repository}:latest");
-        for engine in engines.iter().filter(|engine| engine.name != pusher.name) {
-            let args = ["pull", reference.as_str(), "--host", engine.host.as_str()];
-            let run = forge_on(engine, &example.context, &args, "1783500000");
-            let run = run.expect_code(0);
-            assert_contains(&run.stderr, "Pulled");
-            let held = engine.docker(&[
-                "image",
-                "inspect",
-                "--format",
-                "{{.Id}}",
-                &format!("{repository}:{DATED_TAG}"),
-            ]);
-            assert!(
-                !held.is_empty(),
-                "{} pulled what {} pushed",
-                engine.name,
-                pusher.name
-            );
-        }
+        pulled_everywhere_else(engines, pusher, (repository, example));
     }
     drop(bridges);
 }
