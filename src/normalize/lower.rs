@@ -8,8 +8,9 @@
 //!
 //! What lies below is read from forge's own layers first (their entries, deletions and opaque
 //! directories, nearest first), and only where they say nothing from the base, by asking the
-//! daemon what a container of the base holds at the path (`Engine::path_in`), one path at a
-//! time, parents first, never a directory's contents.
+//! daemon what a container of the base holds at the path (`Engine::path_in`): the path itself,
+//! never a directory's contents, a level at a time and the paths of a level at once, a path
+//! only where its parent is a directory.
 
 use std::collections::{HashMap, HashSet};
 
@@ -58,7 +59,7 @@ fn below(layers: &[Index], path: &[u8]) -> Below {
 /// that change nothing below them, by layer.
 pub async fn unchanged<E: Engine>(
     engine: &E,
-    base: &ImageId,
+    (base, opened): (&ImageId, Option<&Probe>),
     layers: &[Index],
 ) -> Result<Vec<HashSet<Vec<u8>>>, EngineError> {
     let mut asked: Vec<(usize, Vec<u8>, Directory)> = Vec::new();
@@ -85,70 +86,102 @@ pub async fn unchanged<E: Engine>(
     if asked.is_empty() {
         return Ok(dropped);
     }
-    let mut base_paths = BasePaths::open(engine, base).await?;
-    let mut result = Ok(());
+    let paths: Vec<&[u8]> = asked.iter().map(|(_, path, _)| path.as_slice()).collect();
+    let known = match opened.filter(|probe| probe.base == *base) {
+        Some(probe) => in_base(engine, &probe.container, &paths).await?,
+        None => {
+            let probe = Probe::open(engine, base).await?;
+            let known = in_base(engine, &probe.container, &paths).await;
+            probe.close(engine).await;
+            known?
+        }
+    };
     for (index, path, directory) in asked {
-        match base_paths.directory(&path).await {
-            Ok(Some(lower)) if lower.mode == directory.mode && lower.owner == directory.owner => {
-                dropped[index].insert(path);
-            }
-            Ok(_) => {}
-            Err(error) => {
-                result = Err(error);
-                break;
-            }
+        if let Some(Some(lower)) = known.get(&path)
+            && lower.directory
+            && lower.mode == directory.mode
+            && lower.owner == directory.owner
+        {
+            dropped[index].insert(path);
         }
     }
-    base_paths.close().await;
-    result.map(|()| dropped)
+    Ok(dropped)
 }
 
-/// The base's paths, asked of the daemon through one container that never runs, and kept.
-struct BasePaths<'a, E: Engine> {
-    engine: &'a E,
+/// A container of the base that never runs, for the daemon to say what the base holds at a
+/// path. Made while the build runs, where the daemon holds the base by name already.
+#[derive(Debug)]
+pub struct Probe {
+    base: ImageId,
     container: String,
-    known: HashMap<Vec<u8>, Option<PathMeta>>,
 }
 
-impl<'a, E: Engine> BasePaths<'a, E> {
-    async fn open(engine: &'a E, base: &ImageId) -> Result<Self, EngineError> {
+impl Probe {
+    /// A container of `base` on `engine`.
+    pub async fn open<E: Engine>(engine: &E, base: &ImageId) -> Result<Self, EngineError> {
         Ok(Self {
-            engine,
+            base: base.clone(),
             container: engine.open_probe(base).await?,
-            known: HashMap::new(),
         })
     }
 
-    /// The base's directory at `path`; `None` when the base holds no directory there. Each
-    /// parent is asked first, and a path under anything but a directory is not asked at all.
-    async fn directory(&mut self, path: &[u8]) -> Result<Option<Directory>, EngineError> {
-        let mut chain = vec![path];
-        let mut at = path;
-        while !parent(at).is_empty() {
-            at = parent(at);
-            chain.push(at);
-        }
-        for step in chain.into_iter().rev() {
-            if !self.known.contains_key(step) {
-                let text = format!("/{}", String::from_utf8_lossy(step));
-                let found = self.engine.path_in(&self.container, &text).await?;
-                self.known.insert(step.to_vec(), found);
-            }
-            match &self.known[step] {
-                Some(meta) if meta.directory => {}
-                _ => return Ok(None),
-            }
-        }
-        Ok(self.known[path].as_ref().map(|meta| Directory {
-            mode: meta.mode,
-            owner: meta.owner,
-            attributes: Default::default(),
-        }))
+    /// Removes the container.
+    pub async fn close<E: Engine>(self, engine: &E) {
+        engine.close_probe(&self.container).await;
     }
+}
 
-    async fn close(self) {
-        self.engine.close_probe(&self.container).await;
+/// What the base holds at each of `paths` and at every directory above them, asked of the
+/// daemon through `container`, a container of the base that never runs: a level at a time,
+/// the paths of a level at once, and a path only where its parent is a directory.
+async fn in_base<E: Engine>(
+    engine: &E,
+    container: &str,
+    paths: &[&[u8]],
+) -> Result<HashMap<Vec<u8>, Option<PathMeta>>, EngineError> {
+    let mut levels: Vec<HashSet<&[u8]>> = Vec::new();
+    for path in paths {
+        let mut at = *path;
+        loop {
+            let depth = at.iter().filter(|byte| **byte == b'/').count();
+            if levels.len() <= depth {
+                levels.resize_with(depth + 1, HashSet::new);
+            }
+            levels[depth].insert(at);
+            if parent(at).is_empty() {
+                break;
+            }
+            at = parent(at);
+        }
     }
+    let mut known: HashMap<Vec<u8>, Option<PathMeta>> = HashMap::new();
+    let mut outcome = Ok(());
+    for level in levels {
+        let asked: Vec<&[u8]> = level
+            .into_iter()
+            .filter(|path| {
+                let up = parent(path);
+                up.is_empty() || matches!(known.get(up), Some(Some(meta)) if meta.directory)
+            })
+            .collect();
+        let answers = futures_util::future::join_all(asked.iter().map(|path| {
+            let text = format!("/{}", String::from_utf8_lossy(path));
+            async move { engine.path_in(container, &text).await }
+        }))
+        .await;
+        for (path, answer) in asked.into_iter().zip(answers) {
+            match answer {
+                Ok(found) => {
+                    known.insert(path.to_vec(), found);
+                }
+                Err(error) => outcome = Err(error),
+            }
+        }
+        if outcome.is_err() {
+            break;
+        }
+    }
+    outcome.map(|()| known)
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod compare;
 mod config;
 pub mod layer;
 mod lower;
+pub use lower::Probe;
 pub mod manifest;
 
 use std::time::{Duration, Instant};
@@ -230,10 +231,10 @@ impl Advise for NormalizeError {
 crate::advised!(NormalizeError);
 
 /// Normalizes the image `built` of `engine`, built on `base` for `platform`, with every time of
-/// forge's layers and steps `epoch`, and leaves the result on the daemon.
+/// forge's layers and steps `epoch`, and leaves the result on the daemon. `probe`, a container
+/// of the base made while the build ran, answers what the base holds, when it is of that base.
 pub async fn normalize<E: Engine>(
-    engine: &E,
-    conduit: &Conduit,
+    (engine, conduit, probe): (&E, &Conduit, Option<&Probe>),
     built: &ImageId,
     (base, platform): (&Base, &Platform),
     epoch: u64,
@@ -242,7 +243,7 @@ pub async fn normalize<E: Engine>(
     let pushed = read(engine, conduit, built, base, platform).await?;
     let read_at = started.elapsed();
     let (indexes, above) = indexed(&pushed, base).await?;
-    let unchanged = lower::unchanged(engine, &base.id, &indexes).await?;
+    let unchanged = lower::unchanged(engine, (&base.id, probe), &indexes).await?;
     let built: Vec<Digest> = indexes
         .iter()
         .filter_map(|index| index.diff_id.clone())

@@ -26,7 +26,7 @@ use crate::types::oci::ImageRef;
 use super::attaching::{Attaching, attach};
 pub use super::build_request::{BuildMode, BuildOptions};
 use super::build_request::{build_credentials, build_request, cache_image};
-use super::normalizing::{Normalizing, differences, normalized};
+use super::normalizing::{Normalizing, differences, early_probe, normalized};
 
 /// Runs `forge build` on `recipe`.
 pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyhow::Result<()> {
@@ -384,19 +384,33 @@ async fn make<'a, E: Engine>(
         display.event(event);
     };
     // Dropping the build's stream closes its connection, and the daemon cancels the build.
-    let built = stop.race(engine.build(&request, &mut events)).await;
+    // Meanwhile a container of the base is made, for the normalization to ask what the base
+    // holds without waiting for one.
+    let (built, probe) = tokio::join!(
+        stop.race(engine.build(&request, &mut events)),
+        early_probe(recipe, engine, !options.push)
+    );
     display.finish();
-    let built = built.map_err(|error| base_pull_refused(recipe, error))?;
-    printer.status("Built", &built);
-    let job = Normalizing {
-        recipe,
-        built: &built,
-        request: &request,
-        platform,
-        reuse: !options.push,
-        insecure: &options.insecure_registries,
-    };
-    let (normalized, conduit) = stop.race(normalized(&job, engine, printer)).await?;
+    let normalizing = async {
+        let built = built.map_err(|error| base_pull_refused(recipe, error))?;
+        printer.status("Built", &built);
+        let job = Normalizing {
+            recipe,
+            built: &built,
+            request: &request,
+            platform,
+            reuse: !options.push,
+            insecure: &options.insecure_registries,
+            probe: probe.as_ref(),
+        };
+        let (normalized, conduit) = stop.race(normalized(&job, engine, printer)).await?;
+        anyhow::Ok((built, normalized, conduit))
+    }
+    .await;
+    if let Some(probe) = probe {
+        probe.close(engine).await;
+    }
+    let (built, normalized, conduit) = normalizing?;
     Ok(Made {
         request,
         cache,

@@ -31,6 +31,8 @@ pub(super) struct Normalizing<'a> {
     pub reuse: bool,
     /// Registries besides loopback ones spoken to over plain HTTP.
     pub insecure: &'a [RegistryHost],
+    /// A container of the base made while the build ran, if one was.
+    pub probe: Option<&'a normalize::Probe>,
 }
 
 /// Normalizes the image a build made, and says so. Returns the normalized image and, unless
@@ -63,8 +65,12 @@ pub(super) async fn normalized<E: Engine>(
     .await?;
     let conduit = Conduit::open().await?;
     let epoch = job.recipe.source_date_epoch();
-    let normalizing =
-        normalize::normalize(engine, &conduit, job.built, (&base, job.platform), epoch);
+    let normalizing = normalize::normalize(
+        (engine, &conduit, job.probe),
+        job.built,
+        (&base, job.platform),
+        epoch,
+    );
     let normalized = match normalizing.await {
         Ok(normalized) => normalized,
         Err(error) => {
@@ -275,6 +281,30 @@ fn registry_blobs(
         Some(Parsed::Image(image)) => image.layers,
         _ => Vec::new(),
     }
+}
+
+/// A container of the base of `recipe`, when `engine` holds the base by name already: made
+/// while the build runs, so that the normalization that follows need not wait for it. None
+/// where the record will likely stand without a normalization (`reuse`, and forge.lock records
+/// an image normalized as this forge does, at the recipe's date).
+pub(super) async fn early_probe<E: Engine>(
+    recipe: &Recipe,
+    engine: &E,
+    reuse: bool,
+) -> Option<normalize::Probe> {
+    let recorded = crate::lock::load(&recipe.root)
+        .ok()
+        .flatten()
+        .and_then(crate::lock::Lock::built)
+        .is_some_and(|record| {
+            record.image.normalized == Some(normalize::FORMAT)
+                && record.image.epoch == Some(recipe.source_date_epoch())
+        });
+    if reuse && recorded {
+        return None;
+    }
+    let held = engine.image(&recipe.pins.base.reference()).await.ok()??;
+    normalize::Probe::open(engine, &held.id).await.ok()
 }
 
 /// The base image as the daemon holds it. A BuildKit build fetches the base without naming it

@@ -220,6 +220,7 @@ async fn build_everywhere(
             platform: &platform,
             reuse: false,
             insecure: &options.insecure_registries,
+            probe: None,
         };
         let (image, conduit) = normalized(&job, &engine, printer).await?;
         let tag = image_index::platform_tag(first, &platform);

@@ -75,6 +75,7 @@ pub(super) async fn rebuild(
         platform,
         reuse: false,
         insecure: &[],
+        probe: None,
     };
     let (normalized, conduit) = normalized(&job, engine, printer).await?;
     let outcome = compared(

@@ -375,18 +375,7 @@ async fn put_forge_manifest<R: RegistryTags + Send + 'static>(
     if pushed == *manifest {
         return pushed;
     }
-    let Some(opened) = registry.take() else {
-        return pushed;
-    };
-    let (tag_owned, bytes) = (tag.clone(), blobs.manifest.clone());
-    let (opened, put) = tokio::task::spawn_blocking(move || {
-        let put = opened.put_manifest(&tag_owned, &bytes);
-        (opened, put)
-    })
-    .await
-    .expect("the manifest put does not panic");
-    *registry = Some(opened);
-    match put {
+    match put_manifest(registry, tag, &blobs.manifest).await {
         Ok(digest) => digest,
         Err(error) => {
             printer.warn(format_args!(
@@ -396,6 +385,26 @@ async fn put_forge_manifest<R: RegistryTags + Send + 'static>(
             pushed
         }
     }
+}
+
+/// Puts `manifest` under `tag` in `registry`, on a thread of its own; its digest.
+async fn put_manifest<R: RegistryTags + Send + 'static>(
+    registry: &mut Option<R>,
+    tag: &Tag,
+    manifest: &[u8],
+) -> anyhow::Result<Digest> {
+    let Some(opened) = registry.take() else {
+        anyhow::bail!("the registry was not opened");
+    };
+    let (tag, bytes) = (tag.clone(), manifest.to_vec());
+    let (opened, put) = tokio::task::spawn_blocking(move || {
+        let put = opened.put_manifest(&tag, &bytes);
+        (opened, put)
+    })
+    .await
+    .expect("the manifest put does not panic");
+    *registry = Some(opened);
+    put
 }
 
 /// Pushes every tag not in `kept`, immutable tags first. Returns each tag in the registry with
@@ -410,6 +419,9 @@ async fn push<E: Engine, R: RegistryTags + Send + 'static>(
     let repository = publication.repository();
     let mut order: Vec<&ResolvedTag> = publication.tags.iter().collect();
     order.sort_by_key(|tag| tag.mutability == Mutability::Moving);
+    // Once the daemon has pushed forge's manifest, every other tag is that manifest put under
+    // it: the registry holds every blob by then, and one push is enough.
+    let mut in_registry = false;
     for tag in order {
         // Already in the registry with this image: pushing again could only re-point it (at
         // this daemon's manifest, or from a multi-platform index to one image).
@@ -424,10 +436,18 @@ async fn push<E: Engine, R: RegistryTags + Send + 'static>(
             journal.pushed(&tag.tag, digest)?;
             continue;
         }
+        if let (true, Some(blobs)) = (in_registry, publication.blobs)
+            && let Ok(digest) = put_manifest(registry, &tag.tag, &blobs.manifest).await
+        {
+            printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
+            journal.pushed(&tag.tag, &digest)?;
+            continue;
+        }
         match engine.push(repository, &tag.tag, credentials, events).await {
             Ok(digest) => {
                 let pushed = (&tag.tag, digest);
                 let digest = put_forge_manifest(registry, pushed, publication, printer).await;
+                in_registry = publication.manifest == Some(&digest);
                 printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));
                 journal.pushed(&tag.tag, &digest)?;
             }
