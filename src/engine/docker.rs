@@ -202,12 +202,7 @@ impl Docker {
                     BollardError::DockerStreamError { error: message }
                     | BollardError::DockerResponseServerError { message, .. },
                 ) => return Err(EngineError::Pull { reference, message }),
-                Err(other) => {
-                    return Err(EngineError::Unreachable {
-                        host: self.host.clone(),
-                        message: describe(&other),
-                    });
-                }
+                Err(other) => return Err(self.failed(format!("the pull of {reference}"), &other)),
             };
             let Some(status) = info.status else { continue };
             // Each state once: byte counts and per-layer repeats would flood a log.
@@ -253,10 +248,38 @@ impl Docker {
             BollardError::DockerResponseServerError { message, .. } => {
                 EngineError::Api { action, message }
             }
-            // Anything else is the connection failing under us.
+            other => self.failed(action, &other),
+        }
+    }
+
+    /// What a failed request other than the daemon's own refusal says: an answer forge could
+    /// not read (named with the endpoint and the daemon's version), else the connection
+    /// failing under us.
+    fn failed(&self, action: String, error: &BollardError) -> EngineError {
+        match error {
+            BollardError::JsonDataError { message, .. } => EngineError::Unreadable {
+                host: self.host.clone(),
+                version: self
+                    .version
+                    .version
+                    .clone()
+                    .unwrap_or_else(|| "unknown".to_owned()),
+                action,
+                message: message.clone(),
+            },
+            BollardError::JsonSerdeError { err } => EngineError::Unreadable {
+                host: self.host.clone(),
+                version: self
+                    .version
+                    .version
+                    .clone()
+                    .unwrap_or_else(|| "unknown".to_owned()),
+                action,
+                message: err.to_string(),
+            },
             other => EngineError::Unreachable {
                 host: self.host.clone(),
-                message: describe(&other),
+                message: describe(other),
             },
         }
     }
@@ -482,12 +505,7 @@ impl Engine for Docker {
                     failure = Some(message);
                     break;
                 }
-                Err(other) => {
-                    return Err(EngineError::Unreachable {
-                        host: self.host.clone(),
-                        message: describe(&other),
-                    });
-                }
+                Err(other) => return Err(self.failed("the build".to_owned(), &other)),
             }
         }
         if failure.is_none() {
@@ -542,7 +560,9 @@ impl Engine for Docker {
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),
-            Err(error) => Err(self.api(format!("inspect {reference}"))(error)),
+            Err(error) => Err(self.api(format!(
+                "the inspect of {reference} (GET /images/{reference}/json)"
+            ))(error)),
         }
     }
 
@@ -610,12 +630,7 @@ impl Engine for Docker {
                 Err(BollardError::DockerResponseServerError { message, .. }) => {
                     return Err(EngineError::Push { reference, message });
                 }
-                Err(other) => {
-                    return Err(EngineError::Unreachable {
-                        host: self.host.clone(),
-                        message: describe(&other),
-                    });
-                }
+                Err(other) => return Err(self.failed(format!("the push of {reference}"), &other)),
             };
             let Some(status) = info.status else { continue };
             // The registry's manifest digest is only ever reported in this status line:

@@ -128,6 +128,20 @@ pub enum EngineError {
         /// What the connection attempt said.
         message: String,
     },
+    /// The daemon answered, but with what forge cannot read.
+    #[error(
+        "the Docker daemon at {host} (Docker {version}) answered {action} with what forge cannot read: {message}"
+    )]
+    Unreadable {
+        /// `DOCKER_HOST`, or the default socket.
+        host: String,
+        /// The daemon's version, as it reported it.
+        version: String,
+        /// What forge asked for: the endpoint and its subject.
+        action: String,
+        /// What did not read: the field, the value.
+        message: String,
+    },
     /// The daemon's stream of a pull or a push made no headway for longer than the idle limit:
     /// it sent nothing, or only what it had sent before.
     #[error("the Docker daemon at {host} reported no progress on {reference} for {} s", idle.as_secs_f64())]
@@ -267,6 +281,9 @@ impl Advise for EngineError {
             EngineError::Unreachable { host, .. } => Advice::Hint(format!(
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
+            EngineError::Unreadable { .. } => Advice::Hint(
+                "the daemon is reachable; its answer has a shape forge does not know, which an engine version or image store forge was not tested with may give: report it with the daemon's version (`docker version`)".to_owned(),
+            ),
             EngineError::Stalled { .. } => Advice::Hint(
                 "check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
             ),

@@ -91,10 +91,18 @@ pub struct Normalized {
 pub struct Blobs {
     /// The manifest's bytes.
     pub manifest: Vec<u8>,
+    /// The manifest the daemon pulls: the same but for the base's blobs, named as the daemon
+    /// knows them (by the digests it pushed them as), which a daemon that holds them under
+    /// another compression than the registry's can pull. Most often the same bytes.
+    pub local: Vec<u8>,
     /// The config's bytes.
     pub config: Vec<u8>,
     /// The base's layers, as the manifest names them.
     pub base: Vec<Descriptor>,
+    /// Whether the manifest names the base's layers as its registry does, so that it is one
+    /// whichever daemon pushes it; a base of no registry has only a daemon's names for them,
+    /// and a push leaves that daemon's manifest.
+    pub from_registry: bool,
     /// forge's layers: each descriptor and the file that holds its bytes.
     pub layers: Vec<(Descriptor, Stored)>,
 }
@@ -317,21 +325,27 @@ fn assemble(
         .iter()
         .map(|layer| (layer.descriptor.clone(), layer.stored.clone()))
         .collect();
-    let manifest = Manifest::docker(
-        Descriptor {
-            media_type: DOCKER_CONFIG.to_owned(),
-            size: config.len() as u64,
-            digest: crate::conduit::sha256(&config),
-        },
-        base_blobs
-            .iter()
-            .cloned()
-            .chain(forge_blobs.iter().map(|(descriptor, _)| descriptor.clone()))
-            .collect(),
-    );
+    let with_base = |base: &[Descriptor]| {
+        Manifest::docker(
+            Descriptor {
+                media_type: DOCKER_CONFIG.to_owned(),
+                size: config.len() as u64,
+                digest: crate::conduit::sha256(&config),
+            },
+            base.iter()
+                .cloned()
+                .chain(forge_blobs.iter().map(|(descriptor, _)| descriptor.clone()))
+                .collect(),
+        )
+    };
+    let manifest = with_base(&base_blobs);
+    let daemons: Vec<Descriptor> = pushed_base.iter().map(Descriptor::as_docker).collect();
+    let local = with_base(&daemons);
     let blobs = Blobs {
         manifest,
+        local,
         config,
+        from_registry: !base.blobs.is_empty(),
         base: base_blobs,
         layers: forge_blobs,
     };
@@ -468,8 +482,9 @@ async fn write<E: Engine>(
     platform: &Platform,
 ) -> Result<(ImageId, bool), NormalizeError> {
     let config = crate::conduit::sha256(&blobs.config);
-    let manifest = crate::conduit::sha256(&blobs.manifest);
-    for candidate in [&manifest, &config] {
+    let manifest = crate::conduit::sha256(&blobs.local);
+    let published = crate::conduit::sha256(&blobs.manifest);
+    for candidate in [&published, &manifest, &config] {
         if let Some(held) = engine.image(candidate.as_str()).await? {
             return Ok((held.id, true));
         }
@@ -480,7 +495,7 @@ async fn write<E: Engine>(
     }
     conduit.offer_manifest(
         manifest::DOCKER_MANIFEST,
-        bytes::Bytes::from(blobs.manifest.clone()),
+        bytes::Bytes::from(blobs.local.clone()),
     );
     let pulled = conduit.write(engine, &manifest, platform).await?;
     if pulled.id.0 != config && pulled.id.0 != manifest {

@@ -269,12 +269,14 @@ async fn push_node(
     }
     let pushed = engine.push(&named, tag, credentials, events).await?;
     match &image.blobs {
-        Some(blobs) if pushed != image.manifest => Ok(target.client.push_manifest(
-            repository,
-            tag.as_str(),
-            crate::normalize::manifest::DOCKER_MANIFEST,
-            &blobs.manifest,
-        )?),
+        Some(blobs) if blobs.from_registry && pushed != image.manifest => {
+            Ok(target.client.push_manifest(
+                repository,
+                tag.as_str(),
+                crate::normalize::manifest::DOCKER_MANIFEST,
+                &blobs.manifest,
+            )?)
+        }
         _ => Ok(pushed),
     }
 }

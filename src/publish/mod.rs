@@ -372,6 +372,9 @@ async fn put_forge_manifest<R: RegistryTags + Send + 'static>(
     let (Some(blobs), Some(manifest)) = (publication.blobs, publication.manifest) else {
         return pushed;
     };
+    if !blobs.from_registry {
+        return pushed;
+    }
     if pushed == *manifest {
         return pushed;
     }
@@ -437,6 +440,7 @@ async fn push<E: Engine, R: RegistryTags + Send + 'static>(
             continue;
         }
         if let (true, Some(blobs)) = (in_registry, publication.blobs)
+            && blobs.from_registry
             && let Ok(digest) = put_manifest(registry, &tag.tag, &blobs.manifest).await
         {
             printer.status("Pushed", format_args!("{repository}:{} {digest}", tag.tag));

@@ -1068,8 +1068,18 @@ impl RegistryProxy {
                 let uploaded = Arc::new(AtomicBool::new(false));
                 let noted = Arc::clone(&uploaded);
                 let armed = Arc::clone(&is_armed);
+                let gone = Arc::clone(&is_cut);
                 std::thread::spawn(move || {
-                    forward(client_reader, upstream_writer, |bytes| {
+                    // Once cut, a request on a connection already open (forge's own client
+                    // keeps one) finds the registry gone as a new connection does.
+                    let (reader, writer) = (client_reader, upstream_writer);
+                    let (closing, upstream) =
+                        (reader.try_clone().unwrap(), writer.try_clone().unwrap());
+                    forward(reader, writer, |bytes| {
+                        if gone.load(Ordering::SeqCst) {
+                            let _ = upstream.shutdown(std::net::Shutdown::Both);
+                            let _ = closing.shutdown(std::net::Shutdown::Both);
+                        }
                         if armed.load(Ordering::SeqCst)
                             && bytes.starts_with(b"PUT /v2/")
                             && bytes.windows(11).any(|window| window == b"/manifests/")

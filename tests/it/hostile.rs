@@ -177,3 +177,74 @@ fn an_endless_registry_answer_is_named_as_too_large() {
     assert!(started.elapsed() < Duration::from_secs(60));
     assert_eq!(context.read("pins.toml"), before);
 }
+
+/// A daemon that answers, but an image inspect in a shape forge does not know (a containerd
+/// image store's answer for an image pulled by digest: no architecture, a `RootFS` without its
+/// `Type`): forge names the answer as unreadable, with the endpoint and the daemon's version,
+/// not as a daemon it cannot reach (exit 2).
+#[test]
+fn a_daemon_answer_forge_cannot_read_is_named_as_that() {
+    let daemon = LoopbackServer::start(|stream, _| {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+        let mut stream = stream;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+            }
+            let path = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            let body = if path.ends_with("/_ping") {
+                "OK".to_owned()
+            } else if path.ends_with("/version") {
+                r#"{"Version":"28.5.2","ApiVersion":"1.51","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64"}"#.to_owned()
+            } else if path.contains("/images/") && path.ends_with("/json") {
+                r#"{"Id":"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","Architecture":"","RootFS":{}}"#.to_owned()
+            } else {
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n{{\"message\":\"no such\"}}"
+                );
+                continue;
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.51\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let context = TestContext::default_recipe();
+    context.write(
+        "forge.lock",
+        &crate::support::default_recipe_lock("digest = \"sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"\n"),
+    );
+    let host = format!("tcp://{}", daemon.address());
+    let run = context
+        .forge_with(&["verify-digest"], &[("DOCKER_HOST", &host)])
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "caused by: the Docker daemon at {host} (Docker 28.5.2) answered the inspect of ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (GET /images/ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4/json) with what forge cannot read: missing field `Type`"
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        "hint: the daemon is reachable; its answer has a shape forge does not know",
+    );
+    assert!(
+        !run.stderr.contains("cannot reach"),
+        "an answer is not a daemon out of reach:\n{}",
+        run.stderr
+    );
+}
