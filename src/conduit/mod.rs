@@ -95,7 +95,7 @@ impl Advise for ConduitError {
             ),
             ConduitError::Daemon { source, .. } if !is_unreachable(source) => source.advice(),
             ConduitError::Daemon { .. } => Advice::Hint(
-                "the daemon reaches forge's conduit on 127.0.0.1 of its own machine: run forge where the daemon runs (or through ssh://, which forwards the port), or forward the port yourself and name it with FORGE_CONDUIT_PORT".to_owned(),
+                "the daemon reaches forge's conduit on 127.0.0.1 of its own machine: run forge on the machine the daemon runs on, or forward a port of that machine's loopback to forge's (`ssh -N -R PORT:127.0.0.1:PORT HOST`) and name it with FORGE_CONDUIT_PORT=PORT".to_owned(),
             ),
             ConduitError::Incomplete { .. } => Advice::Hint(
                 "no tag moved and forge.lock is unchanged; check the daemon's log and build again".to_owned(),
@@ -204,6 +204,8 @@ impl Shared {
 /// The conduit, serving until it is closed or dropped.
 pub struct Conduit {
     address: SocketAddr,
+    /// How the daemon reaches the conduit, when not at `address` itself.
+    reach: Option<crate::engine::ReachBack>,
     shared: Arc<Shared>,
     server: tokio::task::JoinHandle<()>,
     /// References forge made in the daemon, removed by `close`.
@@ -255,6 +257,7 @@ impl Conduit {
         let server = tokio::spawn(server::serve(listener, Arc::clone(&shared)));
         Ok(Self {
             address,
+            reach: None,
             shared,
             server,
             names: Mutex::new(Vec::new()),
@@ -263,9 +266,29 @@ impl Conduit {
         })
     }
 
-    /// `127.0.0.1:PORT`, the registry the daemon reaches forge at.
+    /// Starts serving (see `open`) where `engine`'s daemon reaches it: on this machine, or
+    /// through a port of the daemon's machine forwarded over ssh.
+    pub async fn open_for<E: Engine>(engine: &E) -> Result<Self, ConduitError> {
+        let mut conduit = Self::open().await?;
+        let reach = engine
+            .reach_back(conduit.address.port())
+            .await
+            .map_err(|source| ConduitError::Daemon {
+                host: engine.host().to_owned(),
+                action: "reach",
+                address: conduit.address.to_string(),
+                source: Box::new(source),
+            })?;
+        conduit.reach = Some(reach);
+        Ok(conduit)
+    }
+
+    /// `127.0.0.1:PORT`, the registry the daemon reaches forge at, as the daemon names it.
     pub fn registry(&self) -> String {
-        self.address.to_string()
+        match &self.reach {
+            Some(reach) => reach.address.clone(),
+            None => self.address.to_string(),
+        }
     }
 
     /// The spool folder, where received blobs are and where forge writes the ones it offers.

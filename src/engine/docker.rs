@@ -37,6 +37,8 @@ pub struct Docker {
     /// What the daemon said of itself when forge connected (`GET /version`, which also proves
     /// it answers): its platform and version are asked for once.
     version: bollard::models::SystemVersion,
+    /// Where ssh goes, for a daemon reached through it.
+    ssh: Option<super::address::SshDestination>,
 }
 
 impl Docker {
@@ -124,10 +126,15 @@ impl Docker {
                 return Err(unreachable(error));
             }
         };
+        let ssh = match address {
+            DaemonAddress::Ssh(destination) => Some(destination),
+            _ => None,
+        };
         Ok(Self {
             client: client.with_timeout(REQUEST_TIMEOUT),
             host: host.to_owned(),
             version,
+            ssh,
         })
     }
 
@@ -256,27 +263,17 @@ impl Docker {
     /// not read (named with the endpoint and the daemon's version), else the connection
     /// failing under us.
     fn failed(&self, action: String, error: &BollardError) -> EngineError {
+        let unreadable = |message: String| {
+            EngineError::Unreadable(Box::new(super::Unreadable {
+                host: self.host.clone(),
+                version: (self.version.version.clone()).unwrap_or_else(|| "unknown".to_owned()),
+                action: action.clone(),
+                message,
+            }))
+        };
         match error {
-            BollardError::JsonDataError { message, .. } => EngineError::Unreadable {
-                host: self.host.clone(),
-                version: self
-                    .version
-                    .version
-                    .clone()
-                    .unwrap_or_else(|| "unknown".to_owned()),
-                action,
-                message: message.clone(),
-            },
-            BollardError::JsonSerdeError { err } => EngineError::Unreadable {
-                host: self.host.clone(),
-                version: self
-                    .version
-                    .version
-                    .clone()
-                    .unwrap_or_else(|| "unknown".to_owned()),
-                action,
-                message: err.to_string(),
-            },
+            BollardError::JsonDataError { message, .. } => unreadable(message.clone()),
+            BollardError::JsonSerdeError { err } => unreadable(err.to_string()),
             other => EngineError::Unreachable {
                 host: self.host.clone(),
                 message: describe(other),
@@ -704,6 +701,19 @@ impl Engine for Docker {
 
     fn host(&self) -> &str {
         &self.host
+    }
+
+    async fn reach_back(&self, port: u16) -> Result<super::ReachBack, EngineError> {
+        let Some(destination) = &self.ssh else {
+            return Ok(super::ReachBack::local(port));
+        };
+        let (remote, forward) = super::ssh::forward(destination, port)
+            .await
+            .map_err(|said| EngineError::SshForward {
+                host: self.host.clone(),
+                said,
+            })?;
+        Ok(super::ReachBack::forwarded(remote, forward))
     }
 
     async fn untag(&self, reference: &str) -> Result<(), EngineError> {

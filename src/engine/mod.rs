@@ -129,19 +129,8 @@ pub enum EngineError {
         message: String,
     },
     /// The daemon answered, but with what forge cannot read.
-    #[error(
-        "the Docker daemon at {host} (Docker {version}) answered {action} with what forge cannot read: {message}"
-    )]
-    Unreadable {
-        /// `DOCKER_HOST`, or the default socket.
-        host: String,
-        /// The daemon's version, as it reported it.
-        version: String,
-        /// What forge asked for: the endpoint and its subject.
-        action: String,
-        /// What did not read: the field, the value.
-        message: String,
-    },
+    #[error("{0}")]
+    Unreadable(Box<Unreadable>),
     /// The daemon's stream of a pull or a push made no headway for longer than the idle limit:
     /// it sent nothing, or only what it had sent before.
     #[error("the Docker daemon at {host} reported no progress on {reference} for {} s", idle.as_secs_f64())]
@@ -235,6 +224,14 @@ pub enum EngineError {
         /// The certificate folder.
         folder: Box<Path>,
     },
+    /// ssh could not forward a port of the daemon's machine back to forge's.
+    #[error("cannot forward a port of {host} back to forge's conduit over ssh: {said}")]
+    SshForward {
+        /// The address as given.
+        host: String,
+        /// What ssh printed on stderr.
+        said: String,
+    },
     /// ssh could not reach the host, or the host could not run `docker system dial-stdio`.
     #[error("cannot reach the Docker daemon at {host} over ssh: {said}")]
     Ssh {
@@ -281,7 +278,7 @@ impl Advise for EngineError {
             EngineError::Unreachable { host, .. } => Advice::Hint(format!(
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
-            EngineError::Unreadable { .. } => Advice::Hint(
+            EngineError::Unreadable(_) => Advice::Hint(
                 "the daemon is reachable; its answer has a shape forge does not know, which an engine version or image store forge was not tested with may give: report it with the daemon's version (`docker version`)".to_owned(),
             ),
             EngineError::Stalled { .. } => Advice::Hint(
@@ -315,6 +312,9 @@ impl Advise for EngineError {
                 "check the files in {}: ca.pem must be the CA that signed the daemon's certificate (whose names must include the host forge connects to), and cert.pem a client certificate signed by a CA the daemon trusts (its --tlscacert)",
                 folder.display()
             )),
+            EngineError::SshForward { .. } => Advice::Hint(
+                "forge runs `ssh -N -R 0:127.0.0.1:PORT HOST` so that the daemon there reaches forge's conduit: the host's sshd must allow remote forwarding (AllowTcpForwarding yes, the default); or run forge on that machine".to_owned(),
+            ),
             EngineError::Ssh { .. } => Advice::Hint(
                 "forge runs `ssh -o BatchMode=yes [-l USER] [-p PORT] HOST docker system dial-stdio`: check that this works from this shell without a prompt (a key or an ssh agent, the host key already known) and that the remote user can run docker".to_owned(),
             ),
@@ -393,6 +393,11 @@ pub trait Engine {
     /// Where the daemon was reached, as `DOCKER_HOST` spells it.
     fn host(&self) -> &str;
 
+    /// How the daemon reaches `port` of forge's loopback (see `ReachBack`).
+    async fn reach_back(&self, port: u16) -> Result<ReachBack, EngineError> {
+        Ok(ReachBack::local(port))
+    }
+
     /// Removes the name `reference` (a tag, or a digest reference of a pulled image); the
     /// image goes with it when nothing else names it, as `docker rmi` takes it.
     async fn untag(&self, reference: &str) -> Result<(), EngineError>;
@@ -409,6 +414,52 @@ pub trait Engine {
 
     /// Removes a container `open_probe` made.
     async fn close_probe(&self, container: &str);
+}
+
+/// A daemon's answer forge could not read: which daemon, of which version, to what, and what did
+/// not read.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the Docker daemon at {host} (Docker {version}) answered {action} with what forge cannot read: {message}"
+)]
+pub struct Unreadable {
+    /// `DOCKER_HOST`, or the default socket.
+    pub host: String,
+    /// The daemon's version, as it reported it.
+    pub version: String,
+    /// What forge asked for: the endpoint and its subject.
+    pub action: String,
+    /// What did not read: the field, the value.
+    pub message: String,
+}
+
+/// How a daemon reaches a port of forge's loopback: the same address when it runs on forge's
+/// machine, a port of its own machine's loopback forwarded over ssh when it is reached through
+/// ssh. The forward lasts as long as the value.
+#[derive(Debug)]
+pub struct ReachBack {
+    /// `127.0.0.1:PORT` as the daemon names it.
+    pub address: String,
+    /// The ssh process that forwards it, if one does.
+    _forward: Option<tokio::process::Child>,
+}
+
+impl ReachBack {
+    /// A daemon on forge's machine: `127.0.0.1:port` itself.
+    pub fn local(port: u16) -> Self {
+        Self {
+            address: format!("127.0.0.1:{port}"),
+            _forward: None,
+        }
+    }
+
+    /// `127.0.0.1:remote` of the daemon's machine, forwarded by `forward`.
+    pub(crate) fn forwarded(remote: u16, forward: tokio::process::Child) -> Self {
+        Self {
+            address: format!("127.0.0.1:{remote}"),
+            _forward: Some(forward),
+        }
+    }
 }
 
 /// What a path of an image's file system is, as far as a directory entry above it cares.

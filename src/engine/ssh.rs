@@ -165,6 +165,77 @@ impl SshConnector {
     }
 }
 
+/// How long ssh may take to say which port of the remote loopback it forwards.
+const FORWARD_WAIT: Duration = Duration::from_secs(20);
+
+/// Forwards a port of `destination`'s loopback, which the remote sshd picks, to `port` of
+/// this machine's: `ssh -N -R 0:127.0.0.1:PORT`, kept open until the returned process is
+/// dropped. Returns the remote port, or what ssh said when it could not.
+pub(super) async fn forward(
+    destination: &SshDestination,
+    port: u16,
+) -> Result<(u16, tokio::process::Child), String> {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut command = Command::new("ssh");
+    command.args([
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=15",
+        "-o",
+        "ExitOnForwardFailure=yes",
+        "-N",
+        "-R",
+        &format!("0:127.0.0.1:{port}"),
+    ]);
+    if let Some(user) = &destination.user {
+        command.arg("-l").arg(user);
+    }
+    if let Some(remote) = destination.port {
+        command.arg("-p").arg(remote.to_string());
+    }
+    command
+        .arg("--")
+        .arg(&destination.host)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command
+        .spawn()
+        .map_err(|error| format!("cannot run `ssh`: {error}"))?;
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let mut said = String::new();
+    let allocated = tokio::time::timeout(FORWARD_WAIT, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            // "Allocated port 40123 for remote forward to 127.0.0.1:5000"
+            if let Some(rest) = line.strip_prefix("Allocated port ")
+                && let Some(remote) = rest.split_whitespace().next()
+                && let Ok(remote) = remote.parse::<u16>()
+            {
+                return Some(remote);
+            }
+            said.push_str(&line);
+            said.push('\n');
+        }
+        None
+    })
+    .await;
+    match allocated {
+        Ok(Some(remote)) => {
+            // What ssh says later is not read: let it go nowhere.
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            Ok((remote, child))
+        }
+        Ok(None) => Err(said.trim().to_owned()),
+        Err(_) => Err(format!(
+            "ssh named no forwarded port within {} s",
+            FORWARD_WAIT.as_secs()
+        )),
+    }
+}
+
 impl tower_service::Service<http::Uri> for SshConnector {
     type Response = TokioIo<SshStream>;
     type Error = io::Error;

@@ -63,7 +63,7 @@ pub(super) async fn normalized<E: Engine>(
         (&job.request.credentials, job.insecure),
     )
     .await?;
-    let conduit = Conduit::open().await?;
+    let conduit = Conduit::open_for(engine).await?;
     let epoch = job.recipe.source_date_epoch();
     let normalizing = normalize::normalize(
         (engine, &conduit, job.probe),
@@ -131,7 +131,7 @@ pub(super) async fn differences<E: Engine>(
     let base = base(recipe, engine, platform, (credentials, &[])).await?;
     let own = match open {
         Some(_) => None,
-        None => Some(Conduit::open().await?),
+        None => Some(Conduit::open_for(engine).await?),
     };
     let conduit = open
         .or(own.as_ref())

@@ -444,3 +444,49 @@ fn every_journey_passes_on_forkys_docker_and_containerd_2_1() {
 fn every_journey_passes_on_forkys_docker_with_the_containerd_image_store() {
     journeys_on(3);
 }
+
+/// A daemon on a machine of its own, reached only through ssh (an sshd beside the engine, in its
+/// network namespace): forge forwards a port of that machine's loopback back to its conduit
+/// over ssh, and the build there ends on the image the machine's daemon makes of the recipe.
+/// `verify-digest --rebuild` over ssh proves it from there too.
+#[test]
+fn a_daemon_reached_through_ssh_reaches_back_to_forge_over_ssh() {
+    let Some(engines) = matrix() else {
+        return;
+    };
+    let (here, there) = (&engines[0], &engines[2]);
+    let _turns = (here.turn(), there.turn());
+    let registry = RegistryServer::start();
+    let _bridge = there.reach(registry.port());
+    let base = RegistryBase::push(&registry);
+    let guard = ImageGuard::new(&format!("forge-test/over-ssh-{}", std::process::id()));
+    let local = base.example(
+        &format!("forge-test/over-ssh-here-{}", std::process::id()),
+        &guard,
+    );
+    let (local_id, _) =
+        reported(&forge_on(here, &local.context, &["build"], "1783500000").expect_code(0));
+
+    there.docker(&["pull", "-q", &base.image]);
+    let sshd = crate::support::ssh::SshServer::start_beside(there);
+    let remote = base.example(
+        &format!("forge-test/over-ssh-there-{}", std::process::id()),
+        &guard,
+    );
+    let host = sshd.host();
+    let path = sshd.path();
+    let env = [
+        ("DOCKER_HOST", host.as_str()),
+        ("PATH", path.as_str()),
+        ("SOURCE_DATE_EPOCH", "1783500000"),
+    ];
+    let built = remote
+        .context
+        .forge_with(&["--json", "build", "--progress", "plain"], &env);
+    let (remote_id, _) = reported(&built.expect_code(0));
+    assert_eq!(remote_id, local_id, "the build over ssh made another image");
+    remote
+        .context
+        .forge_with(&["verify-digest", "--rebuild"], &env)
+        .expect_code(0);
+}

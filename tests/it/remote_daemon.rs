@@ -7,13 +7,13 @@
 //! The tools come from ci/test; a missing one fails the test, saying so.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
 use crate::support::images::{Example, built, daemon_host, docker_ready, reported_id};
+use crate::support::ssh::{SshServer, current_user};
 use crate::support::tls::{Certificates, TlsTerminator};
-use crate::support::{Run, assert_contains, env_refs, free_port, run_tool, stop, wait_for_port};
+use crate::support::{Run, assert_contains, env_refs, free_port};
 
 /// The unix socket of the daemon the tests build on.
 fn daemon_socket() -> PathBuf {
@@ -161,150 +161,6 @@ fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
         &plain.stderr,
         &format!("cannot reach the Docker daemon at {host}"),
     );
-}
-
-/// Writes into `path` a host key, a client key the server lets in, and an sshd configuration
-/// that listens on 127.0.0.1:`port`.
-fn write_sshd_config(path: &Path, port: u16) {
-    for key in ["host_key", "client_key"] {
-        run_tool(
-            "ssh-keygen",
-            &[
-                "-q",
-                "-t",
-                "ed25519",
-                "-N",
-                "",
-                "-C",
-                "forge-test",
-                "-f",
-                key,
-            ],
-            path,
-        );
-    }
-    std::fs::copy(path.join("client_key.pub"), path.join("authorized_keys")).unwrap();
-    std::fs::write(
-        path.join("sshd_config"),
-        format!(
-            "ListenAddress 127.0.0.1\nPort {port}\nHostKey {folder}/host_key\n\
-             AuthorizedKeysFile {folder}/authorized_keys\nPidFile {folder}/sshd.pid\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             PermitRootLogin prohibit-password\nUsePAM no\n\
-             # the temporary folder is group- or world-writable on some machines\n\
-             StrictModes no\n",
-            folder = path.display()
-        ),
-    )
-    .unwrap();
-}
-
-/// Writes into `path` an ssh configuration and, in `bin/`, an `ssh` wrapper that uses it.
-fn write_ssh_wrapper(path: &Path) {
-    // forge runs `ssh` from PATH, which reads ~/.ssh and would ask about an unknown host
-    // key. The wrapper first on PATH points ssh at a configuration of this test's own: its
-    // key, a known-hosts file in the temporary folder that takes the new host key, and
-    // nothing from the real ~/.ssh.
-    std::fs::write(
-        path.join("ssh_config"),
-        format!(
-            "Host *\n  IdentityFile {folder}/client_key\n  IdentitiesOnly yes\n  \
-             IdentityAgent none\n  UserKnownHostsFile {folder}/known_hosts\n  \
-             GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking accept-new\n",
-            folder = path.display()
-        ),
-    )
-    .unwrap();
-    let bin = path.join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    std::fs::write(
-        bin.join("ssh"),
-        format!(
-            "#!/bin/sh\nexec /usr/bin/ssh -F {}/ssh_config \"$@\"\n",
-            path.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        bin.join("ssh"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-}
-
-/// An `sshd` on a free loopback port that lets in one temporary ed25519 key as the current
-/// user, and an `ssh` wrapper that uses that key and a temporary known-hosts file. Stopped when
-/// dropped.
-struct SshServer {
-    child: Option<Child>,
-    folder: tempfile::TempDir,
-    port: u16,
-}
-
-impl SshServer {
-    fn start() -> Self {
-        let folder = tempfile::tempdir().expect("a temporary folder");
-        let path = folder.path();
-        let port = free_port();
-        write_sshd_config(path, port);
-        write_ssh_wrapper(path);
-        // sshd insists on its privilege separation folder, which only a boot makes.
-        std::fs::create_dir_all("/run/sshd").expect("/run/sshd (sshd needs root)");
-        let log = path.join("sshd.log");
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(path.join("sshd_config"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!("/usr/sbin/sshd cannot run ({error}): run ci/test, which installs openssh-server")
-            });
-        let mut server = Self {
-            child: Some(child),
-            folder,
-            port,
-        };
-        wait_for_port(
-            port,
-            server.child.as_mut().expect("just started"),
-            &log,
-            "sshd",
-        );
-        server
-    }
-
-    /// `ssh://USER@127.0.0.1:PORT` for the current user.
-    fn host(&self) -> String {
-        format!("ssh://{}@127.0.0.1:{}", current_user(), self.port)
-    }
-
-    /// PATH with the ssh wrapper first.
-    fn path(&self) -> String {
-        format!(
-            "{}:{}",
-            self.folder.path().join("bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        )
-    }
-
-    /// Stops sshd now.
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            stop(&mut child);
-        }
-    }
-}
-
-impl Drop for SshServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn current_user() -> String {
-    let output = Command::new("id").arg("-un").output().expect("id runs");
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 #[test]

@@ -41,6 +41,11 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// The process whose network namespace the daemon runs in; `None` for the machine's daemon.
+    pub fn namespace(&self) -> Option<u32> {
+        self.namespace
+    }
+
     /// Lets the daemon reach `127.0.0.1:port` of the host (nothing to do for the machine's own
     /// daemon, which shares the host's loopback).
     pub fn reach(&self, port: u16) -> Option<Bridge> {

@@ -36,6 +36,7 @@ pub(crate) mod registry;
 pub(crate) mod release;
 pub(crate) mod signed;
 pub(crate) mod snapshot;
+pub(crate) mod ssh;
 pub(crate) mod tls;
 pub(crate) mod verify;
 

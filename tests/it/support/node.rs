@@ -221,6 +221,50 @@ pub fn bridge_into(pid: u32, port: u16) -> Bridge {
     }
 }
 
+/// Lets the host reach `127.0.0.1:port` of the network namespace of process `pid`: a port of
+/// the host's loopback, returned, answers with a connection made in that namespace. Dropping
+/// the bridge closes it.
+pub fn bridge_out_of(pid: u32, port: u16) -> (u16, Bridge) {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).expect("a free loopback port");
+    let outer = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let namespace = format!("/proc/{pid}/ns/net");
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        while !stopping.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((outbound, _)) => {
+                    outbound.set_nonblocking(false).unwrap();
+                    let namespace = namespace.clone();
+                    // The connection inward is made on a thread that entered the namespace.
+                    std::thread::spawn(move || {
+                        let file = std::fs::File::open(&namespace).expect("the namespace");
+                        // SAFETY: setns on a namespace file this thread opened; it moves only
+                        // this thread.
+                        let entered = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                        assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+                        if let Ok(inbound) = TcpStream::connect(("127.0.0.1", port)) {
+                            splice(outbound, inbound);
+                        }
+                    });
+                }
+                Err(error) if error.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(error) => panic!("accept on the host's loopback: {error}"),
+            }
+        }
+    });
+    (
+        outer,
+        Bridge {
+            stop,
+            thread: Some(thread),
+        },
+    )
+}
+
 /// Copies each way between `a` and `b` until either side closes.
 fn splice(a: TcpStream, b: TcpStream) {
     let (a2, b2) = (a.try_clone().unwrap(), b.try_clone().unwrap());
