@@ -10,7 +10,9 @@
 //! directories, nearest first), and only where they say nothing from the base, by asking the
 //! daemon what a container of the base holds at the path (`Engine::path_in`): the path itself,
 //! never a directory's contents, a level at a time and the paths of a level at once, a path
-//! only where its parent is a directory.
+//! only where its parent is a directory. What the daemon said of a base is kept in forge's
+//! cache folder (`base-paths/`, a file per base image id): an image's file system never
+//! changes, and a later build of the same base asks the daemon nothing it answered before.
 
 use std::collections::{HashMap, HashSet};
 
@@ -87,15 +89,33 @@ pub async fn unchanged<E: Engine>(
         return Ok(dropped);
     }
     let paths: Vec<&[u8]> = asked.iter().map(|(_, path, _)| path.as_slice()).collect();
-    let known = match opened.filter(|probe| probe.base == *base) {
-        Some(probe) => in_base(engine, &probe.container, &paths).await?,
-        None => {
-            let probe = Probe::open(engine, base).await?;
-            let known = in_base(engine, &probe.container, &paths).await;
-            probe.close(engine).await;
-            known?
+    let mut known = remembered(base);
+    let before = known.len();
+    let opened = opened.filter(|probe| probe.base == *base);
+    let mut own = None;
+    let mut outcome = Ok(());
+    for level in levels(&paths) {
+        let asked = to_ask(&level, &known);
+        if asked.is_empty() {
+            continue;
         }
-    };
+        let probe = match (opened, &own) {
+            (Some(probe), _) => probe,
+            (None, Some(probe)) => probe,
+            (None, None) => own.insert(Probe::open(engine, base).await?),
+        };
+        if let Err(error) = ask(engine, &probe.container, &asked, &mut known).await {
+            outcome = Err(error);
+            break;
+        }
+    }
+    if let Some(probe) = own {
+        probe.close(engine).await;
+    }
+    outcome?;
+    if known.len() > before {
+        remember(base, &known);
+    }
     for (index, path, directory) in asked {
         if let Some(Some(lower)) = known.get(&path)
             && lower.directory
@@ -129,16 +149,16 @@ impl Probe {
     pub async fn close<E: Engine>(self, engine: &E) {
         engine.close_probe(&self.container).await;
     }
+
+    /// Whether the cache holds what the daemon said of `base` before: a later build of it
+    /// most likely needs no container.
+    pub fn remembered(base: &ImageId) -> bool {
+        cache_file(base).is_file()
+    }
 }
 
-/// What the base holds at each of `paths` and at every directory above them, asked of the
-/// daemon through `container`, a container of the base that never runs: a level at a time,
-/// the paths of a level at once, and a path only where its parent is a directory.
-async fn in_base<E: Engine>(
-    engine: &E,
-    container: &str,
-    paths: &[&[u8]],
-) -> Result<HashMap<Vec<u8>, Option<PathMeta>>, EngineError> {
+/// Each of `paths` and every directory above them, a level of depth at a time, shallowest first.
+fn levels<'a>(paths: &[&'a [u8]]) -> Vec<HashSet<&'a [u8]>> {
     let mut levels: Vec<HashSet<&[u8]>> = Vec::new();
     for path in paths {
         let mut at = *path;
@@ -154,34 +174,111 @@ async fn in_base<E: Engine>(
             at = parent(at);
         }
     }
-    let mut known: HashMap<Vec<u8>, Option<PathMeta>> = HashMap::new();
-    let mut outcome = Ok(());
-    for level in levels {
-        let asked: Vec<&[u8]> = level
-            .into_iter()
-            .filter(|path| {
-                let up = parent(path);
-                up.is_empty() || matches!(known.get(up), Some(Some(meta)) if meta.directory)
-            })
-            .collect();
-        let answers = futures_util::future::join_all(asked.iter().map(|path| {
-            let text = format!("/{}", String::from_utf8_lossy(path));
-            async move { engine.path_in(container, &text).await }
-        }))
-        .await;
-        for (path, answer) in asked.into_iter().zip(answers) {
-            match answer {
-                Ok(found) => {
-                    known.insert(path.to_vec(), found);
-                }
-                Err(error) => outcome = Err(error),
-            }
-        }
-        if outcome.is_err() {
-            break;
-        }
+    levels
+}
+
+/// The paths of `level` the daemon must be asked about: not known yet, under a directory.
+fn to_ask<'a>(
+    level: &HashSet<&'a [u8]>,
+    known: &HashMap<Vec<u8>, Option<PathMeta>>,
+) -> Vec<&'a [u8]> {
+    level
+        .iter()
+        .copied()
+        .filter(|path| !known.contains_key(*path))
+        .filter(|path| {
+            let up = parent(path);
+            up.is_empty() || matches!(known.get(up), Some(Some(meta)) if meta.directory)
+        })
+        .collect()
+}
+
+/// Asks the daemon, through `container`, what the base holds at each of `paths`, all at once.
+async fn ask<E: Engine>(
+    engine: &E,
+    container: &str,
+    paths: &[&[u8]],
+    known: &mut HashMap<Vec<u8>, Option<PathMeta>>,
+) -> Result<(), EngineError> {
+    let answers = futures_util::future::join_all(paths.iter().map(|path| {
+        let text = format!("/{}", String::from_utf8_lossy(path));
+        async move { engine.path_in(container, &text).await }
+    }))
+    .await;
+    for (path, answer) in paths.iter().zip(answers) {
+        known.insert(path.to_vec(), answer?);
     }
-    outcome.map(|()| known)
+    Ok(())
+}
+
+/// One path of a base as the cache keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mode: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<(u64, u64)>,
+    #[serde(default)]
+    directory: bool,
+}
+
+/// The cache file of the base `base`.
+fn cache_file(base: &ImageId) -> std::path::PathBuf {
+    crate::git_remote::cache_root()
+        .join("base-paths")
+        .join(format!("{}.json", base.0.hex()))
+}
+
+/// What the daemon said of `base` before, as the cache keeps it; nothing when there is no
+/// cache, or one that does not read.
+fn remembered(base: &ImageId) -> HashMap<Vec<u8>, Option<PathMeta>> {
+    let Ok(file) = crate::fs::open_regular(&cache_file(base)) else {
+        return HashMap::new();
+    };
+    let mut text = String::new();
+    let read = std::io::Read::read_to_string(
+        &mut std::io::Read::take(file, crate::conduit::DOCUMENT_LIMIT),
+        &mut text,
+    );
+    let Ok(kept) = read
+        .map_err(|_| ())
+        .and_then(|_| serde_json::from_str::<Vec<Kept>>(&text).map_err(|_| ()))
+    else {
+        return HashMap::new();
+    };
+    kept.into_iter()
+        .map(|kept| {
+            let meta = kept.mode.map(|mode| PathMeta {
+                directory: kept.directory,
+                mode,
+                owner: kept.owner.unwrap_or_default(),
+            });
+            (kept.path.into_bytes(), meta)
+        })
+        .collect()
+}
+
+/// Keeps what the daemon said of `base` in the cache; a cache that cannot be written is only
+/// not kept.
+fn remember(base: &ImageId, known: &HashMap<Vec<u8>, Option<PathMeta>>) {
+    let mut kept: Vec<Kept> = known
+        .iter()
+        .filter_map(|(path, meta)| {
+            Some(Kept {
+                path: String::from_utf8(path.clone()).ok()?,
+                mode: meta.as_ref().map(|meta| meta.mode),
+                owner: meta.as_ref().map(|meta| meta.owner),
+                directory: meta.as_ref().is_some_and(|meta| meta.directory),
+            })
+        })
+        .collect();
+    kept.sort_by(|one, two| one.path.cmp(&two.path));
+    let file = cache_file(base);
+    if let (Some(folder), Ok(bytes)) = (file.parent(), serde_json::to_vec_pretty(&kept)) {
+        let _ = std::fs::create_dir_all(folder);
+        let _ = crate::fs::write_if_changed(&file, &bytes);
+    }
 }
 
 #[cfg(test)]

@@ -304,6 +304,9 @@ pub(super) async fn early_probe<E: Engine>(
         return None;
     }
     let held = engine.image(&recipe.pins.base.reference()).await.ok()??;
+    if normalize::Probe::remembered(&held.id) {
+        return None;
+    }
     normalize::Probe::open(engine, &held.id).await.ok()
 }
 

@@ -490,3 +490,80 @@ fn a_daemon_reached_through_ssh_reaches_back_to_forge_over_ssh() {
         .forge_with(&["verify-digest", "--rebuild"], &env)
         .expect_code(0);
 }
+
+/// What the recipe's tags name on `engine`, and what its forge.lock records: the image id and
+/// the manifest forge wrote.
+fn tags_and_record(engine: &Engine, example: &Example) -> (Vec<String>, String, String) {
+    let tags = ["latest", DATED_TAG]
+        .iter()
+        .map(|tag| {
+            let reference = format!("{}:{tag}", example.repository);
+            engine.docker(&["image", "inspect", "--format", "{{.Id}}", &reference])
+        })
+        .collect();
+    let lock: toml::Table = example.context.read("forge.lock").parse().unwrap();
+    let field = |name: &str| lock["image"][name].as_str().unwrap().to_owned();
+    (tags, field("id"), field("manifest"))
+}
+
+/// A SIGKILL while the engine builds, while forge normalizes and just after the first tag moved,
+/// on every engine: the next forge command settles what was cut short, and both tags and
+/// forge.lock name one image, the old or the new.
+#[test]
+fn a_kill_at_any_point_of_a_build_leaves_the_tags_and_the_record_on_one_image_on_every_engine() {
+    let Some(engines) = matrix() else {
+        return;
+    };
+    let registry = RegistryServer::start();
+    let base = RegistryBase::push(&registry);
+    for engine in engines {
+        let _turn = engine.turn();
+        let _bridge = engine.reach(registry.port());
+        let repository = format!(
+            "forge-test/kill-{}-{}",
+            engine.name.replace('.', "-"),
+            std::process::id()
+        );
+        let guard = ImageGuard::new(&repository);
+        let example = base.example(&repository, &guard);
+        forge_on(engine, &example.context, &["build"], "1783500000").expect_code(0);
+        for (step, marker) in ["Built", "Normalized", "Tagged"].iter().enumerate() {
+            example.context.edit(
+                "templates/Dockerfile.j2",
+                "# The smoke gate:",
+                &format!("RUN echo kill-{step}\n\n# The smoke gate:"),
+            );
+            let (env, _conduit) = engine.forge_env();
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let args = ["build", "--progress", "plain", "--force"];
+            let run =
+                crate::support::process::Background::start(example.context.path(), &args, &env);
+            run.wait_for(marker);
+            run.signal("KILL");
+            let (_, stderr) = run.finish();
+            let next = forge_on(engine, &example.context, &["verify-digest"], "1783500000");
+            assert_ne!(
+                next.code, 2,
+                "{} after a kill at {marker}: {}\n{stderr}",
+                engine.name, next.stderr
+            );
+            assert!(
+                !example.context.path().join("forge.lock.intent").exists(),
+                "{} after a kill at {marker}",
+                engine.name
+            );
+            let (tags, id, manifest) = tags_and_record(engine, &example);
+            let recorded = if engine.containerd_store {
+                &manifest
+            } else {
+                &id
+            };
+            assert_eq!(
+                tags,
+                [recorded.clone(), recorded.clone()],
+                "{} after a kill at {marker}: the tags and forge.lock name two images",
+                engine.name
+            );
+        }
+    }
+}

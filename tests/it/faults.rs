@@ -12,7 +12,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use crate::support::image_guard::ImageGuard;
 use crate::support::images::{
     DATED_TAG, EXAMPLE_LABEL, Example, built, docker_ready, image_id, reported_id,
 };
+use crate::support::process::Background;
 use crate::support::registry::{MANIFEST, RegistryServer};
 use crate::support::{
     TestContext, assert_contains, copy_tree, git_in, patch_args, repository_root,
@@ -44,78 +45,6 @@ fn slow_down(context: &TestContext) {
             std::process::id()
         ),
     );
-}
-
-/// A forge run in the background whose stderr is collected as it comes.
-struct Background {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Background {
-    fn start(folder: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
-        command
-            .arg("-C")
-            .arg(folder)
-            .args(args)
-            .current_dir(folder)
-            .env("NO_COLOR", "1")
-            .env("COLUMNS", "100")
-            .env("SOURCE_DATE_EPOCH", "1783500000")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command.spawn().expect("forge starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let pipe = child.stderr.take().expect("stderr is piped");
-        let collected = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut text = collected.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        Self { child, stderr }
-    }
-
-    /// Waits until stderr contains `text`.
-    #[track_caller]
-    fn wait_for(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.stderr.lock().unwrap().contains(text) {
-            assert!(
-                Instant::now() < deadline,
-                "forge never printed {text:?}:\n{}",
-                self.stderr.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success());
-    }
-
-    /// Waits for the exit; returns the status and everything forge printed on stderr.
-    fn finish(mut self) -> (std::process::ExitStatus, String) {
-        let mut stdout = String::new();
-        if let Some(mut pipe) = self.child.stdout.take() {
-            let _ = pipe.read_to_string(&mut stdout);
-        }
-        let status = self.child.wait().expect("forge ends");
-        // The reader thread ends with the pipe; give it a moment to take the last lines.
-        std::thread::sleep(Duration::from_millis(100));
-        let stderr = self.stderr.lock().unwrap().clone();
-        (status, stderr)
-    }
 }
 
 /// A Unix-socket forwarder between forge and the daemon that notices the build request and

@@ -248,7 +248,9 @@ impl TestContext {
             .arg(self.path())
             .args(args)
             .current_dir(self.path());
-        // Nothing of this machine's own that forge reads: a date, a GitHub token.
+        // Nothing of this machine's own that forge reads: a date, a GitHub token; and what forge
+        // keeps in its cache folder (the paths of a base) stays in the test's own folder.
+        command.env("XDG_CACHE_HOME", self.path().join(".cache"));
         command
             .env_remove("SOURCE_DATE_EPOCH")
             .env_remove("GH_TOKEN")

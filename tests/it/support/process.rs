@@ -1,9 +1,10 @@
 //! Processes and servers on loopback: tools that must succeed, free ports, waiting for a child
 //! to listen, and a small threaded server that hands each connection to a handler.
 
+use std::io::{BufRead as _, BufReader, Read as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -172,4 +173,78 @@ pub fn stdout_of(command: &mut Command) -> Vec<u8> {
         String::from_utf8_lossy(&output.stderr)
     );
     output.stdout
+}
+
+/// A forge run in the background whose stderr is collected as it comes.
+pub(crate) struct Background {
+    child: Child,
+    /// What forge has printed on stderr so far.
+    pub(crate) stderr: Arc<Mutex<String>>,
+}
+
+impl Background {
+    pub(crate) fn start(folder: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
+        command
+            .arg("-C")
+            .arg(folder)
+            .args(args)
+            .current_dir(folder)
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("SOURCE_DATE_EPOCH", "1783500000")
+            .env("XDG_CACHE_HOME", folder.join(".cache"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("forge starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let collected = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut text = collected.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        Self { child, stderr }
+    }
+
+    /// Waits until stderr contains `text`.
+    #[track_caller]
+    pub(crate) fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !self.stderr.lock().unwrap().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "forge never printed {text:?}:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub(crate) fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+    }
+
+    /// Waits for the exit; returns the status and everything forge printed on stderr.
+    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, String) {
+        let mut stdout = String::new();
+        if let Some(mut pipe) = self.child.stdout.take() {
+            let _ = pipe.read_to_string(&mut stdout);
+        }
+        let status = self.child.wait().expect("forge ends");
+        // The reader thread ends with the pipe; give it a moment to take the last lines.
+        std::thread::sleep(Duration::from_millis(100));
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status, stderr)
+    }
 }
