@@ -275,16 +275,13 @@ async fn start_upload(
     )
 }
 
-fn error_response(error: &std::io::Error) -> Response<Body> {
-    error_with(
+/// A failure of the conduit's own, such as a spool file it cannot write.
+fn error_response(failure: &std::io::Error) -> Response<Body> {
+    error(
         StatusCode::INTERNAL_SERVER_ERROR,
         "UNKNOWN",
-        &error.to_string(),
+        &failure.to_string(),
     )
-}
-
-fn error_with(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    error(status, code, message)
 }
 
 /// `PATCH` (more bytes) or `PUT ?digest=` (the last bytes, then the check) of upload `id`.
@@ -302,7 +299,7 @@ async fn continue_upload(
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else {
             let _ = std::fs::remove_file(&upload.path);
-            return error_with(
+            return error(
                 StatusCode::BAD_REQUEST,
                 "BLOB_UPLOAD_INVALID",
                 "the body broke off",
@@ -348,7 +345,7 @@ fn finish_upload(shared: &Shared, name: &str, query: &str, upload: Upload) -> Re
     let flushed = file.into_inner().map_err(|error| error.into_error());
     if asked.as_ref() != Some(&digest) || flushed.is_err() {
         let _ = std::fs::remove_file(&path);
-        return error_with(
+        return error(
             StatusCode::BAD_REQUEST,
             "DIGEST_INVALID",
             "the bytes do not have the digest given",
@@ -390,7 +387,7 @@ async fn put_manifest(
         .to_owned();
     let limited = http_body_util::Limited::new(request.into_body(), DOCUMENT_LIMIT as usize);
     let Ok(collected) = limited.collect().await else {
-        return error_with(
+        return error(
             StatusCode::PAYLOAD_TOO_LARGE,
             "MANIFEST_INVALID",
             "a manifest larger than forge reads",

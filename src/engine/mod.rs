@@ -278,9 +278,7 @@ impl Advise for EngineError {
             EngineError::Unreachable { host, .. } => Advice::Hint(format!(
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
-            EngineError::Unreadable(_) => Advice::Hint(
-                "the daemon is reachable; its answer has a shape forge does not know, which an engine version or image store forge was not tested with may give: report it with the daemon's version (`docker version`)".to_owned(),
-            ),
+            EngineError::Unreadable(unreadable) => unreadable.advice(),
             EngineError::Stalled { .. } => Advice::Hint(
                 "check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
             ),
@@ -432,6 +430,16 @@ pub struct Unreadable {
     /// What did not read: the field, the value.
     pub message: String,
 }
+
+impl Advise for Unreadable {
+    fn advice(&self) -> Advice {
+        Advice::Hint(
+            "the daemon is reachable; its answer has a shape forge does not know, which an engine version or image store forge was not tested with may give: report it with the daemon's version (`docker version`)".to_owned(),
+        )
+    }
+}
+
+crate::advised!(Unreadable);
 
 /// How a daemon reaches a port of forge's loopback: the same address when it runs on forge's
 /// machine, a port of its own machine's loopback forwarded over ssh when it is reached through

@@ -67,6 +67,25 @@ impl RegistryBase {
     }
 }
 
+/// The offline example on `base` under a repository of `engine`'s own named for `test`, its
+/// images under a guard of their own, `registry` bridged to the engine while the third value
+/// lives.
+fn example_on(
+    engine: &Engine,
+    (base, registry): (&RegistryBase, &RegistryServer),
+    test: &str,
+) -> (Example, ImageGuard, Option<crate::support::node::Bridge>) {
+    let bridge = engine.reach(registry.port());
+    let repository = format!(
+        "forge-test/{test}-{}-{}",
+        engine.name.replace('.', "-"),
+        std::process::id()
+    );
+    let guard = ImageGuard::new(&repository);
+    let example = base.example(&repository, &guard);
+    (example, guard, bridge)
+}
+
 /// `forge --json ARGS` in `context` on `engine`, with `SOURCE_DATE_EPOCH` `epoch`.
 fn forge_on(engine: &Engine, context: &TestContext, args: &[&str], epoch: &str) -> Run {
     let (env, _conduit) = engine.forge_env();
@@ -223,14 +242,7 @@ fn whatever_the_cache_holds_a_build_ends_on_the_image_a_no_cache_build_makes() {
     let base = RegistryBase::push(&registry);
     for engine in engines {
         let _turn = engine.turn();
-        let _bridge = engine.reach(registry.port());
-        let repository = format!(
-            "forge-test/cache-{}-{}",
-            engine.name.replace('.', "-"),
-            std::process::id()
-        );
-        let guard = ImageGuard::new(&repository);
-        let example = base.example(&repository, &guard);
+        let (example, _guard, _bridge) = example_on(engine, (&base, &registry), "cache");
         let context = &example.context;
         let build = |args: &[&str], epoch: &str| {
             let mut all = vec!["build", "--progress", "plain"];
@@ -518,14 +530,7 @@ fn a_kill_at_any_point_of_a_build_leaves_the_tags_and_the_record_on_one_image_on
     let base = RegistryBase::push(&registry);
     for engine in engines {
         let _turn = engine.turn();
-        let _bridge = engine.reach(registry.port());
-        let repository = format!(
-            "forge-test/kill-{}-{}",
-            engine.name.replace('.', "-"),
-            std::process::id()
-        );
-        let guard = ImageGuard::new(&repository);
-        let example = base.example(&repository, &guard);
+        let (example, _guard, _bridge) = example_on(engine, (&base, &registry), "kill");
         forge_on(engine, &example.context, &["build"], "1783500000").expect_code(0);
         for (step, marker) in ["Built", "Normalized", "Tagged"].iter().enumerate() {
             example.context.edit(

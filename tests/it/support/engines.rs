@@ -13,7 +13,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
 
 use crate::support::node::Bridge;
 
@@ -228,28 +227,5 @@ fn version_of(docker: &Path) -> Result<String, String> {
 
 /// Waits up to 60 s for `engine` to answer.
 fn wait_ready(engine: &Engine, log: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let answered = Command::new("docker")
-            .args([
-                "-H",
-                &engine.host,
-                "version",
-                "--format",
-                "{{.Server.Version}}",
-            ])
-            .output()
-            .is_ok_and(|output| output.status.success());
-        if answered {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{} did not answer within 60 s:\n{}",
-                engine.name,
-                std::fs::read_to_string(log).unwrap_or_default()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    crate::support::node::wait_for_daemon(&engine.host, &engine.name, log)
 }

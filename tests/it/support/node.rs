@@ -77,30 +77,31 @@ impl SecondDaemon {
             folder,
             host,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let answered = Command::new("docker")
-                .args([
-                    "-H",
-                    &daemon.host,
-                    "version",
-                    "--format",
-                    "{{.Server.Version}}",
-                ])
-                .output()
-                .is_ok_and(|output| output.status.success());
-            if answered {
-                return Ok(daemon);
-            }
-            if Instant::now() > deadline {
-                let log =
-                    std::fs::read_to_string(daemon.folder.join("dockerd.log")).unwrap_or_default();
-                return Err(format!(
-                    "the second dockerd did not answer within 60 s:\n{log}"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        wait_for_daemon(
+            &daemon.host,
+            "the second dockerd",
+            &daemon.folder.join("dockerd.log"),
+        )?;
+        Ok(daemon)
+    }
+}
+
+/// Waits up to 60 s for the daemon at `host` (`what`, in the failure, with its `log`) to answer.
+pub fn wait_for_daemon(host: &str, what: &str, log: &std::path::Path) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answered = Command::new("docker")
+            .args(["-H", host, "version", "--format", "{{.Server.Version}}"])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if answered {
+            return Ok(());
         }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!("{what} did not answer within 60 s:\n{log}"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
