@@ -45,10 +45,15 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
             Attachment::of(vec![Layer {
                 media_type: cosign::DSSE_ENVELOPE.to_owned(),
                 bytes: serde_json::to_vec(&envelope).expect("JSON serializes"),
-                annotations: BTreeMap::from([(
-                    cosign::PREDICATE_ANNOTATION.to_owned(),
-                    provenance::PREDICATE.to_owned(),
-                )]),
+                // cosign's own attestations carry the signature annotation empty (the
+                // signature is in the envelope), and cosign refuses a layer without it.
+                annotations: BTreeMap::from([
+                    (
+                        cosign::PREDICATE_ANNOTATION.to_owned(),
+                        provenance::PREDICATE.to_owned(),
+                    ),
+                    (cosign::SIGNATURE_ANNOTATION.to_owned(), String::new()),
+                ]),
             }]),
         ),
         (

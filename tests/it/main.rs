@@ -7,6 +7,7 @@ mod build;
 mod cache_from;
 mod cli;
 mod context;
+mod cosign;
 mod credentials;
 mod dockerignore;
 mod engines;
