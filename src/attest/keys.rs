@@ -141,8 +141,9 @@ impl SigningKey {
             origin: origin.clone(),
             expected: "a PEM private key on the P-256 curve (PKCS#8, encrypted PKCS#8, or cosign's)",
         };
+        let pem = rewrapped(pem).ok_or_else(not_a_key)?;
         let (label, bytes) =
-            p256::pkcs8::der::pem::decode_vec(pem.trim().as_bytes()).map_err(|_| not_a_key())?;
+            p256::pkcs8::der::pem::decode_vec(pem.as_bytes()).map_err(|_| not_a_key())?;
         let sealed = |variable: &'static str, reason| KeyError::Sealed {
             origin: origin.clone(),
             variable,
@@ -236,12 +237,12 @@ impl VerifyingKey {
     /// The key in `pem` (an SPKI `PUBLIC KEY` block on the P-256 curve).
     pub fn from_pem(pem: &str, origin: impl Into<String>) -> Result<Self, KeyError> {
         let origin = origin.into();
-        let key = p256::ecdsa::VerifyingKey::from_public_key_pem(pem.trim()).map_err(|_| {
-            KeyError::NotAKey {
-                origin: origin.clone(),
-                expected: "a PEM public key on the P-256 curve",
-            }
-        })?;
+        let not_a_key = || KeyError::NotAKey {
+            origin: origin.clone(),
+            expected: "a PEM public key on the P-256 curve",
+        };
+        let pem = rewrapped(pem).ok_or_else(not_a_key)?;
+        let key = p256::ecdsa::VerifyingKey::from_public_key_pem(&pem).map_err(|_| not_a_key())?;
         Ok(Self { key, origin })
     }
 
@@ -297,6 +298,35 @@ pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyErro
     write(private, &key.to_pem(), 0o600)?;
     write(public, &verifying.to_pem(), 0o644)?;
     Ok(verifying)
+}
+
+/// The one PEM block of `text` as RFC 7468's strict form writes it, which the decoder reads: its
+/// base64 wrapped at 64 columns, lines ended by LF. Keys come wrapped at other widths (76, as
+/// Go's and some OpenSSL builds write them), with CRLF, or with text around the block; PEM's
+/// own readers (OpenSSL, Go) take all of them, and so does forge. `None` without one block.
+fn rewrapped(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let begin = lines
+        .iter()
+        .position(|line| line.starts_with("-----BEGIN "))?;
+    let label = lines[begin]
+        .strip_prefix("-----BEGIN ")?
+        .strip_suffix("-----")?;
+    let end = begin
+        + lines[begin..]
+            .iter()
+            .position(|line| line.starts_with("-----END "))?;
+    if lines[end] != format!("-----END {label}-----") {
+        return None;
+    }
+    let body: String = lines[begin + 1..end].concat();
+    let mut wrapped = format!("-----BEGIN {label}-----\n");
+    for chunk in body.as_bytes().chunks(64) {
+        wrapped.push_str(std::str::from_utf8(chunk).ok()?);
+        wrapped.push('\n');
+    }
+    wrapped.push_str(&format!("-----END {label}-----\n"));
+    Some(wrapped)
 }
 
 /// The text of the PEM file at `path`: a regular file (a FIFO or a device is refused without
@@ -360,6 +390,41 @@ mod tests {
         let streamed = key.sign_stream(&message[..]).unwrap();
         assert_eq!(streamed, key.sign(&message));
         assert!(key.verifying_key().verifies(&message, &streamed));
+    }
+
+    /// `pem` with its base64 wrapped at `width` columns, lines ended by `end`, and a line of
+    /// text before it.
+    fn wrapped_at(pem: &str, width: usize, end: &str) -> String {
+        let lines: Vec<&str> = pem.lines().collect();
+        let body: String = lines[1..lines.len() - 1].concat();
+        let mut text = format!("Key of the lab{end}{}{end}", lines[0]);
+        for chunk in body.as_bytes().chunks(width) {
+            text.push_str(std::str::from_utf8(chunk).unwrap());
+            text.push_str(end);
+        }
+        text.push_str(lines[lines.len() - 1]);
+        text.push_str(end);
+        text
+    }
+
+    #[test]
+    fn a_key_wrapped_at_any_width_with_any_line_end_reads_as_itself() {
+        let key = SigningKey::generate();
+        let public = key.verifying_key().to_pem();
+        for (width, end) in [(76, "\n"), (64, "\r\n"), (40, "\r\n"), (200, "\n")] {
+            let private = SigningKey::from_pem(&wrapped_at(&key.to_pem(), width, end), "test")
+                .unwrap_or_else(|error| panic!("{width} columns: {error}"));
+            assert_eq!(private.to_pem(), key.to_pem());
+            let read = VerifyingKey::from_pem(&wrapped_at(&public, width, end), "test").unwrap();
+            assert_eq!(read.to_pem(), public);
+        }
+        assert!(
+            VerifyingKey::from_pem(
+                "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                "test"
+            )
+            .is_err()
+        );
     }
 
     #[test]
