@@ -1,12 +1,15 @@
 //! cosign is the judge of what forge signs: the tester's cosign commands of the README, as they
 //! are written there, pass against a forge-signed push with both cosign versions users run, 2
-//! (Debian trixie's) and 3 (forky's), which `ci/test` unpacks under `FORGE_TEST_ENGINES`.
+//! (Debian trixie's) and 3 (forky's), which `ci/test` unpacks under `FORGE_TEST_ENGINES`; and
+//! crane, a registry client forge shares nothing with, reads in the registry what forge.lock
+//! records of that push.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
+use crate::support::release::sha256_hex;
 use crate::support::signed::signed;
 use crate::support::{TestContext, repository_root};
 
@@ -89,5 +92,66 @@ fn the_readmes_cosign_commands_accept_a_forge_signed_image_with_cosign_2_and_3()
                 args.join(" ")
             );
         }
+    }
+}
+
+/// `crane` (forky's), as a second judge of the registry: its words on `args`, which must be a
+/// success.
+fn crane(args: &[&str], home: &Path) -> Vec<u8> {
+    let folder = PathBuf::from(std::env::var_os("FORGE_TEST_ENGINES").expect("the engines"));
+    let output = Command::new(folder.join("forky/crane/usr/bin/crane"))
+        .args(args)
+        .env("HOME", home)
+        .output()
+        .expect("crane runs");
+    assert!(
+        output.status.success(),
+        "crane {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// crane sees in the registry what forge.lock records of a signed push: each tag's manifest
+/// digest, the manifest's bytes under that digest, the config under the image id, and each
+/// attachment's manifest under its cosign tag.
+#[test]
+fn crane_reads_in_the_registry_what_forge_recorded() {
+    if cosigns().is_empty() {
+        return;
+    }
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "crane-judge", &keys) else {
+        return;
+    };
+    let home = TestContext::empty();
+    let lock: toml::Table = example.context.read("forge.lock").parse().unwrap();
+    let repository = &example.repository;
+    let id = lock["image"]["id"].as_str().unwrap();
+    for tag in lock["tags"].as_array().unwrap() {
+        let reference = format!("{repository}:{}", tag["name"].as_str().unwrap());
+        let pushed = tag["pushed"].as_str().unwrap();
+        let digest = String::from_utf8(crane(&["digest", &reference], home.path())).unwrap();
+        assert_eq!(digest.trim(), pushed, "{reference}");
+        let manifest = crane(&["manifest", &reference], home.path());
+        assert_eq!(
+            format!("sha256:{}", sha256_hex(&manifest)),
+            pushed,
+            "{reference}"
+        );
+        let config = crane(&["config", &reference], home.path());
+        assert_eq!(format!("sha256:{}", sha256_hex(&config)), id, "{reference}");
+    }
+    let attachments = lock["attachments"].as_array().unwrap();
+    assert!(!attachments.is_empty());
+    for attachment in attachments {
+        let reference = format!("{repository}:{}", attachment["tag"].as_str().unwrap());
+        let digest = String::from_utf8(crane(&["digest", &reference], home.path())).unwrap();
+        assert_eq!(
+            digest.trim(),
+            attachment["manifest"].as_str().unwrap(),
+            "{reference}"
+        );
     }
 }
