@@ -104,6 +104,10 @@ pub enum Command {
         /// Where to write the pair (PREFIX.key and PREFIX.pub).
         #[arg(long, value_name = "PREFIX", default_value = "forge")]
         out: PathBuf,
+        /// Seal the private key as `cosign generate-key-pair` does, under the password in
+        /// COSIGN_PASSWORD (empty for none), so that `cosign sign --key` signs with it too.
+        #[arg(long)]
+        cosign: bool,
     },
     /// Sign FILE with the signing key as `cosign sign-blob --key` does: FILE.sig holds the
     /// base64 ECDSA P-256 signature of its SHA-256 (`cosign verify-blob` and `openssl dgst

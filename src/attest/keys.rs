@@ -104,6 +104,12 @@ pub enum KeyError {
         /// Why (never the password).
         reason: super::sealed::SealError,
     },
+    /// A key to seal, and no password given for it.
+    #[error("a key sealed as cosign seals one needs a password, and {variable} is not set")]
+    PasswordUnset {
+        /// The variable the password is read from.
+        variable: &'static str,
+    },
     /// A file that would be overwritten exists.
     #[error("{} already exists", path.display())]
     Exists {
@@ -119,6 +125,7 @@ impl crate::diagnostics::Advise for KeyError {
             KeyError::Special { .. } | KeyError::TooLarge { .. } => "name the PEM file itself (`forge keygen` writes one of a few hundred bytes); a key can also come as PEM text in FORGE_SIGNING_KEY".to_owned(),
             KeyError::NotAKey { .. } => "`forge keygen` writes a key pair forge reads: a PKCS#8 private key and an SPKI public key, both PEM, on the P-256 curve; `cosign generate-key-pair`'s keys and encrypted PKCS#8 keys are read too".to_owned(),
             KeyError::Exists { .. } => "move it away, or name other files".to_owned(),
+            KeyError::PasswordUnset { variable } => format!("set {variable} to the password, as for `cosign generate-key-pair`; set it empty (`{variable}=`) for a key without one"),
             KeyError::PasswordMissing { variable, .. } => format!("set {variable} to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)"),
             KeyError::Sealed { variable, reason: super::sealed::SealError::Password, .. } => format!("check the password in {variable}; the key file itself is left as it was"),
             KeyError::Sealed { .. } => "name a key `cosign generate-key-pair` or `forge keygen` wrote, or an encrypted PKCS#8 key (`openssl pkcs8 -topk8 -v2 aes-256-cbc`)".to_owned(),
@@ -160,7 +167,7 @@ impl SigningKey {
                 super::sealed::open_pkcs8(&bytes, password.as_bytes())
                     .map_err(|reason| sealed(variable, reason))?
             }
-            "ENCRYPTED SIGSTORE PRIVATE KEY" | "ENCRYPTED COSIGN PRIVATE KEY" => {
+            COSIGN_LABEL | "ENCRYPTED COSIGN PRIVATE KEY" => {
                 let (variable, given) = password("COSIGN_PASSWORD");
                 let password = given.as_deref().map_or("", String::as_str);
                 match super::sealed::open_cosign(&bytes, password.as_bytes()) {
@@ -231,6 +238,35 @@ impl SigningKey {
             .expect("a P-256 key encodes as PKCS#8")
             .to_string()
     }
+
+    /// The private key sealed under `password` as `cosign generate-key-pair` writes it: an
+    /// `ENCRYPTED SIGSTORE PRIVATE KEY` PEM block, which `cosign sign --key` opens with
+    /// `COSIGN_PASSWORD`.
+    pub fn to_cosign_pem(&self, password: &str) -> String {
+        let der = zeroize::Zeroizing::new(
+            self.key
+                .to_pkcs8_der()
+                .expect("a P-256 key encodes as PKCS#8")
+                .as_bytes()
+                .to_vec(),
+        );
+        let sealed = super::sealed::seal_cosign(&der, password.as_bytes());
+        p256::pkcs8::der::pem::encode_string(COSIGN_LABEL, LineEnding::LF, &sealed)
+            .expect("a JSON document encodes as PEM")
+    }
+}
+
+/// The PEM label of a private key sealed as cosign 2 and 3 seal one.
+const COSIGN_LABEL: &str = "ENCRYPTED SIGSTORE PRIVATE KEY";
+
+/// How `write_pair` writes the private key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrivateForm {
+    /// Plain PKCS#8 PEM (`PRIVATE KEY`): what openssl and the containers tools read.
+    Pkcs8,
+    /// Sealed under the password in `COSIGN_PASSWORD` as cosign seals its keys, so that
+    /// `cosign sign --key` signs with it.
+    Cosign,
 }
 
 impl VerifyingKey {
@@ -269,8 +305,13 @@ impl VerifyingKey {
     }
 }
 
-/// Writes a new key pair to `private` (mode 0600) and `public`, refusing to overwrite either.
-pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyError> {
+/// Writes a new key pair to `private` (mode 0600, in `form`) and `public`, refusing to
+/// overwrite either.
+pub fn write_pair(
+    private: &Path,
+    public: &Path,
+    form: PrivateForm,
+) -> Result<VerifyingKey, KeyError> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     for path in [private, public] {
@@ -281,6 +322,13 @@ pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyErro
         }
     }
     let key = SigningKey::generate();
+    let private_pem = zeroize::Zeroizing::new(match form {
+        PrivateForm::Pkcs8 => key.to_pem(),
+        PrivateForm::Cosign => match password("COSIGN_PASSWORD") {
+            (_, Some(password)) => key.to_cosign_pem(&password),
+            (variable, None) => return Err(KeyError::PasswordUnset { variable }),
+        },
+    });
     let verifying = key.verifying_key();
     let write = |path: &Path, text: &str, mode: u32| {
         std::fs::OpenOptions::new()
@@ -295,7 +343,7 @@ pub fn write_pair(private: &Path, public: &Path) -> Result<VerifyingKey, KeyErro
                 source,
             })
     };
-    write(private, &key.to_pem(), 0o600)?;
+    write(private, &private_pem, 0o600)?;
     write(public, &verifying.to_pem(), 0o644)?;
     Ok(verifying)
 }

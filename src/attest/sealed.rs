@@ -135,6 +135,52 @@ pub fn open_cosign(json: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, S
         .map_err(|_| SealError::Password)
 }
 
+/// The scrypt cost forge seals a key with: cosign's own for `generate-key-pair` (N = 2^16).
+const SEAL_SCRYPT_LOG_N: u8 = 16;
+
+/// `der` (a key's PKCS#8 DER) sealed under `password` as `cosign generate-key-pair` seals a key:
+/// the JSON document an `ENCRYPTED SIGSTORE PRIVATE KEY` PEM block holds, with a fresh random
+/// 32-byte salt and 24-byte nonce.
+pub fn seal_cosign(der: &[u8], password: &[u8]) -> Vec<u8> {
+    use rand_core::RngCore as _;
+    let (mut salt, mut nonce) = ([0u8; 32], [0u8; 24]);
+    rand_core::OsRng.fill_bytes(&mut salt);
+    rand_core::OsRng.fill_bytes(&mut nonce);
+    sealed_with(der, password, &salt, &nonce, SEAL_SCRYPT_LOG_N)
+}
+
+/// `plaintext` sealed as cosign seals a key, with the given salt, nonce and scrypt cost.
+fn sealed_with(
+    plaintext: &[u8],
+    password: &[u8],
+    salt: &[u8],
+    nonce: &[u8; 24],
+    log_n: u8,
+) -> Vec<u8> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    scrypt::scrypt(
+        password,
+        salt,
+        &scrypt::Params::new(log_n, 8, 1, 32).expect("cosign's scrypt parameters are valid"),
+        key.as_mut(),
+    )
+    .expect("a 32-byte key is a valid scrypt output length");
+    let ciphertext = XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(key.as_ref()))
+        .encrypt(crypto_secretbox::Nonce::from_slice(nonce), plaintext)
+        .expect("secretbox seals any plaintext");
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    serde_json::to_vec(&serde_json::json!({
+        "kdf": {
+            "name": "scrypt",
+            "params": { "N": 1u64 << log_n, "r": 8, "p": 1 },
+            "salt": b64(salt),
+        },
+        "cipher": { "name": "nacl/secretbox", "nonce": b64(nonce) },
+        "ciphertext": b64(&ciphertext),
+    }))
+    .expect("a JSON value serializes")
+}
+
 /// The PKCS#8 DER an encrypted PKCS#8 document (`der`, the PEM block's bytes) holds, opened
 /// with `password`.
 pub fn open_pkcs8(der: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, SealError> {
@@ -185,25 +231,7 @@ mod tests {
     /// `plaintext` sealed as cosign seals a key, with `password`, a fixed salt and nonce, and
     /// cosign's legacy cost (N = 2^15).
     fn sealed(plaintext: &[u8], password: &[u8]) -> Vec<u8> {
-        let (salt, nonce) = ([7u8; 32], [9u8; 24]);
-        let mut key = [0u8; 32];
-        scrypt::scrypt(
-            password,
-            &salt,
-            &scrypt::Params::new(15, 8, 1, 32).unwrap(),
-            &mut key,
-        )
-        .unwrap();
-        let ciphertext = XSalsa20Poly1305::new(crypto_secretbox::Key::from_slice(&key))
-            .encrypt(crypto_secretbox::Nonce::from_slice(&nonce), plaintext)
-            .unwrap();
-        let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
-        serde_json::to_vec(&serde_json::json!({
-            "kdf": { "name": "scrypt", "params": { "N": 32768, "r": 8, "p": 1 }, "salt": b64(&salt) },
-            "cipher": { "name": "nacl/secretbox", "nonce": b64(&nonce) },
-            "ciphertext": b64(&ciphertext),
-        }))
-        .unwrap()
+        sealed_with(plaintext, password, &[7u8; 32], &[9u8; 24], 15)
     }
 
     #[test]
@@ -215,6 +243,23 @@ mod tests {
         );
         assert_eq!(open_cosign(&json, b"hunter3"), Err(SealError::Password));
         assert_eq!(open_cosign(&json, b""), Err(SealError::Password));
+    }
+
+    #[test]
+    fn a_key_forge_seals_opens_with_its_password_and_is_sealed_afresh_each_time() {
+        let first = seal_cosign(b"the key", b"");
+        assert_eq!(open_cosign(&first, b"").unwrap().as_slice(), b"the key");
+        assert_eq!(open_cosign(&first, b"x"), Err(SealError::Password));
+        let value: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        assert_eq!(
+            value["kdf"]["params"],
+            serde_json::json!({"N": 65536, "r": 8, "p": 1})
+        );
+        assert_ne!(
+            seal_cosign(b"the key", b""),
+            first,
+            "a fresh salt and nonce each time"
+        );
     }
 
     #[test]

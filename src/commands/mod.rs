@@ -53,7 +53,7 @@ pub fn run(mut cli: Cli) -> ExitStatus {
         Command::VerifyDigest(args) => verify_digest::run(&cli, args, &printer),
         Command::Pull(args) => pull::run(&cli, args, &printer),
         Command::Recover(args) => recover::run(&cli, args, &printer),
-        Command::Keygen { out } => keygen(out, &printer),
+        Command::Keygen { out, cosign } => keygen(out, *cosign, &printer),
         Command::SignBlob(args) => sign_blob::run(args, &printer),
         Command::Completions { shell } => completions(*shell, &printer),
         Command::Man { command } => man_page(command, &printer),
@@ -73,19 +73,28 @@ pub fn run(mut cli: Cli) -> ExitStatus {
     }
 }
 
-/// `forge completions SHELL`: the completion script clap writes for forge's command line.
-/// `forge keygen [--out PREFIX]`: a new key pair, never over existing files.
-fn keygen(prefix: &std::path::Path, printer: &Printer) -> anyhow::Result<ExitStatus> {
+/// `forge keygen [--out PREFIX] [--cosign]`: a new key pair, never over existing files.
+fn keygen(prefix: &std::path::Path, cosign: bool, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    use crate::attest::keys::PrivateForm;
     let with = |extension: &str| {
         let mut name = prefix.as_os_str().to_owned();
         name.push(extension);
         std::path::PathBuf::from(name)
     };
     let (private, public) = (with(".key"), with(".pub"));
-    crate::attest::keys::write_pair(&private, &public)?;
+    let form = if cosign {
+        PrivateForm::Cosign
+    } else {
+        PrivateForm::Pkcs8
+    };
+    crate::attest::keys::write_pair(&private, &public, form)?;
+    let sealed = match form {
+        PrivateForm::Pkcs8 => "",
+        PrivateForm::Cosign => ", sealed as cosign seals its keys",
+    };
     printer.status(
         "Wrote",
-        format_args!("{} (private, mode 0600)", private.display()),
+        format_args!("{} (private, mode 0600{sealed})", private.display()),
     );
     printer.status("Wrote", format_args!("{} (public)", public.display()));
     if printer.is_json() {
@@ -97,6 +106,7 @@ fn keygen(prefix: &std::path::Path, printer: &Printer) -> anyhow::Result<ExitSta
     Ok(ExitStatus::Success)
 }
 
+/// `forge completions SHELL`: the completion script clap writes for forge's command line.
 fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let script = crate::completion::registration(shell);
     printer.data(&String::from_utf8(script).expect("clap writes UTF-8"));

@@ -11,7 +11,7 @@ use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
 use crate::support::release::sha256_hex;
 use crate::support::signed::signed;
-use crate::support::{TestContext, repository_root};
+use crate::support::{TestContext, assert_contains, repository_root};
 
 /// The image reference the README's tester commands name.
 const DOCUMENTED: &str = "ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4";
@@ -49,13 +49,26 @@ fn documented_commands() -> Vec<Vec<String>> {
 
 /// `cosign ARGS` run in `folder` with a home of its own there; its exit code and stderr.
 fn cosign(program: &Path, args: &[String], folder: &Path) -> (i32, String) {
-    let output = Command::new(program)
+    cosign_with(program, args, folder, None)
+}
+
+/// `cosign ARGS` as `cosign` runs it, with `password` in COSIGN_PASSWORD.
+fn cosign_with(
+    program: &Path,
+    args: &[String],
+    folder: &Path,
+    password: Option<&str>,
+) -> (i32, String) {
+    let mut command = Command::new(program);
+    command
         .args(args)
         .current_dir(folder)
         .env("HOME", folder.join(".home"))
-        .env_remove("COSIGN_PASSWORD")
-        .output()
-        .expect("cosign runs");
+        .env_remove("COSIGN_PASSWORD");
+    if let Some(password) = password {
+        command.env("COSIGN_PASSWORD", password);
+    }
+    let output = command.output().expect("cosign runs");
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -152,6 +165,98 @@ fn crane_reads_in_the_registry_what_forge_recorded() {
             digest.trim(),
             attachment["manifest"].as_str().unwrap(),
             "{reference}"
+        );
+    }
+}
+
+/// Words, as owned arguments.
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
+}
+
+/// `cosign sign-blob` with the key `key` of the folder, as each version signs without a
+/// transparency log: cosign 2 writes `blob.sig`, cosign 3 the bundle `blob.bundle` it insists on.
+/// The words of the `cosign verify-blob` that checks it against `public`.
+fn cosign_signs_blob(suite: &str, program: &Path, folder: &Path, key: &str, public: &str) {
+    let (sign, verify) = match suite {
+        "trixie" => (
+            format!(
+                "sign-blob --key {key} --tlog-upload=false --yes --output-signature blob.sig blob"
+            ),
+            format!("verify-blob --key {public} --signature blob.sig --insecure-ignore-tlog blob"),
+        ),
+        _ => (
+            format!(
+                "sign-blob --key {key} --use-signing-config=false --tlog-upload=false --yes --bundle blob.bundle blob"
+            ),
+            format!("verify-blob --key {public} --bundle blob.bundle --insecure-ignore-tlog blob"),
+        ),
+    };
+    let (code, stderr) = cosign_with(program, &words(&sign), folder, Some("lab password"));
+    assert_eq!(
+        code, 0,
+        "{suite}'s cosign did not sign with {key}:\n{stderr}"
+    );
+    let (code, stderr) = cosign(program, &words(&verify), folder);
+    assert_eq!(code, 0, "{suite}'s cosign: {verify}:\n{stderr}");
+}
+
+/// Keys both ways: cosign 2 and 3 sign with the key `forge keygen --cosign` seals (and the
+/// signature checks against forge's public key), and forge signs with the key each cosign's
+/// `generate-key-pair` writes (and that cosign checks forge's signature against its own public
+/// key). Without COSIGN_PASSWORD, `keygen --cosign` writes nothing.
+#[test]
+fn forge_and_cosign_sign_with_each_others_keys() {
+    for (suite, program) in cosigns() {
+        let folder = TestContext::empty();
+        folder.write("blob", "the release's SHA256SUMS\n");
+        let unset = folder
+            .forge(&["keygen", "--cosign", "--out", "none"])
+            .expect_code(2);
+        assert_contains(&unset.stderr, "COSIGN_PASSWORD is not set");
+        assert!(
+            !folder.path().join("none.key").exists() && !folder.path().join("none.pub").exists()
+        );
+
+        folder
+            .forge_with(
+                &["keygen", "--cosign", "--out", "forge"],
+                &[("COSIGN_PASSWORD", "lab password")],
+            )
+            .expect_code(0);
+        assert!(
+            folder
+                .read("forge.key")
+                .starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n")
+        );
+        cosign_signs_blob(suite, &program, folder.path(), "forge.key", "forge.pub");
+
+        let (code, stderr) = cosign_with(
+            &program,
+            &words("generate-key-pair"),
+            folder.path(),
+            Some("lab password"),
+        );
+        assert_eq!(code, 0, "{suite}'s cosign generate-key-pair:\n{stderr}");
+        folder
+            .forge_with(
+                &[
+                    "sign-blob",
+                    "blob",
+                    "--sign-key",
+                    "cosign.key",
+                    "--out",
+                    "forge.sig",
+                ],
+                &[("COSIGN_PASSWORD", "lab password")],
+            )
+            .expect_code(0);
+        let verify =
+            words("verify-blob --key cosign.pub --signature forge.sig --insecure-ignore-tlog blob");
+        let (code, stderr) = cosign(&program, &verify, folder.path());
+        assert_eq!(
+            code, 0,
+            "{suite}'s cosign refused forge's signature with its own key:\n{stderr}"
         );
     }
 }
