@@ -12,9 +12,10 @@ use crate::lock::{AttachmentRecord, Record};
 use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
 use crate::pins::{Pin, Source};
 use crate::recipe::Recipe;
-use crate::registry::{RegistryClient, RegistryError, RemoteRepository};
+use crate::registry::{RegistryClient, RegistryError, RemoteRepository, referrers};
 use crate::types::oci::Digest;
 
+use super::bundle;
 use super::cosign::{self, Attachment, Kind, Layer};
 use super::dsse::{self, Envelope};
 use super::keys::{SigningKey, VerifyingKey};
@@ -61,6 +62,200 @@ pub fn documents(facts: &Facts, key: &SigningKey) -> Vec<(Kind, Attachment)> {
             Attachment::of(vec![cosign::signature_layer(payload, signature)]),
         ),
     ]
+}
+
+/// The signature and the provenance of `documents` (made by `documents` with `key`) as cosign
+/// 3 writes them: a bundle of a signature statement about the manifest, and a bundle of the
+/// very provenance envelope the `.att` tag holds.
+pub fn bundles(documents: &[(Kind, Attachment)], facts: &Facts, key: &SigningKey) -> Vec<Bundled> {
+    let verifying = key.verifying_key();
+    let mut bundled = Vec::new();
+    let provenance = documents
+        .iter()
+        .find(|(kind, _)| *kind == Kind::Attestation)
+        .and_then(|(_, attachment)| attachment.layers.first())
+        .and_then(|layer| serde_json::from_slice::<Envelope>(&layer.bytes).ok());
+    if let Some(envelope) = provenance {
+        bundled.push(Bundled {
+            kind: Kind::AttestationBundle,
+            bundle: bundle::of_envelope(&envelope, &verifying),
+            predicate_type: provenance::PREDICATE,
+        });
+    }
+    let statement = bundle::sign_statement(facts.repository.as_str(), &facts.manifest);
+    let envelope = Envelope::sign(dsse::IN_TOTO, &statement, key);
+    bundled.push(Bundled {
+        kind: Kind::SignatureBundle,
+        bundle: bundle::of_envelope(&envelope, &verifying),
+        predicate_type: bundle::SIGN_PREDICATE,
+    });
+    bundled
+}
+
+/// A bundle to attach as a referrer of the image.
+#[derive(Debug, Clone)]
+pub struct Bundled {
+    /// `SignatureBundle` or `AttestationBundle`.
+    pub kind: Kind,
+    /// The bundle.
+    pub bundle: Vec<u8>,
+    /// The predicate type of the statement it holds.
+    pub predicate_type: &'static str,
+}
+
+/// Attaches each of `bundled` to `subject` in `repository` as a referrer: the bundle and its
+/// manifest pushed, and where the registry did not index it (no referrers API), added to the
+/// index under the referrers tag, in place of any bundle `key` made before for `subject` with
+/// the same predicate (another signer's stays). Returns what forge.lock records of each.
+pub fn upload_bundles(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    subject: &Digest,
+    bundled: &[Bundled],
+    key: &VerifyingKey,
+) -> Result<Vec<AttachmentRecord>, RegistryError> {
+    use crate::registry::Registry as _;
+    let image = client.manifest(repository, subject.as_str())?;
+    let described = bundle::Subject {
+        media_type: image.media_type.as_str().to_owned(),
+        size: image.body.len() as u64,
+        digest: subject.clone(),
+    };
+    let mut records = Vec::new();
+    for bundled in bundled {
+        let referrer =
+            bundle::Referrer::new(&described, bundled.bundle.clone(), bundled.predicate_type);
+        client.push_blob(repository, bundle::EMPTY_BLOB)?;
+        client.push_blob(repository, &referrer.bundle)?;
+        let (manifest, indexed) = client.push_referrer(repository, &referrer.manifest)?;
+        let tag = if indexed {
+            String::new()
+        } else {
+            let listed = client.referrers(repository, subject)?;
+            let mut entries = Vec::new();
+            for (entry, descriptor) in listed.entries.iter().zip(listed.descriptors()) {
+                let replaced = descriptor.is_ok_and(|descriptor| {
+                    descriptor.digest == manifest
+                        || replaced_by(client, repository, &descriptor, bundled, subject, key)
+                });
+                if !replaced {
+                    entries.push(entry.clone());
+                }
+            }
+            entries.push(referrer.descriptor());
+            client.put_referrers_tag(repository, subject, &entries)?;
+            referrers::tag(subject)
+        };
+        records.push(AttachmentRecord {
+            kind: bundled.kind,
+            subject: subject.clone(),
+            tag,
+            manifest,
+            content: referrer.bundle_digest(),
+        });
+    }
+    Ok(records)
+}
+
+/// Whether the referrer `descriptor` names is a bundle `key` made for `subject` of the
+/// predicate `bundled` holds: one a new signing replaces. Whatever cannot be read is kept.
+fn replaced_by(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    descriptor: &referrers::Descriptor,
+    bundled: &Bundled,
+    subject: &Digest,
+    key: &VerifyingKey,
+) -> bool {
+    let predicate = descriptor
+        .annotations
+        .get(bundle::PREDICATE_ANNOTATION)
+        .map(String::as_str);
+    if predicate != Some(bundled.predicate_type) {
+        return false;
+    }
+    let Ok(read) = read_referrer(client, repository, descriptor) else {
+        return false;
+    };
+    let Some(payload) = bundle::envelope(&read.bundle)
+        .ok()
+        .and_then(|envelope| envelope.verified_payload(key))
+    else {
+        return false;
+    };
+    match bundled.kind {
+        Kind::SignatureBundle => bundle::signed_subjects(&payload).is_some_and(|subjects| {
+            subjects
+                .iter()
+                .any(|(digest, _)| digest == subject.as_str())
+        }),
+        _ => serde_json::from_slice(&payload)
+            .ok()
+            .and_then(|statement| provenance::stated(&statement))
+            .is_some_and(|stated| stated.names(subject)),
+    }
+}
+
+/// A referrer as the registry holds it: the image its manifest names as `subject`, and its
+/// bundle.
+#[derive(Debug, Clone)]
+pub struct ReadReferrer {
+    /// The manifest's `subject` digest.
+    pub subject: Option<Digest>,
+    /// The bundle (the manifest's one layer).
+    pub bundle: Vec<u8>,
+}
+
+/// Reads the referrer `descriptor` names: its manifest (of the digest and at most the size the
+/// index gives, and a sigstore bundle's), then its bundle layer (at most
+/// `bundle::BUNDLE_LIMIT` bytes). Why not, when it is not such a referrer or cannot be read.
+pub fn read_referrer(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    descriptor: &referrers::Descriptor,
+) -> Result<ReadReferrer, String> {
+    use crate::registry::Registry as _;
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        #[serde(rename = "artifactType", default)]
+        artifact_type: String,
+        layers: Vec<ListedLayer>,
+        subject: Option<SubjectField>,
+    }
+    #[derive(serde::Deserialize)]
+    struct SubjectField {
+        digest: Digest,
+    }
+    if descriptor.size > crate::http::BODY_LIMIT.min(bundle::BUNDLE_LIMIT) {
+        return Err(format!("a manifest of {} bytes", descriptor.size));
+    }
+    let served = client
+        .manifest(repository, descriptor.digest.as_str())
+        .map_err(|error| format!("unreadable ({error})"))?;
+    if served.received != descriptor.digest {
+        return Err(format!(
+            "served as {} for {}",
+            served.received, descriptor.digest
+        ));
+    }
+    let manifest: Manifest =
+        serde_json::from_slice(&served.body).map_err(|_| "not an image manifest".to_owned())?;
+    let (Some(layer), 1) = (manifest.layers.first(), manifest.layers.len()) else {
+        return Err(format!("{} layers, not one bundle", manifest.layers.len()));
+    };
+    if !bundle::is_bundle(&layer.media_type) || !bundle::is_bundle(&manifest.artifact_type) {
+        return Err(format!("of type {}", layer.media_type));
+    }
+    if layer.size > bundle::BUNDLE_LIMIT {
+        return Err(format!("a bundle of {} bytes", layer.size));
+    }
+    let bytes = client
+        .blob(repository, &layer.digest)
+        .map_err(|error| format!("unreadable ({error})"))?;
+    Ok(ReadReferrer {
+        subject: manifest.subject.map(|subject| subject.digest),
+        bundle: bytes,
+    })
 }
 
 /// Uploads `documents` for `subject` into `repository`: every blob, then each manifest under
@@ -171,6 +366,9 @@ pub struct ListedLayer {
     pub media_type: String,
     /// Its blob's digest.
     pub digest: Digest,
+    /// Its size in bytes, as the manifest gives it.
+    #[serde(default)]
+    pub size: u64,
     /// Its annotations.
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,

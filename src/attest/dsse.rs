@@ -26,7 +26,8 @@ pub struct Envelope {
 /// One signature of an envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Signature {
-    /// Which key signed (see `key_id`).
+    /// Which key signed (see `key_id`); cosign's bundles leave it out.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub keyid: String,
     /// The signature, base64 of ASN.1 DER.
     pub sig: String,

@@ -297,6 +297,14 @@ impl VerifyingKey {
         parsed.is_ok_and(|signature| self.key.verify(message, &signature).is_ok())
     }
 
+    /// The public key as SPKI DER.
+    pub fn to_der(&self) -> Vec<u8> {
+        self.key
+            .to_public_key_der()
+            .expect("a P-256 key encodes as SPKI")
+            .into_vec()
+    }
+
     /// The public key as SPKI PEM.
     pub fn to_pem(&self) -> String {
         self.key

@@ -1,9 +1,11 @@
 //! Provenance a tester can check: for a pushed image, its SBOM (`sbom`), a SLSA provenance
 //! statement (`provenance`) in a signed DSSE envelope (`dsse`), and a cosign-style signature of
-//! its manifest (`cosign`), made with an ECDSA P-256 key (`keys`). `Facts` is what forge knows
+//! its manifest (`cosign`), made with an ECDSA P-256 key (`keys`); the signature and the
+//! provenance also as cosign 3 writes them, sigstore bundles referring to the image (`bundle`). `Facts` is what forge knows
 //! of the build; the documents are made from it alone.
 
 pub mod attach;
+pub mod bundle;
 pub mod cosign;
 pub mod dsse;
 pub mod keys;

@@ -18,6 +18,9 @@ use super::{CiRun, Facts};
 
 /// The in-toto statement type.
 pub const STATEMENT: &str = "https://in-toto.io/Statement/v1";
+/// The in-toto Statement type cosign 2 writes (`cosign attest`), read as v1 is: the two differ
+/// in nothing forge reads.
+pub const STATEMENT_V01: &str = "https://in-toto.io/Statement/v0.1";
 /// The SLSA provenance v1 predicate type.
 pub const PREDICATE: &str = "https://slsa.dev/provenance/v1";
 /// The name of the SBOM among the provenance's byproducts.
@@ -273,7 +276,10 @@ pub struct Stated {
 /// inputs are the descriptors of `resolvedDependencies` named as forge.lock names them (a
 /// statement of an earlier forge held them in `externalParameters.inputs`).
 pub fn stated(statement: &Value) -> Option<Stated> {
-    if statement["_type"] != STATEMENT || statement["predicateType"] != PREDICATE {
+    let statement_type = statement["_type"].as_str().unwrap_or_default();
+    if ![STATEMENT, STATEMENT_V01].contains(&statement_type)
+        || statement["predicateType"] != PREDICATE
+    {
         return None;
     }
     let subjects: Vec<String> = statement["subject"]

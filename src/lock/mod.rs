@@ -174,19 +174,15 @@ pub enum AttachmentKind {
     Sbom,
     /// The build record (`attest::record`).
     Record,
+    /// The signature as cosign 3 writes it: a sigstore bundle referring to the image.
+    #[serde(rename = "signature-bundle")]
+    SignatureBundle,
+    /// The signed provenance as cosign 3 writes it: a sigstore bundle referring to the image.
+    #[serde(rename = "attestation-bundle")]
+    AttestationBundle,
 }
 
 impl AttachmentKind {
-    /// The tag suffix cosign uses.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            AttachmentKind::Signature => "sig",
-            AttachmentKind::Attestation => "att",
-            AttachmentKind::Sbom => "sbom",
-            AttachmentKind::Record => "record",
-        }
-    }
-
     /// What it is, for people.
     pub fn noun(self) -> &'static str {
         match self {
@@ -194,12 +190,34 @@ impl AttachmentKind {
             AttachmentKind::Attestation => "provenance",
             AttachmentKind::Sbom => "SBOM",
             AttachmentKind::Record => "build record",
+            AttachmentKind::SignatureBundle => "signature bundle",
+            AttachmentKind::AttestationBundle => "provenance bundle",
         }
     }
 
-    /// The tag the attachment of this kind for the manifest `digest` lives under.
+    /// Whether it is a referrer (a bundle found through the image's referrers) rather than a
+    /// manifest under a cosign tag of its own.
+    pub fn is_referrer(self) -> bool {
+        matches!(
+            self,
+            AttachmentKind::SignatureBundle | AttachmentKind::AttestationBundle
+        )
+    }
+
+    /// The tag the attachment of this kind for the manifest `digest` lives under: cosign's
+    /// `sha256-HEX.sig`, `.att`, `.sbom` (and forge's `.record`); for a bundle, the referrers
+    /// tag `sha256-HEX` whose index lists it where the registry has no referrers API.
     pub fn tag(self, digest: &Digest) -> String {
-        format!("sha256-{}.{}", digest.hex(), self.suffix())
+        let suffix = match self {
+            AttachmentKind::Signature => "sig",
+            AttachmentKind::Attestation => "att",
+            AttachmentKind::Sbom => "sbom",
+            AttachmentKind::Record => "record",
+            AttachmentKind::SignatureBundle | AttachmentKind::AttestationBundle => {
+                return format!("sha256-{}", digest.hex());
+            }
+        };
+        format!("sha256-{}.{suffix}", digest.hex())
     }
 }
 
@@ -223,7 +241,8 @@ pub struct AttachmentRecord {
     pub kind: AttachmentKind,
     /// The manifest it is attached to.
     pub subject: Digest,
-    /// The tag it lives under (`sha256-HEX.sig`, `.att`, `.sbom`).
+    /// The tag it lives under (`sha256-HEX.sig`, `.att`, `.sbom`); for a bundle, the
+    /// referrers tag whose index lists it, empty where the registry's referrers API lists it.
     pub tag: String,
     /// The digest of the attachment's manifest.
     pub manifest: Digest,

@@ -47,11 +47,12 @@ pub(super) fn attach(
         crate::attest::cosign::Kind::Record,
         crate::attest::record::Document::new(record, pins_text, files.clone()).attachment(key),
     )];
+    let mut bundled = Vec::new();
     if let Some(key) = key {
-        documents.extend(attach::documents(
-            &facts(attaching, record, &subject, &files)?,
-            key,
-        ));
+        let facts = facts(attaching, record, &subject, &files)?;
+        let signed = attach::documents(&facts, key);
+        bundled = attach::bundles(&signed, &facts, key);
+        documents.extend(signed);
     }
     let reference = &record.image.repository;
     let (client, _) = crate::registry::RegistryClient::for_recipe(
@@ -60,17 +61,34 @@ pub(super) fn attach(
     )?;
     let remote = crate::registry::RemoteRepository::from(reference);
     let verifying = key.map(crate::attest::keys::SigningKey::verifying_key);
-    let attached = attach::upload(&client, &remote, &subject, &documents, verifying.as_ref())
-        .with_context(|| format!("cannot attach the build record{} of {reference}@{subject}; the push stands and forge.lock records it without them", if key.is_some() { ", the signature and the attestations" } else { "" }))?;
+    let what = if key.is_some() {
+        ", the signature and the attestations"
+    } else {
+        ""
+    };
+    let mut attached =
+        attach::upload(&client, &remote, &subject, &documents, verifying.as_ref())
+            .with_context(|| format!("cannot attach the build record{what} of {reference}@{subject}; the push stands and forge.lock records it without them"))?;
+    if let Some(verifying) = &verifying {
+        attached.extend(
+            attach::upload_bundles(&client, &remote, &subject, &bundled, verifying)
+                .with_context(|| format!("cannot attach the signature and the provenance bundles of {reference}@{subject}; the push stands and forge.lock records it without them"))?,
+        );
+    }
     for attachment in &attached {
+        let place = if !attachment.kind.is_referrer() {
+            format!("{reference}:{} {}", attachment.tag, attachment.manifest)
+        } else if attachment.tag.is_empty() {
+            format!("{reference}@{} (the referrers API)", attachment.manifest)
+        } else {
+            format!(
+                "{reference}@{} (referrers tag {})",
+                attachment.manifest, attachment.tag
+            )
+        };
         printer.status(
             "Attached",
-            format_args!(
-                "{} {reference}:{} {}",
-                attachment.kind.noun(),
-                attachment.tag,
-                attachment.manifest
-            ),
+            format_args!("{} {place}", attachment.kind.noun()),
         );
     }
     record.attachments = attached;

@@ -14,8 +14,8 @@
 //! https to http.
 //!
 //! `api` is what forge asks (`Registry`) of which repository, `client` speaks it over HTTP(S),
-//! `manifest` reads what comes back, `upload` pushes blobs and manifests, `error` says what
-//! went wrong.
+//! `manifest` reads what comes back, `upload` pushes blobs and manifests, `referrers` lists and
+//! adds the manifests that refer to an image, `error` says what went wrong.
 
 mod api;
 mod auth;
@@ -23,6 +23,7 @@ mod client;
 pub mod credentials;
 mod error;
 mod manifest;
+pub mod referrers;
 pub mod trust;
 mod upload;
 

@@ -158,6 +158,20 @@ impl RegistryClient {
         media_type: &str,
         manifest: &[u8],
     ) -> Result<Digest, RegistryError> {
+        self.put_manifest(repository, reference, media_type, manifest)
+            .map(|(digest, _)| digest)
+    }
+
+    /// Puts `manifest` as `push_manifest` does; also whether the registry answered with the
+    /// `OCI-Subject` header, which says it indexed the manifest's `subject` for its referrers
+    /// API.
+    pub(super) fn put_manifest(
+        &self,
+        repository: &RemoteRepository,
+        reference: &str,
+        media_type: &str,
+        manifest: &[u8],
+    ) -> Result<(Digest, bool), RegistryError> {
         let url = self.api_url(
             repository,
             &format!("v2/{}/manifests/{reference}", repository.path),
@@ -175,6 +189,7 @@ impl RegistryClient {
             format!("{repository}:{reference}")
         })?;
         let received = Digest::from_sha256(&Sha256::digest(manifest));
+        let indexed = crate::http::header(&response, "oci-subject").is_some();
         match crate::http::header(&response, "docker-content-digest")
             .map(|value| value.parse::<Digest>())
         {
@@ -182,7 +197,7 @@ impl RegistryClient {
                 url: url.to_string(),
                 message: format!("it stored the manifest {received} as {stored}"),
             }),
-            _ => Ok(received),
+            _ => Ok((received, indexed)),
         }
     }
 

@@ -1,8 +1,8 @@
 //! cosign is the judge of what forge signs: the tester's cosign commands of the README, as they
 //! are written there, pass against a forge-signed push with both cosign versions users run, 2
 //! (Debian trixie's) and 3 (forky's), which `ci/test` unpacks under `FORGE_TEST_ENGINES`; and
-//! crane, a registry client forge shares nothing with, reads in the registry what forge.lock
-//! records of that push.
+//! crane and oras, registry clients forge shares nothing with, read in the registry what
+//! forge.lock records of that push.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -126,8 +126,9 @@ fn crane(args: &[&str], home: &Path) -> Vec<u8> {
 }
 
 /// crane sees in the registry what forge.lock records of a signed push: each tag's manifest
-/// digest, the manifest's bytes under that digest, the config under the image id, and each
-/// attachment's manifest under its cosign tag.
+/// digest, the manifest's bytes under that digest, the config under the image id, each
+/// attachment's manifest under its cosign tag, and each bundle's manifest under its digest;
+/// oras finds exactly those bundles among the image's referrers.
 #[test]
 fn crane_reads_in_the_registry_what_forge_recorded() {
     if cosigns().is_empty() {
@@ -158,15 +159,70 @@ fn crane_reads_in_the_registry_what_forge_recorded() {
     }
     let attachments = lock["attachments"].as_array().unwrap();
     assert!(!attachments.is_empty());
+    let pushed = lock["tags"][0]["pushed"].as_str().unwrap();
+    let referrers = oras_referrers(&format!("{repository}@{pushed}"), home.path());
+    let mut bundles = Vec::new();
     for attachment in attachments {
+        let manifest = attachment["manifest"].as_str().unwrap();
+        let kind = attachment["kind"].as_str().unwrap();
+        if kind.ends_with("-bundle") {
+            // A referrer: its manifest under its digest, listed among the image's referrers
+            // with the bundle's artifact type, under the referrers tag this registry needs.
+            assert_eq!(
+                attachment["tag"].as_str(),
+                Some(format!("sha256-{}", &pushed[7..]).as_str())
+            );
+            let bytes = crane(
+                &["manifest", &format!("{repository}@{manifest}")],
+                home.path(),
+            );
+            assert_eq!(format!("sha256:{}", sha256_hex(&bytes)), manifest);
+            bundles.push((manifest.to_owned(), BUNDLE.to_owned()));
+            continue;
+        }
         let reference = format!("{repository}:{}", attachment["tag"].as_str().unwrap());
         let digest = String::from_utf8(crane(&["digest", &reference], home.path())).unwrap();
-        assert_eq!(
-            digest.trim(),
-            attachment["manifest"].as_str().unwrap(),
-            "{reference}"
-        );
+        assert_eq!(digest.trim(), manifest, "{reference}");
     }
+    bundles.sort();
+    assert_eq!(bundles.len(), 2, "{attachments:?}");
+    assert_eq!(referrers, bundles, "oras discover {repository}@{pushed}");
+}
+
+/// The media type of the sigstore bundles cosign 3 and forge attach.
+const BUNDLE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+
+/// `oras discover` (forky's), a third registry client: the referrers of `reference` as
+/// `(digest, artifactType)`, sorted.
+fn oras_referrers(reference: &str, home: &Path) -> Vec<(String, String)> {
+    let folder = PathBuf::from(std::env::var_os("FORGE_TEST_ENGINES").expect("the engines"));
+    let output = Command::new(folder.join("forky/oras/usr/bin/oras"))
+        .args(["discover", "--plain-http", "--format", "json", reference])
+        .env("HOME", home)
+        .output()
+        .expect("oras runs");
+    assert!(
+        output.status.success(),
+        "oras discover {reference}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let found: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut referrers: Vec<(String, String)> = found["referrers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|referrer| {
+            (
+                referrer["digest"].as_str().unwrap().to_owned(),
+                referrer["artifactType"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    referrers.sort();
+    referrers
 }
 
 /// Words, as owned arguments.

@@ -29,10 +29,11 @@ pub fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Exam
         )
         .expect_code(0);
     let attachments = run.json()["attachments"].clone();
-    // The build record, the SBOM, the provenance and the signature.
+    // The build record, the SBOM, the provenance and the signature under cosign's tags; the
+    // provenance and the signature as bundles referring to the image.
     assert_eq!(
         attachments.as_array().map(Vec::len),
-        Some(4),
+        Some(6),
         "{attachments:#}"
     );
     Some(example)
