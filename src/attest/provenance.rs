@@ -337,6 +337,14 @@ pub enum NotSigned {
 pub fn signed_by(bytes: &[u8], key: &super::keys::VerifyingKey) -> Result<Stated, NotSigned> {
     let envelope: super::dsse::Envelope =
         serde_json::from_slice(bytes).map_err(|_| NotSigned::Unreadable)?;
+    signed_in(&envelope, key)
+}
+
+/// What `envelope` states, when `key` signed it and it is provenance.
+pub fn signed_in(
+    envelope: &super::dsse::Envelope,
+    key: &super::keys::VerifyingKey,
+) -> Result<Stated, NotSigned> {
     let payload = envelope.verified_payload(key).ok_or(NotSigned::ByKey)?;
     serde_json::from_slice(&payload)
         .ok()

@@ -12,7 +12,7 @@
 
 use anyhow::Context as _;
 
-use crate::attest::cosign;
+use crate::attest::{bundle, cosign};
 use crate::context::Output;
 use crate::diagnostics::CheckFailed;
 use crate::engine::{Docker, Engine, ImageId};
@@ -589,7 +589,47 @@ fn fetch_attached(
             client.blob(repository, &layer.digest)?,
         ));
     }
+    found.bundles = bundles(client, repository, held)?;
     Ok(found)
+}
+
+/// The sigstore bundles among the referrers of `held`, each read (bounded) or with why not; a
+/// referrers index that cannot be read is one malformed entry, never trusted.
+fn bundles(
+    client: &RegistryClient,
+    repository: &RemoteRepository,
+    held: &crate::types::oci::Digest,
+) -> Result<Vec<attached::Bundle>, RegistryError> {
+    let listed = match client.referrers(repository, held) {
+        Ok(listed) => listed,
+        Err(RegistryError::Invalid { url, message }) => {
+            return Ok(vec![attached::Bundle {
+                predicate: None,
+                read: Err(format!("{url}: {message}")),
+            }]);
+        }
+        Err(error) => return Err(error),
+    };
+    let mut bundles = Vec::new();
+    for descriptor in listed.descriptors() {
+        bundles.push(match descriptor {
+            Err(why) => attached::Bundle {
+                predicate: None,
+                read: Err(why),
+            },
+            // Another tool's referrer (an SBOM, a scan): not forge's to judge.
+            Ok(descriptor) if !bundle::is_bundle(&descriptor.artifact_type) => continue,
+            Ok(descriptor) => attached::Bundle {
+                predicate: descriptor
+                    .annotations
+                    .get(bundle::PREDICATE_ANNOTATION)
+                    .cloned(),
+                read: crate::attest::attach::read_referrer(client, repository, &descriptor)
+                    .map(|read| (read.subject, read.bundle)),
+            },
+        });
+    }
+    Ok(bundles)
 }
 
 /// For a multi-platform record: what each tag's index serves for every platform but the first.

@@ -1,13 +1,14 @@
-//! What a tag's manifest carries under cosign's tags, judged with a public key as cosign judges
-//! it: every layer is looked at, and an attachment holds when at least one of its layers is
-//! valid for the manifest and the key (the others, a co-signer's signature or another image's
-//! envelope, are counted in the row's note). The signature must be for the manifest the tag
+//! What a tag's manifest carries under cosign's tags and among its referrers (sigstore bundles,
+//! as cosign 3 attaches them), judged with a public key as cosign judges them: every layer and
+//! every bundle is looked at, and an attachment holds when at least one of them is valid for
+//! the manifest and the key (the others, a co-signer's signature or another image's envelope,
+//! are counted in the row's note, which also says in which format a valid one was found). The signature must be for the manifest the tag
 //! holds in the recorded repository; the provenance signed, its subject that manifest, its
 //! inputs the recipe's current ones; the SBOM the one the provenance names, listing the
 //! recipe's pins.
 
-use crate::attest::cosign;
 use crate::attest::keys::VerifyingKey;
+use crate::attest::{bundle, cosign};
 use crate::attest::{provenance, sbom};
 use crate::lock::Inputs;
 use crate::types::oci::Digest;
@@ -23,6 +24,77 @@ pub struct Attached {
     pub attestations: Option<Vec<Layer>>,
     /// The first layer of the `.sbom` manifest: its digest and bytes.
     pub sbom: Option<(Digest, Vec<u8>)>,
+    /// Each sigstore bundle among the manifest's referrers.
+    pub bundles: Vec<Bundle>,
+}
+
+/// A sigstore bundle referring to the manifest, as the registry holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// The predicate type its referrer manifest's annotation names: cosign's sign predicate
+    /// makes it a signature, anything else is judged as provenance.
+    pub predicate: Option<String>,
+    /// The `subject` its referrer manifest names, and the bundle; or why it cannot be read (a
+    /// malformed index entry or manifest, a bundle past `bundle::BUNDLE_LIMIT`).
+    pub read: Result<(Option<Digest>, Vec<u8>), String>,
+}
+
+impl Bundle {
+    /// Whether it is judged as a signature (else as provenance).
+    fn is_signature(&self) -> bool {
+        self.predicate.as_deref() == Some(bundle::SIGN_PREDICATE)
+    }
+
+    /// Its DSSE envelope, when it is a bundle for `held` that holds one; else why it is
+    /// ignored.
+    fn envelope(&self, held: &Digest) -> Result<crate::attest::dsse::Envelope, Ignored> {
+        let (subject, bytes) = self
+            .read
+            .as_ref()
+            .map_err(|why| Ignored::Malformed(why.clone()))?;
+        match subject {
+            Some(subject) if subject == held => {}
+            Some(subject) => return Err(Ignored::OtherImage(subject.to_string())),
+            None => {
+                return Err(Ignored::Malformed(
+                    "a referrer without a subject".to_owned(),
+                ));
+            }
+        }
+        bundle::envelope(bytes).map_err(|why| Ignored::Malformed(why.to_owned()))
+    }
+}
+
+/// Which formats held a valid signature or statement: cosign's tag, a sigstore bundle.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    tag: bool,
+    bundle: bool,
+}
+
+impl Held {
+    /// Whether any did.
+    fn any(self) -> bool {
+        self.tag || self.bundle
+    }
+
+    /// The note's words for it: `valid in the .sig tag and a sigstore bundle`.
+    fn said(self, suffix: &str) -> Option<String> {
+        match (self.tag, self.bundle) {
+            (true, true) => Some(format!("valid in the .{suffix} tag and a sigstore bundle")),
+            (true, false) => Some(format!("valid in the .{suffix} tag")),
+            (false, true) => Some("valid in a sigstore bundle".to_owned()),
+            (false, false) => None,
+        }
+    }
+}
+
+/// The note of a row: which formats held, then what was ignored.
+fn note(held: Held, suffix: &str, ignored: Option<String>) -> Option<String> {
+    match (held.said(suffix), ignored) {
+        (Some(held), Some(ignored)) => Some(format!("{held}; {ignored}")),
+        (held, ignored) => held.or(ignored),
+    }
 }
 
 /// One layer of an attachment: its media type, its blob (read only for the media types the
@@ -85,8 +157,10 @@ enum Ignored {
     NotProvenance,
     /// Signed by the key for this manifest, in another repository.
     OtherRepository(String),
-    /// Signed by the key for another manifest.
+    /// Signed by the key for another manifest (or a referrer of another manifest).
     OtherImage(String),
+    /// A bundle or referrer that cannot be read as one, and why.
+    Malformed(String),
 }
 
 impl Ignored {
@@ -98,6 +172,7 @@ impl Ignored {
             Ignored::NotProvenance => "not SLSA provenance".to_owned(),
             Ignored::OtherRepository(repository) => format!("for {repository}"),
             Ignored::OtherImage(digest) => format!("for {digest}"),
+            Ignored::Malformed(why) => format!("malformed ({why})"),
         }
     }
 }
@@ -155,78 +230,132 @@ fn nothing_valid(ignored: &[Ignored], key: &VerifyingKey) -> String {
         .unwrap_or_else(|| format!("none signed by {}", key.origin))
 }
 
-/// The `signature` row: it holds when at least one simple-signing layer is signed by `key`
-/// for `held` in the expected repository (cosign's rule, with the repository a containers
-/// policy's `matchRepository` asks for).
+/// The `signature` row: it holds when at least one simple-signing layer of the `.sig` tag, or
+/// one signature bundle, is signed by `key` for `held` in the expected repository (cosign's
+/// rule, with the repository a containers policy's `matchRepository` asks for; a bundle that
+/// names no repository, as cosign 3's do not, is bound to the manifest only).
 fn signature_check(
     reference: &str,
     held: &Digest,
-    layers: Option<&[Layer]>,
+    attached: &Attached,
     key: &VerifyingKey,
     repository: &str,
 ) -> Check {
-    let Some(layers) = layers else {
+    let bundles: Vec<&Bundle> = attached
+        .bundles
+        .iter()
+        .filter(|bundle| bundle.is_signature())
+        .collect();
+    if attached.signatures.is_none() && bundles.is_empty() {
         return Check::compare(Kind::Signature, reference, held.as_str(), NOT_ATTACHED);
-    };
+    }
+    let layers = attached.signatures.as_deref().unwrap_or_default();
     let mut ignored = Vec::new();
-    let mut valid = 0;
+    let mut valid = Held::default();
     for layer in layers {
-        if layer.media_type != cosign::SIMPLE_SIGNING {
-            ignored.push(Ignored::OtherType(layer.media_type.clone()));
-            continue;
-        }
-        let signature = layer.signature.as_deref().unwrap_or_default();
-        if !key.verifies(&layer.bytes, signature) {
-            ignored.push(Ignored::NotSigned);
-            continue;
-        }
-        match cosign::claims(&layer.bytes) {
-            None => ignored.push(Ignored::Unreadable),
-            Some(claims) if claims.digest != held.as_str() => {
-                ignored.push(Ignored::OtherImage(claims.digest));
-            }
-            Some(claims) if claims.repository != repository => {
-                ignored.push(Ignored::OtherRepository(claims.repository));
-            }
-            Some(_) => valid += 1,
+        match signed_layer(layer, held, key, repository) {
+            Ok(()) => valid.tag = true,
+            Err(why) => ignored.push(why),
         }
     }
-    let actual = if valid > 0 {
+    for bundle in &bundles {
+        match signed_bundle(bundle, held, key, repository) {
+            Ok(()) => valid.bundle = true,
+            Err(why) => ignored.push(why),
+        }
+    }
+    let actual = if valid.any() {
         held.to_string()
     } else {
         nothing_valid(&ignored, key)
     };
-    Check::compare(Kind::Signature, reference, held.as_str(), actual).noted(ignored_note(
-        &ignored,
-        layers.len(),
-        key,
+    let ignored_note = ignored_note(&ignored, layers.len() + bundles.len(), key);
+    Check::compare(Kind::Signature, reference, held.as_str(), actual).noted(note(
+        valid,
+        "sig",
+        ignored_note,
     ))
 }
 
-/// Of the `.att` layers: the statement of the first layer signed by `key` one of whose subjects
-/// is `held`, and whether one is (else, of the first signed by `key` for another manifest, to
-/// say how it differs), and why each other layer was ignored.
-fn provenance_of(
-    layers: &[Layer],
+/// Whether the simple-signing `layer` is signed by `key` for `held` in `repository`.
+fn signed_layer(
+    layer: &Layer,
     held: &Digest,
     key: &VerifyingKey,
-) -> (Option<(provenance::Stated, bool)>, Vec<Ignored>) {
+    repository: &str,
+) -> Result<(), Ignored> {
+    if layer.media_type != cosign::SIMPLE_SIGNING {
+        return Err(Ignored::OtherType(layer.media_type.clone()));
+    }
+    let signature = layer.signature.as_deref().unwrap_or_default();
+    if !key.verifies(&layer.bytes, signature) {
+        return Err(Ignored::NotSigned);
+    }
+    match cosign::claims(&layer.bytes) {
+        None => Err(Ignored::Unreadable),
+        Some(claims) if claims.digest != held.as_str() => Err(Ignored::OtherImage(claims.digest)),
+        Some(claims) if claims.repository != repository => {
+            Err(Ignored::OtherRepository(claims.repository))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether the signature `bundle` is signed by `key` for `held` (in `repository`, when its
+/// statement names one).
+fn signed_bundle(
+    bundle: &Bundle,
+    held: &Digest,
+    key: &VerifyingKey,
+    repository: &str,
+) -> Result<(), Ignored> {
+    let envelope = bundle.envelope(held)?;
+    let payload = envelope.verified_payload(key).ok_or(Ignored::NotSigned)?;
+    let subjects = bundle::signed_subjects(&payload).ok_or(Ignored::Unreadable)?;
+    let Some((_, name)) = subjects.iter().find(|(digest, _)| digest == held.as_str()) else {
+        let other = subjects.first().map(|(digest, _)| digest.clone());
+        return Err(Ignored::OtherImage(other.unwrap_or_default()));
+    };
+    match name {
+        Some(name) if name != repository => Err(Ignored::OtherRepository(name.clone())),
+        _ => Ok(()),
+    }
+}
+
+/// Of the `.att` layers and the provenance bundles: the statement of the first signed by `key`
+/// one of whose subjects is `held`, and whether one is (else, of the first signed by `key` for
+/// another manifest, to say how it differs); which formats held one; why each other was
+/// ignored.
+fn provenance_of(
+    layers: &[Layer],
+    bundles: &[&Bundle],
+    held: &Digest,
+    key: &VerifyingKey,
+) -> (Option<(provenance::Stated, bool)>, Held, Vec<Ignored>) {
     let mut ignored = Vec::new();
     let mut chosen = None;
     let mut other = None;
-    for layer in layers {
+    let mut valid = Held::default();
+    let from_layers = layers.iter().map(|layer| {
         if layer.media_type != cosign::DSSE_ENVELOPE {
-            ignored.push(Ignored::OtherType(layer.media_type.clone()));
-            continue;
+            return (false, Err(Ignored::OtherType(layer.media_type.clone())));
         }
-        let stated = match provenance::signed_by(&layer.bytes, key) {
+        let envelope = serde_json::from_slice(&layer.bytes).map_err(|_| Ignored::Unreadable);
+        (false, envelope)
+    });
+    let from_bundles = bundles.iter().map(|bundle| (true, bundle.envelope(held)));
+    for (in_bundle, envelope) in from_layers.chain(from_bundles) {
+        let stated = envelope.and_then(|envelope| {
+            provenance::signed_in(&envelope, key).map_err(|why| match why {
+                provenance::NotSigned::Unreadable => Ignored::Unreadable,
+                provenance::NotSigned::ByKey => Ignored::NotSigned,
+                provenance::NotSigned::NotProvenance => Ignored::NotProvenance,
+            })
+        });
+        let stated = match stated {
             Ok(stated) => stated,
             Err(why) => {
-                ignored.push(match why {
-                    provenance::NotSigned::Unreadable => Ignored::Unreadable,
-                    provenance::NotSigned::ByKey => Ignored::NotSigned,
-                    provenance::NotSigned::NotProvenance => Ignored::NotProvenance,
-                });
+                ignored.push(why);
                 continue;
             }
         };
@@ -235,14 +364,19 @@ fn provenance_of(
                 stated.subjects.first().cloned().unwrap_or_default(),
             ));
             other.get_or_insert(stated);
-        } else if chosen.is_none() {
-            chosen = Some(stated);
+            continue;
         }
+        if in_bundle {
+            valid.bundle = true;
+        } else {
+            valid.tag = true;
+        }
+        chosen.get_or_insert(stated);
     }
     let found = chosen
         .map(|stated| (stated, true))
         .or_else(|| other.map(|stated| (stated, false)));
-    (found, ignored)
+    (found, valid, ignored)
 }
 
 /// The rows for the tag `reference`, which holds the manifest `held`.
@@ -256,15 +390,28 @@ pub fn checks(
     let mut rows = vec![signature_check(
         reference,
         held,
-        attached.signatures.as_deref(),
+        attached,
         key,
         expected.repository,
     )];
-    let (subject, inputs, named_sbom, note) = match &attached.attestations {
+    let bundles: Vec<&Bundle> = attached
+        .bundles
+        .iter()
+        .filter(|bundle| !bundle.is_signature())
+        .collect();
+    let layers = match &attached.attestations {
+        None if bundles.is_empty() => None,
+        layers => Some(layers.as_deref().unwrap_or_default()),
+    };
+    let (subject, inputs, named_sbom, note) = match layers {
         None => (NOT_ATTACHED.to_owned(), None, None, None),
         Some(layers) => {
-            let (stated, ignored) = provenance_of(layers, held, key);
-            let note = ignored_note(&ignored, layers.len(), key);
+            let (stated, valid, ignored) = provenance_of(layers, &bundles, held, key);
+            let note = note(
+                valid,
+                "att",
+                ignored_note(&ignored, layers.len() + bundles.len(), key),
+            );
             match stated {
                 None => (nothing_valid(&ignored, key), None, None, note),
                 Some((stated, valid)) => {
@@ -371,19 +518,157 @@ mod tests {
     /// An envelope signed by `key` of a provenance statement whose subject is `subject` and
     /// whose inputs are `inputs`.
     fn envelope(key: &SigningKey, subject: &Digest, inputs: &Inputs) -> Layer {
+        let envelope = provenance_envelope(key, subject, inputs, provenance::STATEMENT);
+        Layer::envelope(serde_json::to_vec(&envelope).unwrap())
+    }
+
+    /// A provenance statement of in-toto Statement `version` about `subject`, signed by `key`.
+    fn provenance_envelope(
+        key: &SigningKey,
+        subject: &Digest,
+        inputs: &Inputs,
+        version: &str,
+    ) -> Envelope {
         let named: serde_json::Map<String, serde_json::Value> = inputs
             .named()
             .iter()
             .map(|(name, digest)| ((*name).to_owned(), serde_json::json!(digest.as_str())))
             .collect();
         let statement = serde_json::json!({
-            "_type": provenance::STATEMENT,
+            "_type": version,
             "predicateType": provenance::PREDICATE,
             "subject": [{ "name": REPOSITORY, "digest": { "sha256": subject.hex() } }],
             "predicate": { "buildDefinition": { "externalParameters": { "inputs": named } } },
         });
+        Envelope::sign(dsse::IN_TOTO, &serde_json::to_vec(&statement).unwrap(), key)
+    }
+
+    /// A bundle of `envelope` referring to `referred`, under `predicate`'s annotation.
+    fn bundled(
+        key: &SigningKey,
+        envelope: &Envelope,
+        referred: &Digest,
+        predicate: &str,
+    ) -> Bundle {
+        Bundle {
+            predicate: Some(predicate.to_owned()),
+            read: Ok((
+                Some(referred.clone()),
+                bundle::of_envelope(envelope, &key.verifying_key()),
+            )),
+        }
+    }
+
+    /// A signature bundle as cosign 3 writes one (its statement names no repository) for
+    /// `subject`, referring to `referred`.
+    fn cosign3_signature(key: &SigningKey, subject: &Digest, referred: &Digest) -> Bundle {
+        let statement = serde_json::json!({
+            "_type": provenance::STATEMENT,
+            "subject": [{ "digest": { "sha256": subject.hex() }, "annotations": {} }],
+            "predicateType": bundle::SIGN_PREDICATE,
+            "predicate": {},
+        });
         let envelope = Envelope::sign(dsse::IN_TOTO, &serde_json::to_vec(&statement).unwrap(), key);
-        Layer::envelope(serde_json::to_vec(&envelope).unwrap())
+        bundled(key, &envelope, referred, bundle::SIGN_PREDICATE)
+    }
+
+    #[test]
+    fn a_signature_bundle_alone_holds_and_the_row_says_so() {
+        let held = Digest::filled('1');
+        let (key, other) = (SigningKey::generate(), SigningKey::generate());
+        let attached = Attached {
+            bundles: vec![
+                cosign3_signature(&other, &held, &held),
+                cosign3_signature(&key, &held, &held),
+            ],
+            ..Attached::default()
+        };
+        let row = &rows(&attached, &held, &key, &Inputs::sample())[0];
+        assert!(row.ok, "{row:?}");
+        assert_eq!(
+            row.note.as_deref(),
+            Some(
+                "valid in a sigstore bundle; 1 of 2 layers ignored: not signed by the public key of a new key"
+            )
+        );
+        let both = Attached {
+            signatures: Some(vec![signature(&key, REPOSITORY, &held)]),
+            ..attached
+        };
+        let row = &rows(&both, &held, &key, &Inputs::sample())[0];
+        assert!(row.ok, "{row:?}");
+        assert!(
+            row.note
+                .as_deref()
+                .unwrap()
+                .starts_with("valid in the .sig tag and a sigstore bundle; "),
+            "{row:?}"
+        );
+    }
+
+    #[test]
+    fn a_bundle_for_another_image_or_malformed_is_named_and_never_counts() {
+        let (held, theirs) = (Digest::filled('1'), Digest::filled('2'));
+        let key = SigningKey::generate();
+        // A referrer of this image whose statement is about another; a referrer of another
+        // image listed under this one's referrers; a bundle too large to read.
+        let attached = Attached {
+            bundles: vec![
+                cosign3_signature(&key, &theirs, &held),
+                cosign3_signature(&key, &held, &theirs),
+                Bundle {
+                    predicate: Some(bundle::SIGN_PREDICATE.to_owned()),
+                    read: Err("a bundle of 99999999 bytes".to_owned()),
+                },
+            ],
+            ..Attached::default()
+        };
+        let row = &rows(&attached, &held, &key, &Inputs::sample())[0];
+        assert!(!row.ok, "{row:?}");
+        assert_eq!(row.actual, theirs.as_str());
+        assert_eq!(
+            row.note.as_deref(),
+            Some(
+                format!(
+                    "3 of 3 layers ignored: 2 for {theirs}, malformed (a bundle of 99999999 bytes)"
+                )
+                .as_str()
+            )
+        );
+    }
+
+    #[test]
+    fn provenance_holds_in_a_bundle_alone_and_as_statement_v0_1_under_the_tag() {
+        let held = Digest::filled('1');
+        let key = SigningKey::generate();
+        let inputs = Inputs::sample();
+        let v1 = provenance_envelope(&key, &held, &inputs, provenance::STATEMENT);
+        let attached = Attached {
+            bundles: vec![bundled(&key, &v1, &held, provenance::PREDICATE)],
+            ..Attached::default()
+        };
+        let rows = rows(&attached, &held, &key, &inputs);
+        assert!(rows[1].ok && rows[2].ok, "{rows:?}");
+        assert_eq!(rows[1].note.as_deref(), Some("valid in a sigstore bundle"));
+        // cosign 2's `attest` writes Statement v0.1 under the `.att` tag.
+        let v01 = provenance_envelope(&key, &held, &inputs, provenance::STATEMENT_V01);
+        let attached = Attached {
+            attestations: Some(vec![Layer::envelope(serde_json::to_vec(&v01).unwrap())]),
+            ..Attached::default()
+        };
+        let rows = super::checks(
+            "r:latest",
+            &held,
+            &attached,
+            &key.verifying_key(),
+            Expected {
+                repository: REPOSITORY,
+                inputs: &inputs,
+                pins: &[],
+            },
+        );
+        assert!(rows[1].ok && rows[2].ok, "{rows:?}");
+        assert_eq!(rows[1].note.as_deref(), Some("valid in the .att tag"));
     }
 
     fn signature(key: &SigningKey, repository: &str, subject: &Digest) -> Layer {
@@ -418,7 +703,9 @@ mod tests {
             assert!(rows[2].ok, "{:?}", rows[2]);
             assert_eq!(
                 rows[1].note.as_deref(),
-                Some(format!("1 of 2 layers ignored: for {theirs}").as_str())
+                Some(
+                    format!("valid in the .att tag; 1 of 2 layers ignored: for {theirs}").as_str()
+                )
             );
         }
     }
@@ -454,7 +741,9 @@ mod tests {
         assert!(row.ok, "{row:?}");
         assert_eq!(
             row.note.as_deref(),
-            Some("1 of 2 layers ignored: not signed by the public key of a new key")
+            Some(
+                "valid in the .sig tag; 1 of 2 layers ignored: not signed by the public key of a new key"
+            )
         );
         let only_other = Attached {
             signatures: Some(vec![signature(&other, REPOSITORY, &held)]),

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::cosign::{cosign_with, cosigns, words};
 use crate::support::keys::Keys;
 use crate::support::registry::RegistryServer;
 use crate::support::release::sha256_hex;
@@ -15,21 +16,6 @@ use crate::support::{TestContext, assert_contains, repository_root};
 
 /// The image reference the README's tester commands name.
 const DOCUMENTED: &str = "ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4";
-
-/// Each cosign `ci/test` unpacked, with its suite; none (said on the test's output) where the
-/// engines folder is not there.
-fn cosigns() -> Vec<(&'static str, PathBuf)> {
-    let Some(folder) = std::env::var_os("FORGE_TEST_ENGINES").map(PathBuf::from) else {
-        crate::support::note(
-            "skipped cosign: FORGE_TEST_ENGINES is not set (ci/test unpacks cosign)",
-        );
-        return Vec::new();
-    };
-    ["trixie", "forky"]
-        .into_iter()
-        .map(|suite| (suite, folder.join(suite).join("cosign/usr/bin/cosign")))
-        .collect()
-}
 
 /// The README's cosign commands for testers, each as its words.
 fn documented_commands() -> Vec<Vec<String>> {
@@ -50,29 +36,6 @@ fn documented_commands() -> Vec<Vec<String>> {
 /// `cosign ARGS` run in `folder` with a home of its own there; its exit code and stderr.
 fn cosign(program: &Path, args: &[String], folder: &Path) -> (i32, String) {
     cosign_with(program, args, folder, None)
-}
-
-/// `cosign ARGS` as `cosign` runs it, with `password` in COSIGN_PASSWORD.
-fn cosign_with(
-    program: &Path,
-    args: &[String],
-    folder: &Path,
-    password: Option<&str>,
-) -> (i32, String) {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .current_dir(folder)
-        .env("HOME", folder.join(".home"))
-        .env_remove("COSIGN_PASSWORD");
-    if let Some(password) = password {
-        command.env("COSIGN_PASSWORD", password);
-    }
-    let output = command.output().expect("cosign runs");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -223,11 +186,6 @@ fn oras_referrers(reference: &str, home: &Path) -> Vec<(String, String)> {
         .collect();
     referrers.sort();
     referrers
-}
-
-/// Words, as owned arguments.
-fn words(text: &str) -> Vec<String> {
-    text.split_whitespace().map(str::to_owned).collect()
 }
 
 /// `cosign sign-blob` with the key `key` of the folder, as each version signs without a

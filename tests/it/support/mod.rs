@@ -13,10 +13,11 @@
 //! - `registry`, `index`, `release`, `git_http`, `git`: a registry, a package index, a project's
 //!   releases, a git server over smart HTTP and bare git remotes, all on loopback;
 //! - `tls`, `credential_helper`, `keys`: certificates and stunnel, a docker credential helper,
-//!   signing keys;
+//!   signing keys; `cosign`: the real cosign 2 and 3, and their verdict on an image;
 //! - `pip`: a rendered install step run by pip itself;
 //! - `verify`: `forge verify-digest` and its rows.
 
+pub(crate) mod cosign;
 pub(crate) mod credential_helper;
 pub(crate) mod engines;
 pub(crate) mod git;
