@@ -385,6 +385,11 @@ pub struct SignBlobArgs {
     /// Where to write the signature (default: FILE.sig).
     #[arg(long, value_name = "SIG")]
     pub out: Option<PathBuf>,
+
+    /// Also write the signature as a sigstore bundle here, as `cosign sign-blob --bundle`
+    /// writes it (what cosign 3's `verify-blob --bundle` reads).
+    #[arg(long, value_name = "BUNDLE")]
+    pub bundle: Option<PathBuf>,
 }
 
 /// `forge pin ...`.

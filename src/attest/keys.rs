@@ -214,13 +214,21 @@ impl SigningKey {
     }
 
     /// The signature of everything `reader` yields, hashed as it streams: the same signature
-    /// `sign` gives for those bytes at once (ECDSA over their SHA-256, deterministic).
-    pub fn sign_stream(&self, mut reader: impl std::io::Read) -> std::io::Result<String> {
+    /// `sign` gives for those bytes at once (ECDSA over their SHA-256, deterministic); with
+    /// that SHA-256.
+    pub fn sign_stream(
+        &self,
+        mut reader: impl std::io::Read,
+    ) -> std::io::Result<(String, [u8; 32])> {
         use p256::ecdsa::signature::DigestSigner as _;
         let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
         std::io::copy(&mut reader, &mut hasher)?;
+        let sha256: [u8; 32] = sha2::Digest::finalize(hasher.clone()).into();
         let signature: p256::ecdsa::Signature = self.key.sign_digest(hasher);
-        Ok(base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()))
+        Ok((
+            base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes()),
+            sha256,
+        ))
     }
 
     /// The public half.
@@ -443,7 +451,11 @@ mod tests {
     fn a_streamed_signature_is_the_signature_of_the_whole_message() {
         let key = SigningKey::generate();
         let message = vec![7u8; 200_000];
-        let streamed = key.sign_stream(&message[..]).unwrap();
+        let (streamed, sha256) = key.sign_stream(&message[..]).unwrap();
+        assert_eq!(
+            sha256.as_slice(),
+            <sha2::Sha256 as sha2::Digest>::digest(&message[..]).as_slice()
+        );
         assert_eq!(streamed, key.sign(&message));
         assert!(key.verifying_key().verifies(&message, &streamed));
     }

@@ -1,7 +1,8 @@
 //! `forge sign-blob FILE`: a detached signature of a file, as `cosign sign-blob --key` writes
 //! one (base64 of the ASN.1 DER ECDSA P-256 signature over the file's SHA-256), so that the
 //! release's checksums are signed by the key that signs the images; `cosign verify-blob` and
-//! `openssl dgst -sha256 -verify` both check it.
+//! `openssl dgst -sha256 -verify` both check it. With `--bundle`, also the sigstore bundle
+//! cosign 3 writes and reads (`cosign verify-blob --bundle`).
 
 use std::path::{Path, PathBuf};
 
@@ -67,29 +68,44 @@ pub fn default_signature_path(file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Signs `file` with `key` and writes the signature (base64, one line) to `out`.
+/// Signs `file` with `key` and writes the signature (base64, one line) to `out` and, when
+/// `bundle` names a file, a sigstore bundle of it there, as `cosign sign-blob --bundle` (cosign
+/// 3) writes one: the file's SHA-256 and the signature, the key named by its hint.
 pub fn sign_blob(
     file: &Path,
     key: &SigningKey,
     out: &Path,
+    bundle: Option<&Path>,
     printer: &Printer,
 ) -> Result<String, SignBlobError> {
     let opened = crate::fs::open_regular(file)?;
-    let signature = key
+    let (signature, sha256) = key
         .sign_stream(std::io::BufReader::with_capacity(1 << 16, opened))
         .map_err(|source| SignBlobError::Read {
             path: file.to_owned(),
             source,
         })?;
-    crate::fs::write_output(out, format!("{signature}\n").as_bytes()).map_err(|source| {
-        SignBlobError::Write {
-            path: out.to_owned(),
+    let write = |path: &Path, bytes: &[u8]| {
+        crate::fs::write_output(path, bytes).map_err(|source| SignBlobError::Write {
+            path: path.to_owned(),
             source,
-        }
-    })?;
+        })
+    };
+    write(out, format!("{signature}\n").as_bytes())?;
     printer.status(
         "Signed",
         format_args!("{} with {} → {}", file.display(), key.origin, out.display()),
     );
+    if let Some(path) = bundle {
+        let verifying = key.verifying_key();
+        write(
+            path,
+            &crate::attest::bundle::of_message(&sha256, &signature, &verifying),
+        )?;
+        printer.status(
+            "Wrote",
+            format_args!("{} (sigstore bundle)", path.display()),
+        );
+    }
     Ok(signature)
 }

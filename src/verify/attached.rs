@@ -78,21 +78,24 @@ impl Held {
         self.tag || self.bundle
     }
 
-    /// The note's words for it: `valid in the .sig tag and a sigstore bundle`.
+    /// The note's words for it: `in both formats`, `in the .sig tag only`, `in a sigstore
+    /// bundle only`.
     fn said(self, suffix: &str) -> Option<String> {
         match (self.tag, self.bundle) {
-            (true, true) => Some(format!("valid in the .{suffix} tag and a sigstore bundle")),
-            (true, false) => Some(format!("valid in the .{suffix} tag")),
-            (false, true) => Some("valid in a sigstore bundle".to_owned()),
+            (true, true) => Some("in both formats".to_owned()),
+            (true, false) => Some(format!("in the .{suffix} tag only")),
+            (false, true) => Some("in a sigstore bundle only".to_owned()),
             (false, false) => None,
         }
     }
 }
 
-/// The note of a row: which formats held, then what was ignored.
+/// The note of a row: which formats held, then what was ignored; none for a row that found a
+/// valid one in both formats and ignored nothing (what a forge-signed push holds).
 fn note(held: Held, suffix: &str, ignored: Option<String>) -> Option<String> {
     match (held.said(suffix), ignored) {
         (Some(held), Some(ignored)) => Some(format!("{held}; {ignored}")),
+        (_, None) if held.tag && held.bundle => None,
         (held, ignored) => held.or(ignored),
     }
 }
@@ -588,7 +591,7 @@ mod tests {
         assert_eq!(
             row.note.as_deref(),
             Some(
-                "valid in a sigstore bundle; 1 of 2 layers ignored: not signed by the public key of a new key"
+                "in a sigstore bundle only; 1 of 2 layers ignored: not signed by the public key of a new key"
             )
         );
         let both = Attached {
@@ -601,7 +604,7 @@ mod tests {
             row.note
                 .as_deref()
                 .unwrap()
-                .starts_with("valid in the .sig tag and a sigstore bundle; "),
+                .starts_with("in both formats; "),
             "{row:?}"
         );
     }
@@ -649,7 +652,7 @@ mod tests {
         };
         let rows = rows(&attached, &held, &key, &inputs);
         assert!(rows[1].ok && rows[2].ok, "{rows:?}");
-        assert_eq!(rows[1].note.as_deref(), Some("valid in a sigstore bundle"));
+        assert_eq!(rows[1].note.as_deref(), Some("in a sigstore bundle only"));
         // cosign 2's `attest` writes Statement v0.1 under the `.att` tag.
         let v01 = provenance_envelope(&key, &held, &inputs, provenance::STATEMENT_V01);
         let attached = Attached {
@@ -668,7 +671,7 @@ mod tests {
             },
         );
         assert!(rows[1].ok && rows[2].ok, "{rows:?}");
-        assert_eq!(rows[1].note.as_deref(), Some("valid in the .att tag"));
+        assert_eq!(rows[1].note.as_deref(), Some("in the .att tag only"));
     }
 
     fn signature(key: &SigningKey, repository: &str, subject: &Digest) -> Layer {
@@ -703,9 +706,7 @@ mod tests {
             assert!(rows[2].ok, "{:?}", rows[2]);
             assert_eq!(
                 rows[1].note.as_deref(),
-                Some(
-                    format!("valid in the .att tag; 1 of 2 layers ignored: for {theirs}").as_str()
-                )
+                Some(format!("in the .att tag only; 1 of 2 layers ignored: for {theirs}").as_str())
             );
         }
     }
@@ -742,7 +743,7 @@ mod tests {
         assert_eq!(
             row.note.as_deref(),
             Some(
-                "valid in the .sig tag; 1 of 2 layers ignored: not signed by the public key of a new key"
+                "in the .sig tag only; 1 of 2 layers ignored: not signed by the public key of a new key"
             )
         );
         let only_other = Attached {

@@ -371,11 +371,17 @@ fn a_swapped_provenance_signature_or_sbom_fails_verify_with_the_key() {
     let first_att = held(&attachment(&first, "att"));
     let first_sig = held(&attachment(&first, "sig"));
     let first_sbom = held(&attachment(&first, "sbom"));
+    // The first image's bundles (its referrers index) go in place of the second's throughout:
+    // a swap is of both formats, or the second's own bundles would still hold.
+    let referrers = |digest: &str| format!("sha256-{}", digest.trim_start_matches("sha256:"));
+    let index = "application/vnd.oci.image.index.v1+json";
+    let first_bundles = registry.held(&path, &referrers(&first), &[index]).1;
     pushed_again_signed(&example, &keys);
     let second = registry.digest(&path, "latest");
     assert_ne!(second, first);
     verify(&example, &["--remote", "--key", &key], &env).expect_code(0);
     let second_att = held(&attachment(&second, "att"));
+    registry.put_manifest(&path, &referrers(&second), index, &first_bundles);
     registry.put_manifest(&path, &attachment(&second, "att"), OCI_MANIFEST, &first_att);
     let run = verify(&example, &["--remote", "--key", &key], &env).expect_code(1);
     let json = run.json();

@@ -274,3 +274,40 @@ fn forge_and_cosign_sign_with_each_others_keys() {
         );
     }
 }
+
+/// `forge sign-blob --bundle` writes what cosign 3's `verify-blob --bundle` accepts with the
+/// public key, and refuses once the file changes; the `.sig` beside it is what cosign 2 reads.
+#[test]
+fn cosign_3_accepts_the_bundle_sign_blob_writes() {
+    let keys = Keys::new();
+    for (suite, program) in cosigns() {
+        let folder = TestContext::empty();
+        folder.write("SHA256SUMS", "0123  forge-0.1.0-aarch64.tar.gz\n");
+        std::fs::copy(keys.public(), folder.path().join("signing.pub")).unwrap();
+        let run = folder
+            .forge(&[
+                "--json",
+                "sign-blob",
+                "SHA256SUMS",
+                "--sign-key",
+                &keys.private_arg(),
+                "--bundle",
+                "SHA256SUMS.bundle",
+            ])
+            .expect_code(0);
+        assert_eq!(run.json()["bundle"], "SHA256SUMS.bundle");
+        let check = match suite {
+            "trixie" => {
+                "verify-blob --key signing.pub --signature SHA256SUMS.sig --insecure-ignore-tlog SHA256SUMS"
+            }
+            _ => {
+                "verify-blob --key signing.pub --bundle SHA256SUMS.bundle --insecure-ignore-tlog SHA256SUMS"
+            }
+        };
+        let (code, stderr) = cosign(&program, &words(check), folder.path());
+        assert_eq!(code, 0, "{suite}'s cosign {check}:\n{stderr}");
+        folder.write("SHA256SUMS", "4567  forge-0.1.0-aarch64.tar.gz\n");
+        let (code, _) = cosign(&program, &words(check), folder.path());
+        assert_ne!(code, 0, "{suite}'s cosign accepted a changed file");
+    }
+}

@@ -378,7 +378,7 @@ fn forge_judges_every_tampering_of_the_bundles_as_cosign_3() {
                 .unwrap()
                 .to_owned();
             assert!(
-                note.starts_with("valid in a sigstore bundle"),
+                note.starts_with("in a sigstore bundle only"),
                 "{case}: {note}"
             );
         }
@@ -398,7 +398,7 @@ fn forge_judges_every_tampering_of_the_bundles_as_cosign_3() {
         .unwrap()
         .to_owned();
     assert!(
-        note.starts_with("valid in the .sig tag; 1 of 2 layers ignored: for "),
+        note.starts_with("in the .sig tag only; 1 of 2 layers ignored: for "),
         "{note}"
     );
 }
@@ -418,7 +418,7 @@ fn assert_notes(
     if att.len() > 1 && attested {
         let note = &row(json, "provenance subject", &latest)["note"];
         let expected = format!(
-            "valid in the .att tag; 1 of 2 layers ignored: for {}",
+            "in the .att tag only; 1 of 2 layers ignored: for {}",
             pushes.first
         );
         assert_eq!(note, &json!(expected), "{case}");
@@ -434,7 +434,7 @@ fn assert_notes(
         assert_eq!(
             note,
             &json!(format!(
-                "valid in the .sig tag; 1 of 2 layers ignored: {reason}"
+                "in the .sig tag only; 1 of 2 layers ignored: {reason}"
             )),
             "{case}"
         );

@@ -673,7 +673,9 @@ fn the_release_builds_both_linux_architectures_and_signs_its_checksums() {
     );
     let signing = steps(publishing)
         .iter()
-        .find(|step| step["run"].as_str() == Some("forge sign-blob SHA256SUMS"))
+        .find(|step| {
+            step["run"].as_str() == Some("forge sign-blob SHA256SUMS --bundle SHA256SUMS.bundle")
+        })
         .expect("the release signs its checksums with forge");
     assert_eq!(
         signing["env"]["FORGE_SIGNING_KEY"].as_str(),
@@ -683,8 +685,32 @@ fn the_release_builds_both_linux_architectures_and_signs_its_checksums() {
     let command = (published.lines())
         .find(|line| line.trim_start().starts_with("gh release create"))
         .expect("the last step publishes the release");
-    for file in ["forge-*.tar.gz", "SHA256SUMS", "SHA256SUMS.sig"] {
+    for file in [
+        "forge-*.tar.gz",
+        "SHA256SUMS",
+        "SHA256SUMS.sig",
+        "SHA256SUMS.bundle",
+    ] {
         assert!(command.split(' ').any(|word| word == file), "{command}");
+    }
+}
+
+/// What a tester with cosign checks of a release in `dist` signed by `keys`, as the README
+/// writes it: cosign 2 with the signature, cosign 3 with the bundle.
+fn cosign_accepts_the_release(dist: &Path, keys: &Keys) {
+    std::fs::write(dist.join("signing.pub"), keys.public_text()).unwrap();
+    for (suite, program) in crate::support::cosign::cosigns() {
+        let check = match suite {
+            "trixie" => {
+                "verify-blob --key signing.pub --signature SHA256SUMS.sig --insecure-ignore-tlog SHA256SUMS"
+            }
+            _ => {
+                "verify-blob --key signing.pub --bundle SHA256SUMS.bundle --insecure-ignore-tlog SHA256SUMS"
+            }
+        };
+        let words = crate::support::cosign::words(check);
+        let (code, stderr) = crate::support::cosign::cosign_with(&program, &words, dist, None);
+        assert_eq!(code, 0, "{suite}'s cosign {check}:\n{stderr}");
     }
 }
 
@@ -749,11 +775,17 @@ fn the_release_jobs_pack_sign_and_check_the_binaries_from_a_fresh_clone() {
     assert_eq!(sums.lines().count(), 2, "{sums}");
     let signature = std::fs::read_to_string(dist.join("SHA256SUMS.sig")).unwrap();
     assert!(!signature.trim().is_empty());
+    cosign_accepts_the_release(&dist, &keys);
 
     // The same job with another key committed fails at the signature check.
     let other = Keys::new();
     std::fs::write(checkout.join(PUBLIC_KEY), other.public_text()).unwrap();
-    for made in ["SHA256SUMS", "SHA256SUMS.sig"] {
+    for made in [
+        "SHA256SUMS",
+        "SHA256SUMS.sig",
+        "SHA256SUMS.bundle",
+        "signing.pub",
+    ] {
         std::fs::remove_file(dist.join(made)).unwrap();
     }
     let failed = runner.run_job("release", &checkout).unwrap_err();
