@@ -311,3 +311,127 @@ fn cosign_3_accepts_the_bundle_sign_blob_writes() {
         assert_ne!(code, 0, "{suite}'s cosign accepted a changed file");
     }
 }
+
+/// The rows of docs/provenance.md's table of verdicts: each command's words (with `IMAGE` and
+/// `signing.pub` as written there), the cosign suite it names (none for forge), and whether it
+/// accepts with tags only, with bundles only, and with both.
+fn documented_verdicts() -> Vec<(Vec<String>, Option<&'static str>, [bool; 3])> {
+    let text = std::fs::read_to_string(repository_root().join("docs/provenance.md")).unwrap();
+    let table = text
+        .split("<!-- verdicts: the rows tests/it/cosign.rs runs -->\n")
+        .nth(1)
+        .expect("the table of verdicts");
+    let verdict = |cell: &str| match cell.trim() {
+        "accepts" => true,
+        "refuses" => false,
+        other => panic!("a verdict is `accepts` or `refuses`, not {other:?}"),
+    };
+    let rows: Vec<_> = table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+            let (command, tool) = cells[0].trim().rsplit_once('`').unwrap();
+            let suite = match tool.trim() {
+                "(cosign 2.5)" => Some("trixie"),
+                "(cosign 3.1)" => Some("forky"),
+                "" => None,
+                other => panic!("a row names cosign 2.5 or 3.1, or nothing: {other}"),
+            };
+            let words = command.trim_start_matches('`').split_whitespace();
+            (
+                words.map(str::to_owned).collect(),
+                suite,
+                [verdict(cells[1]), verdict(cells[2]), verdict(cells[3])],
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 5, "the table's rows");
+    rows
+}
+
+/// docs/provenance.md's table of which command accepts a forge image in which format, each row
+/// run as written against a signed push with tags only (no bundle among the referrers), with
+/// bundles only (no layer under `.sig` and `.att`) and with both.
+#[test]
+fn the_documented_verdicts_of_each_format_hold() {
+    use crate::support::registry::path_of;
+    use crate::support::signed::OCI_MANIFEST;
+    let installed = cosigns();
+    if installed.is_empty() {
+        return;
+    }
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "cosign-table", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let digest = registry.digest(&path, "latest");
+    let hex = digest.trim_start_matches("sha256:");
+    let index = "application/vnd.oci.image.index.v1+json";
+    let referrers = format!("sha256-{hex}");
+    let bundles = registry.held(&path, &referrers, &[index]).1;
+    let tags: Vec<(String, Vec<u8>)> = ["sig", "att"]
+        .into_iter()
+        .map(|suffix| {
+            let tag = format!("sha256-{hex}.{suffix}");
+            let held = registry.held(&path, &tag, &[OCI_MANIFEST]).1;
+            (tag, held)
+        })
+        .collect();
+    let emptied = |manifest: &[u8]| {
+        let mut manifest: serde_json::Value = serde_json::from_slice(manifest).unwrap();
+        manifest["layers"] = serde_json::json!([]);
+        serde_json::to_vec(&manifest).unwrap()
+    };
+    let no_bundles = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+    let folder = TestContext::empty();
+    folder.write("signing.pub", &keys.public_text());
+    let reference = format!("{}:latest", example.repository);
+    let rows = documented_verdicts();
+    for (state, name) in ["tags only", "bundles only", "both"]
+        .into_iter()
+        .enumerate()
+    {
+        let with_bundles: &[u8] = if state == 0 { no_bundles } else { &bundles };
+        registry.put_manifest(&path, &referrers, index, with_bundles);
+        for (tag, held) in &tags {
+            let layers = if state == 1 {
+                emptied(held)
+            } else {
+                held.clone()
+            };
+            registry.put_manifest(&path, tag, OCI_MANIFEST, &layers);
+        }
+        for (words, suite, verdicts) in &rows {
+            let args: Vec<String> = words[1..]
+                .iter()
+                .map(|word| {
+                    if word == "IMAGE" {
+                        reference.clone()
+                    } else {
+                        word.clone()
+                    }
+                })
+                .collect();
+            let accepted = match suite {
+                Some(suite) => {
+                    let (_, program) = installed.iter().find(|(name, _)| name == suite).unwrap();
+                    cosign(program, &args, folder.path()).0 == 0
+                }
+                None => {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    folder.forge(&args).code == 0
+                }
+            };
+            assert_eq!(
+                accepted,
+                verdicts[state],
+                "{name}: {} ({suite:?})",
+                words.join(" ")
+            );
+        }
+    }
+}
