@@ -435,3 +435,85 @@ fn the_documented_verdicts_of_each_format_hold() {
         }
     }
 }
+
+/// To a registry with the referrers API, forge's bundles go by the API alone: the registry
+/// says it indexed each (`OCI-Subject`), forge.lock records no referrers tag, the registry holds
+/// none, and cosign 3, oras and forge find both bundles through the API.
+#[test]
+fn a_registry_with_the_referrers_api_lists_the_bundles_without_a_tag() {
+    let installed = cosigns();
+    if installed.is_empty() {
+        return;
+    }
+    let api = crate::support::referrers_api::ReferrersApi::start();
+    let keys = Keys::new();
+    let Some(example) = crate::support::signed::signed_at(api.address(), "referrers-api", &keys)
+    else {
+        return;
+    };
+    let lock: toml::Table = example.context.read("forge.lock").parse().unwrap();
+    let pushed = lock["tags"][0]["pushed"].as_str().unwrap();
+    let bundles: Vec<&toml::Value> = lock["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|attachment| attachment["kind"].as_str().unwrap().ends_with("-bundle"))
+        .collect();
+    assert_eq!(bundles.len(), 2);
+    for bundle in &bundles {
+        assert_eq!(bundle["tag"].as_str(), Some(""), "{bundle:?}");
+    }
+    let path = example
+        .repository
+        .strip_prefix(&format!("{}/", api.address()))
+        .unwrap()
+        .to_owned();
+    let (_, _, listing) = api
+        .backend
+        .get(&format!("/v2/{path}/tags/list"), "application/json")
+        .expect("the registry answers");
+    let listing: serde_json::Value = serde_json::from_slice(&listing).unwrap();
+    let tags: Vec<&str> = listing["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tag| tag.as_str().unwrap())
+        .collect();
+    assert!(
+        !tags.contains(&format!("sha256-{}", &pushed[7..]).as_str()),
+        "no referrers tag: {tags:?}"
+    );
+    let asked = format!("GET /v2/{path}/referrers/{pushed}");
+    let home = TestContext::empty();
+    let mut listed = oras_referrers(&format!("{}@{pushed}", example.repository), home.path());
+    listed.retain(|(_, artifact)| artifact == BUNDLE);
+    assert_eq!(listed.len(), 2, "oras discover: {listed:?}");
+
+    let folder = TestContext::empty();
+    folder.write("signing.pub", &keys.public_text());
+    let reference = format!("{}:latest", example.repository);
+    for (suite, program) in &installed {
+        let verdict = crate::support::cosign::verdict(program, &keys.public(), &reference);
+        assert_eq!(verdict, (true, true), "{suite}'s cosign");
+    }
+    let run = folder
+        .forge(&[
+            "--json",
+            "verify-digest",
+            &reference,
+            "--key",
+            "signing.pub",
+        ])
+        .expect_code(0);
+    let json = run.json();
+    for check in json["checks"].as_array().unwrap() {
+        if ["signature", "provenance subject"].contains(&check["name"].as_str().unwrap()) {
+            assert!(check["note"].is_null(), "found in both formats: {check}");
+        }
+    }
+    assert!(
+        api.requests().iter().any(|request| request == &asked),
+        "forge asked the referrers API: {:?}",
+        api.requests()
+    );
+}

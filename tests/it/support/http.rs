@@ -93,6 +93,31 @@ impl Request {
             .map(|(_, value)| value.as_str())
     }
 
+    /// Each header as sent: its name in lowercase, and its value.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+    }
+
+    /// The body sent with `Transfer-Encoding: chunked`, its chunks joined; `None` when the
+    /// client closed before the last chunk.
+    pub fn chunked_body(&mut self) -> Option<Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let mut size = String::new();
+            self.reader.read_line(&mut size).ok()?;
+            let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+            // The chunk and the line end after it (after the last, empty one: no trailers).
+            let mut chunk = vec![0; size + 2];
+            self.reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                return Some(body);
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+
     /// The body its `Content-Length` announces (empty without one); `None` when the client
     /// closed before sending it all.
     pub fn body(&mut self) -> Option<Vec<u8>> {

@@ -12,6 +12,7 @@
 //!   a namespace reach the host's loopback; `engines`: the Docker engines users run, shared;
 //! - `registry`, `index`, `release`, `git_http`, `git`: a registry, a package index, a project's
 //!   releases, a git server over smart HTTP and bare git remotes, all on loopback;
+//!   `referrers_api`: a registry with the OCI referrers API (a proxy in front of `registry`);
 //! - `tls`, `credential_helper`, `keys`: certificates and stunnel, a docker credential helper,
 //!   signing keys; `cosign`: the real cosign 2 and 3, and their verdict on an image;
 //! - `pip`: a rendered install step run by pip itself;
@@ -33,6 +34,7 @@ pub(crate) mod node;
 pub(crate) mod pip;
 pub(crate) mod process;
 pub(crate) mod python_image;
+pub(crate) mod referrers_api;
 pub(crate) mod registry;
 pub(crate) mod release;
 pub(crate) mod signed;

@@ -15,12 +15,17 @@ pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 /// The offline example pushed to `registry` and signed with `keys`.
 pub fn signed(registry: &RegistryServer, name: &str, keys: &Keys) -> Option<Example> {
+    signed_at(registry.address(), name, keys)
+}
+
+/// `signed`, to the registry at `address` (`127.0.0.1:PORT`).
+pub fn signed_at(address: &str, name: &str, keys: &Keys) -> Option<Example> {
     if !docker_available() || registry_tools_missing() {
         return None;
     }
     ensure_base_image();
     let path = format!("forge-test/{name}-{}", std::process::id());
-    let example = Example::with_repository(&format!("{}/{path}", registry.address()));
+    let example = Example::with_repository(&format!("{address}/{path}"));
     let key = keys.private();
     let run = example
         .build_with(
