@@ -167,16 +167,15 @@ fn replaced_by(
     subject: &Digest,
     key: &VerifyingKey,
 ) -> bool {
-    let predicate = descriptor
-        .annotations
-        .get(bundle::PREDICATE_ANNOTATION)
-        .map(String::as_str);
-    if predicate != Some(bundled.predicate_type) {
+    if !bundle::may_be_bundle(descriptor) {
         return false;
     }
     let Ok(read) = read_referrer(client, repository, descriptor) else {
         return false;
     };
+    if read.predicate.as_deref() != Some(bundled.predicate_type) {
+        return false;
+    }
     let Some(payload) = bundle::envelope(&read.bundle)
         .ok()
         .and_then(|envelope| envelope.verified_payload(key))
@@ -196,12 +195,14 @@ fn replaced_by(
     }
 }
 
-/// A referrer as the registry holds it: the image its manifest names as `subject`, and its
-/// bundle.
+/// A referrer as the registry holds it: the image its manifest names as `subject`, the
+/// predicate type its annotation names, and its bundle.
 #[derive(Debug, Clone)]
 pub struct ReadReferrer {
     /// The manifest's `subject` digest.
     pub subject: Option<Digest>,
+    /// The manifest's `dev.sigstore.bundle.predicateType` annotation.
+    pub predicate: Option<String>,
     /// The bundle (the manifest's one layer).
     pub bundle: Vec<u8>,
 }
@@ -221,6 +222,8 @@ pub fn read_referrer(
         artifact_type: String,
         layers: Vec<ListedLayer>,
         subject: Option<SubjectField>,
+        #[serde(default)]
+        annotations: BTreeMap<String, String>,
     }
     #[derive(serde::Deserialize)]
     struct SubjectField {
@@ -254,6 +257,10 @@ pub fn read_referrer(
         .map_err(|error| format!("unreadable ({error})"))?;
     Ok(ReadReferrer {
         subject: manifest.subject.map(|subject| subject.digest),
+        predicate: manifest
+            .annotations
+            .get(bundle::PREDICATE_ANNOTATION)
+            .cloned(),
         bundle: bytes,
     })
 }

@@ -175,6 +175,14 @@ pub fn is_bundle(media_type: &str) -> bool {
     media_type.starts_with(BUNDLE_FAMILY)
 }
 
+/// Whether the referrers index entry `descriptor` may name a bundle's manifest, to be read and
+/// judged by what the manifest itself says: its `artifactType` is a bundle's, or the empty
+/// descriptor's, which cosign 3 writes in the entries it adds to a referrers tag (it gives the
+/// manifest's config type there, not the manifest's `artifactType`).
+pub fn may_be_bundle(descriptor: &crate::registry::referrers::Descriptor) -> bool {
+    is_bundle(&descriptor.artifact_type) || descriptor.artifact_type == EMPTY
+}
+
 /// The DSSE envelope a bundle (`bytes`, JSON) holds; why not, when it is not one: not JSON,
 /// not a bundle, or a bundle of a bare message signature (a blob's, never an image's).
 pub fn envelope(bytes: &[u8]) -> Result<Envelope, &'static str> {

@@ -618,15 +618,24 @@ fn bundles(
                 read: Err(why),
             },
             // Another tool's referrer (an SBOM, a scan): not forge's to judge.
-            Ok(descriptor) if !bundle::is_bundle(&descriptor.artifact_type) => continue,
-            Ok(descriptor) => attached::Bundle {
-                predicate: descriptor
-                    .annotations
-                    .get(bundle::PREDICATE_ANNOTATION)
-                    .cloned(),
-                read: crate::attest::attach::read_referrer(client, repository, &descriptor)
-                    .map(|read| (read.subject, read.bundle)),
-            },
+            Ok(descriptor) if !bundle::may_be_bundle(&descriptor) => continue,
+            Ok(descriptor) => {
+                match crate::attest::attach::read_referrer(client, repository, &descriptor) {
+                    Ok(read) => attached::Bundle {
+                        predicate: read.predicate,
+                        read: Ok((read.subject, read.bundle)),
+                    },
+                    // An entry of the empty type that is no bundle is another tool's too.
+                    Err(_) if !bundle::is_bundle(&descriptor.artifact_type) => continue,
+                    Err(why) => attached::Bundle {
+                        predicate: descriptor
+                            .annotations
+                            .get(bundle::PREDICATE_ANNOTATION)
+                            .cloned(),
+                        read: Err(why),
+                    },
+                }
+            }
         });
     }
     Ok(bundles)

@@ -517,3 +517,185 @@ fn a_registry_with_the_referrers_api_lists_the_bundles_without_a_tag() {
         api.requests()
     );
 }
+
+/// `cosign sign` and `cosign attest --type slsaprovenance1` of `image` (by digest) with the
+/// sealed `key` (password `lab`), as each version signs without a transparency log: cosign 2
+/// under the tags (its attestation an in-toto Statement v0.1), cosign 3 in bundles.
+fn cosign_signs_image(suite: &str, program: &Path, folder: &Path, key: &str, image: &str) {
+    let offline = match suite {
+        "trixie" => "--tlog-upload=false --yes",
+        _ => "--use-signing-config=false --tlog-upload=false --yes",
+    };
+    for command in [
+        format!("sign --key {key} {offline} {image}"),
+        format!(
+            "attest --key {key} {offline} --type slsaprovenance1 --predicate predicate.json {image}"
+        ),
+    ] {
+        let (code, stderr) = cosign_with(program, &words(&command), folder, Some("lab"));
+        assert_eq!(code, 0, "{suite}'s cosign {command}:\n{stderr}");
+    }
+}
+
+/// The rows `signature`, `provenance subject` and `provenance inputs` of `forge verify-digest
+/// REF --key PUB` run in `folder`: each one's verdict and note (where it has none, what it
+/// found).
+fn forge_rows(folder: &TestContext, reference: &str, public: &str) -> Vec<(bool, String)> {
+    let run = folder.forge(&["--json", "verify-digest", reference, "--key", public]);
+    let json = run.json();
+    ["signature", "provenance subject", "provenance inputs"]
+        .into_iter()
+        .map(|name| {
+            let row = json["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|check| check["name"] == name)
+                .unwrap_or_else(|| panic!("a {name} row: {json:#}"));
+            (
+                row["ok"] == true,
+                row["note"]
+                    .as_str()
+                    .unwrap_or(row["actual"].as_str().unwrap_or_default())
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// What each cosign signs and attests itself, with forge's provenance as the predicate, forge
+/// accepts with the key, from the format that cosign writes alone (cosign 2: the tags, its
+/// attestation an in-toto Statement v0.1; cosign 3: bundles). Then a co-signature by cosign 3
+/// with another key leaves the image verifiable by cosign 3 with forge's key, and survives
+/// forge signing it again.
+#[test]
+fn forge_accepts_what_cosign_signs_and_cosign_3_co_signs_beside_forge() {
+    use crate::support::signed::OCI_MANIFEST;
+    let installed = cosigns();
+    if installed.is_empty()
+        || !crate::support::images::docker_available()
+        || crate::support::registry::registry_tools_missing()
+    {
+        return;
+    }
+    crate::support::images::ensure_base_image();
+    let registry = RegistryServer::start();
+    let folder = TestContext::empty();
+    for (prefix, password) in [("lab", "lab"), ("other", "other")] {
+        folder
+            .forge_with(
+                &["keygen", "--cosign", "--out", prefix],
+                &[("COSIGN_PASSWORD", password)],
+            )
+            .expect_code(0);
+    }
+    let path = format!("forge-test/cosign-signs-{}", std::process::id());
+    let example =
+        crate::support::images::Example::with_repository(&format!("{}/{path}", registry.address()));
+    let key = folder.path().join("lab.key").display().to_string();
+    let sign = ["--push", "--sign", "--sign-key", key.as_str()];
+    example
+        .build_with(&sign, &[("COSIGN_PASSWORD", "lab")])
+        .expect_code(0);
+    let digest = registry.digest(&path, "latest");
+    let hex = &digest[7..];
+    let image = format!("{}@{digest}", example.repository);
+    let reference = format!("{}:latest", example.repository);
+    let index = "application/vnd.oci.image.index.v1+json";
+    let referrers = format!("sha256-{hex}");
+    let held_index = registry.held(&path, &referrers, &[index]).1;
+    let tags: Vec<(String, Vec<u8>)> = ["sig", "att"]
+        .into_iter()
+        .map(|suffix| {
+            let tag = format!("sha256-{hex}.{suffix}");
+            let held = registry.held(&path, &tag, &[OCI_MANIFEST]).1;
+            (tag, held)
+        })
+        .collect();
+    // forge's predicate, for cosign to attest.
+    let att: serde_json::Value = serde_json::from_slice(&tags[1].1).unwrap();
+    let envelope = registry
+        .get(
+            &format!(
+                "/v2/{path}/blobs/{}",
+                att["layers"][0]["digest"].as_str().unwrap()
+            ),
+            "*/*",
+        )
+        .unwrap()
+        .2;
+    let envelope: serde_json::Value = serde_json::from_slice(&envelope).unwrap();
+    use base64::Engine as _;
+    let statement = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    let statement: serde_json::Value = serde_json::from_slice(&statement).unwrap();
+    folder.write("predicate.json", &statement["predicate"].to_string());
+
+    // An attachment manifest with no layer (its config listing none), as the tags are left
+    // when nothing is signed under them.
+    let empty_config =
+        br#"{"architecture":"","os":"","config":{},"rootfs":{"type":"layers","diff_ids":[]}}"#;
+    let empty = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "size": empty_config.len(),
+            "digest": registry.put_blob(&path, empty_config),
+        },
+        "layers": [],
+    }))
+    .unwrap();
+    let put_back = |bundles: &[u8], emptied: bool| {
+        registry.put_manifest(&path, &referrers, index, bundles);
+        for (tag, held) in &tags {
+            let manifest = if emptied { &empty } else { held };
+            registry.put_manifest(&path, tag, OCI_MANIFEST, manifest);
+        }
+    };
+    let no_bundles = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+    for (suite, program) in &installed {
+        // Nothing of forge's signatures left in either format: what cosign writes alone.
+        put_back(no_bundles, true);
+        cosign_signs_image(suite, program, folder.path(), "lab.key", &image);
+        let rows = forge_rows(&folder, &reference, "lab.pub");
+        let held = if *suite == "trixie" {
+            "in the .sig tag only"
+        } else {
+            "in a sigstore bundle only"
+        };
+        assert!(rows.iter().all(|(ok, _)| *ok), "{suite}: {rows:?}");
+        assert_eq!(rows[0].1, held, "{suite}");
+    }
+
+    // forge's own signatures back, and cosign 3 co-signs in the bundle format with another key.
+    put_back(&held_index, false);
+    let (_, cosign3) = installed
+        .iter()
+        .find(|(suite, _)| *suite == "forky")
+        .unwrap();
+    let offline = "--use-signing-config=false --tlog-upload=false --yes";
+    let co_sign = words(&format!("sign --key other.key {offline} {image}"));
+    let (code, stderr) = cosign_with(cosign3, &co_sign, folder.path(), Some("other"));
+    assert_eq!(code, 0, "cosign 3 co-signs:\n{stderr}");
+    for round in ["co-signed", "signed again by forge"] {
+        for public in ["lab.pub", "other.pub"] {
+            let verify = words(&format!(
+                "verify --key {public} --insecure-ignore-tlog {reference}"
+            ));
+            let (code, stderr) = cosign(cosign3, &verify, folder.path());
+            assert_eq!(code, 0, "{round}: cosign 3 with {public}:\n{stderr}");
+        }
+        let rows = forge_rows(&folder, &reference, "lab.pub");
+        assert!(rows[0].0, "{round}: {rows:?}");
+        assert_eq!(
+            rows[0].1, "in both formats; 1 of 3 layers ignored: not signed by lab.pub",
+            "{round}"
+        );
+        example
+            .build_with(&sign, &[("COSIGN_PASSWORD", "lab")])
+            .expect_code(0);
+        assert_eq!(registry.digest(&path, "latest"), digest, "the same image");
+    }
+}
