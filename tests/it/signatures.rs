@@ -912,3 +912,68 @@ fn a_sig_forge_cannot_add_to_is_left_as_it_is() {
     let (_, held) = registry.held(&path, &tag, &["application/vnd.oci.image.index.v1+json"]);
     assert_eq!(held, index, "the index under {tag} is as it was");
 }
+
+/// A hostile entry among an image's referrers beside forge's bundles: a bundle whose manifest
+/// gives it more than 4 MiB, never fetched. forge names it in the row's note, trusts it not, and
+/// still finds its own signature. (The registry itself refuses an index naming a manifest it
+/// does not hold or an entry that is no descriptor; forge's judging of those is held by the
+/// unit tests of `verify::attached`.)
+#[test]
+fn malformed_and_oversized_referrers_are_named_and_ignored() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "hostile-referrers", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let digest = registry.digest(&path, "latest");
+    let tag = referrers_tag(&digest);
+    let (_, index) = registry.held(&path, &tag, &[OCI_INDEX]);
+    let index: Value = serde_json::from_slice(&index).unwrap();
+    let entries = index["manifests"].as_array().unwrap().clone();
+    let signature_entry = entries
+        .iter()
+        .find(|entry| {
+            entry["annotations"]["dev.sigstore.bundle.predicateType"]
+                == "https://sigstore.dev/cosign/sign/v1"
+        })
+        .unwrap();
+    // The signature's referrer manifest, its bundle said to be 5 MiB.
+    let mut manifest: Value = serde_json::from_slice(
+        &registry
+            .held(
+                &path,
+                signature_entry["digest"].as_str().unwrap(),
+                &[OCI_MANIFEST],
+            )
+            .1,
+    )
+    .unwrap();
+    manifest["layers"][0]["size"] = json!(5 * 1024 * 1024);
+    let oversized = serde_json::to_vec(&manifest).unwrap();
+    let oversized_digest = {
+        use sha2::Digest as _;
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(&oversized)))
+    };
+    registry.put_manifest(&path, &oversized_digest, OCI_MANIFEST, &oversized);
+    let mut huge = signature_entry.clone();
+    huge["digest"] = json!(oversized_digest);
+    huge["size"] = json!(oversized.len());
+    let hostile = [huge, entries[0].clone(), entries[1].clone()];
+    registry.put_manifest(&path, &tag, OCI_INDEX, &referrers_index(&hostile));
+
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let json = verify(&example, &["--key", &keys.public_arg()], &env)
+        .expect_code(0)
+        .json();
+    let latest = format!("{}:latest", example.repository);
+    let note = row(&json, "signature", &latest)["note"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        note,
+        "in both formats; 1 of 3 layers ignored: malformed (a bundle of 5242880 bytes)"
+    );
+}
