@@ -88,7 +88,7 @@ impl Clients {
             registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
                 .with_credentials_for(
                     recipe.pins.base.image.registry(),
-                    recipe.pins.image.repository.registry(),
+                    Some(recipe.pins.image.repository.registry()),
                 ),
         })
     }

@@ -52,15 +52,19 @@ impl Attached {
 }
 
 /// Reads the record attached to the manifest `reference` names; with `key`, one it signed.
+/// `recipe_registry` is the registry of the recipe the command runs in, if it reads one:
+/// `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` go to it (or to `FORGE_REGISTRY_HOST`)
+/// only, never to `reference`'s registry because it is named.
 pub fn fetch(
     reference: &ImageRef,
     key: Option<&VerifyingKey>,
     insecure_registries: &[RegistryHost],
+    recipe_registry: Option<&str>,
     printer: &Printer,
 ) -> anyhow::Result<Attached> {
     let repository = RemoteRepository::of(reference);
     let client = RegistryClient::new(insecure_registries.to_vec())
-        .with_credentials_for(&repository.registry, &repository.registry);
+        .with_credentials_for(&repository.registry, recipe_registry);
     let asked = reference
         .digest()
         .map(|digest| digest.as_str().to_owned())

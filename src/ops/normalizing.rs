@@ -261,8 +261,10 @@ fn registry_blobs(
     insecure: Vec<RegistryHost>,
 ) -> Vec<Descriptor> {
     let base = &recipe.pins.base.image;
-    let client = RegistryClient::new(insecure)
-        .with_credentials_for(base.registry(), recipe.pins.image.repository.registry());
+    let client = RegistryClient::new(insecure).with_credentials_for(
+        base.registry(),
+        Some(recipe.pins.image.repository.registry()),
+    );
     let remote = RemoteRepository::of(base);
     let fetch = |digest: &Digest| -> Option<Parsed> {
         let fetched = client.manifest(&remote, digest.as_str()).ok()?;

@@ -112,6 +112,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         &record,
         &digest,
         &recipe.pins.image.platform,
+        Some(recipe.pins.image.repository.registry()),
         options,
         printer,
     )
@@ -127,11 +128,12 @@ pub fn pull_reference(
     options: &PullOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let attached = super::attached::fetch(reference, key, insecure_registries, printer)?;
+    let attached = super::attached::fetch(reference, key, insecure_registries, None, printer)?;
     pull_record(
         attached.record(),
         &attached.manifest,
         &attached.pins.image.platform,
+        None,
         options,
         printer,
     )
@@ -143,10 +145,11 @@ fn pull_record(
     record: &Record,
     digest: &Digest,
     platform: &Platform,
+    recipe_registry: Option<&str>,
     options: &PullOptions,
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let credentials = credentials(record, printer);
+    let credentials = credentials(record, recipe_registry, printer);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -227,11 +230,17 @@ fn recorded_manifest(recipe: &Recipe, record: &Record) -> Result<Digest, PullErr
     Ok((*first).clone())
 }
 
-/// The credentials `docker pull` would send to the image's registry after `docker login`; a
-/// lookup that fails is a warning, as the image may be public.
-fn credentials(record: &Record, printer: &Printer) -> Option<Credentials> {
+/// The credentials `docker pull` would send to the image's registry after `docker login`
+/// (`FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` only where it is `recipe_registry`,
+/// the registry of the recipe read, or `FORGE_REGISTRY_HOST`); a lookup that fails is a
+/// warning, as the image may be public.
+fn credentials(
+    record: &Record,
+    recipe_registry: Option<&str>,
+    printer: &Printer,
+) -> Option<Credentials> {
     let registry = record.image.repository.registry();
-    match crate::registry::credentials::lookup(registry, registry) {
+    match crate::registry::credentials::lookup(registry, recipe_registry) {
         Ok(lookup) => lookup.credentials,
         Err(error) => {
             printer.warn(format_args!("pulling without credentials: {error}"));

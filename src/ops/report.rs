@@ -115,7 +115,7 @@ pub fn report_reference(
     insecure_registries: &[RegistryHost],
     printer: &Printer,
 ) -> anyhow::Result<()> {
-    let attached = super::attached::fetch(reference, key, insecure_registries, printer)?;
+    let attached = super::attached::fetch(reference, key, insecure_registries, None, printer)?;
     let listed = attached.listed()?;
     let report = Report {
         record: attached.record(),

@@ -30,7 +30,7 @@ pub struct RegistryClient {
     // The registry whose credentials to send when asked, and the one the recipe publishes to
     // (which `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are for); other registries get
     // none.
-    credentials_for: Option<(String, String)>,
+    credentials_for: Option<(String, Option<String>)>,
     // Looked up at the first challenge, so that anonymous registries never run a helper.
     lookup: OnceCell<Lookup>,
     // Authorization header values by registry origin, reused for the rest of the run.
@@ -53,9 +53,10 @@ impl RegistryClient {
     /// Sends the credentials the environment or the Docker configuration holds for `registry`
     /// when it asks for them; `recipe_registry` is the registry the recipe publishes to, the
     /// one `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD` are for (unless
-    /// `FORGE_REGISTRY_HOST` names another).
-    pub fn with_credentials_for(mut self, registry: &str, recipe_registry: &str) -> Self {
-        self.credentials_for = Some((registry.to_owned(), recipe_registry.to_owned()));
+    /// `FORGE_REGISTRY_HOST` names another); `None` where no recipe is read (an image named by
+    /// reference), when they are for `FORGE_REGISTRY_HOST` alone.
+    pub fn with_credentials_for(mut self, registry: &str, recipe_registry: Option<&str>) -> Self {
+        self.credentials_for = Some((registry.to_owned(), recipe_registry.map(str::to_owned)));
         self
     }
 
@@ -65,13 +66,13 @@ impl RegistryClient {
         repository: &crate::types::oci::Repository,
         insecure: Vec<RegistryHost>,
     ) -> Result<(Self, Lookup), credentials::CredentialsError> {
-        let lookup = credentials::lookup(repository.registry(), repository.registry())?;
+        let lookup = credentials::lookup(repository.registry(), Some(repository.registry()))?;
         Ok((Self::new(insecure).with_lookup(lookup.clone()), lookup))
     }
 
     /// Sends the credentials of a lookup already made, when its registry asks for them.
     pub fn with_lookup(mut self, lookup: Lookup) -> Self {
-        self.credentials_for = Some((lookup.registry.clone(), lookup.registry.clone()));
+        self.credentials_for = Some((lookup.registry.clone(), Some(lookup.registry.clone())));
         self.lookup = OnceCell::from(lookup);
         self
     }
@@ -87,7 +88,7 @@ impl RegistryClient {
         if let Some(lookup) = self.lookup.get() {
             return Ok(lookup.clone());
         }
-        let lookup = credentials::lookup(&repository.registry, recipe_registry)?;
+        let lookup = credentials::lookup(&repository.registry, recipe_registry.as_deref())?;
         Ok(self.lookup.get_or_init(|| lookup).clone())
     }
 

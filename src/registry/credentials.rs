@@ -4,7 +4,8 @@
 //!
 //! A registry host in, a `Lookup` out: `FORGE_REGISTRY_USER` and `FORGE_REGISTRY_PASSWORD`
 //! first, but only for the one registry they belong to (the host `FORGE_REGISTRY_HOST` names,
-//! else the registry the recipe publishes to); then `$DOCKER_CONFIG/config.json` (default
+//! else the registry the recipe publishes to; with no recipe, as for an image named by
+//! reference, none but `FORGE_REGISTRY_HOST`'s); then `$DOCKER_CONFIG/config.json` (default
 //! `~/.docker/config.json`): the credential helper its `credHelpers` names for the registry,
 //! else its `credsStore`, else its `auths` entry. As with the docker CLI, a helper that applies
 //! has the last word: when it holds nothing for the registry, `auths` is not read.
@@ -205,8 +206,9 @@ struct HelperAnswer {
 /// Looks up the credentials for `registry` (a host such as `ghcr.io`, `docker.io` or
 /// `127.0.0.1:5000`), running a credential helper if the configuration names one.
 /// `recipe_registry` is the registry the recipe publishes to: `FORGE_REGISTRY_USER` and
-/// `FORGE_REGISTRY_PASSWORD` are for it, unless `FORGE_REGISTRY_HOST` names another host.
-pub fn lookup(registry: &str, recipe_registry: &str) -> Result<Lookup, CredentialsError> {
+/// `FORGE_REGISTRY_PASSWORD` are for it, unless `FORGE_REGISTRY_HOST` names another host; with
+/// no recipe (`None`), they are for `FORGE_REGISTRY_HOST` alone.
+pub fn lookup(registry: &str, recipe_registry: Option<&str>) -> Result<Lookup, CredentialsError> {
     lookup_in(registry, &Environment::read(recipe_registry))
 }
 
@@ -217,14 +219,18 @@ pub fn lookup(registry: &str, recipe_registry: &str) -> Result<Lookup, Credentia
 /// error returned beside the others' credentials, so that one broken helper does not keep the
 /// rest from the build.
 pub fn all(recipe_registry: &str) -> (Vec<Credentials>, Vec<CredentialsError>) {
-    all_in(&Environment::read(recipe_registry))
+    all_in(&Environment::read(Some(recipe_registry)))
 }
 
 fn all_in(environment: &Environment) -> (Vec<Credentials>, Vec<CredentialsError>) {
     let mut hosts: Vec<String> = Vec::new();
     let mut errors = Vec::new();
-    if environment.username.is_some() && environment.password.is_some() {
-        hosts.push(environment.host.clone());
+    if let (Some(_), Some(_), Some(host)) = (
+        &environment.username,
+        &environment.password,
+        &environment.host,
+    ) {
+        hosts.push(host.clone());
     }
     match configured_hosts(environment) {
         Ok(configured) => hosts.extend(configured),
@@ -293,12 +299,12 @@ fn host_of(server: &str) -> String {
 
 impl Environment {
     /// forge's variables and the docker configuration's place, from the process environment.
-    fn read(recipe_registry: &str) -> Self {
+    fn read(recipe_registry: Option<&str>) -> Self {
         let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
         Self {
             username: variable("FORGE_REGISTRY_USER"),
             password: variable("FORGE_REGISTRY_PASSWORD"),
-            host: variable("FORGE_REGISTRY_HOST").unwrap_or_else(|| recipe_registry.to_owned()),
+            host: variable("FORGE_REGISTRY_HOST").or_else(|| recipe_registry.map(str::to_owned)),
             config: variable("DOCKER_CONFIG")
                 .map(PathBuf::from)
                 .or_else(|| variable("HOME").map(|home| PathBuf::from(home).join(".docker")))
@@ -311,15 +317,20 @@ impl Environment {
 struct Environment {
     username: Option<String>,
     password: Option<String>,
-    /// The one registry `username` and `password` are for.
-    host: String,
+    /// The one registry `username` and `password` are for: none without a recipe or
+    /// `FORGE_REGISTRY_HOST`.
+    host: Option<String>,
     config: Option<PathBuf>,
 }
 
 fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, CredentialsError> {
     let environment_set = environment.username.is_some() && environment.password.is_some();
-    let environment_for = (environment_set && !same_registry(registry, &environment.host))
-        .then(|| environment.host.clone());
+    let for_this = (environment.host.as_deref()).is_some_and(|host| same_registry(registry, host));
+    let environment_for = (environment_set && !for_this).then(|| {
+        environment.host.clone().unwrap_or_else(|| {
+            "the host FORGE_REGISTRY_HOST names, and it is unset (no recipe here)".to_owned()
+        })
+    });
     let found = |origin: Origin, credentials: Option<(String, String)>| Lookup {
         registry: registry.to_owned(),
         origin,
@@ -537,7 +548,7 @@ mod tests {
         Environment {
             username: None,
             password: None,
-            host: "ghcr.io".to_owned(),
+            host: Some("ghcr.io".to_owned()),
             config: config.map(ToOwned::to_owned),
         }
     }
@@ -595,7 +606,7 @@ mod tests {
         // Another registry still finds its own credentials in the docker configuration.
         let quay = lookup_in("quay.io", &environment).unwrap();
         assert_eq!(pair(&quay), Some(("docker", "config")));
-        environment.host = "index.docker.io".to_owned();
+        environment.host = Some("index.docker.io".to_owned());
         let hub = lookup_in("docker.io", &environment).unwrap();
         assert_eq!(pair(&hub), Some(("robot", "s3cret")));
         assert_eq!(pair(&lookup_in("ghcr.io", &environment).unwrap()), None);

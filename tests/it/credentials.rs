@@ -557,3 +557,47 @@ fn credentials_in_git_and_index_urls_are_never_printed() {
         assert!(!output.contains(GIT_SECRET), "{args:?}:\n{output}");
     }
 }
+
+/// A tester's commands on an image named by reference (`verify-digest REF`, `pull REF`,
+/// `report REF`), run in a recipe folder with `FORGE_REGISTRY_USER` and
+/// `FORGE_REGISTRY_PASSWORD` set, never send them to the reference's registry because it is
+/// named: only to the recipe's registry or `FORGE_REGISTRY_HOST`'s.
+#[test]
+fn a_reference_to_another_registry_gets_no_environment_credentials() {
+    let wanted = basic(USER, PASSWORD);
+    let elsewhere = Fake::start("127.0.0.1", move |seen| {
+        if seen.authorization.as_deref() == Some(wanted.as_str()) {
+            return Answer::status(404);
+        }
+        challenge_basic()
+    });
+    let address = elsewhere.address().to_owned();
+    let reference = format!("{address}/someone/else:latest");
+    let context = TestContext::default_recipe();
+    let password = [
+        ("FORGE_REGISTRY_USER", USER),
+        ("FORGE_REGISTRY_PASSWORD", PASSWORD),
+    ];
+    for command in [
+        vec!["verify-digest", reference.as_str()],
+        vec!["pull", reference.as_str()],
+        vec!["report", reference.as_str()],
+    ] {
+        let run = forge(&context, &command, &password);
+        assert_ne!(run.code, 0, "{command:?}");
+        assert_no_secret(&elsewhere.seen(), &[&basic(USER, PASSWORD)]);
+        assert_contains(&run.stderr, "(HTTP 401)");
+    }
+    // Named by FORGE_REGISTRY_HOST, that registry gets them.
+    let mut env = password.to_vec();
+    env.push(("FORGE_REGISTRY_HOST", address.as_str()));
+    forge(&context, &["verify-digest", &reference], &env);
+    assert!(
+        elsewhere
+            .seen()
+            .iter()
+            .any(|line| line.ends_with(&basic(USER, PASSWORD))),
+        "{:?}",
+        elsewhere.seen()
+    );
+}
