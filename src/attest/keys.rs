@@ -330,8 +330,10 @@ pub fn write_pair(
 ) -> Result<VerifyingKey, KeyError> {
     use std::io::Write as _;
     use std::os::unix::fs::OpenOptionsExt as _;
+    // Both names are checked before either is written; a link, even one to nothing, is a
+    // name taken.
     for path in [private, public] {
-        if path.exists() {
+        if std::fs::symlink_metadata(path).is_ok() {
             return Err(KeyError::Exists {
                 path: path.to_owned(),
             });

@@ -21,7 +21,9 @@ const COSIGN_SCRYPT: [(u64, u32, u32); 3] = [(1 << 15, 8, 1), (1 << 16, 8, 1), (
 /// million is seconds of work).
 const MAX_PBKDF2_ITERATIONS: u32 = 10_000_000;
 
-/// The most memory scrypt may take for an encrypted PKCS#8 key (128·r·N bytes): 1 GiB.
+/// The most memory scrypt may take for an encrypted PKCS#8 key (128·r·N bytes), and the most
+/// work in all (that memory filled p times): 1 GiB. OpenSSL writes 16 MiB (N = 2^14, r = 8,
+/// p = 1), cosign 128 MiB.
 const MAX_SCRYPT_MEMORY: u64 = 1 << 30;
 
 /// Why a sealed key could not be opened; never says the password.
@@ -211,9 +213,10 @@ fn bounded(scheme: &pkcs8::pkcs5::EncryptionScheme<'_>) -> Result<(), SealError>
             let memory = 128u64
                 .saturating_mul(u64::from(scrypt.block_size))
                 .saturating_mul(scrypt.cost_parameter);
-            if memory > MAX_SCRYPT_MEMORY || scrypt.parallelization > 16 {
+            let work = memory.saturating_mul(u64::from(scrypt.parallelization));
+            if memory > MAX_SCRYPT_MEMORY || work > MAX_SCRYPT_MEMORY {
                 Err(SealError::Format(format!(
-                    "scrypt N = {}, r = {}, p = {}, more than 1 GiB or 16-fold",
+                    "scrypt N = {}, r = {}, p = {}, more than 1 GiB of work",
                     scrypt.cost_parameter, scrypt.block_size, scrypt.parallelization
                 )))
             } else {
@@ -275,19 +278,23 @@ mod tests {
         assert!(
             matches!(pbkdf2(20_000_000), Err(SealError::Format(why)) if why.contains("PBKDF2 iterations"))
         );
-        let scrypt = |log_n, r| {
+        let scrypt = |log_n, r, p| {
             let parameters = pbes2::Parameters::scrypt_aes256cbc(
-                scrypt::Params::new(log_n, r, 1, 32).unwrap(),
+                scrypt::Params::new(log_n, r, p, 32).unwrap(),
                 &salt,
                 &iv,
             )
             .unwrap();
             bounded(&EncryptionScheme::Pbes2(parameters))
         };
-        assert_eq!(scrypt(17, 8), Ok(()));
-        assert!(
-            matches!(scrypt(21, 8), Err(SealError::Format(why)) if why.contains("more than 1 GiB"))
-        );
+        assert_eq!(scrypt(17, 8, 1), Ok(()));
+        assert_eq!(scrypt(14, 8, 16), Ok(()));
+        for (log_n, r, p) in [(21, 8, 1), (20, 8, 16), (17, 8, 16)] {
+            assert!(
+                matches!(scrypt(log_n, r, p), Err(SealError::Format(why)) if why.contains("more than 1 GiB of work")),
+                "N = 2^{log_n}, r = {r}, p = {p}"
+            );
+        }
     }
 
     #[test]

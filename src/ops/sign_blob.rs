@@ -26,6 +26,9 @@ pub enum SignBlobError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// `--out` or `--bundle` names the file being signed.
+    #[error("{} is the file being signed; its signature would replace it", path.display())]
+    OverFile { path: PathBuf },
     /// The signature could not be written.
     #[error("cannot write the signature to {path}: {source}")]
     Write {
@@ -43,6 +46,9 @@ impl crate::diagnostics::Advise for SignBlobError {
             SignBlobError::Read { .. } => {
                 Advice::Hint("check the file and sign it again; no signature was written".into())
             }
+            SignBlobError::OverFile { .. } => Advice::Hint(
+                "name another file for the signature (without --out it goes to FILE.sig); nothing was written".into(),
+            ),
             SignBlobError::Write { .. } => Advice::Hint(
                 "check that the folder of --out exists and is writable; nothing else was written"
                     .into(),
@@ -58,6 +64,16 @@ pub fn signing_key(path: Option<&Path>) -> anyhow::Result<SigningKey> {
     match SigningKey::given(path) {
         Err(crate::attest::keys::KeyError::Missing) => Err(SignBlobError::NoKey.into()),
         other => Ok(other?),
+    }
+}
+
+/// Whether `a` and `b` name one file (by device and inode, whatever links or relative paths
+/// lead there); false when either does not exist.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -79,6 +95,13 @@ pub fn sign_blob(
     printer: &Printer,
 ) -> Result<String, SignBlobError> {
     let opened = crate::fs::open_regular(file)?;
+    for path in std::iter::once(out).chain(bundle) {
+        if same_file(file, path) {
+            return Err(SignBlobError::OverFile {
+                path: path.to_owned(),
+            });
+        }
+    }
     let (signature, sha256) = key
         .sign_stream(std::io::BufReader::with_capacity(1 << 16, opened))
         .map_err(|source| SignBlobError::Read {

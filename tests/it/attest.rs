@@ -135,6 +135,15 @@ fn keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites() {
         .expect_code(2);
     assert_contains(&run.stderr, "signing.key already exists");
     assert_eq!(std::fs::read_to_string(keys.private()).unwrap(), private);
+
+    // A public key's name taken by a link to nothing: refused before the private key is
+    // written, and a rerun meets the same refusal, not a half-written pair.
+    std::os::unix::fs::symlink("nowhere", context.path().join("lab.pub")).unwrap();
+    for _ in 0..2 {
+        let run = context.forge(&["keygen", "--out", "lab"]).expect_code(2);
+        assert_contains(&run.stderr, "lab.pub already exists");
+        assert!(!context.path().join("lab.key").exists());
+    }
 }
 
 /// `forge sign-blob` signs a file as `cosign sign-blob --key` does: FILE.sig is base64 of the
@@ -199,6 +208,21 @@ fn sign_blob_writes_a_signature_openssl_checks_with_the_public_key() {
         .expect_code(2);
     assert_contains(&run.stderr, "/dev/zero");
     assert!(!context.path().join("z.sig").exists());
+
+    // --out naming the file itself (here through a link) is refused, the file left as it was.
+    std::os::unix::fs::symlink("SHA256SUMS", context.path().join("sums-link")).unwrap();
+    let run = context
+        .forge(&[
+            "sign-blob",
+            "SHA256SUMS",
+            "--sign-key",
+            &keys.private_arg(),
+            "--out",
+            "sums-link",
+        ])
+        .expect_code(2);
+    assert_contains(&run.stderr, "is the file being signed");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
 #[test]
