@@ -373,10 +373,14 @@ impl Report<'_> {
             "Attached to `{repository}@{subject}`:\n\n| what | tag | manifest | content |\n|---|---|---|---|\n"
         ));
         for attachment in self.attachments {
+            let place = if attachment.tag.is_empty() {
+                "the referrers API".to_owned()
+            } else {
+                format!("`{}`", attachment.tag)
+            };
             text.push_str(&format!(
-                "| {} | `{}` | `{}` | `{}` |\n",
+                "| {} | {place} | `{}` | `{}` |\n",
                 attachment.kind.noun(),
-                attachment.tag,
                 attachment.manifest,
                 attachment.content
             ));
@@ -386,7 +390,14 @@ impl Report<'_> {
             .iter()
             .any(|attachment| attachment.kind == crate::lock::AttachmentKind::Signature)
         {
-            text.push_str("\nNot signed: the build was pushed without `--sign`.\n");
+            text.push_str(match &self.from {
+                From::Lock => "\nNot signed: the build was pushed without `--sign`.\n",
+                // A record signed by the key was pushed with `--sign`: its signature is gone.
+                From::Reference {
+                    signed_by: Some(_), ..
+                } => "\nThe signature is missing from the registry: the build record is signed, so the build was pushed with `--sign`, and its `.sig` tag is gone (removed, or hidden by the registry). Ask the lab to sign the image again.\n",
+                From::Reference { signed_by: None, .. } => "\nNo signature in the registry (`forge build --push --sign` attaches one; without a key, the report cannot tell whether one was removed).\n",
+            });
             return text;
         }
         let command = match &self.from {

@@ -218,3 +218,32 @@ fn a_signed_build_names_its_signature_provenance_and_sbom_digests() {
         format!("sha256:{}", "e".repeat(64))
     );
 }
+
+/// `report REF --key` on a signed push whose `.sig` the registry no longer serves: the signed
+/// build record shows the push was signed, so the report says the signature is missing from the
+/// registry, not that the build was pushed without `--sign`.
+#[test]
+fn a_signature_gone_from_the_registry_is_said_missing_not_never_made() {
+    let api = crate::support::referrers_api::ReferrersApi::start();
+    let keys = crate::support::keys::Keys::new();
+    let Some(example) = crate::support::signed::signed_at(api.address(), "report-sig", &keys)
+    else {
+        return;
+    };
+    api.hide(".sig");
+    let folder = TestContext::empty();
+    folder.write("signing.pub", &keys.public_text());
+    let reference = format!("{}:latest", example.repository);
+    let run = folder
+        .forge(&["-q", "report", &reference, "--key", "signing.pub"])
+        .expect_code(0);
+    crate::support::assert_contains_flowed(
+        &run.stdout,
+        "The signature is missing from the registry",
+    );
+    assert!(
+        !run.stdout.contains("pushed without `--sign`"),
+        "{}",
+        run.stdout
+    );
+}

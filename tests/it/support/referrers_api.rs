@@ -2,6 +2,7 @@
 //! proxy on loopback in front of a real `RegistryServer` that passes every request through,
 //! and, as the distribution spec has a registry with the API do, answers a manifest put with a
 //! `subject` with `OCI-Subject` and lists such manifests at `GET /v2/<name>/referrers/<digest>`.
+//! It can also hide a manifest (answer 404 for it), as a registry that lost it would.
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
@@ -21,6 +22,7 @@ type Listed = Arc<Mutex<BTreeMap<(String, String), Vec<Value>>>>;
 /// The proxy, and the registry behind it.
 pub(crate) struct ReferrersApi {
     server: LoopbackServer,
+    hidden: Arc<Mutex<Vec<String>>>,
     /// The registry that holds everything.
     pub(crate) backend: RegistryServer,
 }
@@ -31,10 +33,22 @@ impl ReferrersApi {
         let backend = RegistryServer::start();
         let behind = backend.address().to_owned();
         let listed: Listed = Arc::default();
+        let hidden: Arc<Mutex<Vec<String>>> = Arc::default();
+        let hiding = Arc::clone(&hidden);
         let server = LoopbackServer::start(move |stream, requests| {
-            serve(stream, &behind, &listed, requests);
+            let hidden = hiding.lock().unwrap().clone();
+            serve(stream, &behind, &listed, &hidden, requests);
         });
-        Self { server, backend }
+        Self {
+            server,
+            hidden,
+            backend,
+        }
+    }
+
+    /// Answers 404 from now on for every manifest whose reference ends with `suffix`.
+    pub(crate) fn hide(&self, suffix: &str) {
+        self.hidden.lock().unwrap().push(suffix.to_owned());
     }
 
     /// `127.0.0.1:PORT` of the proxy.
@@ -48,7 +62,13 @@ impl ReferrersApi {
     }
 }
 
-fn serve(mut stream: TcpStream, backend: &str, listed: &Listed, requests: &Mutex<Vec<String>>) {
+fn serve(
+    mut stream: TcpStream,
+    backend: &str,
+    listed: &Listed,
+    hidden: &[String],
+    requests: &Mutex<Vec<String>>,
+) {
     let Some(mut request) = Request::read(&stream) else {
         return;
     };
@@ -71,6 +91,10 @@ fn serve(mut stream: TcpStream, backend: &str, listed: &Listed, requests: &Mutex
         .next()
         .unwrap_or_default()
         .to_owned();
+    if path.contains("/manifests/") && hidden.iter().any(|suffix| path.ends_with(suffix.as_str())) {
+        respond(&mut stream, "404 Not Found", &[], b"");
+        return;
+    }
     if request.method == "GET"
         && let Some((name, subject)) = path
             .strip_prefix("/v2/")
