@@ -360,6 +360,46 @@ impl PathError {
     }
 }
 
+/// The most bytes one of forge's own state files (forge.lock, a publication's or an apply's
+/// intent) may hold: 16 MiB, hundreds of times what forge writes there.
+pub const STATE_FILE_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// The text of forge's own state file at `path`, `None` when there is none: a regular file (a
+/// FIFO, a device or a link to one is refused without being read, so that nothing blocks or
+/// reads without end) of at most `STATE_FILE_LIMIT` bytes of UTF-8. A refusal is an I/O error
+/// of kind `InvalidData` saying why.
+pub fn read_state(path: &Path) -> std::io::Result<Option<String>> {
+    use std::io::Read as _;
+    let file = match open_regular(path) {
+        Ok(file) => file,
+        Err(PathError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(PathError::Special { kind, .. }) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("it is a {kind}, not a file forge wrote"),
+            ));
+        }
+        Err(PathError::Read { source, .. }) => return Err(source),
+        Err(other) => return Err(std::io::Error::other(other.to_string())),
+    };
+    let mut bytes = Vec::new();
+    file.take(STATE_FILE_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > STATE_FILE_LIMIT {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it holds more than {} MiB, more than forge ever writes there",
+                STATE_FILE_LIMIT >> 20
+            ),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 /// Opens `path` for reading when it is (or its links lead to) a regular file, refusing a
 /// special file without reading it: its type is looked at before it is opened, and again on
 /// the open file (opened without blocking, as a FIFO would), in case it was swapped meanwhile.

@@ -546,9 +546,9 @@ pub fn read(root: &Path) -> Result<Option<Record>, LockError> {
 /// Reads forge.lock in `root`, if there is one.
 pub fn load(root: &Path) -> Result<Option<Lock>, LockError> {
     let path = path(root);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    let text = match crate::fs::read_state(&path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
         Err(source) => {
             return Err(LockError::Io {
                 action: "read",

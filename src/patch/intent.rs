@@ -60,10 +60,15 @@ impl Intent {
     /// The intent an interrupted apply left in `repository`, if any.
     pub fn read(repository: &Repository) -> Result<Option<Self>, PatchError> {
         let path = path(repository);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(io("cannot read the apply's intent")(error)),
+        let text = match crate::fs::read_state(&path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(None),
+            Err(source) => {
+                return Err(PatchError::Intent {
+                    what: format!("cannot read the apply's intent {}", path.display()),
+                    source,
+                });
+            }
         };
         let field = |name: &str| {
             text.lines()

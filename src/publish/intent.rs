@@ -223,9 +223,9 @@ impl Intent {
     /// The intent in `root`, if a publication left one.
     pub fn read(root: &Path) -> Result<Option<Self>, IntentError> {
         let path = path(root);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let text = match crate::fs::read_state(&path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(None),
             Err(source) => {
                 return Err(IntentError::Io {
                     action: "read",

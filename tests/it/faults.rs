@@ -1507,3 +1507,42 @@ fn ten_thousand_patches_check_in_order_within_bounded_memory() {
     );
     assert!(took < Duration::from_secs(120), "took {took:?}");
 }
+
+/// forge's own state files as special files or endless ones: forge.lock or forge.lock.intent a
+/// FIFO, or a link to `/dev/zero`, and an apply's intent `.git/FORGE_APPLY` a FIFO. Each command
+/// that reads them refuses at once naming the file and what it is, never blocking or reading
+/// without end.
+#[test]
+fn forges_state_files_as_special_files_are_refused_without_being_read() {
+    use std::time::Duration;
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("forge.lock", &["verify-digest"], "FIFO"),
+        ("forge.lock.intent", &["verify-digest"], "FIFO"),
+        ("forge.lock", &["report"], "character device"),
+        (
+            "repo/.git/FORGE_APPLY",
+            &["patch", "apply", "patches/pr4", "--onto", "repo"],
+            "FIFO",
+        ),
+    ];
+    for (file, command, kind) in cases {
+        let context = crate::support::TestContext::default_recipe();
+        crate::support::git_in(context.path(), &["init", "--quiet", "repo"], &[]);
+        let path = context.path().join(file);
+        if kind == "FIFO" {
+            crate::support::fifo(&path);
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        }
+        let run = context
+            .forge_bounded(command, Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("{command:?} with {file} a {kind} hung"));
+        assert_ne!(run.code, 0, "{command:?} with {file} a {kind}");
+        let name = file.rsplit('/').next().unwrap();
+        assert!(
+            run.stderr.contains(name) && run.stderr.contains(kind),
+            "{command:?} with {file} a {kind}:\n{}",
+            run.stderr
+        );
+    }
+}
