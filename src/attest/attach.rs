@@ -365,6 +365,53 @@ fn made_by(layer: &Layer, kind: Kind, subject: &Digest, key: &VerifyingKey) -> b
     }
 }
 
+/// The bounds on what forge reads of one manifest's attachments: at most `LAYERS` layers of an
+/// attachment are looked at, a layer said to be larger than `LAYER` bytes is not fetched, and
+/// no more than `TOTAL` bytes are fetched in all; what falls outside is named, never trusted.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    left: u64,
+}
+
+impl Budget {
+    /// The most layers of one attachment forge looks at.
+    pub const LAYERS: usize = 64;
+    /// The largest layer forge fetches: 16 MiB (a record, an SBOM or an envelope is KiBs).
+    pub const LAYER: u64 = 16 * 1024 * 1024;
+    /// The most bytes forge fetches of one manifest's attachments: 64 MiB.
+    pub const TOTAL: u64 = 64 * 1024 * 1024;
+
+    /// A fresh budget.
+    pub fn new() -> Self {
+        Self { left: Self::TOTAL }
+    }
+
+    /// Takes the `index`th layer (of the size its manifest gives) from the budget, or says why
+    /// it is not to be fetched.
+    pub fn take(&mut self, index: usize, size: u64) -> Result<(), String> {
+        if index >= Self::LAYERS {
+            return Err(format!("past the first {} layers", Self::LAYERS));
+        }
+        if size > Self::LAYER {
+            return Err(format!("a layer of {size} bytes"));
+        }
+        if size > self.left {
+            return Err(format!(
+                "past the {} MiB forge reads of one image's attachments",
+                Self::TOTAL >> 20
+            ));
+        }
+        self.left -= size;
+        Ok(())
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// One layer of an attachment manifest, as the registry lists it.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct ListedLayer {
@@ -546,4 +593,26 @@ pub fn overlay_facts(recipe: &Recipe, record: &Record, files: &[ExpectedFile]) -
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+
+    #[test]
+    fn the_budget_refuses_a_layer_too_large_too_many_layers_and_past_its_total() {
+        let mut budget = Budget::new();
+        assert_eq!(
+            budget.take(0, Budget::LAYER + 1),
+            Err(format!("a layer of {} bytes", Budget::LAYER + 1))
+        );
+        for index in 0..4 {
+            assert_eq!(budget.take(index, Budget::LAYER), Ok(()));
+        }
+        assert!(budget.take(4, 1).unwrap_err().starts_with("past the 64 MiB"));
+        assert_eq!(
+            Budget::new().take(Budget::LAYERS, 1),
+            Err("past the first 64 layers".to_owned())
+        );
+    }
 }

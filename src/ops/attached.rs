@@ -175,7 +175,12 @@ fn record_layers(
         return Ok(None);
     };
     let mut found = Vec::new();
-    for layer in listed.layers {
+    let mut budget = attach::Budget::new();
+    for (index, layer) in listed.layers.into_iter().enumerate() {
+        // A layer past the bounds is not fetched: the record is among the others or nowhere.
+        if budget.take(index, layer.size).is_err() {
+            continue;
+        }
         found.push(FoundLayer {
             bytes: client.blob(repository, &layer.digest)?,
             media_type: layer.media_type,

@@ -557,25 +557,29 @@ fn fetch_attached(
                 .map(|listed| listed.layers),
         )
     };
-    // Every layer, its blob read when it is of the attachment's own type.
+    // Every layer, its blob read when it is of the attachment's own type and within the budget.
+    let budget = std::cell::RefCell::new(crate::attest::attach::Budget::new());
     let read = |layers: Vec<crate::attest::attach::ListedLayer>,
                 own: &str|
      -> Result<Vec<attached::Layer>, RegistryError> {
-        layers
-            .into_iter()
-            .map(|layer| {
-                let bytes = if layer.media_type == own {
-                    client.blob(repository, &layer.digest)?
-                } else {
-                    Vec::new()
-                };
-                Ok(attached::Layer {
-                    signature: layer.annotations.get(cosign::SIGNATURE_ANNOTATION).cloned(),
-                    media_type: layer.media_type,
-                    bytes,
-                })
-            })
-            .collect()
+        let mut read = Vec::new();
+        for (index, layer) in layers.into_iter().enumerate() {
+            let mut unread = None;
+            let mut bytes = Vec::new();
+            if layer.media_type == own {
+                match budget.borrow_mut().take(index, layer.size) {
+                    Ok(()) => bytes = client.blob(repository, &layer.digest)?,
+                    Err(why) => unread = Some(why),
+                }
+            }
+            read.push(attached::Layer {
+                signature: layer.annotations.get(cosign::SIGNATURE_ANNOTATION).cloned(),
+                media_type: layer.media_type,
+                bytes,
+                unread,
+            });
+        }
+        Ok(read)
     };
     let mut found = attached::Attached::default();
     if let Some(layers) = layers(cosign::Kind::Signature)? {

@@ -110,6 +110,8 @@ pub struct Layer {
     pub bytes: Vec<u8>,
     /// The `dev.cosignproject.cosign/signature` annotation, when it has one.
     pub signature: Option<String>,
+    /// Why its blob was not read (past the bounds of `attach::Budget`), when it was not.
+    pub unread: Option<String>,
 }
 
 impl Layer {
@@ -119,6 +121,7 @@ impl Layer {
             media_type: cosign::SIMPLE_SIGNING.to_owned(),
             bytes: payload,
             signature: Some(signature),
+            unread: None,
         }
     }
 
@@ -128,6 +131,7 @@ impl Layer {
             media_type: cosign::DSSE_ENVELOPE.to_owned(),
             bytes,
             signature: None,
+            unread: None,
         }
     }
 }
@@ -290,6 +294,9 @@ fn signed_layer(
     if layer.media_type != cosign::SIMPLE_SIGNING {
         return Err(Ignored::OtherType(layer.media_type.clone()));
     }
+    if let Some(why) = &layer.unread {
+        return Err(Ignored::Malformed(why.clone()));
+    }
     let signature = layer.signature.as_deref().unwrap_or_default();
     if !key.verifies(&layer.bytes, signature) {
         return Err(Ignored::NotSigned);
@@ -342,6 +349,9 @@ fn provenance_of(
     let from_layers = layers.iter().map(|layer| {
         if layer.media_type != cosign::DSSE_ENVELOPE {
             return (false, Err(Ignored::OtherType(layer.media_type.clone())));
+        }
+        if let Some(why) = &layer.unread {
+            return (false, Err(Ignored::Malformed(why.clone())));
         }
         let envelope = serde_json::from_slice(&layer.bytes).map_err(|_| Ignored::Unreadable);
         (false, envelope)

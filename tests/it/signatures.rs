@@ -977,3 +977,41 @@ fn malformed_and_oversized_referrers_are_named_and_ignored() {
         "in both formats; 1 of 3 layers ignored: malformed (a bundle of 5242880 bytes)"
     );
 }
+
+/// A `.sig` whose manifest lists 70 layers (forge's own signature first, then the same payload
+/// again and again): forge looks at the first 64 only, names the rest, and still holds the
+/// signature; it never fetches past its bounds.
+#[test]
+fn an_attachment_with_too_many_layers_is_read_within_bounds() {
+    let registry = RegistryServer::start();
+    let keys = Keys::new();
+    let Some(example) = signed(&registry, "many-layers", &keys) else {
+        return;
+    };
+    let path = path_of(&example, &registry);
+    let digest = registry.digest(&path, "latest");
+    let tag = attachment(&digest, "sig");
+    let sig: Value =
+        serde_json::from_slice(&registry.held(&path, &tag, &[OCI_MANIFEST]).1).unwrap();
+    let layer = layers(&sig)[0].clone();
+    registry.put_manifest(
+        &path,
+        &tag,
+        OCI_MANIFEST,
+        &with_layers(&sig, vec![layer; 70]),
+    );
+    let config = no_credentials();
+    let env = [("DOCKER_CONFIG", config.path().to_str().unwrap())];
+    let json = verify(&example, &["--key", &keys.public_arg()], &env)
+        .expect_code(0)
+        .json();
+    let latest = format!("{}:latest", example.repository);
+    let note = row(&json, "signature", &latest)["note"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        note,
+        "in both formats; 6 of 71 layers ignored: 6 malformed (past the first 64 layers)"
+    );
+}
