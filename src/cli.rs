@@ -273,9 +273,9 @@ pub struct ReferenceArgs {
     #[arg(value_name = "REF", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::recorded_references))]
     pub reference: Option<crate::types::oci::ImageRef>,
 
-    /// The public key (PEM) whose signature the record (and, for verify-digest, the signature,
-    /// provenance and SBOM) must carry; without it the record is trusted only as far as the
-    /// registry is.
+    /// The public key (PEM) the build record must be signed with, and the image's signature and
+    /// provenance where the command judges them; without it the record is trusted only as far
+    /// as the registry is.
     #[arg(long, value_name = "PUB.pem", help_heading = "Image reference")]
     pub key: Option<PathBuf>,
 
@@ -314,7 +314,7 @@ pub struct VerifyDigestArgs {
     pub host: Vec<DaemonHost>,
 
     /// Show every digest whole, and both values of rows that hold (the default table cuts
-    /// digests to 12 hex digits to fit 120 columns).
+    /// digests to 12 hex digits to fit 100 columns).
     #[arg(long)]
     pub wide: bool,
 

@@ -125,7 +125,7 @@ fn man_page(path: &[String], printer: &Printer) -> anyhow::Result<ExitStatus> {
 
 /// `-C DIR` names a folder forge cannot change into.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot change to the folder {} that -C names: {source}", folder.display())]
+#[error("cannot change to the folder {} that -C names", folder.display())]
 struct ChangeDirectory {
     folder: std::path::PathBuf,
     source: std::io::Error,

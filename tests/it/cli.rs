@@ -235,7 +235,14 @@ fn dash_c_changes_directory_first() {
     let run = forge_from(outer.path(), &["-C", "nowhere", "render"]).expect_code(2);
     assert_contains(
         &run.stderr,
-        "error: cannot change to the folder nowhere that -C names",
+        "error: cannot change to the folder nowhere that -C names\n",
+    );
+    // The system's reason once, as the cause, not again in the message.
+    assert_eq!(
+        run.stderr.matches("No such file or directory").count(),
+        1,
+        "{}",
+        run.stderr
     );
 }
 
