@@ -609,7 +609,12 @@ mod tests {
         for index in 0..4 {
             assert_eq!(budget.take(index, Budget::LAYER), Ok(()));
         }
-        assert!(budget.take(4, 1).unwrap_err().starts_with("past the 64 MiB"));
+        assert!(
+            budget
+                .take(4, 1)
+                .unwrap_err()
+                .starts_with("past the 64 MiB")
+        );
         assert_eq!(
             Budget::new().take(Budget::LAYERS, 1),
             Err("past the first 64 layers".to_owned())

@@ -103,7 +103,8 @@ pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// The image id `manifest` holds: its configuration's digest, or for an index that of its entry
-/// for `platform`, fetched from `repository`. `None` when an index has no entry for `platform`
+/// for `platform`, fetched from `repository` and held to the entry's digest (bytes of another
+/// digest are an invalid answer, never read). `None` when an index has no entry for `platform`
 /// or the manifest names no configuration forge can read.
 pub fn image_of(
     registry: &dyn Registry,
@@ -114,17 +115,91 @@ pub fn image_of(
     if !manifest.is_index() {
         return Ok(manifest.config_digest());
     }
-    match manifest.platform_entry(platform.as_str()) {
-        Some(entry) => Ok(registry
-            .manifest(repository, entry.as_str())?
-            .config_digest()),
-        None => Ok(None),
+    let Some(entry) = manifest.platform_entry(platform.as_str()) else {
+        return Ok(None);
+    };
+    let served = registry.manifest(repository, entry.as_str())?;
+    if served.received != entry {
+        return Err(RegistryError::Invalid {
+            url: format!("{repository}@{entry}"),
+            message: format!(
+                "it served a manifest of digest {} for the index entry {entry}",
+                served.received
+            ),
+        });
     }
+    Ok(served.config_digest())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A registry that answers every manifest with `body`.
+    struct Serving(Vec<u8>);
+
+    impl Registry for Serving {
+        fn tags(&self, _: &RemoteRepository) -> Result<Vec<String>, RegistryError> {
+            Ok(Vec::new())
+        }
+        fn manifest_digest(&self, _: &RemoteRepository, _: &str) -> Result<Digest, RegistryError> {
+            unreachable!("image_of asks for the manifest itself")
+        }
+        fn manifest(&self, _: &RemoteRepository, _: &str) -> Result<Manifest, RegistryError> {
+            let received = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&self.0));
+            Ok(Manifest {
+                claimed: None,
+                received,
+                media_type: crate::registry::ManifestMediaType::parse(
+                    "application/vnd.oci.image.manifest.v1+json",
+                ),
+                body: self.0.clone(),
+            })
+        }
+    }
+
+    #[test]
+    fn an_index_entry_is_held_to_its_digest() {
+        let image = format!(
+            r#"{{"schemaVersion":2,"config":{{"digest":"{}"}},"layers":[]}}"#,
+            Digest::filled('c')
+        );
+        let entry = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(image.as_bytes()));
+        let index = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"digest":"{entry}","platform":{{"os":"linux","architecture":"arm64"}}}}]}}"#
+        );
+        let index = Manifest {
+            claimed: None,
+            received: Digest::filled('e'),
+            media_type: crate::registry::ManifestMediaType::parse(
+                "application/vnd.oci.image.index.v1+json",
+            ),
+            body: index.into_bytes(),
+        };
+        let repository = RemoteRepository {
+            registry: "127.0.0.1:5000".to_owned(),
+            path: "forge/app".to_owned(),
+        };
+        let platform: Platform = "linux/arm64".parse().unwrap();
+        let honest = Serving(image.clone().into_bytes());
+        assert_eq!(
+            image_of(&honest, &repository, &index, &platform).unwrap(),
+            Some(Digest::filled('c'))
+        );
+        let other = image.replace(
+            &Digest::filled('c').to_string(),
+            &Digest::filled('d').to_string(),
+        );
+        let hostile = Serving(other.into_bytes());
+        let error = image_of(&hostile, &repository, &index, &platform).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("for the index entry {entry}"))
+                || format!("{error:?}").contains("for the index entry"),
+            "{error:?}"
+        );
+    }
 
     #[test]
     fn natural_order_reads_numbers() {
