@@ -385,12 +385,25 @@ impl Registry for RegistryClient {
             &format!("v2/{}/tags/list?n=1000", repository.path),
         )?;
         let mut tags = Vec::new();
-        // Bounded: a registry that keeps sending `next` cannot hold forge forever.
+        // Bounded: a registry that keeps sending `next`, or pages that fill the body limit,
+        // cannot hold forge forever or take its memory: the pages together are read within
+        // one body's limit.
+        let mut read = 0u64;
         for _ in 0..1000 {
             let mut response = self.send(Method::Get, &url, "application/json", repository)?;
             Self::check_status(&response, &url, || format!("repository {repository}"))?;
             let next = crate::http::header(&response, "link").and_then(crate::http::next_link);
             let body = crate::http::body_text(&mut response, url.as_str())?;
+            read += body.len() as u64;
+            if read > crate::http::BODY_LIMIT {
+                return Err(RegistryError::Invalid {
+                    url: url.to_string(),
+                    message: format!(
+                        "its tag list runs past {} MiB; forge reads no more of it",
+                        crate::http::BODY_LIMIT >> 20
+                    ),
+                });
+            }
             #[derive(serde::Deserialize)]
             struct TagList {
                 tags: Option<Vec<String>>,

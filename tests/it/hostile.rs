@@ -248,3 +248,43 @@ fn a_daemon_answer_forge_cannot_read_is_named_as_that() {
         run.stderr
     );
 }
+
+/// A registry whose tag list fills every page (8 MiB here, each under the body cap) and always
+/// links a next one: forge stops once the pages together pass one body's cap and says so, its
+/// memory bounded, pins.toml unchanged.
+#[test]
+fn an_endless_tag_list_ends_at_the_size_cap_over_all_pages() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        let line = request_line(&stream);
+        if line.starts_with("GET /v2/ ") {
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+            );
+            return;
+        }
+        let tags = vec!["\"2026-01-01-v0.1.0\""; 8 * 1024 * 1024 / 21].join(",");
+        let body = format!("{{\"name\":\"base\",\"tags\":[{tags}]}}");
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nLink: </v2/base/tags/list?n=1000&last=x>; rel=\"next\"\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+    });
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "image = \"ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0\"\n",
+        &format!(
+            "image = \"{}/base:2026-07-01-v0.24.0\"\ntags = \"????-??-??-v*\"\n",
+            server.address()
+        ),
+    );
+    let before = context.read("pins.toml");
+    let run = context
+        .forge_bounded(&["pin", "bump", "base"], Duration::from_secs(120))
+        .expect("pin bump ends");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_contains(&run.stderr, "its tag list runs past 64 MiB");
+    assert_eq!(context.read("pins.toml"), before);
+}
