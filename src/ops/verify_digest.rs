@@ -93,6 +93,7 @@ pub fn verify_digest(
         recipe: Some(recipe),
         rebuild: options.rebuild.then_some((recipe, &plan)),
         origin: lock::path(&recipe.root).display().to_string(),
+        reference: None,
     };
     run_checks(&subject, options, options.remote, report, printer)
 }
@@ -141,6 +142,7 @@ pub fn verify_reference(
         recipe: None,
         rebuild: plan.as_ref().map(|(recipe, plan)| (*recipe, plan)),
         origin: attached.origin(),
+        reference: Some(reference.to_string()),
     };
     run_checks(&subject, options, true, report, printer)
 }
@@ -190,6 +192,8 @@ struct Subject<'a> {
     rebuild: Option<(&'a Recipe, &'a pipeline::Plan)>,
     /// Where the record came from, for the closing line.
     origin: String,
+    /// The image reference the tester named (`verify-digest REF`), when it was one.
+    reference: Option<String>,
 }
 
 /// The record's repository on its registry.
@@ -259,6 +263,14 @@ fn daemon_checks(
                     continue;
                 }
             };
+            match skip_unpulled(subject, options, &engine, printer).await {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(error) => {
+                    unreached.push((format!("node {}", engine.host()), error));
+                    continue;
+                }
+            }
             printer.status("Checking", format_args!("tags on {}", engine.host()));
             let outcome = async {
                 node_checks(record, &engine, report).await?;
@@ -352,6 +364,43 @@ async fn held_record(engine: &Docker, record: &Record) -> anyhow::Result<Option<
 }
 
 /// What every recorded tag names on `engine`.
+/// Whether the daemon's rows are left out: a tester who checks an image named by reference
+/// before pulling it (as `cosign verify` allows, to decide whether an 18 GB pull is worth it)
+/// has none of it on the default daemon; the registry side is checked in full, and one line
+/// says the image is not pulled here and how to pull it. Not with `--host`, `--contents` or
+/// `--rebuild`, which ask about a daemon.
+async fn skip_unpulled(
+    subject: &Subject<'_>,
+    options: &VerifyOptions,
+    engine: &Docker,
+    printer: &Printer,
+) -> anyhow::Result<bool> {
+    let Some(reference) = &subject.reference else {
+        return Ok(false);
+    };
+    if !options.hosts.is_empty() || options.contents || subject.rebuild.is_some() {
+        return Ok(false);
+    }
+    let record = subject.record;
+    if engine.image(record.image.id.as_str()).await?.is_some() {
+        return Ok(false);
+    }
+    for tag in &record.tags {
+        let tagged = format!("{}:{}", record.image.repository, tag.name);
+        if engine.image(&tagged).await?.is_some() {
+            return Ok(false);
+        }
+    }
+    printer.status(
+        "Not pulled",
+        format_args!(
+            "{reference} on {}: the registry side is checked; `forge pull {reference}` pulls it",
+            engine.host()
+        ),
+    );
+    Ok(true)
+}
+
 async fn node_checks(record: &Record, engine: &Docker, report: &mut Report) -> anyhow::Result<()> {
     let repository = &record.image.repository;
     let mut resolved = Vec::new();

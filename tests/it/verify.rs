@@ -1051,3 +1051,47 @@ fn a_bearer_challenge_is_answered_with_a_token_from_its_realm() {
         "{asked:?}"
     );
 }
+
+/// A tester who checks an image by reference before pulling it (on a daemon that holds none of
+/// it: here trixie's engine, which never pulled it) gets the registry side checked in full, one
+/// line saying the image is not pulled there and how to pull it, no failing daemon rows, and
+/// exit 0.
+#[test]
+fn a_tester_verifies_an_image_by_reference_before_pulling_it() {
+    let Some(engines) = crate::support::engines::engines() else {
+        return;
+    };
+    let registry = crate::support::registry::RegistryServer::start();
+    let keys = crate::support::keys::Keys::new();
+    let Some(example) = crate::support::signed::signed(&registry, "before-pull", &keys) else {
+        return;
+    };
+    let engine = &engines[1];
+    let folder = crate::support::TestContext::empty();
+    folder.write("signing.pub", &keys.public_text());
+    let reference = format!("{}:latest", example.repository);
+    let run = folder
+        .forge_with(
+            &[
+                "--json",
+                "verify-digest",
+                &reference,
+                "--key",
+                "signing.pub",
+            ],
+            &[("DOCKER_HOST", engine.host.as_str())],
+        )
+        .expect_code(0);
+    crate::support::assert_contains(&run.stderr, &format!("`forge pull {reference}` pulls it"));
+    let json = run.json();
+    let checks = json["checks"].as_array().unwrap();
+    assert!(
+        checks.iter().all(|check| check["name"] != "tag"),
+        "no daemon rows: {json:#}"
+    );
+    assert!(
+        checks
+            .iter()
+            .any(|check| check["name"] == "signature" && check["ok"] == true)
+    );
+}
