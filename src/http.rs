@@ -160,6 +160,19 @@ pub fn config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
         .user_agent(concat!("forge/", env!("CARGO_PKG_VERSION")))
 }
 
+/// The configuration of an agent with no overall time limit (a large download takes long on a
+/// slow link), whose connection, request and response head are each bounded by the idle time
+/// instead, so that a server that never answers, or trickles its headers, ends the request;
+/// the body is bounded by `Guarded`.
+pub fn config_without_deadline() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    let idle = Some(idle_timeout());
+    config()
+        .timeout_global(None)
+        .timeout_connect(idle)
+        .timeout_send_request(idle)
+        .timeout_recv_response(idle)
+}
+
 /// Reads the body of `response`, fetched from `what` (a URL), within `BODY_LIMIT` and the
 /// agent's time limit.
 pub fn body_bytes(

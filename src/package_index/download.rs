@@ -92,15 +92,27 @@ crate::advised!(DownloadError);
 /// Downloads the wheel `file` from `url` and returns its sha256 and METADATA, or the status of
 /// a server that has no such file.
 pub fn wheel(url: &Url, file: &str) -> Result<Fetched, DownloadError> {
-    // No overall time limit: a large wheel takes long on a slow link. The idle time and the
-    // size limit bound it instead.
-    let agent: ureq::Agent = crate::http::config().max_redirects(0).build().into();
+    // No overall time limit: a large wheel takes long on a slow link. The idle time (the
+    // response head's included) and the size limit bound it instead.
+    let agent: ureq::Agent = crate::http::config_without_deadline()
+        .max_redirects(0)
+        .build()
+        .into();
     let (_, response) =
         crate::http::get_following(&agent, url.as_str()).map_err(|error| match error {
             crate::http::FollowError::Refused(refusal) => DownloadError::Redirect {
                 url: url.to_string(),
                 refusal,
             },
+            crate::http::FollowError::Request(ureq::Error::Timeout(_)) => {
+                DownloadError::Unreachable {
+                    url: url.to_string(),
+                    message: format!(
+                        "it sent no whole answer head within {} s (FORGE_IDLE_TIMEOUT)",
+                        crate::http::idle_timeout().as_secs_f64()
+                    ),
+                }
+            }
             crate::http::FollowError::Request(error) => DownloadError::Unreachable {
                 url: url.to_string(),
                 message: error.to_string(),

@@ -288,3 +288,45 @@ fn an_endless_tag_list_ends_at_the_size_cap_over_all_pages() {
     assert_contains(&run.stderr, "its tag list runs past 64 MiB");
     assert_eq!(context.read("pins.toml"), before);
 }
+
+/// A wheel host that sends its status line and then trickles its headers, a byte every half
+/// second: the idle time bounds the response's head too, so `pin bump` ends soon after
+/// `FORGE_IDLE_TIMEOUT`, naming the URL, pins.toml unchanged.
+#[test]
+fn a_wheel_host_that_trickles_its_headers_ends_at_the_idle_time() {
+    let server = LoopbackServer::start(|mut stream, _| {
+        request_line(&stream);
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\n");
+        for _ in 0..120 {
+            if stream.write_all(b"X").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    });
+    let context = TestContext::default_recipe();
+    context.edit(
+        "pins.toml",
+        "https://github.com/flashinfer-ai/flashinfer/releases/download/v{version}/{file}",
+        &format!("http://{}/v{{version}}/{{file}}", server.address()),
+    );
+    let before = context.read("pins.toml");
+    let started = Instant::now();
+    let run = crate::support::forge(
+        &context,
+        &["pin", "bump", "flashinfer", "--to", "0.6.14"],
+        &[("FORGE_IDLE_TIMEOUT", "2")],
+    )
+    .expect_code(2);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert_contains(
+        &run.stderr,
+        &format!("http://{}/v0.6.14/", server.address()),
+    );
+    assert_contains(
+        &run.stderr,
+        "it sent no whole answer head within 2 s (FORGE_IDLE_TIMEOUT)",
+    );
+    assert_eq!(context.read("pins.toml"), before);
+}
