@@ -53,6 +53,19 @@ pub struct Intent {
     /// The record to write once every tag moved and every push is done, without the digests
     /// of the pushes still to come.
     pub record: Record,
+    /// What forge.lock held when the publication began: the sha256 of its record's text, or
+    /// `none` when there was none. An intent written before forge noted it has none here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_before: Option<String>,
+}
+
+/// What `lock_before` says of `record` (forge.lock's record, if any).
+pub fn lock_mark(record: Option<&Record>) -> String {
+    use sha2::Digest as _;
+    record.map_or_else(
+        || "none".to_owned(),
+        |record| hex::encode(sha2::Sha256::digest(record.to_text().as_bytes())),
+    )
 }
 
 /// One tag about to move.
@@ -93,6 +106,18 @@ pub enum IntentError {
         path: PathBuf,
         /// The daemon's error.
         source: EngineError,
+    },
+    /// The publication is no longer what the recipe or the registry holds: forge.lock moved
+    /// since it began, or a push it noted is no longer its image in the registry (an intent
+    /// left behind and brought back, say by `git stash`).
+    #[error("{}: the interrupted publication of {} is stale: {why}", path.display(), short(image))]
+    Stale {
+        /// The file.
+        path: PathBuf,
+        /// The image the publication built.
+        image: Digest,
+        /// What moved.
+        why: String,
     },
     /// The intent names a repository or a tag the recipe does not.
     #[error("{}: the interrupted publication names {what}, which is not the recipe's ({recipe})", path.display())]
@@ -187,6 +212,11 @@ impl Advise for IntentError {
                 choices(image, true)
             ),
             IntentError::BeforeGone(gone) => choices(&gone.image, false),
+            IntentError::Stale { image, .. } => format!(
+                "settling it by the rule would write an untrue forge.lock; `forge recover --drop` \
+                 forgets it (what you want when it was left behind), else {}",
+                choices(image, true)
+            ),
             IntentError::Nowhere { .. } => {
                 "`forge recover --roll-back` puts every moved tag back; \
                 `forge recover --drop` forgets the publication, leaving the tags as they are now"
@@ -322,10 +352,25 @@ pub async fn settle<E: Engine, R: RegistryTags>(
     let settled = if recorded.as_ref() == Some(&record) {
         Settled::Finished
     } else {
+        if choice == Choice::Rule
+            && let Some(before) = &intent.lock_before
+            && *before != lock_mark(recorded.as_ref())
+        {
+            let now = recorded.as_ref().map_or_else(
+                || "it is gone".to_owned(),
+                |record| format!("it records {} now", short(&record.image.id)),
+            );
+            return Err(IntentError::Stale {
+                path: path(root),
+                image: image.clone(),
+                why: format!("forge.lock has changed since it began ({now})"),
+            }
+            .into());
+        }
         let asked = if choice == Choice::Rule && (intent.push || !intent.pushed.is_empty()) {
             let platform = record.image.platform.clone();
             let platform = platform.unwrap_or_else(|| recipe.pins.image.platform.clone());
-            held_by_the_registry(&intent, platform, registry).await?
+            held_by_the_registry(&intent, root, platform, registry).await?
         } else {
             BTreeMap::new()
         };
@@ -428,31 +473,44 @@ fn check_names(
 
 /// The tags of the publication that forge did not see pushed but the registry holds with the
 /// new image, with their digests: the daemon may have pushed a tag just before forge was
-/// stopped.
+/// stopped. Every tag forge noted pushed is asked for too, and must still hold the new image:
+/// else the publication is stale (`Stale`, in `Ok(Err)`), and settling it by the rule would
+/// record what the registry does not hold.
 async fn held_by_the_registry<R: RegistryTags>(
     intent: &Intent,
+    root: &Path,
     platform: Platform,
     open: impl FnOnce(Repository, Platform) -> anyhow::Result<R> + Send + 'static,
 ) -> Result<BTreeMap<Tag, Digest>, IntentError> {
     let repository = intent.record.image.repository.clone();
     let image = intent.record.image.id.clone();
-    let unknown: Vec<Tag> = (intent.record.tags.iter())
-        .map(|tag| tag.name.clone())
-        .filter(|tag| !intent.pushed.contains_key(tag))
+    let tags: Vec<(Tag, bool)> = (intent.record.tags.iter())
+        .map(|tag| (tag.name.clone(), intent.pushed.contains_key(&tag.name)))
         .collect();
     let (asked_repository, asked_image) = (repository.clone(), image.clone());
     // The registry is asked on a thread of its own: its client and credential helpers block.
     let asked = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
         let registry = open(asked_repository, platform)?;
         let mut held = BTreeMap::new();
-        for tag in unknown {
-            if let Some(found) = registry.held(&tag)?
-                && found.image.as_ref() == Some(&asked_image)
-            {
+        for (tag, noted) in tags {
+            let found = registry.held(&tag)?;
+            let holds = found
+                .as_ref()
+                .is_some_and(|found| found.image.as_ref() == Some(&asked_image));
+            if noted && !holds {
+                let now = found.and_then(|found| found.image).map_or_else(
+                    || "it holds no such tag now".to_owned(),
+                    |other| format!("it holds {} there now", short(&other)),
+                );
+                return Ok(Err(format!(
+                    "forge saw :{tag} pushed, and the registry no longer holds it ({now})"
+                )));
+            }
+            if let (Some(found), true, false) = (found, holds, noted) {
                 held.insert(tag, found.digest);
             }
         }
-        Ok(held)
+        Ok(Ok(held))
     })
     .await;
     let unknown = |source: Box<dyn std::error::Error + Send + Sync>| IntentError::RegistryUnknown {
@@ -461,7 +519,12 @@ async fn held_by_the_registry<R: RegistryTags>(
         source,
     };
     match asked {
-        Ok(Ok(held)) => Ok(held),
+        Ok(Ok(Ok(held))) => Ok(held),
+        Ok(Ok(Err(why))) => Err(IntentError::Stale {
+            path: path(root),
+            image: intent.record.image.id.clone(),
+            why,
+        }),
         Ok(Err(error)) => Err(unknown(error.into())),
         Err(error) => Err(unknown(Box::new(error))),
     }

@@ -47,6 +47,7 @@ impl<'a> Journal<'a> {
                 push: publication.push,
                 pushed: BTreeMap::new(),
                 record: record(publication, base, &BTreeMap::new(), recorded),
+                lock_before: Some(intent::lock_mark(recorded)),
             },
             on_disk,
         };

@@ -1193,3 +1193,56 @@ fn intent_hint(error: &anyhow::Error) -> String {
         other => panic!("no hint: {other:?} for {error:#}"),
     }
 }
+
+/// An intent left behind and brought back later (`git stash -u`, then `pop`) after the recipe
+/// was published again: settling it by the rule would re-point the tags at the old image and
+/// write its record over the new one. It is refused, naming what moved, with nothing moved:
+/// when forge.lock changed since the publication began, and when a push forge noted is no
+/// longer the image's in the registry.
+#[tokio::test]
+async fn a_stale_intent_is_refused_not_settled_over_a_newer_publication() {
+    let before = [(MOVING, image('a'))];
+    let at = position_of(&before, &Call::Push(MOVING.to_owned())).await;
+    let bench = Bench::new();
+    let engine = bench.killed_at(&before, at).await;
+    let moved = engine.tags();
+    let left = intent::Intent::read(bench.folder.path()).unwrap().unwrap();
+    assert!(!left.pushed.is_empty(), "a push was noted: {left:?}");
+
+    // Published again meanwhile: forge.lock records another image.
+    let mut newer = left.record.clone();
+    newer.image.id = Digest::filled('9');
+    newer.write(bench.folder.path()).unwrap();
+    let lock = bench.lock_bytes();
+    let error = (bench.settle(
+        &engine,
+        Ok(MemoryRegistry::of(&engine)),
+        intent::Choice::Rule,
+    ))
+    .await
+    .unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.contains("is stale: forge.lock has changed since it began"),
+        "{message}"
+    );
+    assert!(intent_hint(&error).contains("`forge recover --drop`"));
+    assert_eq!((engine.tags(), bench.lock_bytes()), (moved.clone(), lock));
+    assert!(bench.intent_text().is_some());
+
+    // forge.lock as it was, but the registry's dated tag now holds another image.
+    std::fs::remove_file(bench.folder.path().join(lock::LOCK_FILE)).unwrap();
+    let other = MemoryRegistry::holding(DATED, held('8', None, Some(Digest::filled('7'))));
+    let error = (bench.settle(&engine, Ok(other), intent::Choice::Rule))
+        .await
+        .unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.contains(&format!(
+            "forge saw :{DATED} pushed, and the registry no longer holds it"
+        )),
+        "{message}"
+    );
+    assert_eq!((engine.tags(), bench.lock_bytes()), (moved, None));
+    assert!(bench.intent_text().is_some());
+}
