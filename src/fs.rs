@@ -65,11 +65,18 @@ impl Destination {
                 path.display()
             ))
         };
-        // Every link followed; a path that does not exist (yet) is a new regular file.
+        // Every link followed; a path that does not exist (yet) is a new regular file, and a
+        // link to nothing yet makes the file it names (the link stays).
         let metadata = match std::fs::metadata(path) {
             Ok(metadata) => metadata,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Destination::File(path.to_owned()));
+                let dangling = std::fs::symlink_metadata(path)
+                    .is_ok_and(|metadata| metadata.file_type().is_symlink());
+                return Ok(Destination::File(if dangling {
+                    resolve(path)?
+                } else {
+                    path.to_owned()
+                }));
             }
             Err(error) => return Err(error),
         };

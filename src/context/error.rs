@@ -21,6 +21,14 @@ pub enum ContextError {
     /// The archive could not be written.
     #[error("cannot write the build context: {0}")]
     Write(std::io::Error),
+    /// The archive could not be written to the file `--context-out` names.
+    #[error("cannot write the build context to {}", path.display())]
+    WriteTo {
+        /// What `--context-out` names.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// A special file sits in a context folder, or a path leads out of the recipe.
     #[error(transparent)]
     Path(#[from] PathError),
@@ -66,6 +74,10 @@ impl Advise for ContextError {
             ContextError::IgnoreFile(error) => error.advice(),
             ContextError::Write(_) => Advice::Hint(
                 "the archive is written to the temporary folder; check its free space or set TMPDIR"
+                    .to_owned(),
+            ),
+            ContextError::WriteTo { .. } => Advice::Hint(
+                "check that the file --context-out names is writable and its disk has room; nothing was built"
                     .to_owned(),
             ),
             ContextError::Path(error) => error.advice(),

@@ -193,7 +193,16 @@ fn write_archive(
             (hash, size, Some(Archive::Temporary(file)))
         }
         Output::File(path) => {
-            match crate::fs::Destination::of(&path).map_err(ContextError::Write)? {
+            // Every failure from here on is the named file's, not the temporary folder's.
+            let to = |source: std::io::Error| ContextError::WriteTo {
+                path: path.clone(),
+                source,
+            };
+            let named = |error: ContextError| match error {
+                ContextError::Write(source) => to(source),
+                other => other,
+            };
+            match crate::fs::Destination::of(&path).map_err(to)? {
                 // A device or FIFO gets a copy of the archive the build reads from its own file.
                 crate::fs::Destination::Through(special) => {
                     let (hash, size, archive) =
@@ -203,7 +212,7 @@ fn write_archive(
                         let mut out = std::fs::OpenOptions::new().write(true).open(&special)?;
                         std::io::copy(&mut std::fs::File::open(kept)?, &mut out)
                     });
-                    copied.map_err(ContextError::Write)?;
+                    copied.map_err(to)?;
                     (hash, size, archive)
                 }
                 crate::fs::Destination::File(target) => {
@@ -215,10 +224,9 @@ fn write_archive(
                         .prefix(".forge-context-")
                         .suffix(".tmp")
                         .tempfile_in(folder)
-                        .map_err(ContextError::Write)?;
-                    let (hash, size, file) = entries.write(file, mtime)?;
-                    file.persist(&target)
-                        .map_err(|error| ContextError::Write(error.error))?;
+                        .map_err(to)?;
+                    let (hash, size, file) = entries.write(file, mtime).map_err(named)?;
+                    file.persist(&target).map_err(|error| to(error.error))?;
                     (hash, size, Some(Archive::Kept(target)))
                 }
             }

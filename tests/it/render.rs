@@ -370,6 +370,48 @@ fn outputs_write_through_devices_and_fifos_and_replace_only_regular_files() {
         assert!(kind.is_char_device(), "the device became {kind:?}");
     }
 
+    // A folder is refused by name and left as it was.
+    let run = context
+        .forge(&["render", "--out", folder.path().to_str().unwrap()])
+        .expect_code(2);
+    assert_contains(
+        &run.stderr,
+        "is a folder: forge writes output only to a regular file, a character device or a FIFO",
+    );
+    assert!(folder.path().is_dir());
+}
+
+/// `--out` and `--context-out` through links and onto a full device: a link stays and the file
+/// it names gets the output (made when the link leads to nothing yet), and a full device's
+/// error names the file, not the temporary folder.
+#[test]
+fn outputs_keep_links_and_name_a_full_destination() {
+    let context = TestContext::default_recipe();
+    let expected = context.forge(&["render"]).expect_code(0).stdout;
+    let folder = tempfile::tempdir().unwrap();
+
+    // A full device of the test's own (the full device's numbers): the error names the file
+    // --context-out names, not the temporary folder.
+    let full = folder.path().join("full");
+    let name = std::ffi::CString::new(full.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `name` is a NUL-terminated path that outlives the call.
+    let made = unsafe { libc::mknod(name.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 7)) };
+    if made == 0 {
+        let run = context
+            .forge(&[
+                "build",
+                "--dry-run",
+                "--context-out",
+                full.to_str().unwrap(),
+            ])
+            .expect_code(2);
+        assert_contains(
+            &run.stderr,
+            &format!("cannot write the build context to {}", full.display()),
+        );
+        assert!(!run.stderr.contains("temporary folder"), "{}", run.stderr);
+    }
+
     // A link to a regular file: the link stays, the file it names gets the Dockerfile.
     let file = folder.path().join("Dockerfile.real");
     std::fs::write(&file, "old\n").unwrap();
@@ -386,13 +428,18 @@ fn outputs_write_through_devices_and_fifos_and_replace_only_regular_files() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
 
-    // A folder is refused by name and left as it was.
-    let run = context
-        .forge(&["render", "--out", folder.path().to_str().unwrap()])
-        .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "is a folder: forge writes output only to a regular file, a character device or a FIFO",
+    // A link to nothing yet: the link stays, and the file it names is made.
+    let named = folder.path().join("Dockerfile.new");
+    let dangling = folder.path().join("Dockerfile.dangling");
+    std::os::unix::fs::symlink(&named, &dangling).unwrap();
+    context
+        .forge(&["render", "--out", dangling.to_str().unwrap()])
+        .expect_code(0);
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
     );
-    assert!(folder.path().is_dir());
+    assert_eq!(std::fs::read_to_string(&named).unwrap(), expected);
 }
