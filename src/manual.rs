@@ -42,7 +42,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "FORGE_IDLE_TIMEOUT",
-        "seconds a daemon's pull or push, or a download, may go without progress before forge gives up on it (default 60)",
+        "seconds a daemon's pull or push, or a download (its answer's head included), may go without progress before forge gives up on it (default 60)",
+    ),
+    (
+        "FORGE_REGISTRY_DEADLINE",
+        "seconds all of one command's reads from registries may take together (default 600); uploads are bounded per request only",
     ),
     (
         "FORGE_CONDUIT_PORT",

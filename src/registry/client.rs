@@ -35,6 +35,23 @@ pub struct RegistryClient {
     lookup: OnceCell<Lookup>,
     // Authorization header values by registry origin, reused for the rest of the run.
     authorizations: RefCell<BTreeMap<String, String>>,
+    // When the client was made: every read of one command ends by `read_deadline()` after it.
+    started: std::time::Instant,
+}
+
+/// How long all of one command's reads from registries may take together:
+/// `FORGE_REGISTRY_DEADLINE` seconds, else 600. A registry that answers every request slowly,
+/// each within the per-request limit, cannot hold a command for the sum of them. Uploads are
+/// bounded per request only: a large layer takes what it takes.
+pub fn read_deadline() -> std::time::Duration {
+    std::env::var("FORGE_REGISTRY_DEADLINE")
+        .ok()
+        .and_then(|seconds| seconds.trim().parse::<f64>().ok())
+        .filter(|seconds| *seconds > 0.0)
+        .map_or(
+            std::time::Duration::from_secs(600),
+            std::time::Duration::from_secs_f64,
+        )
 }
 
 impl RegistryClient {
@@ -47,6 +64,7 @@ impl RegistryClient {
             credentials_for: None,
             lookup: OnceCell::new(),
             authorizations: RefCell::new(BTreeMap::new()),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -244,9 +262,39 @@ impl RegistryClient {
                 None => request,
             }
         }
+        // A read gets what is left of the command's deadline, at most the per-request limit.
+        let left = read_deadline().saturating_sub(self.started.elapsed());
+        if matches!(method, Method::Get | Method::Head) && left.is_zero() {
+            return Err(RegistryError::Unreachable {
+                url: url.to_string(),
+                message: format!(
+                    "the registry's answers took more than {} s in all (FORGE_REGISTRY_DEADLINE)",
+                    read_deadline().as_secs_f64()
+                ),
+            });
+        }
+        let bounded = Some(left.min(crate::http::TIMEOUT));
         let result = match method {
-            Method::Get => with(self.agent.get(url.as_str()), accept, authorization).call(),
-            Method::Head => with(self.agent.head(url.as_str()), accept, authorization).call(),
+            Method::Get => with(
+                self.agent
+                    .get(url.as_str())
+                    .config()
+                    .timeout_global(bounded)
+                    .build(),
+                accept,
+                authorization,
+            )
+            .call(),
+            Method::Head => with(
+                self.agent
+                    .head(url.as_str())
+                    .config()
+                    .timeout_global(bounded)
+                    .build(),
+                accept,
+                authorization,
+            )
+            .call(),
             Method::Post => with(self.agent.post(url.as_str()), accept, authorization).send_empty(),
             Method::Put { content_type, body } => {
                 with(self.agent.put(url.as_str()), accept, authorization)
@@ -267,7 +315,14 @@ impl RegistryClient {
         };
         result.map_err(|error| RegistryError::Unreachable {
             url: url.to_string(),
-            message: error.to_string(),
+            message: match error {
+                // Cut short by what was left of the command's deadline.
+                ureq::Error::Timeout(_) if left < crate::http::TIMEOUT => format!(
+                    "the registry's answers took more than {} s in all (FORGE_REGISTRY_DEADLINE)",
+                    read_deadline().as_secs_f64()
+                ),
+                error => error.to_string(),
+            },
         })
     }
 

@@ -330,3 +330,32 @@ fn a_wheel_host_that_trickles_its_headers_ends_at_the_idle_time() {
     );
     assert_eq!(context.read("pins.toml"), before);
 }
+
+/// A registry that answers, but slowly: every read of one command shares one deadline
+/// (`FORGE_REGISTRY_DEADLINE`), so `verify-digest REF` ends soon after it, naming it, instead of
+/// waiting out each request's own limit in turn.
+#[test]
+fn a_slow_registry_is_bounded_by_the_commands_deadline() {
+    let server = LoopbackServer::start(|stream, _| {
+        request_line(&stream);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(20));
+            drop(stream);
+        });
+    });
+    let folder = TestContext::empty();
+    let reference = format!("{}/someone/slow:latest", server.address());
+    let started = Instant::now();
+    let run = folder
+        .forge_with(
+            &["verify-digest", &reference],
+            &[("FORGE_REGISTRY_DEADLINE", "2")],
+        )
+        .expect_code(2);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert_contains(
+        &run.stderr,
+        "the registry's answers took more than 2 s in all (FORGE_REGISTRY_DEADLINE)",
+    );
+}
