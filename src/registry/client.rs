@@ -39,6 +39,13 @@ pub struct RegistryClient {
     started: std::time::Instant,
 }
 
+/// How long the upload of a blob of `size` bytes may take: the per-request limit, and a second
+/// more for each MiB (a link of 1 MiB/s or better), so that a layer of gigabytes is not cut
+/// off at the limit a manifest's request keeps.
+pub fn upload_timeout(size: u64) -> std::time::Duration {
+    crate::http::TIMEOUT + std::time::Duration::from_secs(size / (1024 * 1024))
+}
+
 /// How long all of one command's reads from registries may take together:
 /// `FORGE_REGISTRY_DEADLINE` seconds, else 600. A registry that answers every request slowly,
 /// each within the per-request limit, cannot hold a command for the sum of them. Uploads are
@@ -302,9 +309,18 @@ impl RegistryClient {
                     .send(body)
             }
             Method::PutFile { path } => match std::fs::File::open(path) {
-                Ok(file) => with(self.agent.put(url.as_str()), accept, authorization)
-                    .header("Content-Type", "application/octet-stream")
-                    .send(file),
+                Ok(file) => {
+                    let size = file.metadata().map_or(0, |metadata| metadata.len());
+                    let put = self
+                        .agent
+                        .put(url.as_str())
+                        .config()
+                        .timeout_global(Some(upload_timeout(size)))
+                        .build();
+                    with(put, accept, authorization)
+                        .header("Content-Type", "application/octet-stream")
+                        .send(file)
+                }
                 Err(error) => {
                     return Err(RegistryError::Unreachable {
                         url: url.to_string(),
@@ -547,4 +563,17 @@ pub(super) fn read_body(
     url: &Url,
 ) -> Result<Vec<u8>, RegistryError> {
     Ok(crate::http::body_bytes(response, url.as_str())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upload_timeout;
+    use std::time::Duration;
+
+    #[test]
+    fn an_upload_gets_a_second_more_for_each_mib() {
+        assert_eq!(upload_timeout(1000), Duration::from_secs(60));
+        let layer = 3 * 1024 * 1024 * 1024;
+        assert_eq!(upload_timeout(layer), Duration::from_secs(60 + 3 * 1024));
+    }
 }
