@@ -186,8 +186,12 @@ impl Report<'_> {
         text.push_str("## Image\n\n| | |\n|---|---|\n");
         text.push_str(&format!("| repository | `{repository}` |\n"));
         text.push_str(&format!("| image id (local) | `{}` |\n", record.image.id));
-        let commit = record.image.revision.as_deref().unwrap_or("not recorded");
-        text.push_str(&format!("| commit | `{commit}` |\n"));
+        let commit = record
+            .image
+            .revision
+            .as_deref()
+            .map_or_else(|| "not recorded".to_owned(), |commit| format!("`{commit}`"));
+        text.push_str(&format!("| commit | {commit} |\n"));
         text.push_str(&format!("| base image | `{}` |\n", record.base.image));
         let base_digest = record
             .base

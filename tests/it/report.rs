@@ -247,3 +247,18 @@ fn a_signature_gone_from_the_registry_is_said_missing_not_never_made() {
         run.stdout
     );
 }
+
+/// A record without a commit or a base digest says `not recorded` in plain words, as every
+/// missing value of the report does, never as a value in code style.
+#[test]
+fn a_value_not_recorded_is_said_in_plain_words() {
+    let context = recorded();
+    let lock = context.read("forge.lock").replace(
+        "revision = \"4b825dc642cb6eb9a060e54bf8d69288fbee4904\"\n",
+        "",
+    );
+    context.write("forge.lock", &lock);
+    let run = context.forge(&["-q", "report"]).expect_code(0);
+    assert_contains(&run.stdout, "| commit | not recorded |");
+    assert!(!run.stdout.contains("`not recorded`"), "{}", run.stdout);
+}
