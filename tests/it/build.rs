@@ -14,7 +14,7 @@ use sha2::Digest as _;
 
 use crate::support::git::with_a_deepgemm_series;
 use crate::support::images::{
-    BASE_IMAGE, DATED_TAG, Example, built, built_report, copy_example, docker_available,
+    DATED_TAG, Example, base_image, built, built_report, copy_example, docker_available,
     docker_ready, ensure_base_image, image_id, lock_text, reported_id,
 };
 use crate::support::registry::{MANIFEST, MANIFEST_LIST, RegistryServer, index_of, skopeo_copy};
@@ -457,8 +457,8 @@ fn a_dated_tag_in_the_registry_is_judged_by_the_image_it_holds_not_by_its_manife
     registry.put_manifest(&name, DATED_TAG, MANIFEST_LIST, list.as_bytes());
     assert_push_refused(&registry, &name, &example, &id, "no image for linux/amd64");
     let dated = format!("{}:{DATED_TAG}", example.repository);
-    skopeo_copy(&[], &format!("docker-daemon:{BASE_IMAGE}"), &dated);
-    let base_id = image_id(BASE_IMAGE).unwrap();
+    skopeo_copy(&[], &format!("docker-daemon:{}", base_image()), &dated);
+    let base_id = image_id(base_image()).unwrap();
     assert_ne!(base_id, id);
     assert_push_refused(&registry, &name, &example, &id, &format!("image {base_id}"));
     drop(example);
@@ -747,13 +747,13 @@ fn a_private_base_is_pulled_with_the_registry_credentials() {
     );
     crate::support::registry::skopeo_copy(
         &["--dest-creds", &format!("{user}:{password}")],
-        "docker-daemon:forge-example-base:busybox",
+        &format!("docker-daemon:{}", crate::support::images::base_image()),
         &base,
     );
     let example = Example::new("private-base");
     example.context.edit(
         "pins.toml",
-        "image = \"forge-example-base:busybox\"",
+        &crate::support::images::base_line(),
         &format!("image = \"{base}\""),
     );
     let config = tempfile::tempdir().unwrap();
@@ -808,7 +808,7 @@ fn every_configured_registry_gets_its_credentials_with_the_build() {
     );
     skopeo_copy(
         &["--dest-creds", &format!("{user}:{password}")],
-        &format!("docker-daemon:{BASE_IMAGE}"),
+        &format!("docker-daemon:{}", base_image()),
         &stage,
     );
     let example = Example::new("private-stage");
@@ -890,7 +890,7 @@ fn another_platform_is_named_before_building_and_an_unreachable_base_as_the_netw
     let example = Example::new("unreachable-base");
     example.context.edit(
         "pins.toml",
-        "image = \"forge-example-base:busybox\"",
+        &crate::support::images::base_line(),
         "image = \"127.0.0.1:9/forge-absent/base:busybox\"",
     );
     // Whichever platform the daemon does not run on.

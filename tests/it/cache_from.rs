@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::support::forge;
 use crate::support::git::GitRemote;
 use crate::support::images::{
-    BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image, reported_id,
+    DATED_TAG, Example, base_image, build_in, docker_available, ensure_base_image, reported_id,
 };
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
@@ -114,7 +114,7 @@ fn a_cold_daemon_reuses_the_pushed_cache_ends_on_the_published_image_and_reruns_
         return;
     };
     let _bridge = node.reach(registry.port());
-    node.load(BASE_IMAGE);
+    node.load(base_image());
     let (port, _conduit) = node.conduit();
     let on_node = [
         ("DOCKER_HOST", node.host.as_str()),

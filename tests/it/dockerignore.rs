@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::image_guard::{ImageGuard, LABEL};
-use crate::support::images::{BASE_IMAGE, docker_available, ensure_base_image};
+use crate::support::images::{base_image, docker_available, ensure_base_image};
 use crate::support::{Rng, TestContext};
 
 /// The overlay folder every generated recipe copies.
@@ -133,8 +133,9 @@ fn recipe(generator: &mut Rng, ignore: &str) -> (TestContext, BTreeSet<String>) 
         &format!(
             "[image]\nrepository = \"forge-test/dockerignore\"\nplatform = \"linux/amd64\"\n\
              [image.tags]\nmoving = [\"latest\"]\n\
-             [base]\nimage = \"{BASE_IMAGE}\"\n\
-             [[overlays]]\nfrom = \"{OVERLAY}\"\nto = \"/opt/app/\"\n"
+             [base]\nimage = \"{}\"\n\
+             [[overlays]]\nfrom = \"{OVERLAY}\"\nto = \"/opt/app/\"\n",
+            base_image()
         ),
     );
     context.write(
@@ -169,7 +170,7 @@ fn under_overlay(path: &str) -> bool {
 fn docker_paths(context: &TestContext, guard: &str) -> BTreeSet<String> {
     let folder = tempfile::tempdir().unwrap();
     let dockerfile = folder.path().join("Dockerfile");
-    std::fs::write(&dockerfile, format!("FROM {BASE_IMAGE}\nCOPY . /ctx\n")).unwrap();
+    std::fs::write(&dockerfile, format!("FROM {}\nCOPY . /ctx\n", base_image())).unwrap();
     // The classic builder: the docker CLI itself reads .dockerignore and sends what is left.
     // No cache: a cached step is an image another test's clean-up may remove under the build.
     let built = Command::new("docker")

@@ -14,7 +14,7 @@
 
 use crate::support::engines::{Engine, engines};
 use crate::support::image_guard::{ImageGuard, LABEL};
-use crate::support::images::{BASE_IMAGE, DATED_TAG, Example, Tagged, docker, docker_ready};
+use crate::support::images::{DATED_TAG, Example, Tagged, base_image, docker, docker_ready};
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, registry_tools_missing};
 use crate::support::{Run, TestContext, assert_contains};
@@ -35,7 +35,7 @@ impl RegistryBase {
             registry.address(),
             std::process::id()
         );
-        docker(&["tag", BASE_IMAGE, &image]);
+        docker(&["tag", base_image(), &image]);
         docker(&["push", &image]);
         let path = image
             .strip_prefix(&format!("{}/", registry.address()))
@@ -55,7 +55,7 @@ impl RegistryBase {
         let example = Example::with_repository(repository);
         example.context.edit(
             "pins.toml",
-            "image = \"forge-example-base:busybox\"",
+            &crate::support::images::base_line(),
             &format!("image = \"{}\"\ndigest = \"{}\"", self.image, self.digest),
         );
         example.context.edit(

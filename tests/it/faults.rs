@@ -23,9 +23,7 @@ use crate::support::images::{
 };
 use crate::support::process::Background;
 use crate::support::registry::{MANIFEST, RegistryServer};
-use crate::support::{
-    TestContext, assert_contains, copy_tree, git_in, patch_args, repository_root,
-};
+use crate::support::{TestContext, assert_contains, git_in, patch_args};
 
 /// The socket the daemon listens on in these tests (the default one).
 const DAEMON_SOCKET: &str = "/var/run/docker.sock";
@@ -442,11 +440,8 @@ fn a_full_disk_while_recording_keeps_the_old_record_and_puts_the_tags_back() {
     let disk = Tmpfs::mount("4m");
     let recipe = disk.path().join("recipe");
     let repository = format!("forge-test/disk-full-{}", std::process::id());
-    let example_root = repository_root().join("examples/offline");
     std::fs::create_dir_all(&recipe).unwrap();
-    for entry in ["pins.toml", "templates", "patches", "overlays"] {
-        copy_tree(&example_root.join(entry), &recipe.join(entry));
-    }
+    crate::support::images::copy_example(&recipe);
     let images = ImageGuard::new(&repository);
     let pins = std::fs::read_to_string(recipe.join("pins.toml")).unwrap();
     std::fs::write(

@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::support::images::daemon_host;
 use crate::support::images::id_on;
 use crate::support::images::{
-    BASE_IMAGE, DATED_TAG, Example, build_in, docker_available, ensure_base_image,
+    DATED_TAG, Example, base_image, build_in, docker_available, ensure_base_image,
 };
 use crate::support::images::{Tagged, docker};
 use crate::support::keys::Keys;
@@ -203,7 +203,7 @@ fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, ho
 
     // The tag re-pointed at an image pushed by hand: no record at all.
     let by_hand = Tagged(vec![reference.to_owned()]);
-    docker(&["tag", BASE_IMAGE, reference]);
+    docker(&["tag", base_image(), reference]);
     docker(&["push", "--quiet", reference]);
     let foreign =
         forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);

@@ -15,6 +15,7 @@ mod errors;
 mod faults;
 mod fixes;
 mod fuzz_replay;
+mod harness;
 mod git_pin_series;
 mod hostile;
 mod index_hashes;

@@ -12,7 +12,7 @@ use std::process::Command;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::support::images::{Example, docker_available, ensure_base_image};
+use crate::support::images::{Example, base_image, docker_available, ensure_base_image};
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, path_of, registry_tools_missing};
 use crate::support::signed::{OCI_MANIFEST, attest_check, verifier_python};
@@ -93,9 +93,10 @@ fn judged_valid(python: &Path, work: &Path, kind: &str, name: &str, bytes: &[u8]
 #[track_caller]
 fn assert_every_input_named_with_its_digest(statement: &Value, record: &Value, recipe: &Path) {
     let base = dependency(statement, "base");
+    let (name, tag) = base_image().split_once(':').expect("a tagged base");
     assert_eq!(
         base["uri"],
-        "pkg:docker/forge-example-base@busybox?platform=linux/amd64"
+        format!("pkg:docker/{name}@{tag}?platform=linux/amd64").as_str()
     );
     assert_eq!(
         format!("sha256:{}", base["digest"]["sha256"].as_str().unwrap()),
@@ -172,9 +173,10 @@ fn assert_the_run_named_as_github_names_it(statement: &Value) {
 fn assert_sbom_identities(sbom: &Value) {
     let base = &sbom["components"][0];
     assert_eq!(base["bom-ref"], "base");
+    let (name, tag) = base_image().split_once(':').expect("a tagged base");
     assert_contains(
         base["purl"].as_str().unwrap(),
-        "pkg:docker/forge-example-base@busybox",
+        &format!("pkg:docker/{name}@{tag}"),
     );
     let app = sbom["components"]
         .as_array()

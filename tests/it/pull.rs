@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use crate::support::images::{
-    BASE_IMAGE, DATED_TAG, Example, daemon_host, docker_available, ensure_base_image, image_id,
+    DATED_TAG, Example, base_image, daemon_host, docker_available, ensure_base_image, image_id,
 };
 use crate::support::images::{Tagged, id_on};
 use crate::support::node::SecondDaemon;
@@ -52,10 +52,10 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
     let dated = format!("{}:{DATED_TAG}", example.repository);
     // The test re-points both tags at the base by hand: they go when it ends.
     let _tagged = Tagged(vec![latest.clone(), dated.clone()]);
-    let base = image_id(BASE_IMAGE).unwrap();
+    let base = image_id(base_image()).unwrap();
     // The main daemon's tags name another image, so that a tag that moves shows.
-    retag(&main, BASE_IMAGE, &latest);
-    retag(&main, BASE_IMAGE, &dated);
+    retag(&main, base_image(), &latest);
+    retag(&main, base_image(), &dated);
 
     // A node that cannot be reached: exit 2 naming it, before anything is pulled or tagged.
     let run = pull(&example, &[&main, "unix:///nonexistent/forge-node.sock"]).expect_code(2);
@@ -107,7 +107,7 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
     verify(&example, &["--host", &main, "--host", &node.host], &[]).expect_code(0);
 
     // A record whose image the digest does not hold: exit 1 naming the node, no tag moved.
-    retag(&main, BASE_IMAGE, &latest);
+    retag(&main, base_image(), &latest);
     let lock = example.context.read("forge.lock");
     example.context.edit(
         "forge.lock",

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::images::{BASE_IMAGE, docker_ready};
+use crate::support::images::{EXAMPLE_BASE, base_image, docker_ready};
 use crate::support::index::IndexServer;
 use crate::support::registry::RegistryServer;
 use crate::support::{copy_tree, git_in, repository_root};
@@ -310,7 +310,7 @@ const SETUPS: &[Setup] = &[
             if step == 0 {
                 sandbox.build_offline(&[]);
                 let dated = format!("{}:2026-07-08-offline", sandbox.repository);
-                docker(&["tag", BASE_IMAGE, &dated]);
+                docker(&["tag", base_image(), &dated]);
             }
         },
         varying: daemon_ids,
@@ -624,6 +624,9 @@ struct Sandbox {
     ids: Vec<String>,
     /// The offline example's repository in this sandbox, shown as `DOCUMENTED_REPOSITORY`.
     repository: String,
+    /// Digests of files that name the sandbox's base, each with the digest the file has when it
+    /// names the documented base instead.
+    renamed: Vec<(String, String)>,
 }
 
 impl Sandbox {
@@ -670,6 +673,7 @@ impl Sandbox {
             env: Vec::new(),
             ids: Vec::new(),
             repository,
+            renamed: Vec::new(),
         };
         let mut sandbox = sandbox;
         sandbox.edit(
@@ -677,6 +681,11 @@ impl Sandbox {
             &format!("repository = \"{DOCUMENTED_REPOSITORY}\""),
             &format!("repository = \"{}\"", sandbox.repository),
         );
+        // The base is the one this test process made, as long a name as the documented one.
+        crate::support::images::on_the_tests_base(
+            &sandbox.checkout().join("examples/offline/pins.toml"),
+        );
+        sandbox.renamed = renamed_digests(&sandbox.checkout().join("examples/offline"));
         // The repository is in pins.toml, whose digest the verify table shows.
         let pins = std::fs::read(sandbox.checkout().join("examples/offline/pins.toml")).unwrap();
         sandbox
@@ -763,14 +772,21 @@ impl Sandbox {
         self.keep.push(Box::new(index));
     }
 
-    /// `text` with the copy's paths and the offline example's repository as the documents
-    /// write them.
+    /// `text` with the copy's paths, the offline example's repository and its base as the
+    /// documents write them.
     fn as_documented(&self, text: &str) -> String {
         let checkout = self.checkout().display().to_string();
         let root = self.root().display().to_string();
-        text.replace(&checkout, HOME_CHECKOUT)
+        let text = text
+            .replace(&checkout, HOME_CHECKOUT)
             .replace(&root, "")
             .replace(&self.repository, DOCUMENTED_REPOSITORY)
+            .replace(repository_of(base_image()), repository_of(EXAMPLE_BASE));
+        self.renamed
+            .iter()
+            .fold(text, |text, (sandbox, documented)| {
+                text.replace(sandbox, documented)
+            })
     }
 }
 
@@ -782,6 +798,46 @@ impl Drop for Sandbox {
                 .output();
         }
     }
+}
+
+/// The digests of the offline example's rendered Dockerfile and context in `recipe`, which names
+/// the base this test process made, each with the digest it has when the recipe names the
+/// documented base (the Dockerfile's `FROM` names it): a dry run of each says which. Full and
+/// 12-digit forms, the full first.
+fn renamed_digests(recipe: &Path) -> Vec<(String, String)> {
+    let mut renamed = Vec::new();
+    let plan = |pins: Option<&str>| {
+        let copy = tempfile::tempdir().expect("a temporary folder");
+        copy_tree(recipe, copy.path());
+        if let Some(pins) = pins {
+            std::fs::write(copy.path().join("pins.toml"), pins).unwrap();
+        }
+        let output = Command::new(env!("CARGO_BIN_EXE_forge"))
+            .args(["--json", "build", "--dry-run"])
+            .current_dir(copy.path())
+            .output()
+            .expect("forge runs");
+        assert!(output.status.success(), "forge build --dry-run: {output:?}");
+        let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        ["dockerfile_digest", "context_digest"]
+            .map(|key| plan[key].as_str().expect("a digest").to_owned())
+    };
+    let pins = std::fs::read_to_string(recipe.join("pins.toml")).unwrap();
+    let documented = pins.replace(repository_of(base_image()), repository_of(EXAMPLE_BASE));
+    for (run, shown) in plan(None).into_iter().zip(plan(Some(&documented))) {
+        // Tables show a digest's first 12 digits.
+        let short = |digest: &str| digest["sha256:".len()..][..12].to_owned();
+        renamed.push((short(&run), short(&shown)));
+        renamed.insert(0, (run, shown));
+    }
+    renamed
+}
+
+/// The repository of a tagged image name.
+fn repository_of(image: &str) -> &str {
+    image
+        .split_once(':')
+        .map_or(image, |(repository, _)| repository)
 }
 
 /// Progress times (`[11:41:28.491     0.6s]`) and loopback ports, which vary from run to run.

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::images::{BASE_IMAGE, DATED_TAG, Example, build_in, docker_ready, reported_id};
+use crate::support::images::{DATED_TAG, Example, base_image, build_in, docker_ready, reported_id};
 use crate::support::node::SecondDaemon;
 use crate::support::registry::{RegistryServer, registry_tools_missing};
 use crate::support::verify::{failing, row, verify, verify_in};
@@ -162,7 +162,7 @@ fn a_no_cache_rebuild_and_a_fresh_daemon_end_on_the_image_the_dated_tag_holds() 
     let Some(node) = SecondDaemon::start_or_skip() else {
         return;
     };
-    node.load(BASE_IMAGE);
+    node.load(base_image());
     let (port, _conduit) = node.conduit();
     let on_node = [
         ("DOCKER_HOST", node.host.as_str()),
@@ -304,7 +304,7 @@ fn a_tester_rebuilds_from_the_image_reference_on_a_cold_daemon() {
     };
     let _bridge = node.reach(registry.port());
     let (port, _conduit) = node.conduit();
-    node.load(BASE_IMAGE);
+    node.load(base_image());
     let run = verify_in(
         &clone,
         &[&reference, "--rebuild", "--host", &node.host],

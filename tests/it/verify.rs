@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::support::credential_helper::{CredentialHelper, HELPER};
 use crate::support::image_guard::ImageGuard;
 use crate::support::images::{
-    BASE_IMAGE, DATED_TAG, Example, build_in, built, daemon_host, daemon_platform,
+    DATED_TAG, Example, base_image, build_in, built, daemon_host, daemon_platform,
     docker_available, ensure_base_image, image_id, reported_id,
 };
 use crate::support::node::SecondDaemon;
@@ -50,9 +50,9 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
         row(&json, "tags agree", &format!("{host}: latest, {DATED_TAG}"))["actual"],
         "one image"
     );
-    let base_id = image_id(BASE_IMAGE).unwrap();
+    let base_id = image_id(base_image()).unwrap();
     assert_eq!(
-        row(&json, "base id", &format!("{host}: {BASE_IMAGE}"))["actual"],
+        row(&json, "base id", &format!("{host}: {}", base_image()))["actual"],
         base_id.as_str()
     );
     for input in [
@@ -69,7 +69,7 @@ fn local_checks_hold_after_a_build_and_name_a_moved_tag_and_a_stale_input() {
     // The dated tag re-pointed at another image: its row and the agreement fail, nothing else.
     let dated_reference = format!("{}:{DATED_TAG}", example.repository);
     let tagged = Command::new("docker")
-        .args(["tag", BASE_IMAGE, &dated_reference])
+        .args(["tag", base_image(), &dated_reference])
         .status()
         .unwrap();
     assert!(tagged.success());
@@ -640,7 +640,7 @@ fn a_multi_platform_index_is_judged_by_its_entry_for_the_recipes_platform() {
     // another machine would push it.
     skopeo_copy(
         &[],
-        &format!("docker-daemon:{BASE_IMAGE}"),
+        &format!("docker-daemon:{}", base_image()),
         &format!("{}:s390x", example.repository),
     );
     let (other, other_body) = registry.held(&name, "s390x", ACCEPT);
@@ -733,7 +733,7 @@ fn assert_a_record_for_another_platform_judges_its_entry(example: &Example, refe
         .map(|reference| format!("registry image {reference}"))
         .collect();
     assert_eq!(failing(&json), expected);
-    let base_id = image_id(BASE_IMAGE).unwrap();
+    let base_id = image_id(base_image()).unwrap();
     for reference in references {
         let image = row(&json, "registry image", reference);
         assert_eq!(image["actual"].as_str(), Some(base_id.as_str()));
@@ -777,8 +777,8 @@ fn a_base_id_that_differs_from_the_record_fails_only_its_row() {
         return;
     };
     let host = daemon_host();
-    let base_id = image_id(BASE_IMAGE).unwrap();
-    let subject = format!("{host}: {BASE_IMAGE}");
+    let base_id = image_id(base_image()).unwrap();
+    let subject = format!("{host}: {}", base_image());
     let json = verify(&example, &[], &[]).expect_code(0).json();
     assert_eq!(row(&json, "base id", &subject)["actual"], base_id.as_str());
 

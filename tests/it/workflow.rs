@@ -11,8 +11,8 @@ use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::support::git::{GitRemote, git};
 use crate::support::image_guard::ImageGuard;
-use crate::support::images::{BASE_IMAGE, copy_example, docker_ready};
 use crate::support::images::{Tagged, docker};
+use crate::support::images::{base_image, copy_example, docker_ready};
 use crate::support::keys::Keys;
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
@@ -431,7 +431,7 @@ fn recipe_repository(repository: &str, base: &str, remote: &GitRemote, keys: &Ke
             &format!("repository = \"{repository}\""),
         )
         .replace(
-            &format!("image = \"{BASE_IMAGE}\""),
+            &crate::support::images::base_line(),
             &format!("image = \"{base}\""),
         )
         .replace("https://example.org/forge/offline-app.git", &remote.url())
@@ -555,7 +555,7 @@ fn ci_runs_the_workflow_jobs_from_a_fresh_clone_on_an_empty_daemon() {
     let repository = format!("{}/forge-ci/journey-{id}", registry.address());
     let base = format!("{}/forge-ci/base-{id}:busybox", registry.address());
     let tagged = Tagged(vec![base.clone()]);
-    docker(&["tag", BASE_IMAGE, &base]);
+    docker(&["tag", base_image(), &base]);
     docker(&["push", "--quiet", &base]);
     drop(tagged);
     let Some(node) = SecondDaemon::start_or_skip() else {

@@ -3,9 +3,9 @@
 //!
 //! A `Tree` gathers host files at the paths they have on the host, the shared libraries `ldd`
 //! names for the binaries added and the dynamic loader, and busybox for `sh` and the usual
-//! tools. `imported` turns it into one deterministic archive and imports it under a tag that is
-//! the archive's sha256, so a second run (or a second test) reuses the image, and a different
-//! host binary makes a new one.
+//! tools. `imported` turns it into one deterministic archive and imports it under a name of the
+//! test process's own whose tag is the archive's sha256, so a second test reuses the image, a
+//! different host binary makes a new one, and another suite on the daemon never sees it.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -176,16 +176,17 @@ impl Tree {
     }
 }
 
-/// Imports `tree` as `REPOSITORY:<the first 16 hex digits of its archive's sha256>` unless that
-/// image exists, and returns the name. A file lock per repository keeps test processes running
-/// side by side from importing it twice.
+/// Imports `tree` as `REPOSITORY-PID:<the first 16 hex digits of its archive's sha256>` unless
+/// this test process did already, and returns the name; the image goes when the process ends.
 pub(crate) fn imported(repository: &str, tree: &Tree) -> String {
     let archive = tree.archive();
-    let name = format!("{repository}:{}", &sha256_hex(&archive)[..16]);
-    let lock = std::fs::File::create(std::env::temp_dir().join(format!("{repository}-image.lock")))
-        .expect("a lock file in the temporary folder");
-    lock.lock().expect("the image lock");
+    let name = format!(
+        "{repository}-{:07}:{}",
+        std::process::id(),
+        &sha256_hex(&archive)[..16]
+    );
     if crate::support::images::image_id(&name).is_none() {
+        crate::support::images::removed_at_exit(&name);
         import(&archive, &name);
     }
     name

@@ -1,5 +1,5 @@
 //! The images the Docker tests build on and build: whether a daemon answers, the offline
-//! example's base image made once per machine, copies of the offline example under a repository
+//! example's base image made once per test process under a name of its own, copies of the offline example under a repository
 //! name of each test's own (`Example`), and what the tests' daemon (or another, by `--host`)
 //! says about an image.
 //!
@@ -12,8 +12,27 @@ use std::sync::Mutex;
 use crate::support::image_guard::ImageGuard;
 use crate::support::{Run, TestContext, copy_tree, repository_root};
 
-/// The base image the offline example builds on.
-pub(crate) const BASE_IMAGE: &str = "forge-example-base:busybox";
+/// The base image the offline example's recipe names.
+pub(crate) const EXAMPLE_BASE: &str = "forge-example-base:busybox";
+
+/// The base image the tests build the offline example on: the example's base made by this test
+/// process under a name of its own, as long as `EXAMPLE_BASE` so that tables keep their
+/// columns, and removed when the process ends (`removed_at_exit`). Another suite or a user on
+/// the same daemon never sees it re-imported under a build.
+pub(crate) fn base_image() -> &'static str {
+    static NAME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let name = format!("forge-test-{:07}:busybox", std::process::id());
+        assert_eq!(name.len(), EXAMPLE_BASE.len());
+        name
+    });
+    &NAME
+}
+
+/// The line of the offline example's pins.toml that names its base, as the tests' copies hold
+/// it.
+pub(crate) fn base_line() -> String {
+    format!("image = \"{}\"", base_image())
+}
 /// The offline example's dated tag, beside `latest`.
 pub(crate) const DATED_TAG: &str = "2026-07-08-offline";
 
@@ -46,26 +65,19 @@ pub(crate) fn docker_ready() -> bool {
     }
 }
 
-/// Makes the example's base image, with the example's own script, unless it exists. A file
-/// lock keeps test processes running side by side (nextest) from importing it twice: a second
-/// import would give the tag a new image id under a build that is using it.
+/// Makes the example's base image under `base_image()`, with the example's own script, once
+/// per test process.
 pub(crate) fn ensure_base_image() {
     static MADE: Mutex<bool> = Mutex::new(false);
     let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if *made {
         return;
     }
-    let lock = std::fs::File::create(std::env::temp_dir().join("forge-test-base-image.lock"))
-        .expect("a lock file in the temporary folder");
-    lock.lock().expect("the base image lock");
-    if image_id(BASE_IMAGE).is_some() {
-        *made = true;
-        return;
-    }
+    removed_at_exit(base_image());
     let script = repository_root().join("examples/offline/make-base.sh");
     let output = Command::new("sh")
         .arg(&script)
-        .arg(BASE_IMAGE)
+        .arg(base_image())
         .output()
         .expect("make-base.sh runs");
     assert!(
@@ -74,6 +86,38 @@ pub(crate) fn ensure_base_image() {
         String::from_utf8_lossy(&output.stderr)
     );
     *made = true;
+}
+
+/// Untags `reference` on the tests' daemon when this test process ends, however it ends: one
+/// watcher shell per process reads the names on a pipe whose other end only this process holds,
+/// and removes them all when the pipe closes. It runs in a process group of its own, so an
+/// interrupt of the test run does not stop it first.
+pub(crate) fn removed_at_exit(reference: &str) {
+    use std::io::Write as _;
+    use std::os::unix::process::CommandExt as _;
+    static WATCHER: Mutex<Option<std::process::ChildStdin>> = Mutex::new(None);
+    let mut watcher = WATCHER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if watcher.is_none() {
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                r#"names=""; while read -r name; do names="$names $name"; done
+[ -z "$names" ] || docker rmi $names >/dev/null 2>&1"#,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("a watcher shell");
+        *watcher = child.stdin.take();
+        // The watcher outlives the handle: it ends after this process does.
+        std::mem::forget(child);
+    }
+    let pipe = watcher.as_mut().expect("the watcher's pipe");
+    writeln!(pipe, "{reference}").expect("the watcher reads its names");
 }
 
 /// The daemon's platform, `os/architecture`, for a recipe built on it.
@@ -214,12 +258,22 @@ pub(crate) fn daemon_host() -> String {
 /// The offline example's own label in pins.toml, after which a test adds its guard's.
 pub(crate) const EXAMPLE_LABEL: &str = "\"dev.forge.example\" = \"offline\"";
 
-/// Copies the offline example's recipe (pins.toml, templates, patches, overlays) into `to`.
+/// Copies the offline example's recipe (pins.toml, templates, patches, overlays) into `to`,
+/// its base the one this test process made (`base_image()`).
 pub(crate) fn copy_example(to: &Path) {
     let example = repository_root().join("examples/offline");
     for entry in ["pins.toml", "templates", "patches", "overlays"] {
         copy_tree(&example.join(entry), &to.join(entry));
     }
+    on_the_tests_base(&to.join("pins.toml"));
+}
+
+/// Points the offline example's pins.toml at `path` to the base this test process made.
+pub(crate) fn on_the_tests_base(path: &Path) {
+    let pins = std::fs::read_to_string(path).expect("the example's pins.toml");
+    let line = format!("image = \"{EXAMPLE_BASE}\"");
+    assert!(pins.contains(&line), "{} names its base", path.display());
+    std::fs::write(path, pins.replace(&line, &base_line())).expect("pins.toml written");
 }
 
 /// The text of the example's forge.lock, if a build wrote one.

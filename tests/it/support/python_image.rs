@@ -10,8 +10,8 @@
 //! real `libnccl.so.2` compiled here where the `nvidia-nccl-cu12` wheel puts it.
 //!
 //! The tree is made and imported by `host_image`: one deterministic archive, named after its
-//! sha256, so a second run (or a second test) reuses it, and a different host Python or fixture
-//! makes a new one.
+//! sha256 under a name of the test process's own, so a second test reuses it, and a different
+//! host Python or fixture makes a new one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +69,7 @@ const SKIPPED_FOLDERS: &[&str] = &[
 /// The made image.
 #[derive(Debug, Clone)]
 pub(crate) struct PythonImage {
-    /// `forge-test-python:<hash>`.
+    /// `forge-test-python-PID:<hash>`.
     pub(crate) name: String,
     /// Where the image's `libnccl.so.2` is.
     pub(crate) nccl_path: String,

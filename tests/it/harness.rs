@@ -1,0 +1,56 @@
+//! The suite's own promise to the daemon it shares: what a test process makes there has a name of
+//! that process's own and goes when the process ends, so two suites, or a suite and a user, never
+//! re-import or remove each other's images.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::images::{EXAMPLE_BASE, base_image, docker_ready, image_id};
+
+/// Run by `a_test_process_makes_its_base_under_its_own_name_and_removes_it_when_it_ends` as a
+/// process of its own: makes that process's base and says its name.
+#[test]
+#[ignore = "run by another test as a process of its own"]
+fn makes_its_base_and_says_its_name() {
+    if !docker_ready() {
+        return;
+    }
+    assert!(image_id(base_image()).is_some(), "{} made", base_image());
+    use std::io::Write as _;
+    writeln!(std::io::stdout(), "BASE {}", base_image()).expect("stdout");
+}
+
+#[test]
+fn a_test_process_makes_its_base_under_its_own_name_and_removes_it_when_it_ends() {
+    if !docker_ready() {
+        return;
+    }
+    assert_ne!(base_image(), EXAMPLE_BASE);
+    assert_eq!(base_image().len(), EXAMPLE_BASE.len());
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "harness::makes_its_base_and_says_its_name",
+            "--ignored",
+            "--nocapture",
+        ])
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let name = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("BASE "))
+        .unwrap_or_else(|| panic!("the child names its base:\n{stdout}"));
+    assert_ne!(name, base_image(), "each process has a base of its own");
+    assert_ne!(name, EXAMPLE_BASE);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while image_id(name).is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "{name} is still on the daemon 20 s after its process ended"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(image_id(base_image()).is_some(), "this process's base stays");
+}
