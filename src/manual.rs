@@ -42,7 +42,11 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "FORGE_IDLE_TIMEOUT",
-        "seconds a daemon's pull or push, or a download (its answer's head included), may go without progress before forge gives up on it (default 60)",
+        "seconds a daemon's pull or push, a daemon's answer (an inspect, a container's output), or a download (its answer's head included) may go without progress before forge gives up on it (default 60)",
+    ),
+    (
+        "FORGE_RUN_TIMEOUT",
+        "seconds the container verify-digest --contents runs to read an image's versions and files may run (default 600)",
     ),
     (
         "FORGE_REGISTRY_DEADLINE",

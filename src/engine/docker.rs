@@ -16,6 +16,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt as _;
 
 use super::address::{DaemonAddress, TlsFiles};
+use super::bounded::{Crossed, Dial};
 use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, PathMeta, RunOutput};
@@ -63,43 +64,36 @@ impl Docker {
                 host: host.to_owned(),
                 reason: error.reason,
             })?;
-        let unreachable = |error: BollardError| EngineError::Unreachable {
-            host: host.to_owned(),
-            message: describe(&error),
+        let unreachable = |error: BollardError| match Crossed::within(&error) {
+            Some(crossed) => EngineError::Bounded(Box::new(super::Bounded {
+                host: host.to_owned(),
+                action: "GET /version".to_owned(),
+                crossed,
+            })),
+            None => EngineError::Unreachable {
+                host: host.to_owned(),
+                message: describe(&error),
+            },
         };
         let timeout = PING_TIMEOUT.as_secs();
-        let version = bollard::API_DEFAULT_VERSION;
         let mut ssh = None;
-        let client = match &address {
-            DaemonAddress::Unix(path) => {
-                bollard::Docker::connect_with_unix(&path.to_string_lossy(), timeout, version)
-            }
+        let (dial, authority) = match &address {
+            DaemonAddress::Unix(path) => (Dial::Unix(path.clone()), "docker".to_owned()),
             DaemonAddress::Tcp {
                 authority,
                 tls: None,
-            } => bollard::Docker::connect_with_http(authority, timeout, version),
+            } => (Dial::Tcp(authority.clone()), authority.clone()),
             DaemonAddress::Tcp {
                 authority,
                 tls: Some(files),
-            } => {
-                check_tls_files(host, files)?;
-                bollard::Docker::connect_with_ssl(
-                    authority,
-                    &files.key(),
-                    &files.certificate(),
-                    &files.ca(),
-                    timeout,
-                    version,
-                )
-            }
+            } => (tls_dial(host, authority, files)?, authority.clone()),
             DaemonAddress::Ssh(destination) => {
                 let connector = SshConnector::new(destination.clone());
-                let client = connector.client(timeout);
-                ssh = Some(connector);
-                client
+                ssh = Some(connector.clone());
+                (Dial::Ssh(connector), "docker".to_owned())
             }
-        }
-        .map_err(unreachable)?;
+        };
+        let client = dial.client(&authority, timeout).map_err(unreachable)?;
         let version = match client.version().await {
             Ok(version) => version,
             Err(error) => {
@@ -263,6 +257,13 @@ impl Docker {
     /// not read (named with the endpoint and the daemon's version), else the connection
     /// failing under us.
     fn failed(&self, action: String, error: &BollardError) -> EngineError {
+        if let Some(crossed) = Crossed::within(error) {
+            return EngineError::Bounded(Box::new(super::Bounded {
+                host: self.host.clone(),
+                action,
+                crossed,
+            }));
+        }
         let unreadable = |message: String| {
             EngineError::Unreadable(Box::new(super::Unreadable {
                 host: self.host.clone(),
@@ -416,9 +417,58 @@ fn refused_by_tls(error: &BollardError) -> bool {
     false
 }
 
-/// Checks that the files TLS needs are there and hold PEM of the right kind. bollard reads the
-/// client certificate and key only during the handshake and, when it cannot, sends none, so
-/// the daemon's refusal would hide which file was wrong.
+/// TLS to `authority` as the docker CLI makes it with `DOCKER_TLS_VERIFY`: the daemon's
+/// certificate checked against `ca.pem` alone, `cert.pem` and `key.pem` presented as the client's.
+fn tls_dial(host: &str, authority: &str, files: &TlsFiles) -> Result<Dial, EngineError> {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    check_tls_files(host, files)?;
+    let unreadable =
+        |path: std::path::PathBuf, error: &dyn std::fmt::Display| EngineError::TlsFile {
+            host: host.to_owned(),
+            path: path.into(),
+            problem: format!("cannot be used: {error}"),
+        };
+    let mut roots = rustls::RootCertStore::empty();
+    let authorities = CertificateDer::pem_file_iter(files.ca())
+        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| unreadable(files.ca(), &error))?;
+    for certificate in authorities {
+        roots
+            .add(certificate)
+            .map_err(|error| unreadable(files.ca(), &error))?;
+    }
+    let chain = CertificateDer::pem_file_iter(files.certificate())
+        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| unreadable(files.certificate(), &error))?;
+    let key = PrivateKeyDer::from_pem_file(files.key())
+        .map_err(|error| unreadable(files.key(), &error))?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| unreadable(files.ca(), &error))?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(|error| unreadable(files.key(), &error))?;
+    let name = authority
+        .rsplit_once(':')
+        .map_or(authority, |(name, _)| name)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let server =
+        ServerName::try_from(name.to_owned()).map_err(|error| EngineError::UnsupportedHost {
+            host: host.to_owned(),
+            reason: format!("{name} is not a name TLS can check a certificate against: {error}"),
+        })?;
+    Ok(Dial::Tls {
+        authority: authority.to_owned(),
+        server,
+        config: std::sync::Arc::new(config),
+    })
+}
+
+/// Checks that the files TLS needs are there and hold PEM of the right kind, so that a wrong
+/// file is named before any handshake, which would only say it failed.
 fn check_tls_files(host: &str, files: &TlsFiles) -> Result<(), EngineError> {
     let wanted = [
         (files.ca(), "CERTIFICATE-----", "a PEM certificate"),
@@ -815,8 +865,41 @@ impl Engine for Docker {
                 .start_container(&id, None)
                 .await
                 .map_err(self.api(format!("start a container of {image}")))?;
+            let code = self.wait_for(&id, image).await?;
+            let (stdout, stderr) = self.output_of(&id, image).await?;
+            Ok(RunOutput {
+                code,
+                stdout: String::from_utf8_lossy(&stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            })
+        }
+        .await;
+        // The container goes whatever happened; a failure to remove it is not the run's result.
+        self.close_probe(&id).await;
+        outcome
+    }
+}
+
+/// How long a container forge runs (the image's probe) may run: `FORGE_RUN_TIMEOUT` seconds,
+/// else 600.
+fn run_deadline() -> Duration {
+    std::env::var("FORGE_RUN_TIMEOUT")
+        .ok()
+        .and_then(|seconds| seconds.trim().parse::<f64>().ok())
+        .filter(|seconds| *seconds > 0.0)
+        .map_or(Duration::from_secs(600), Duration::from_secs_f64)
+}
+
+/// The most output forge reads of a container it runs, both streams together.
+const OUTPUT_CAP: u64 = 16 << 20;
+
+impl Docker {
+    /// The exit code of the container `id` of `image` once it ends, within `run_deadline()`.
+    async fn wait_for(&self, id: &str, image: &ImageId) -> Result<i64, EngineError> {
+        let deadline = run_deadline();
+        let waited = tokio::time::timeout(deadline, async {
             let mut code = 0;
-            let mut waiting = self.client.wait_container(&id, None);
+            let mut waiting = self.client.wait_container(id, None);
             while let Some(item) = waiting.next().await {
                 match item {
                     Ok(answer) => code = answer.status_code,
@@ -828,32 +911,53 @@ impl Engine for Docker {
                     }
                 }
             }
-            let options = LogsOptionsBuilder::default()
-                .stdout(true)
-                .stderr(true)
-                .build();
-            let mut logs = self.client.logs(&id, Some(options));
-            let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-            while let Some(item) = logs.next().await {
-                match item
-                    .map_err(self.api(format!("read the output of a container of {image}")))?
-                {
-                    LogOutput::StdOut { message } => stdout.extend_from_slice(&message),
-                    LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
-                    _ => {}
-                }
-            }
-            Ok(RunOutput {
-                code,
-                stdout: String::from_utf8_lossy(&stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&stderr).into_owned(),
-            })
-        }
+            Ok(code)
+        })
         .await;
-        // The container goes whatever happened; a failure to remove it is not the run's result.
-        let options = RemoveContainerOptionsBuilder::default().force(true).build();
-        let _ = self.client.remove_container(&id, Some(options)).await;
-        outcome
+        waited.unwrap_or_else(|_| {
+            Err(EngineError::Bounded(Box::new(super::Bounded {
+                host: self.host.clone(),
+                action: format!("a container of {image}"),
+                crossed: Crossed::Running(deadline),
+            })))
+        })
+    }
+
+    /// What the ended container `id` of `image` printed on stdout and stderr: at most
+    /// `OUTPUT_CAP` bytes, each part within the idle limit.
+    async fn output_of(
+        &self,
+        id: &str,
+        image: &ImageId,
+    ) -> Result<(Vec<u8>, Vec<u8>), EngineError> {
+        let action = format!("the output of a container of {image}");
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .build();
+        let mut logs = self.client.logs(id, Some(options));
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let idle = crate::http::idle_timeout();
+        let crossed = |crossed| EngineError::Bounded(Box::new(super::Bounded {
+            host: self.host.clone(),
+            action: action.clone(),
+            crossed,
+        }));
+        loop {
+            let item = tokio::time::timeout(idle, logs.next())
+                .await
+                .map_err(|_| crossed(Crossed::Silent(idle)))?;
+            let Some(item) = item else { break };
+            match item.map_err(self.api(action.clone()))? {
+                LogOutput::StdOut { message } => stdout.extend_from_slice(&message),
+                LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
+                _ => {}
+            }
+            if (stdout.len() + stderr.len()) as u64 > OUTPUT_CAP {
+                return Err(crossed(Crossed::TooLarge(OUTPUT_CAP)));
+            }
+        }
+        Ok((stdout, stderr))
     }
 }
 

@@ -9,6 +9,7 @@
 //! step comes back as `EngineError::StepFailed` with its instruction and the tail of its output.
 
 pub mod address;
+pub mod bounded;
 pub mod context;
 mod docker;
 mod ssh;
@@ -131,6 +132,10 @@ pub enum EngineError {
     /// The daemon answered, but with what forge cannot read.
     #[error("{0}")]
     Unreadable(Box<Unreadable>),
+    /// The daemon's answer crossed one of its bounds (`bounded`): it sent more than an answer of
+    /// its kind holds, or nothing for the idle limit, or a container it ran did not end in time.
+    #[error("{0}")]
+    Bounded(Box<Bounded>),
     /// The daemon's stream of a pull or a push made no headway for longer than the idle limit:
     /// it sent nothing, or only what it had sent before.
     #[error("the Docker daemon at {host} reported no progress on {reference} for {} s", idle.as_secs_f64())]
@@ -279,6 +284,7 @@ impl Advise for EngineError {
                 "start the Docker daemon or point DOCKER_HOST at a running one (tried {host}); `forge build --dry-run` needs no daemon"
             )),
             EngineError::Unreadable(unreadable) => unreadable.advice(),
+            EngineError::Bounded(bounded) => Advice::Hint(bounded.crossed.hint()),
             EngineError::Stalled { .. } => Advice::Hint(
                 "check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow".to_owned(),
             ),
@@ -412,6 +418,28 @@ pub trait Engine {
 
     /// Removes a container `open_probe` made.
     async fn close_probe(&self, container: &str);
+}
+
+/// A daemon's answer that crossed one of its bounds: which daemon, to what, which bound.
+#[derive(Debug)]
+pub struct Bounded {
+    /// `DOCKER_HOST`, or the default socket.
+    pub host: String,
+    /// What forge asked for.
+    pub action: String,
+    /// The bound it crossed.
+    pub crossed: bounded::Crossed,
+}
+
+impl std::fmt::Display for Bounded {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "the Docker daemon at {} {}",
+            self.host,
+            self.crossed.said_of(&self.action)
+        )
+    }
 }
 
 /// A daemon's answer forge could not read: which daemon, of which version, to what, and what did

@@ -6,7 +6,6 @@
 //! `USER@HOST:PORT` word (as bollard's ssh transport does), the port would be read as part of
 //! the host name.
 
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::process::Stdio;
@@ -14,9 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{Connected, Connection};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
@@ -50,27 +46,6 @@ impl SshConnector {
             destination: Arc::new(destination),
             log: Arc::default(),
         }
-    }
-
-    /// A bollard client whose every connection is a new ssh process.
-    pub(super) fn client(&self, timeout: u64) -> Result<bollard::Docker, bollard::errors::Error> {
-        let client = Client::builder(TokioExecutor::new()).build(self.clone());
-        bollard::Docker::connect_with_custom_transport(
-            move |request| {
-                let client = client.clone();
-                async move {
-                    client
-                        .request(request)
-                        .await
-                        .map_err(bollard::errors::Error::from)
-                }
-            },
-            // The connector knows where it goes; the URI only has to be one hyper accepts, which
-            // an ssh alias with characters a URI host cannot hold would not be.
-            Some("ssh://docker"),
-            timeout,
-            bollard::API_DEFAULT_VERSION,
-        )
     }
 
     /// What ssh printed on stderr, once the latest ssh process has finished printing (or a few
@@ -117,7 +92,8 @@ impl SshConnector {
         command
     }
 
-    fn open(&self) -> io::Result<SshStream> {
+    /// Starts one ssh process, a connection to the daemon.
+    pub(super) fn open(&self) -> io::Result<SshStream> {
         let mut child = self
             .command()
             .spawn()
@@ -236,21 +212,6 @@ pub(super) async fn forward(
     }
 }
 
-impl tower_service::Service<http::Uri> for SshConnector {
-    type Response = TokioIo<SshStream>;
-    type Error = io::Error;
-    type Future = Pin<Box<dyn Future<Output = io::Result<Self::Response>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: http::Uri) -> Self::Future {
-        let opened = self.open().map(TokioIo::new);
-        Box::pin(async move { opened })
-    }
-}
-
 /// One ssh process: writes go to its stdin, reads come from its stdout.
 pub(super) struct SshStream {
     _child: tokio::process::Child,
@@ -283,11 +244,5 @@ impl AsyncWrite for SshStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stdin).poll_shutdown(context)
-    }
-}
-
-impl Connection for SshStream {
-    fn connected(&self) -> Connected {
-        Connected::new()
     }
 }

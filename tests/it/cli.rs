@@ -97,6 +97,7 @@ fn every_command_has_a_man_page_with_exit_status_environment_and_files() {
         "FORGE_SIGNING_KEY",
         "FORGE_REGISTRY_PASSWORD",
         "FORGE_IDLE_TIMEOUT",
+        "FORGE_RUN_TIMEOUT",
         "FORGE_REGISTRY_DEADLINE",
         "DOCKER_HOST",
         "SOURCE_DATE_EPOCH",

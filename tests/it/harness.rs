@@ -52,5 +52,8 @@ fn a_test_process_makes_its_base_under_its_own_name_and_removes_it_when_it_ends(
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(image_id(base_image()).is_some(), "this process's base stays");
+    assert!(
+        image_id(base_image()).is_some(),
+        "this process's base stays"
+    );
 }

@@ -359,3 +359,199 @@ fn a_slow_registry_is_bounded_by_the_commands_deadline() {
         "the registry's answers took more than 2 s in all (FORGE_REGISTRY_DEADLINE)",
     );
 }
+
+/// A daemon on loopback that answers as Docker 28.5 would: `_ping`, `version`, every image
+/// inspect with the image the default recipe's forge.lock (`default_recipe_lock`) records, a
+/// container's creation, start and removal. Every other request, and those `answer` takes
+/// (it returns whether it did), go to `answer`; a request nobody takes gets a 404.
+fn docker_like(answer: fn(&str, &mut TcpStream) -> bool) -> LoopbackServer {
+    LoopbackServer::start(move |stream, requests| {
+        let mut stream = stream;
+        let line = request_line(&stream);
+        requests.lock().unwrap().push(line.clone());
+        let path = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        if answer(&line, &mut stream) {
+            return;
+        }
+        let image = format!(
+            r#"{{"Id":"sha256:{}","Architecture":"amd64","Os":"linux","RepoTags":[],"RepoDigests":[],"RootFS":{{"Type":"layers","Layers":[]}}}}"#,
+            "7".repeat(64)
+        );
+        let (status, body) = if path.ends_with("/_ping") {
+            ("200 OK", "OK".to_owned())
+        } else if path.ends_with("/version") {
+            ("200 OK", r#"{"Version":"28.5.2","ApiVersion":"1.51","MinAPIVersion":"1.24","Os":"linux","Arch":"amd64"}"#.to_owned())
+        } else if path.contains("/images/") && path.ends_with("/json") {
+            ("200 OK", image)
+        } else if path.contains("/containers/create") {
+            ("201 Created", r#"{"Id":"c0ffee","Warnings":[]}"#.to_owned())
+        } else if path.ends_with("/start") || line.starts_with("DELETE") {
+            ("204 No Content", String::new())
+        } else {
+            ("404 Not Found", r#"{"message":"no such"}"#.to_owned())
+        };
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nApi-Version: 1.51\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    })
+}
+
+/// Answers nothing until the client closes the connection (or 60 s pass).
+fn until_closed(stream: &mut TcpStream) {
+    use std::io::Read as _;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+    let mut buffer = [0; 1024];
+    while matches!(stream.read(&mut buffer), Ok(read) if read > 0) {}
+}
+
+/// `forge verify-digest ARGS` on the default recipe, its forge.lock the test one, against the
+/// daemon at `daemon` with `env`; with how long it took.
+fn verify_against(
+    daemon: &LoopbackServer,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Run, Duration, String) {
+    let context = TestContext::default_recipe();
+    context.write(
+        "forge.lock",
+        &crate::support::default_recipe_lock("digest = \"sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"\n"),
+    );
+    let host = format!("tcp://{}", daemon.address());
+    let mut all = vec!["verify-digest"];
+    all.extend_from_slice(args);
+    let mut env = env.to_vec();
+    env.push(("DOCKER_HOST", &host));
+    let started = Instant::now();
+    let run = context.forge_with(&all, &env);
+    (run, started.elapsed(), host)
+}
+
+/// The tag the default recipe's forge.lock records, as forge inspects it.
+const RECORDED_TAG: &str = "ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4";
+
+/// An image inspect whose body never ends: forge stops reading at the answer cap (16 MiB) and
+/// names the daemon, the request and the cap; its memory stays bounded (exit 2, within seconds).
+#[test]
+fn an_endless_inspect_ends_at_the_answer_cap() {
+    let daemon = docker_like(|line, stream| {
+        if !(line.contains("/images/") && line.contains("/json")) {
+            return false;
+        }
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        let _ = chunk(stream, br#"{"Id":"sha256:"#);
+        let filler = vec![b'7'; 1 << 20];
+        while chunk(stream, &filler).is_ok() {}
+        true
+    });
+    let (run, took, host) = verify_against(&daemon, &[], &[]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} answered the inspect of {RECORDED_TAG} (GET /images/{RECORDED_TAG}/json) with more than 16 MiB; forge stopped reading"
+        ),
+    );
+    assert_contains(
+        &run.stderr,
+        "hint: no Docker daemon answers that with so much",
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+/// An image inspect never answered: forge gives up after the idle limit and says so, naming
+/// the request and the limit's variable, not a daemon out of reach (exit 2).
+#[test]
+fn an_inspect_never_answered_ends_at_the_idle_limit() {
+    let daemon = docker_like(|line, stream| {
+        if !(line.contains("/images/") && line.contains("/json")) {
+            return false;
+        }
+        until_closed(stream);
+        true
+    });
+    let (run, took, host) = verify_against(&daemon, &[], &[("FORGE_IDLE_TIMEOUT", "2")]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} sent nothing for 2 s in answer to the inspect of {RECORDED_TAG}"
+        ),
+    );
+    assert_contains(&run.stderr, "FORGE_IDLE_TIMEOUT (seconds) raises the limit");
+    assert!(!run.stderr.contains("cannot reach"), "{}", run.stderr);
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}
+
+/// `--contents` runs the image: a container whose wait never ends is stopped at the run
+/// deadline (`FORGE_RUN_TIMEOUT`) and removed; one whose output never ends is cut at its cap.
+#[test]
+fn a_container_that_never_ends_or_never_stops_printing_is_bounded() {
+    let daemon = docker_like(|line, stream| {
+        if !line.contains("/wait") {
+            return false;
+        }
+        until_closed(stream);
+        true
+    });
+    let (run, took, host) = verify_against(&daemon, &["--contents"], &[("FORGE_RUN_TIMEOUT", "2")]);
+    let run = run.expect_code(2);
+    let image = format!("sha256:{}", "7".repeat(64));
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} still ran a container of {image} after 2 s; forge stopped it and removed the container"
+        ),
+    );
+    assert_contains(&run.stderr, "FORGE_RUN_TIMEOUT (seconds) raises the limit");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(
+        daemon
+            .requests()
+            .iter()
+            .any(|request| request.starts_with("DELETE /containers/c0ffee")),
+        "the container is removed: {:?}",
+        daemon.requests()
+    );
+
+    let daemon = docker_like(|line, stream| {
+        if line.contains("/wait") {
+            let body = r#"{"StatusCode":0}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            return true;
+        }
+        if !line.contains("/logs") {
+            return false;
+        }
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        let mut frame = vec![1u8, 0, 0, 0];
+        frame.extend_from_slice(&(1u32 << 16).to_be_bytes());
+        frame.extend(std::iter::repeat_n(b'x', 1 << 16));
+        while chunk(stream, &frame).is_ok() {}
+        true
+    });
+    let (run, took, host) = verify_against(&daemon, &["--contents"], &[]);
+    let run = run.expect_code(2);
+    assert_contains(
+        &run.stderr,
+        &format!(
+            "the Docker daemon at {host} answered the output of a container of {image} with more than 16 MiB; forge stopped reading"
+        ),
+    );
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
