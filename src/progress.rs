@@ -37,9 +37,33 @@ pub enum Display {
 pub struct Terminal {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
+    /// A pull's layers on their way, by reference and layer.
+    layers: HashMap<(String, String), LayerBar>,
     verbose: bool,
     /// Whether to paint, as `--color` and the environment say.
     color: bool,
+}
+
+/// One layer of a pull drawn live: its bar, when its bytes began to move, how many it
+/// downloaded.
+#[derive(Debug)]
+struct LayerBar {
+    bar: ProgressBar,
+    status: String,
+    /// Whether the daemon said how many bytes the state moves in all.
+    sized: bool,
+    started: Instant,
+    downloaded: u64,
+}
+
+/// How a layer's bar reads: its state and bytes, of how many when known, and their rate.
+fn layer_style(sized: bool) -> ProgressStyle {
+    let template = if sized {
+        "{prefix} {msg:11} {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}"
+    } else {
+        "{prefix} {msg:11} {binary_bytes} {binary_bytes_per_sec}"
+    };
+    ProgressStyle::with_template(template).expect("a valid template")
 }
 
 /// The plain log display.
@@ -58,6 +82,7 @@ impl Display {
             ProgressMode::Auto if printer.is_terminal() => Display::Terminal(Terminal {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
                 bars: HashMap::new(),
+                layers: HashMap::new(),
                 verbose,
                 color: printer.paints(),
             }),
@@ -83,6 +108,9 @@ impl Display {
         if let Display::Terminal(terminal) = self {
             for (_, bar) in terminal.bars.drain() {
                 bar.finish_and_clear();
+            }
+            for (_, layer) in terminal.layers.drain() {
+                layer.bar.finish_and_clear();
             }
         }
     }
@@ -138,6 +166,72 @@ impl Terminal {
                 let line = crate::table::cut(&line, crate::table::width() - 13);
                 let _ = self.multi.println(redact(&format!("             {line}")));
             }
+            Event::Layer {
+                reference,
+                layer,
+                status,
+                current,
+                total,
+            } => self.layer(reference, layer, status, (current, total)),
+        }
+    }
+
+    /// Draws a pull's layer: a bar with its bytes and their rate while they move (as docker's
+    /// and buildx's displays show them), then one line of what it moved once it is complete.
+    fn layer(&mut self, reference: &str, layer: &str, status: &str, bytes: (u64, Option<u64>)) {
+        let key = (reference.to_owned(), layer.to_owned());
+        if ["Pull complete", "Already exists"].contains(&status) {
+            let Some(done) = self.layers.remove(&key) else {
+                return;
+            };
+            done.bar.finish_and_clear();
+            if done.downloaded > 0 {
+                let seconds = done.started.elapsed().as_secs_f64().max(0.001);
+                let rate = crate::pipeline::human_size((done.downloaded as f64 / seconds) as u64);
+                let line = crate::table::short_ids(&format!(
+                    "{reference}: {layer} {status}: {} in {seconds:.1} s, {rate}/s",
+                    crate::pipeline::human_size(done.downloaded)
+                ));
+                let line = crate::table::cut(&line, crate::table::width() - 13);
+                let _ = self.multi.println(redact(&format!("             {line}")));
+            }
+            return;
+        }
+        let (current, total) = bytes;
+        let width = crate::table::width();
+        // 13 columns of indent, `: `, the layer's 12, the state's 11, `1023.9 MiB/1023.9 MiB`
+        // and `1023.9 MiB/s` with their spaces: 77 columns, and the reference in what is left.
+        let entry = self.layers.entry(key).or_insert_with(|| {
+            let name = crate::table::short_ids(reference);
+            let name = crate::table::cut(&name, width.saturating_sub(77).max(12));
+            let bar = ProgressBar::new(0)
+                .with_style(layer_style(total.is_some()))
+                .with_prefix(format!("             {name}: {layer}"))
+                .with_message(status.to_owned());
+            LayerBar {
+                bar: self.multi.add(bar),
+                status: status.to_owned(),
+                sized: total.is_some(),
+                started: Instant::now(),
+                downloaded: 0,
+            }
+        });
+        if entry.status != status || entry.sized != total.is_some() {
+            if entry.status != status {
+                // Extracting starts its bytes again: the rate is of the new state's.
+                entry.bar.reset();
+            }
+            entry.bar.set_style(layer_style(total.is_some()));
+            entry.bar.set_message(status.to_owned());
+            entry.status = status.to_owned();
+            entry.sized = total.is_some();
+        }
+        if let Some(total) = total {
+            entry.bar.set_length(total);
+        }
+        entry.bar.set_position(current);
+        if status == "Downloading" {
+            entry.downloaded = entry.downloaded.max(total.unwrap_or(current).max(current));
         }
     }
 }
@@ -161,6 +255,8 @@ impl Plain {
             Event::Push { reference, status } | Event::Pull { reference, status } => {
                 self.print(&crate::table::short_ids(&format!("{reference}: {status}")))
             }
+            // A log keeps to the states: byte counts would flood it.
+            Event::Layer { .. } => {}
         }
     }
 

@@ -206,6 +206,18 @@ impl Docker {
                 Err(other) => return Err(self.failed(format!("the pull of {reference}"), &other)),
             };
             let Some(status) = info.status else { continue };
+            if let Some(layer) = info.id.as_deref()
+                && let Some((current, total)) =
+                    layer_progress(&status, info.progress_detail.as_ref())
+            {
+                events(Event::Layer {
+                    reference: &reference,
+                    layer,
+                    status: &status,
+                    current,
+                    total,
+                });
+            }
             // Each state once: byte counts and per-layer repeats would flood a log.
             if !is_byte_progress(&status) && seen.insert(status.clone()) {
                 events(Event::Pull {
@@ -938,11 +950,13 @@ impl Docker {
         let mut logs = self.client.logs(id, Some(options));
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let idle = crate::http::idle_timeout();
-        let crossed = |crossed| EngineError::Bounded(Box::new(super::Bounded {
-            host: self.host.clone(),
-            action: action.clone(),
-            crossed,
-        }));
+        let crossed = |crossed| {
+            EngineError::Bounded(Box::new(super::Bounded {
+                host: self.host.clone(),
+                action: action.clone(),
+                crossed,
+            }))
+        };
         loop {
             let item = tokio::time::timeout(idle, logs.next())
                 .await
@@ -1048,6 +1062,28 @@ impl Headway {
 
 /// Whether a push or pull status is a layer's byte count or queue state, which the daemon sends
 /// many times a second.
+/// The bytes a pull's status of one layer reports (`Downloading` and `Extracting` with their
+/// detail), or none for a state that ends the layer (`Pull complete`, `Already exists`); `None`
+/// for any other state.
+fn layer_progress(
+    status: &str,
+    detail: Option<&bollard::models::ProgressDetail>,
+) -> Option<(u64, Option<u64>)> {
+    if ["Pull complete", "Already exists"].contains(&status) {
+        return Some((0, None));
+    }
+    if !["Downloading", "Extracting"].contains(&status) {
+        return None;
+    }
+    let detail = detail?;
+    let current = u64::try_from(detail.current?).ok()?;
+    let total = detail
+        .total
+        .and_then(|total| u64::try_from(total).ok())
+        .filter(|total| *total > 0);
+    Some((current, total))
+}
+
 fn is_byte_progress(status: &str) -> bool {
     ["Pushing", "Downloading", "Extracting", "Waiting"].contains(&status)
 }

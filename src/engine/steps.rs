@@ -51,6 +51,21 @@ pub enum Event<'a> {
         /// What the daemon said (`Pushed`, `Layer already exists`, `pushed sha256:…`).
         status: &'a str,
     },
+    /// One layer of a pull moving: its bytes downloaded or extracted so far (`current` of
+    /// `total`), or the state that ends it (`Pull complete`, `Already exists`, with no bytes).
+    /// A live display draws them; a log keeps to the `Pull` lines.
+    Layer {
+        /// `repository@digest`, or the node that pulls it.
+        reference: &'a str,
+        /// The layer's short id, as the daemon names it.
+        layer: &'a str,
+        /// `Downloading`, `Extracting`, `Pull complete`, ...
+        status: &'a str,
+        /// Bytes done.
+        current: u64,
+        /// Bytes in all, when the daemon knows.
+        total: Option<u64>,
+    },
     /// A pull's progress: a layer state, or the daemon's summary.
     Pull {
         /// `repository@digest`.

@@ -337,6 +337,19 @@ async fn pull_everywhere(
                         reference: host,
                         status,
                     },
+                    Event::Layer {
+                        layer,
+                        status,
+                        current,
+                        total,
+                        ..
+                    } => Event::Layer {
+                        reference: host,
+                        layer,
+                        status,
+                        current,
+                        total,
+                    },
                     other => other,
                 };
                 display.borrow_mut().event(event);

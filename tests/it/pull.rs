@@ -378,3 +378,84 @@ fn a_node_that_reports_another_image_is_named_as_the_fault() {
         "hint: the registry serves another image for the platform",
     );
 }
+
+/// `forge ARGS` in the example's folder with stderr on a terminal (a pseudo-terminal `script`
+/// opens, 100 columns): what it drew, escapes and all.
+fn on_a_terminal(example: &Example, args: &[&str]) -> Run {
+    let forge = example.context.forge_command(args);
+    let words: Vec<String> = std::iter::once(forge.get_program())
+        .chain(forge.get_args())
+        .map(|word| format!("'{}'", word.to_string_lossy().replace('\'', r"'\''")))
+        .collect();
+    let mut command = Command::new("script");
+    command
+        .args(["--quiet", "--return", "--command"])
+        .arg(format!("stty cols 100; exec {}", words.join(" ")))
+        .arg("/dev/null")
+        .current_dir(example.context.path())
+        .env("TERM", "xterm")
+        .env("COLUMNS", "100");
+    for (name, value) in forge.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    Run::of(&mut command)
+}
+
+/// On a terminal a pull shows each layer's bytes and rate, as docker's and buildx's displays do,
+/// and says what each layer moved once it is complete; a log (`--progress plain`) keeps to one
+/// line per state, without byte counts.
+#[test]
+fn a_pull_on_a_terminal_shows_each_layers_bytes_and_rate() {
+    let registry = RegistryServer::start();
+    if !docker_available() || registry_tools_missing() {
+        return;
+    }
+    ensure_base_image();
+    let example = Example::with_repository(&format!("{}/forge-pull/bytes", registry.address()));
+    // Eight MiB that do not compress: a layer whose download takes more than one step.
+    let mut noise = vec![0u8; 8 << 20];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for byte in &mut noise {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        *byte = state as u8;
+    }
+    std::fs::write(
+        example.context.path().join("overlays/app/noise.bin"),
+        &noise,
+    )
+    .unwrap();
+    example.build(&["--push"]).expect_code(0);
+    let forget = || {
+        for id in example.images() {
+            let _ = Command::new("docker")
+                .args(["rmi", "--force", &id])
+                .output();
+        }
+        assert!(example.tag_id("latest").is_none());
+    };
+
+    forget();
+    let run = on_a_terminal(&example, &["pull", "--progress", "auto"]).expect_code(0);
+    let drawn = run.stdout.replace('\r', "\n");
+    let complete =
+        regex::Regex::new(r"[0-9a-f]{12} Pull complete: 8\.0 MiB in \d+\.\d s, \d+\.\d [KMG]iB/s")
+            .unwrap();
+    assert!(
+        complete.is_match(&drawn),
+        "no layer's bytes and rate in:\n{drawn}"
+    );
+
+    forget();
+    let run = example
+        .context
+        .forge(&["pull", "--progress", "plain"])
+        .expect_code(0);
+    assert_contains(&run.stderr, "Pull complete");
+    assert!(!run.stderr.contains("MiB/s"), "{}", run.stderr);
+    assert!(example.tag_id("latest").is_some());
+}
