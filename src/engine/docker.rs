@@ -1,24 +1,25 @@
-//! `Engine` over the Docker Engine API, with bollard.
+//! `Engine` over the Docker Engine API, with bollard, over connections forge opens itself and
+//! bounds (`bounded`); TLS to a daemon is in `tls`, the containers forge runs in `container`.
 
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use bollard::container::LogOutput;
 use bollard::errors::Error as BollardError;
 use bollard::models::BuildInfoAux;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder, LogsOptionsBuilder,
-    PushImageOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    TagImageOptionsBuilder,
+    BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder, PushImageOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, TagImageOptionsBuilder,
 };
 use futures_util::StreamExt as _;
 
 use super::address::{DaemonAddress, TlsFiles};
 use super::bounded::{Crossed, Dial};
+use super::container::{PROBE_BYTES, first_entry};
 use super::ssh::SshConnector;
 use super::steps::{Event, Steps};
+use super::tls::{refused_by_tls, tls_dial};
 use super::{BuildRequest, Builder, Engine, EngineError, ImageId, ImageInfo, PathMeta, RunOutput};
 use crate::registry::Credentials;
 use crate::types::oci::{Digest, Platform, Repository, Tag};
@@ -33,8 +34,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// A Docker daemon.
 #[derive(Debug, Clone)]
 pub struct Docker {
-    client: bollard::Docker,
-    host: String,
+    pub(super) client: bollard::Docker,
+    pub(super) host: String,
     /// What the daemon said of itself when forge connected (`GET /version`, which also proves
     /// it answers): its platform and version are asked for once.
     version: bollard::models::SystemVersion,
@@ -255,7 +256,10 @@ impl Docker {
             })
     }
 
-    fn api(&self, action: impl Into<String>) -> impl FnOnce(BollardError) -> EngineError + '_ {
+    pub(super) fn api(
+        &self,
+        action: impl Into<String>,
+    ) -> impl FnOnce(BollardError) -> EngineError + '_ {
         let action = action.into();
         move |error| match error {
             BollardError::DockerResponseServerError { message, .. } => {
@@ -402,107 +406,6 @@ fn innermost(error: &std::io::Error) -> &std::io::Error {
         Some(inner) => innermost(inner),
         None => error,
     }
-}
-
-/// Whether the connection failed in the TLS handshake (a certificate one side would not accept)
-/// rather than in reaching the daemon: rustls reports its errors as I/O errors of kind
-/// `InvalidData`, where a daemon that is down gives `ConnectionRefused` and the like.
-fn refused_by_tls(error: &BollardError) -> bool {
-    // An I/O error wrapping another hides the inner one from `source()`: look inside too.
-    fn invalid_data(error: &std::io::Error) -> bool {
-        error.kind() == std::io::ErrorKind::InvalidData
-            || error
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<std::io::Error>())
-                .is_some_and(invalid_data)
-    }
-    let mut cause = std::error::Error::source(error);
-    while let Some(error) = cause {
-        if error
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(invalid_data)
-        {
-            return true;
-        }
-        cause = error.source();
-    }
-    false
-}
-
-/// TLS to `authority` as the docker CLI makes it with `DOCKER_TLS_VERIFY`: the daemon's
-/// certificate checked against `ca.pem` alone, `cert.pem` and `key.pem` presented as the client's.
-fn tls_dial(host: &str, authority: &str, files: &TlsFiles) -> Result<Dial, EngineError> {
-    use rustls::pki_types::pem::PemObject as _;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-    check_tls_files(host, files)?;
-    let unreadable =
-        |path: std::path::PathBuf, error: &dyn std::fmt::Display| EngineError::TlsFile {
-            host: host.to_owned(),
-            path: path.into(),
-            problem: format!("cannot be used: {error}"),
-        };
-    let mut roots = rustls::RootCertStore::empty();
-    let authorities = CertificateDer::pem_file_iter(files.ca())
-        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
-        .map_err(|error| unreadable(files.ca(), &error))?;
-    for certificate in authorities {
-        roots
-            .add(certificate)
-            .map_err(|error| unreadable(files.ca(), &error))?;
-    }
-    let chain = CertificateDer::pem_file_iter(files.certificate())
-        .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
-        .map_err(|error| unreadable(files.certificate(), &error))?;
-    let key = PrivateKeyDer::from_pem_file(files.key())
-        .map_err(|error| unreadable(files.key(), &error))?;
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|error| unreadable(files.ca(), &error))?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
-        .map_err(|error| unreadable(files.key(), &error))?;
-    let name = authority
-        .rsplit_once(':')
-        .map_or(authority, |(name, _)| name)
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let server =
-        ServerName::try_from(name.to_owned()).map_err(|error| EngineError::UnsupportedHost {
-            host: host.to_owned(),
-            reason: format!("{name} is not a name TLS can check a certificate against: {error}"),
-        })?;
-    Ok(Dial::Tls {
-        authority: authority.to_owned(),
-        server,
-        config: std::sync::Arc::new(config),
-    })
-}
-
-/// Checks that the files TLS needs are there and hold PEM of the right kind, so that a wrong
-/// file is named before any handshake, which would only say it failed.
-fn check_tls_files(host: &str, files: &TlsFiles) -> Result<(), EngineError> {
-    let wanted = [
-        (files.ca(), "CERTIFICATE-----", "a PEM certificate"),
-        (files.certificate(), "CERTIFICATE-----", "a PEM certificate"),
-        (files.key(), "PRIVATE KEY-----", "a PEM private key"),
-    ];
-    for (path, marker, kind) in wanted {
-        let problem = match std::fs::read_to_string(&path) {
-            Ok(text) if text.contains(marker) => continue,
-            Ok(_) => format!("does not hold {kind}"),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                "does not exist".to_owned()
-            }
-            Err(error) => format!("cannot be read: {error}"),
-        };
-        return Err(EngineError::TlsFile {
-            host: host.to_owned(),
-            path: path.into(),
-            problem,
-        });
-    }
-    Ok(())
 }
 
 /// A session id for one BuildKit build, unique on this machine.
@@ -890,112 +793,6 @@ impl Engine for Docker {
         self.close_probe(&id).await;
         outcome
     }
-}
-
-/// How long a container forge runs (the image's probe) may run: `FORGE_RUN_TIMEOUT` seconds,
-/// else 600.
-fn run_deadline() -> Duration {
-    std::env::var("FORGE_RUN_TIMEOUT")
-        .ok()
-        .and_then(|seconds| seconds.trim().parse::<f64>().ok())
-        .filter(|seconds| *seconds > 0.0)
-        .map_or(Duration::from_secs(600), Duration::from_secs_f64)
-}
-
-/// The most output forge reads of a container it runs, both streams together.
-const OUTPUT_CAP: u64 = 16 << 20;
-
-impl Docker {
-    /// The exit code of the container `id` of `image` once it ends, within `run_deadline()`.
-    async fn wait_for(&self, id: &str, image: &ImageId) -> Result<i64, EngineError> {
-        let deadline = run_deadline();
-        let waited = tokio::time::timeout(deadline, async {
-            let mut code = 0;
-            let mut waiting = self.client.wait_container(id, None);
-            while let Some(item) = waiting.next().await {
-                match item {
-                    Ok(answer) => code = answer.status_code,
-                    Err(BollardError::DockerContainerWaitError { code: failed, .. }) => {
-                        code = failed;
-                    }
-                    Err(error) => {
-                        return Err(self.api(format!("wait for a container of {image}"))(error));
-                    }
-                }
-            }
-            Ok(code)
-        })
-        .await;
-        waited.unwrap_or_else(|_| {
-            Err(EngineError::Bounded(Box::new(super::Bounded {
-                host: self.host.clone(),
-                action: format!("a container of {image}"),
-                crossed: Crossed::Running(deadline),
-            })))
-        })
-    }
-
-    /// What the ended container `id` of `image` printed on stdout and stderr: at most
-    /// `OUTPUT_CAP` bytes, each part within the idle limit.
-    async fn output_of(
-        &self,
-        id: &str,
-        image: &ImageId,
-    ) -> Result<(Vec<u8>, Vec<u8>), EngineError> {
-        let action = format!("the output of a container of {image}");
-        let options = LogsOptionsBuilder::default()
-            .stdout(true)
-            .stderr(true)
-            .build();
-        let mut logs = self.client.logs(id, Some(options));
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        let idle = crate::http::idle_timeout();
-        let crossed = |crossed| {
-            EngineError::Bounded(Box::new(super::Bounded {
-                host: self.host.clone(),
-                action: action.clone(),
-                crossed,
-            }))
-        };
-        loop {
-            let item = tokio::time::timeout(idle, logs.next())
-                .await
-                .map_err(|_| crossed(Crossed::Silent(idle)))?;
-            let Some(item) = item else { break };
-            match item.map_err(self.api(action.clone()))? {
-                LogOutput::StdOut { message } => stdout.extend_from_slice(&message),
-                LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
-                _ => {}
-            }
-            if (stdout.len() + stderr.len()) as u64 > OUTPUT_CAP {
-                return Err(crossed(Crossed::TooLarge(OUTPUT_CAP)));
-            }
-        }
-        Ok((stdout, stderr))
-    }
-}
-
-/// How many bytes of a path's archive are read for its first entry: a header, and a PAX record
-/// of extended attributes before it.
-const PROBE_BYTES: usize = 64 * 1024;
-
-/// What the first entry of a container path's archive says of the path.
-fn first_entry(bytes: &[u8]) -> Result<PathMeta, String> {
-    let mut archive = tar::Archive::new(bytes);
-    let mut entries = archive.entries().map_err(|error| error.to_string())?;
-    let entry = entries
-        .next()
-        .ok_or("the daemon sent an empty archive")?
-        .map_err(|error| error.to_string())?;
-    let header = entry.header();
-    Ok(PathMeta {
-        directory: header.entry_type() == tar::EntryType::Directory,
-        mode: header.mode().map_err(|error| error.to_string())? & 0o7777,
-        owner: (
-            header.uid().map_err(|error| error.to_string())?,
-            header.gid().map_err(|error| error.to_string())?,
-        ),
-    })
 }
 
 /// The credentials as bollard sends them to the daemon.

@@ -10,10 +10,12 @@
 
 pub mod address;
 pub mod bounded;
+mod container;
 pub mod context;
 mod docker;
 mod ssh;
 pub mod steps;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::fmt;

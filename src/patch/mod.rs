@@ -26,6 +26,7 @@ pub mod intent;
 mod mail;
 mod mailinfo;
 mod patch_id;
+mod path_check;
 mod target;
 
 use crate::diagnostics::{Advice, Advise, ExitStatus};

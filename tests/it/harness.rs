@@ -1,6 +1,6 @@
-//! The suite's own promise to the daemon it shares: what a test process makes there has a name of
-//! that process's own and goes when the process ends, so two suites, or a suite and a user, never
-//! re-import or remove each other's images.
+//! The suite's own promises. To the daemon it shares: what a test process makes there has a
+//! name of that process's own and goes when the process ends, so two suites, or a suite and a
+//! user, never re-import or remove each other's images. To its reader: no file past its size.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -55,5 +55,37 @@ fn a_test_process_makes_its_base_under_its_own_name_and_removes_it_when_it_ends(
     assert!(
         image_id(base_image()).is_some(),
         "this process's base stays"
+    );
+}
+
+/// No source file over 950 lines and no test file over 1,500: a file a reader can hold. (No
+/// function over 80 lines, tests included, is clippy's `too_many_lines`, denied in Cargo.toml.)
+#[test]
+fn every_file_keeps_to_its_size() {
+    let root = crate::support::repository_root();
+    let mut over = Vec::new();
+    for (folder, limit) in [("src", 950), ("tests", 1500)] {
+        let mut stack = vec![root.join(folder)];
+        while let Some(folder) = stack.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|extension| extension == "rs") {
+                    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                    if lines > limit {
+                        over.push(format!(
+                            "{}: {lines} lines (at most {limit})",
+                            path.strip_prefix(&root).unwrap().display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "files past their size:\n{}",
+        over.join("\n")
     );
 }

@@ -23,6 +23,7 @@ mod journeys;
 mod json;
 mod patch;
 mod patch_differential;
+mod patch_faults;
 mod pin_bump;
 mod pins;
 mod platforms;
