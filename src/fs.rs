@@ -367,6 +367,24 @@ impl PathError {
     }
 }
 
+/// The text of `path`, `None` when there is no such file; any other failure is the caller's to
+/// name.
+pub fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// Removes the file at `path`; one already gone is fine.
+pub fn remove_optional(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
 /// The most bytes one of forge's own state files (forge.lock, a publication's or an apply's
 /// intent) may hold: 16 MiB, hundreds of times what forge writes there.
 pub const STATE_FILE_LIMIT: u64 = 16 * 1024 * 1024;
@@ -475,6 +493,22 @@ pub fn write_together(files: &[(&Path, &[u8])]) -> std::io::Result<Vec<Written>>
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_file_that_is_not_there_is_none_and_removed_already() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("state");
+        assert_eq!(read_optional(&path).unwrap(), None);
+        remove_optional(&path).unwrap();
+        std::fs::write(&path, "held").unwrap();
+        assert_eq!(read_optional(&path).unwrap().as_deref(), Some("held"));
+        remove_optional(&path).unwrap();
+        assert!(!path.exists());
+        // Anything but absence is the caller's to name.
+        std::fs::create_dir(&path).unwrap();
+        assert!(read_optional(&path).is_err());
+        assert!(remove_optional(&path).is_err());
+    }
 
     #[test]
     fn links_are_followed_as_the_kernel_follows_them() {

@@ -164,12 +164,8 @@ fn endpoint(config: &Path, name: &str, origin: &'static str) -> Result<Selected,
 
 /// The text of `path`, or `None` when it does not exist.
 fn read(path: &Path) -> Result<Option<String>, ContextError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(ContextError::Unreadable {
-            path: path.to_owned(),
-            message: error.to_string(),
-        }),
-    }
+    crate::fs::read_optional(path).map_err(|error| ContextError::Unreadable {
+        path: path.to_owned(),
+        message: error.to_string(),
+    })
 }

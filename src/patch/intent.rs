@@ -88,11 +88,7 @@ impl Intent {
 
 /// Removes the intent from `repository`; one already gone is fine.
 pub fn remove(repository: &Repository) -> Result<(), PatchError> {
-    match std::fs::remove_file(path(repository)) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(error) => Err(io("cannot remove the apply's intent")(error)),
-    }
+    crate::fs::remove_optional(&path(repository)).map_err(io("cannot remove the apply's intent"))
 }
 
 /// Removes the index lock a killed checkout left behind. The apply takes that lock only during

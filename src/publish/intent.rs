@@ -287,15 +287,11 @@ impl Intent {
 /// Removes the intent in `root`; one already gone is fine.
 pub fn remove(root: &Path) -> Result<(), IntentError> {
     let path = path(root);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(IntentError::Io {
-            action: "remove",
-            path,
-            source,
-        }),
-    }
+    crate::fs::remove_optional(&path).map_err(|source| IntentError::Io {
+        action: "remove",
+        path,
+        source,
+    })
 }
 
 /// How an interrupted publication was settled.

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::diagnostics::{Advice, Advise};
@@ -390,21 +390,18 @@ fn lookup_in(registry: &str, environment: &Environment) -> Result<Lookup, Creden
 }
 
 /// The docker configuration at `path`; none when there is no such file.
-fn read_config(path: &PathBuf) -> Result<Option<DockerConfig>, CredentialsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => {
-            return Err(CredentialsError::Config {
-                path: path.clone(),
-                message: error.to_string(),
-            });
-        }
+fn read_config(path: &Path) -> Result<Option<DockerConfig>, CredentialsError> {
+    let read = crate::fs::read_optional(path).map_err(|error| CredentialsError::Config {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    })?;
+    let Some(text) = read else {
+        return Ok(None);
     };
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|error| CredentialsError::Config {
-            path: path.clone(),
+            path: path.to_path_buf(),
             message: error.to_string(),
         })
 }
