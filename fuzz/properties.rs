@@ -67,12 +67,7 @@ pub fn pins_toml(text: &str) {
         .date
         .unwrap_or_else(|| "2026-07-08".parse().unwrap());
     let overlays = pins.overlays.len();
-    let recipe = Recipe {
-        root: root.to_owned(),
-        pins,
-        date,
-        date_source: DateSource::PinsFile,
-    };
+    let recipe = Recipe::new(root, pins, date, DateSource::PinsFile);
     let Ok(dockerfile) = render::dockerfile(&recipe) else {
         return;
     };
@@ -104,12 +99,8 @@ pub fn dockerfile_template(source: &str) {
         let text = std::fs::read_to_string(repository_root().join("pins.toml")).unwrap();
         let pins =
             pins::parse(&root.join("pins.toml"), &text).expect("the default pins.toml loads");
-        Recipe {
-            root: root.to_owned(),
-            date: pins.image.date.unwrap(),
-            pins,
-            date_source: DateSource::PinsFile,
-        }
+        let date = pins.image.date.unwrap();
+        Recipe::new(root, pins, date, DateSource::PinsFile)
     });
     let _ = render::dockerfile_from(recipe, &root.join("templates"), source);
 }

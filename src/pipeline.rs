@@ -343,7 +343,7 @@ fn check_out(
 /// records (a build's record, or the inputs `forge lock` wrote).
 pub fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
     let path = lock::path(&recipe.root);
-    let Some(recorded) = lock::load(&recipe.root)? else {
+    let Some(recorded) = recipe.lock()? else {
         return Err(CheckFailed::new(
             format!("--locked: {} does not exist", path.display()),
             "run `forge lock` to record the recipe's inputs, and commit forge.lock",
@@ -405,10 +405,9 @@ pub fn human_size(bytes: u64) -> String {
 /// Refuses a recipe with a wheel that cannot load on the base: one whose manylinux tags need a
 /// newer glibc than the one forge.lock records for the base (`verify-digest --contents` reads
 /// it). Without a recorded glibc nothing is refused.
-pub fn wheels_load_on_the_base(recipe: &Recipe) -> Result<(), CheckFailed> {
-    let glibc = lock::load(&recipe.root)
-        .ok()
-        .flatten()
+pub fn wheels_load_on_the_base(recipe: &Recipe) -> anyhow::Result<()> {
+    let glibc = recipe
+        .lock()?
         .and_then(|lock| lock.base().and_then(|base| base.glibc.clone()));
     let Some(glibc) = glibc else {
         return Ok(());
@@ -424,7 +423,8 @@ pub fn wheels_load_on_the_base(recipe: &Recipe) -> Result<(), CheckFailed> {
             found.join("; ")
         ),
         "move the pin to a version with a wheel for this glibc (`forge pin bump NAME --to VERSION` records its files), or move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents`)",
-    ))
+    )
+    .into())
 }
 
 #[cfg(test)]

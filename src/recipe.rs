@@ -1,9 +1,11 @@
 //! A recipe folder: its pins.toml loaded, and the build date its tags and labels use.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::in_folder;
+use crate::lock::{Lock, LockError, Record};
 use crate::pins::{self, LoadError, Mutability, Pins};
 use crate::types::oci::{Repository, Tag};
 use crate::types::recipe::Date;
@@ -26,6 +28,27 @@ pub struct Recipe {
     pub date: Date,
     /// Where that date came from.
     pub date_source: DateSource,
+    /// forge.lock as this command last read it (`lock`): read once, then passed down with the
+    /// recipe until forge writes it again.
+    lock: LockCell,
+}
+
+/// forge.lock as a command read it: `None` until asked for, then what the file held.
+#[derive(Debug, Default)]
+struct LockCell(std::sync::Mutex<Option<Option<Arc<Lock>>>>);
+
+impl LockCell {
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<Option<Arc<Lock>>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Clone for LockCell {
+    fn clone(&self) -> Self {
+        Self(std::sync::Mutex::new(self.held().clone()))
+    }
 }
 
 /// Where the build date came from, in order of precedence.
@@ -117,12 +140,49 @@ impl Recipe {
                 )
             }
         };
-        Ok(Self {
+        Ok(Self::new(root, pins, date, date_source))
+    }
+
+    /// A recipe of `pins` in `root`, dated `date`: what `open` makes of pins.toml, for a caller
+    /// that has the pins already.
+    pub fn new(root: &Path, pins: Pins, date: Date, date_source: DateSource) -> Self {
+        Self {
             root: root.to_owned(),
             pins,
             date,
             date_source,
-        })
+            lock: LockCell::default(),
+        }
+    }
+
+    /// The recipe with `pins` instead of pins.toml's, as a bump would write them.
+    pub fn with_pins(mut self, pins: Pins) -> Self {
+        self.pins = pins;
+        self
+    }
+
+    /// forge.lock, read once and kept with the recipe, so that every stage of a command sees
+    /// the same record under one error policy: a forge.lock forge cannot read is an error
+    /// wherever it is asked for (it is read again then, never kept). A command that settles an
+    /// interrupted publication does so before asking; every write of forge.lock says so
+    /// (`lock_written`), and the next ask reads it again.
+    pub fn lock(&self) -> Result<Option<Arc<Lock>>, LockError> {
+        if let Some(lock) = self.lock.held().as_ref() {
+            return Ok(lock.clone());
+        }
+        let lock = crate::lock::load(&self.root)?.map(Arc::new);
+        *self.lock.held() = Some(lock.clone());
+        Ok(lock)
+    }
+
+    /// The build forge.lock records, if it records one (`lock`).
+    pub fn record(&self) -> Result<Option<Record>, LockError> {
+        Ok(self.lock()?.and_then(|lock| lock.built_ref().cloned()))
+    }
+
+    /// forge.lock was written: what the recipe kept of it is forgotten.
+    pub fn lock_written(&self) {
+        *self.lock.held() = None;
     }
 
     /// The recipe's `SOURCE_DATE_EPOCH`: midnight UTC of its date. The build's steps see it, and
@@ -219,4 +279,38 @@ pub fn discover() -> PathBuf {
         };
     }
     PathBuf::from(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recipe of an image on one base and nothing else, in a folder of its own.
+    fn example() -> (tempfile::TempDir, Recipe) {
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(
+            folder.path().join(PINS_FILE),
+            "[image]\nrepository = \"forge-test/lock\"\nplatform = \"linux/amd64\"\n\
+             [image.tags]\nmoving = [\"latest\"]\n[base]\nimage = \"forge-test-base:1\"\n",
+        )
+        .unwrap();
+        let recipe = Recipe::open(folder.path()).unwrap();
+        (folder, recipe)
+    }
+
+    #[test]
+    fn forge_lock_is_read_once_until_forge_writes_it() {
+        let (folder, recipe) = example();
+        assert!(recipe.lock().unwrap().is_none());
+        let record = Record::sample();
+        std::fs::write(crate::lock::path(folder.path()), record.to_text()).unwrap();
+        assert!(recipe.lock().unwrap().is_none(), "kept as first read");
+        recipe.lock_written();
+        assert_eq!(recipe.record().unwrap(), Some(record));
+        // One that cannot be read is an error each time it is asked for, never kept.
+        std::fs::write(crate::lock::path(folder.path()), "version = 99\n").unwrap();
+        recipe.lock_written();
+        assert!(recipe.lock().is_err());
+        assert!(recipe.lock().is_err());
+    }
 }

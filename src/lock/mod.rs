@@ -78,6 +78,14 @@ impl Lock {
         }
     }
 
+    /// The build's record, when the lock is one.
+    pub fn built_ref(&self) -> Option<&Record> {
+        match self {
+            Lock::Inputs { .. } => None,
+            Lock::Built(record) => Some(record),
+        }
+    }
+
     /// The lock with `inputs` as the recipe's: unchanged when they are the recorded ones, else
     /// the inputs alone with the recorded base.
     pub fn with_inputs(self, inputs: Inputs) -> Lock {

@@ -93,6 +93,7 @@ pub(super) fn attach(
     }
     record.attachments = attached;
     record.write(&recipe.root)?;
+    recipe.lock_written();
     Ok(())
 }
 

@@ -105,7 +105,7 @@ fn checked_plan(
     // `--locked` builds the context the lock records, with the mtime its entries carried then,
     // whatever SOURCE_DATE_EPOCH says now.
     let mtime = if options.locked {
-        crate::lock::load(&recipe.root)?.map(|lock| lock.inputs().context_mtime)
+        recipe.lock()?.map(|lock| lock.inputs().context_mtime)
     } else {
         None
     };

@@ -29,6 +29,7 @@ pub fn lock(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
         },
     };
     let written = lock.write(&recipe.root)?;
+    recipe.lock_written();
     let path = lock::path(&recipe.root);
     match (written, &lock) {
         (Written::Unchanged, _) => printer.status("Fresh", format_args!("{}", path.display())),

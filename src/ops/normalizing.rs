@@ -157,11 +157,7 @@ async fn recorded<E: Engine>(
     built: &ImageId,
     platform: &Platform,
 ) -> anyhow::Result<Option<Normalized>> {
-    let Some(record) = crate::lock::load(&recipe.root)
-        .ok()
-        .flatten()
-        .and_then(crate::lock::Lock::built)
-    else {
+    let Some(record) = recipe.record()? else {
         return Ok(None);
     };
     let image = &record.image;
@@ -294,14 +290,11 @@ pub(super) async fn early_probe<E: Engine>(
     engine: &E,
     reuse: bool,
 ) -> Option<normalize::Probe> {
-    let recorded = crate::lock::load(&recipe.root)
-        .ok()
-        .flatten()
-        .and_then(crate::lock::Lock::built)
-        .is_some_and(|record| {
-            record.image.normalized == Some(normalize::FORMAT)
-                && record.image.epoch == Some(recipe.source_date_epoch())
-        });
+    // The plan read forge.lock already and stopped on one it cannot read.
+    let recorded = recipe.record().ok().flatten().is_some_and(|record| {
+        record.image.normalized == Some(normalize::FORMAT)
+            && record.image.epoch == Some(recipe.source_date_epoch())
+    });
     if reuse && recorded {
         return None;
     }

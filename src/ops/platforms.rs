@@ -375,6 +375,7 @@ async fn publish_index(
     }
     record.platforms = platform_records(built);
     record.write(&recipe.root)?;
+    recipe.lock_written();
     let attaching = super::attaching::Attaching {
         recipe,
         options,

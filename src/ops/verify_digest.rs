@@ -499,6 +499,7 @@ fn record_installed(
     updated.base.glibc = runtime.glibc;
     updated.base.python = runtime.python;
     updated.write(&recipe.root)?;
+    recipe.lock_written();
     let glibc = updated
         .base
         .glibc

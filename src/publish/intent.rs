@@ -338,6 +338,8 @@ pub async fn settle<E: Engine, R: RegistryTags>(
     let Some(intent) = Intent::read(root)? else {
         return Ok(Settled::Nothing);
     };
+    // Settling may write forge.lock: what the recipe kept of it is read again after.
+    recipe.lock_written();
     let image = intent.record.image.id.clone();
     if choice == Choice::Drop {
         return forget(root, printer);

@@ -250,7 +250,7 @@ async fn stages<E: Engine, R: RegistryTags + Send + 'static>(
         base_record(publication.recipe, engine),
     )?;
     // Read before anything moves: a record forge cannot read is not overwritten.
-    let recorded = lock::read(&publication.recipe.root)?;
+    let recorded = publication.recipe.record()?;
     let previous = refuse::on_the_daemon(publication, current)?;
     let (opened, credentials, kept) = if publication.push {
         let (opened, credentials, kept) = refuse::in_the_registry(publication, registry).await?;
@@ -283,6 +283,7 @@ async fn stages<E: Engine, R: RegistryTags + Send + 'static>(
     let record = journal.intent.record_so_far();
     // A synchronous write: a stop cannot interrupt it half way.
     let written = record.write(&publication.recipe.root)?;
+    publication.recipe.lock_written();
     intent::remove(&publication.recipe.root)?;
     Ok((Published { record, written }, stopped))
 }

@@ -42,10 +42,7 @@ fn edit_recipe(recipe: &Recipe, planned: &Move) -> anyhow::Result<Edited> {
             path.display()
         )
     })?;
-    let new_recipe = Recipe {
-        pins: new_pins,
-        ..recipe.clone()
-    };
+    let new_recipe = recipe.clone().with_pins(new_pins);
     let old_render = render::dockerfile(recipe)?;
     let new_render = render::dockerfile(&new_recipe).with_context(|| {
         format!(
@@ -172,6 +169,7 @@ fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::
         files: files.iter().map(|(path, _)| path.clone()).collect(),
         source,
     })?;
+    recipe.lock_written();
     for ((written_path, _), written) in files.iter().zip(&written).skip(1) {
         if *written != Written::Changed {
             continue;
