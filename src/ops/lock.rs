@@ -19,7 +19,7 @@ use crate::recipe::Recipe;
 pub fn lock(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     let plan = pipeline::plan(recipe, Output::Discard, true, None, printer)?;
     let inputs = plan.inputs.expect("the plan computes the inputs");
-    let previous = lock::load(&recipe.root)?;
+    let previous = recipe.lock()?.map(std::sync::Arc::unwrap_or_clone);
     let had_build = matches!(previous, Some(Lock::Built(_)));
     let lock = match previous {
         Some(previous) => previous.with_inputs(inputs),

@@ -73,7 +73,7 @@ crate::advised!(ReportError);
 
 /// Prints the tester report for the build recorded in the recipe's forge.lock.
 pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
-    let record = match lock::load(&recipe.root)? {
+    let record = match recipe.lock()?.map(std::sync::Arc::unwrap_or_clone) {
         Some(lock::Lock::Built(record)) => record,
         Some(lock::Lock::Inputs { .. }) => {
             return Err(ReportError::NoBuild {

@@ -196,7 +196,7 @@ fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::
 /// forge.lock with the bumped recipe's inputs, when the recipe has a forge.lock: computed as
 /// `forge lock` computes them, from the edited pins.toml before anything is written.
 fn relocked(recipe: &Recipe, edited: &Edited) -> anyhow::Result<Option<Lock>> {
-    let Some(previous) = lock::load(&recipe.root)? else {
+    let Some(previous) = recipe.lock()?.map(std::sync::Arc::unwrap_or_clone) else {
         return Ok(None);
     };
     // The plan's own status lines and warnings were printed for the move already.
