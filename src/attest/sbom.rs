@@ -89,19 +89,21 @@ pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
         .or_else(|| image.tag().map(ToOwned::to_owned))
         .unwrap_or_else(|| "latest".to_owned());
     // An official Docker Hub image is named without its `library/` namespace.
-    let path = match image.registry() {
-        "docker.io" => image
+    let hub = crate::types::oci::is_docker_hub(image.registry());
+    let path = if hub {
+        image
             .repository()
             .strip_prefix("library/")
-            .unwrap_or(image.repository()),
-        _ => image.repository(),
+            .unwrap_or(image.repository())
+    } else {
+        image.repository()
     };
     let mut purl = format!("pkg:docker/{path}@{}", purl_encoded(&version));
     let mut qualifiers = Vec::new();
     if let Some(platform) = platform {
         qualifiers.push(format!("platform={}", purl_encoded(platform)));
     }
-    if image.registry() != "docker.io" {
+    if !hub {
         qualifiers.push(format!("repository_url={}", purl_encoded(image.registry())));
     }
     if !qualifiers.is_empty() {

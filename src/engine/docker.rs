@@ -351,12 +351,7 @@ fn pull_credentials(
         .credentials
         .iter()
         .map(|credentials| {
-            let server = match credentials.registry.as_str() {
-                "docker.io" | "index.docker.io" | "registry-1.docker.io" => {
-                    "https://index.docker.io/v1/".to_owned()
-                }
-                other => other.to_owned(),
-            };
+            let server = crate::types::oci::server_address(&credentials.registry).to_owned();
             let answer = bollard::auth::DockerCredentials {
                 username: Some(credentials.username.clone()),
                 password: Some(credentials.password.clone()),

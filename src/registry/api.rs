@@ -36,10 +36,7 @@ impl RemoteRepository {
 
     /// The host the API is served from (Docker Hub's API is not at `docker.io`).
     pub(super) fn api_host(&self) -> &str {
-        match self.registry.as_str() {
-            "docker.io" | "index.docker.io" => "registry-1.docker.io",
-            host => host,
-        }
+        crate::types::oci::api_host(&self.registry)
     }
 }
 

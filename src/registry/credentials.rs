@@ -16,10 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::diagnostics::{Advice, Advise};
+use crate::types::oci::is_docker_hub;
 use base64::Engine as _;
-
-/// The key the docker CLI files Docker Hub under, and the server URL its helpers are asked for.
-const DOCKER_HUB_KEY: &str = "https://index.docker.io/v1/";
 
 /// A user name and password (or token) for one registry.
 #[derive(Clone, PartialEq, Eq)]
@@ -276,7 +274,7 @@ fn configured_hosts(environment: &Environment) -> Result<Vec<String>, Credential
         .filter(|host| !host.is_empty())
         .map(|host| {
             if is_docker_hub(&host) {
-                "docker.io".to_owned()
+                crate::types::oci::DEFAULT_REGISTRY.to_owned()
             } else {
                 host
             }
@@ -409,11 +407,7 @@ fn read_config(path: &Path) -> Result<Option<DockerConfig>, CredentialsError> {
 /// The server URL the docker CLI files `registry` under and asks helpers about: Docker Hub's
 /// is `https://index.docker.io/v1/`, every other registry's is its host.
 pub fn server_address(registry: &str) -> &str {
-    if is_docker_hub(registry) {
-        DOCKER_HUB_KEY
-    } else {
-        registry
-    }
+    crate::types::oci::server_address(registry)
 }
 
 /// Whether two registry names are the same registry: the same host and port however they are
@@ -427,7 +421,7 @@ pub fn same_registry(a: &str, b: &str) -> bool {
             .trim_start_matches("http://")
             .trim_end_matches('/');
         if is_docker_hub(&bare.to_ascii_lowercase()) {
-            return Some("docker.io".to_owned());
+            return Some(crate::types::oci::DEFAULT_REGISTRY.to_owned());
         }
         let url = url::Url::parse(&format!("https://{bare}/")).ok()?;
         let plain = super::trust::is_origin_only(&url);
@@ -437,13 +431,6 @@ pub fn same_registry(a: &str, b: &str) -> bool {
         })
     };
     canonical(a).is_some_and(|a| Some(a) == canonical(b))
-}
-
-fn is_docker_hub(host: &str) -> bool {
-    matches!(
-        host,
-        "docker.io" | "index.docker.io" | "registry-1.docker.io"
-    )
 }
 
 /// The entry of `map` for `registry`: under its server address, else under a key whose host
@@ -641,7 +628,10 @@ mod tests {
             let found = lookup_in(registry, &environment).unwrap();
             assert_eq!(pair(&found), Some(("user", "pass")), "{registry}");
         }
-        assert_eq!(server_address("docker.io"), DOCKER_HUB_KEY);
+        assert_eq!(
+            server_address("docker.io"),
+            crate::types::oci::DOCKER_HUB_SERVER
+        );
         assert_eq!(server_address("ghcr.io"), "ghcr.io");
     }
 

@@ -128,7 +128,7 @@ pub struct ImageRef {
 }
 
 /// The registry a reference without a domain names, as the docker CLI resolves it.
-const DEFAULT_REGISTRY: &str = "docker.io";
+pub const DEFAULT_REGISTRY: &str = "docker.io";
 
 impl ImageRef {
     /// The reference as written.
@@ -384,6 +384,43 @@ impl FromStr for Repository {
 pub struct RegistryHost(String);
 string_newtype!(RegistryHost);
 
+/// Docker Hub's names: the one image references use, its v1 index (the docker CLI's key for its
+/// credentials), and the host its registry API is served from.
+const DOCKER_HUB: [&str; 3] = ["docker.io", "index.docker.io", DOCKER_HUB_API];
+
+/// The host Docker Hub serves its registry API from: not `docker.io`.
+const DOCKER_HUB_API: &str = "registry-1.docker.io";
+
+/// The v1 index address the docker CLI files Docker Hub's credentials under.
+pub const DOCKER_HUB_SERVER: &str = "https://index.docker.io/v1/";
+
+/// Whether `host` is Docker Hub under any of its names, in any case. Every alias of Docker Hub is
+/// folded here, and only here.
+pub fn is_docker_hub(host: &str) -> bool {
+    DOCKER_HUB
+        .iter()
+        .any(|name| host.eq_ignore_ascii_case(name))
+}
+
+/// The host `registry`'s API is served from: Docker Hub's is `registry-1.docker.io`.
+pub fn api_host(registry: &str) -> &str {
+    if is_docker_hub(registry) {
+        DOCKER_HUB_API
+    } else {
+        registry
+    }
+}
+
+/// The server address the docker CLI files `registry`'s credentials under and asks helpers and
+/// daemons about: Docker Hub's v1 index address, every other registry's host.
+pub fn server_address(registry: &str) -> &str {
+    if is_docker_hub(registry) {
+        DOCKER_HUB_SERVER
+    } else {
+        registry
+    }
+}
+
 impl FromStr for RegistryHost {
     type Err = GrammarError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
@@ -432,6 +469,19 @@ impl FromStr for Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn docker_hub_is_one_registry_under_its_three_names() {
+        for name in ["docker.io", "index.docker.io", "registry-1.docker.io", "Docker.IO"] {
+            assert!(is_docker_hub(name), "{name}");
+            assert_eq!(api_host(name), "registry-1.docker.io");
+            assert_eq!(server_address(name), "https://index.docker.io/v1/");
+        }
+        for name in ["ghcr.io", "127.0.0.1:5000", "docker.io.example.org"] {
+            assert!(!is_docker_hub(name), "{name}");
+            assert_eq!((api_host(name), server_address(name)), (name, name));
+        }
+    }
 
     #[test]
     fn registry_hosts_are_host_and_port_only() {
