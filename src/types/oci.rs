@@ -472,7 +472,12 @@ mod tests {
 
     #[test]
     fn docker_hub_is_one_registry_under_its_three_names() {
-        for name in ["docker.io", "index.docker.io", "registry-1.docker.io", "Docker.IO"] {
+        for name in [
+            "docker.io",
+            "index.docker.io",
+            "registry-1.docker.io",
+            "Docker.IO",
+        ] {
             assert!(is_docker_hub(name), "{name}");
             assert_eq!(api_host(name), "registry-1.docker.io");
             assert_eq!(server_address(name), "https://index.docker.io/v1/");
