@@ -17,10 +17,11 @@
 //! code that needs one kind asks for its payload (`Pin::git`, `Pin::wheel_set`, `Pin::python`)
 //! or for what every kind installs (`Pin::distributions`, `Pin::installed` with the files
 //! recorded for each). Adding a kind touches `pin` (its
-//! payload), `schema` and `load` (its keys), and then the files the compiler names, the only
-//! ones that match on every kind: the template's view and the build's gates
-//! (`render::view`, `render::gate`), the image's read-back (`verify::probe`), the SBOM and
-//! provenance facts (`attest::attach`), `pin list` and `report`.
+//! payload), `schema` and `load` (its keys), `Pin::shown` (what the image must show for it,
+//! which the build's gates, `render::gate`, and the image's read-back, `verify::probe`, both
+//! ask), and then the files the compiler names, the only ones that match on every kind: the
+//! template's view (`render::view`), the SBOM and provenance facts (`attest::attach`), `pin
+//! list` and `report`.
 
 mod fixes;
 mod load;
@@ -31,7 +32,7 @@ mod schema;
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{
     AssertSource, Denied, Distribution, GitSource, HashedFile, Installed, Pin, PythonSource, Shim,
-    Source, Wheel, WheelSet,
+    Shown, Source, Wheel, WheelSet,
 };
 pub use recipe::{
     Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,

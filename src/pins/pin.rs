@@ -203,6 +203,60 @@ pub struct Distribution<'a> {
     pub index: Option<&'a Url>,
 }
 
+/// What an image built with a pin must show for it: the one answer to the question both the
+/// build's gate (`render::gate`) and the image's read-back (`verify::probe`) ask, so that a kind
+/// says it once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shown {
+    /// A Python distribution, installed at exactly this version.
+    Distribution {
+        /// Its name on the index.
+        package: String,
+        /// The version.
+        version: String,
+    },
+    /// The commit a git pin was built from, written in its revision file.
+    Revision {
+        /// The commit, as pins.toml names it (a prefix of the one found).
+        rev: String,
+    },
+    /// A version the base reports for a component it ships, as `probe` asks it.
+    Reported {
+        /// How the image is asked.
+        probe: Probe,
+        /// The version.
+        version: String,
+    },
+}
+
+impl Pin {
+    /// What the image must show for this pin (`Shown`), one entry per distribution, revision or
+    /// reported version.
+    pub fn shown(&self) -> Vec<Shown> {
+        match &self.source {
+            Source::Python(python) => vec![Shown::Distribution {
+                package: python.package.to_string(),
+                version: python.version.to_string(),
+            }],
+            Source::Wheels(set) => set
+                .wheels
+                .iter()
+                .map(|wheel| Shown::Distribution {
+                    package: wheel.package.to_string(),
+                    version: wheel.version(&set.version),
+                })
+                .collect(),
+            Source::Git(git) => vec![Shown::Revision {
+                rev: git.rev.to_string(),
+            }],
+            Source::Assert(assert) => vec![Shown::Reported {
+                probe: assert.probe,
+                version: assert.version.to_string(),
+            }],
+        }
+    }
+}
+
 /// Where a pin comes from: one payload per kind, each with the fields only that kind has.
 #[derive(Debug, Clone)]
 pub enum Source {

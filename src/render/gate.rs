@@ -5,8 +5,7 @@
 //! Every value spliced in here has passed its grammar in `types` (no quote, space or shell
 //! metacharacter), which is what makes the plain quoting below safe.
 
-use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
-use crate::pins::{Fix, Overlay, Pin, Probe, Shim, Source};
+use crate::pins::{Fix, Overlay, Pin, Probe, Shim, Shown};
 
 /// Where git pins record the commit they were built from, inside the image.
 pub const REVISIONS_DIR: &str = "/opt/forge/revisions";
@@ -42,43 +41,39 @@ fn versions_check(import: &str, wanted: &[(String, String)]) -> String {
     ))
 }
 
-/// The gate for `pin`.
+/// The gate for `pin`: it imports the pin's module, if it names one, and checks what the image
+/// must show for the pin (`Pin::shown`).
 pub fn for_pin(pin: &Pin) -> String {
     let import = pin
         .module
         .as_ref()
         .map(|module| format!("import {module}; "));
     let import = import.as_deref().unwrap_or("");
-    match &pin.source {
-        Source::Python(PythonSource {
-            package, version, ..
-        }) => versions_check(import, &[(package.to_string(), version.to_string())]),
-        Source::Wheels(WheelSet {
-            version, wheels, ..
-        }) => {
-            let wanted: Vec<(String, String)> = wheels
-                .iter()
-                .map(|wheel| (wheel.package.to_string(), wheel.version(version)))
-                .collect();
-            versions_check(import, &wanted)
-        }
-        Source::Git(GitSource { rev, .. }) => {
-            let file = revision_file(pin);
-            format!(
-                "grep -q '^{rev}' {file} && {}",
+    let mut distributions = Vec::new();
+    let mut gates = Vec::new();
+    for shown in pin.shown() {
+        match shown {
+            Shown::Distribution { package, version } => distributions.push((package, version)),
+            Shown::Revision { rev } => gates.push(format!(
+                "grep -q '^{rev}' {} && {}",
+                revision_file(pin),
                 python(import.trim_end_matches("; "))
-            )
+            )),
+            Shown::Reported {
+                probe: Probe::Nccl,
+                version,
+            } => gates.push(python(&format!(
+                // torch loads the NCCL it was built against; ask that library for its version.
+                "import ctypes, sys, torch; n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n)); \
+                 v = '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100); \
+                 sys.exit(0 if v == '{version}' else 'nccl: wanted {version}, found ' + v)"
+            ))),
         }
-        Source::Assert(AssertSource {
-            probe: Probe::Nccl,
-            version,
-        }) => python(&format!(
-            // torch loads the NCCL it was built against; ask that library for its version.
-            "import ctypes, sys, torch; n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n)); \
-             v = '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100); \
-             sys.exit(0 if v == '{version}' else 'nccl: wanted {version}, found ' + v)"
-        )),
     }
+    if !distributions.is_empty() {
+        gates.insert(0, versions_check(import, &distributions));
+    }
+    gates.join(" && ")
 }
 
 /// The gate for a shim: every name it restores imports from the module it patched.

@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use super::{Check, Kind, MISSING, record};
 
 pub use crate::context::overlays::{ExpectedFile, overlay_files};
-use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
-use crate::pins::{Fix, Pin, Probe, Source};
+use crate::pins::{Fix, Pin, Probe, Shown};
 use crate::render::gate;
 
 /// What a fix row expects, and finds when the check holds.
@@ -65,39 +64,18 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
     let mut wanted = Vec::new();
     for pin in pins {
         let name = pin.name.to_string();
-        match &pin.source {
-            Source::Python(PythonSource {
-                package, version, ..
-            }) => wanted.push(Wanted {
-                kind: Line::Python,
-                key: package.to_string(),
-                pin: name,
-                value: version.to_string(),
-            }),
-            Source::Wheels(WheelSet {
-                version, wheels, ..
-            }) => {
-                for wheel in wheels {
-                    wanted.push(Wanted {
-                        kind: Line::Python,
-                        key: wheel.package.to_string(),
-                        pin: name.clone(),
-                        value: wheel.version(version),
-                    });
-                }
-            }
-            Source::Git(GitSource { rev, .. }) => wanted.push(Wanted {
-                kind: Line::Revision,
-                key: name.clone(),
-                pin: name,
-                value: rev.to_string(),
-            }),
-            Source::Assert(AssertSource { version, .. }) => wanted.push(Wanted {
-                kind: Line::Assert,
-                key: name.clone(),
-                pin: name,
-                value: version.to_string(),
-            }),
+        for shown in pin.shown() {
+            let (kind, key, value) = match shown {
+                Shown::Distribution { package, version } => (Line::Python, package, version),
+                Shown::Revision { rev } => (Line::Revision, name.clone(), rev),
+                Shown::Reported { version, .. } => (Line::Assert, name.clone(), version),
+            };
+            wanted.push(Wanted {
+                kind,
+                key,
+                pin: name.clone(),
+                value,
+            });
         }
     }
     wanted
@@ -117,7 +95,11 @@ pub fn command<'a>(
         script.push_str(&format!("sha256sum {} 2>/dev/null\n", quoted.join(" ")));
     }
     for pin in &pins {
-        if let Source::Git(_) = pin.source {
+        if pin
+            .shown()
+            .iter()
+            .any(|shown| matches!(shown, Shown::Revision { .. }))
+        {
             script.push_str(&format!(
                 "printf 'revision %s %s\\n' {} \"$(head -n 1 {} 2>/dev/null)\"\n",
                 pin.name,
@@ -143,10 +125,16 @@ pub fn command<'a>(
         ));
     }
     for pin in &pins {
-        if let Source::Assert(AssertSource {
-            probe: Probe::Nccl, ..
-        }) = pin.source
-        {
+        let nccl = |shown: &Shown| {
+            matches!(
+                shown,
+                Shown::Reported {
+                    probe: Probe::Nccl,
+                    ..
+                }
+            )
+        };
+        if pin.shown().iter().any(nccl) {
             // torch loads the NCCL it was built against; the gate asks the same library.
             python.push(format!(
                 "import ctypes\ntry:\n    import torch\nexcept Exception:\n    pass\ntry:\n    n = ctypes.c_int(); ctypes.CDLL('libnccl.so.2').ncclGetVersion(ctypes.byref(n))\n    print('assert', '{name}', '{{}}.{{}}.{{}}'.format(n.value // 10000, n.value // 100 % 100, n.value % 100))\nexcept Exception:\n    print('assert', '{name}', '-')",
