@@ -6,8 +6,8 @@ use anyhow::Context as _;
 use serde_json::json;
 
 use crate::bump::{self, Clients, Prereleases, Sources, Upstream};
-use crate::pins::Pin;
 use crate::pins::WheelSet;
+use crate::pins::{Moves, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 
@@ -298,18 +298,17 @@ fn pin_standing(
         note: None,
         group_move: None,
     };
-    if pin.in_base() {
-        standing.state = State::InBase;
-        standing.note = Some(if pin.kind() == crate::pins::PinKind::Assert {
-            "asserted in the base image: moves with `forge pin bump base`".to_owned()
-        } else {
-            "in the base image (install = false): moves with `forge pin bump base`, never alone"
-                .to_owned()
-        });
-        return standing;
-    }
-    if let Some(git) = pin.git() {
-        match bump::git_offer(git, upstream) {
+    match pin.moves() {
+        Moves::WithTheBase { asserted } => {
+            standing.state = State::InBase;
+            standing.note = Some(if asserted {
+                "asserted in the base image: moves with `forge pin bump base`".to_owned()
+            } else {
+                "in the base image (install = false): moves with `forge pin bump base`, never alone"
+                    .to_owned()
+            });
+        }
+        Moves::ByCommit(git) => match bump::git_offer(git, upstream) {
             Ok(offer) => {
                 standing.newest = Some(offer.head.to_string());
                 standing.newest_allowed = Some(offer.head.to_string());
@@ -320,16 +319,16 @@ fn pin_standing(
                 };
             }
             Err(error) => fail(&mut standing, &error),
-        }
-    } else if let Some(set) = pin.wheel_set().filter(|set| set.url.is_some()) {
-        url_set_standing(pin, set, options, &mut standing);
-    } else {
-        match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
-            Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
-                group_standing(recipe, pin, &mut offer, upstream, &mut standing);
+        },
+        Moves::ByDownload(set, _) => url_set_standing(pin, set, options, &mut standing),
+        Moves::ByIndex => {
+            match bump::version_offer(&recipe.pins, pin, upstream, options.prereleases) {
+                Ok(mut offer) if pin.group.is_some() && !offer.lockstep => {
+                    group_standing(recipe, pin, &mut offer, upstream, &mut standing);
+                }
+                Ok(offer) => version_standing(pin, &offer, &mut standing),
+                Err(error) => fail(&mut standing, &error),
             }
-            Ok(offer) => version_standing(pin, &offer, &mut standing),
-            Err(error) => fail(&mut standing, &error),
         }
     }
     standing

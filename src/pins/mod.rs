@@ -19,7 +19,8 @@
 //! recorded for each). Adding a kind touches `pin` (its
 //! payload), `schema` and `load` (its keys), `Pin::shown` (what the image must show for it,
 //! which the build's gates, `render::gate`, and the image's read-back, `verify::probe`, both
-//! ask), and then the files the compiler names, the only ones that match on every kind: the
+//! ask), `Pin::moves` (how it moves to a newer version, which `pin bump`, `pin outdated` and the
+//! render's warnings ask), and then the files the compiler names, the only ones that match on every kind: the
 //! template's view (`render::view`), the SBOM and provenance facts (`attest::attach`), `pin
 //! list` and `report`.
 
@@ -31,8 +32,8 @@ mod schema;
 
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{
-    AssertSource, Denied, Distribution, GitSource, HashedFile, Installed, Pin, PythonSource, Shim,
-    Shown, Source, Wheel, WheelSet,
+    AssertSource, Denied, Distribution, GitSource, HashedFile, Installed, Moves, Pin, PythonSource,
+    Shim, Shown, Source, Wheel, WheelSet,
 };
 pub use recipe::{
     Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,

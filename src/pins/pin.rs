@@ -257,6 +257,39 @@ impl Pin {
     }
 }
 
+/// How a pin moves to a newer version: the one answer `pin bump` and `pin outdated` both ask, so
+/// that a kind says it once.
+#[derive(Debug, Clone, Copy)]
+pub enum Moves<'a> {
+    /// It is the base's (asserted, or `install = false`): it moves with `pin bump base`.
+    WithTheBase {
+        /// Whether it is only asserted (`kind = "assert"`), not a distribution the base ships.
+        asserted: bool,
+    },
+    /// To the newest commit of its branch.
+    ByCommit(&'a GitSource),
+    /// To a version its download URL serves, listed by its releases.
+    ByDownload(&'a WheelSet, &'a UrlTemplate),
+    /// To a version its package index offers.
+    ByIndex,
+}
+
+impl Pin {
+    /// How this pin moves to a newer version (`Moves`).
+    pub fn moves(&self) -> Moves<'_> {
+        match &self.source {
+            Source::Assert(_) => Moves::WithTheBase { asserted: true },
+            Source::Python(python) if !python.install => Moves::WithTheBase { asserted: false },
+            Source::Python(_) => Moves::ByIndex,
+            Source::Git(git) => Moves::ByCommit(git),
+            Source::Wheels(set) => match &set.url {
+                Some(url) => Moves::ByDownload(set, url),
+                None => Moves::ByIndex,
+            },
+        }
+    }
+}
+
 /// Where a pin comes from: one payload per kind, each with the fields only that kind has.
 #[derive(Debug, Clone)]
 pub enum Source {

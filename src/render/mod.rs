@@ -21,6 +21,7 @@ use view::{View, patched};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Confined, PathError};
 use crate::location::Location;
+use crate::pins::Moves;
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
 use crate::types::oci::Digest;
 
@@ -126,10 +127,11 @@ pub fn unhashed_warnings(recipe: &Recipe) -> Vec<String> {
         .filter_map(|pin| {
             let unhashed = pin.unhashed();
             let version = pin.version()?;
-            let how = if pin.wheel_set().is_some_and(|set| set.url.is_some()) {
-                "downloads and records them"
-            } else {
-                "records every file of the version its index offers"
+            let how = match pin.moves() {
+                Moves::ByDownload(..) => "downloads and records them",
+                Moves::ByIndex | Moves::ByCommit(_) | Moves::WithTheBase { .. } => {
+                    "records every file of the version its index offers"
+                }
             };
             (!unhashed.is_empty()).then(|| {
                 format!(

@@ -24,12 +24,11 @@ use crate::bump::edit::Assignment;
 use crate::bump::steps::Invalidated;
 use crate::bump::{self, BumpError, Clients, Prereleases, Sources, Upstream};
 use crate::patch::Applied;
-use crate::pins::WheelSet;
+use crate::pins::Moves;
 use crate::pins::{self, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::recipe::PinName;
-use crate::types::url::UrlTemplate;
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -150,19 +149,19 @@ pub fn pin_bump_with(
 ) -> anyhow::Result<Bumped> {
     let planned = if let BumpTarget::Pin(name) = &options.target {
         let pin = find_pin(&recipe.pins, name.as_str())?;
-        if pin.in_base() {
-            return Err(BumpError::InBase {
-                pin: pin.name.clone(),
-                kind: pin.kind(),
+        match pin.moves() {
+            Moves::WithTheBase { .. } => {
+                return Err(BumpError::InBase {
+                    pin: pin.name.clone(),
+                    kind: pin.kind(),
+                }
+                .into());
             }
-            .into());
-        }
-        if let Some(git) = pin.git() {
-            git::plan_git(recipe, pin, git, options, upstream, printer)?
-        } else if let Some((set, url)) = pin.wheel_set().and_then(downloaded) {
-            download::plan_download(recipe, pin, set, url, options, upstream, printer)?
-        } else {
-            plan_version(recipe, pin, options, upstream, printer)?
+            Moves::ByCommit(git) => git::plan_git(recipe, pin, git, options, upstream, printer)?,
+            Moves::ByDownload(set, url) => {
+                download::plan_download(recipe, pin, set, url, options, upstream, printer)?
+            }
+            Moves::ByIndex => plan_version(recipe, pin, options, upstream, printer)?,
         }
     } else {
         base::plan_base(recipe, options, upstream, printer)?
@@ -191,9 +190,4 @@ pub fn find_pin<'a>(pins: &'a pins::Pins, name: &str) -> Result<&'a Pin, BumpErr
             known,
         }
     })
-}
-
-/// A wheel set with the URL its files are downloaded from, when it has one.
-fn downloaded(set: &WheelSet) -> Option<(&WheelSet, &UrlTemplate)> {
-    set.url.as_ref().map(|url| (set, url))
 }
