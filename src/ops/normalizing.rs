@@ -324,9 +324,9 @@ async fn base_image<E: Engine>(
     {
         return Ok(held);
     }
-    let credentials = credentials
-        .iter()
-        .find(|credentials| credentials.registry == reference.registry());
+    let credentials = credentials.iter().find(|credentials| {
+        crate::registry::credentials::same_registry(&credentials.registry, reference.registry())
+    });
     let pulled = engine
         .pull_reference(&reference, platform, credentials)
         .await?;
