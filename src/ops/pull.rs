@@ -104,7 +104,7 @@ crate::advised!(PullError);
 /// Runs `forge pull` for `recipe`: the image its forge.lock records.
 pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow::Result<()> {
     publish::intent::settle_before_reading(recipe, &[], printer)?;
-    let record = verify::recorded_build(&recipe.root)?;
+    let record = verify::recorded_build(recipe)?;
     let digest = recorded_manifest(recipe, &record)?;
     // No build of this recipe may move its tags on this machine while the nodes are tagged.
     let _exclusive = publish::lock_recipe(&recipe.root)?;

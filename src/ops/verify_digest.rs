@@ -54,7 +54,7 @@ pub fn verify_digest(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     publish::intent::settle_before_reading(recipe, &options.insecure_registries, printer)?;
-    let record = verify::recorded_build(&recipe.root)?;
+    let record = verify::recorded_build(recipe)?;
     // A build with `--repository` recorded where its tags went: the checks follow the record.
     let recipe = &recipe
         .clone()

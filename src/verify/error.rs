@@ -40,11 +40,11 @@ impl Advise for VerifyError {
 
 crate::advised!(VerifyError);
 
-/// The build forge.lock in `root` records, or why there is none to check.
-pub fn recorded_build(root: &std::path::Path) -> anyhow::Result<crate::lock::Record> {
-    let path = crate::lock::path(root);
-    match crate::lock::load(root)? {
-        Some(crate::lock::Lock::Built(record)) => Ok(*record),
+/// The build `recipe`'s forge.lock records (`Recipe::lock`), or why there is none to check.
+pub fn recorded_build(recipe: &crate::recipe::Recipe) -> anyhow::Result<crate::lock::Record> {
+    let path = crate::lock::path(&recipe.root);
+    match recipe.lock()?.as_deref() {
+        Some(crate::lock::Lock::Built(record)) => Ok((**record).clone()),
         Some(crate::lock::Lock::Inputs { .. }) => Err(VerifyError::NoBuild { path }.into()),
         None => Err(VerifyError::NoRecord { path }.into()),
     }
