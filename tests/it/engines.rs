@@ -276,11 +276,13 @@ fn a_new_date_is_a_new_image_even_when_the_dockerfile_stays_the_same() {
     let context = &example.context;
     // A template that does not write the date (no dated tag in a comment, no version or
     // created label): the Dockerfile, and so the engine's image, stay the same when it moves.
+    // pins.toml's own labels stay, the guard's among them, so that the images go with the test.
     context.write(
         "templates/Dockerfile.j2",
         "FROM {{ base.reference }}\nARG SOURCE_DATE_EPOCH={{ step_source_date_epoch }}\n\
          {% for overlay in overlays %}COPY {{ overlay.from }}/ {{ overlay.to }}\nRUN {{ overlay.gate }}\n{% endfor %}\
-         RUN mkdir -p {{ revisions_dir }} && echo {{ pins.app.rev }} > {{ pins.app.revision_file }}\n",
+         RUN mkdir -p {{ revisions_dir }} && echo {{ pins.app.rev }} > {{ pins.app.revision_file }}\n\
+         LABEL{% for label in image.labels %} {{ label.name }}=\"{{ label.value }}\"{% endfor %}\n",
     );
     let before = reported(&forge_on(engine, context, &["build"], "1783500000").expect_code(0)).0;
     context.edit(
