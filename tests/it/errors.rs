@@ -219,18 +219,10 @@ fn secret_looking_files_in_the_context() {
 #[test]
 fn every_error_type_is_advised() {
     let mut missing = Vec::new();
-    let mut sources = Vec::new();
-    let mut stack = vec![repository_root().join("src")];
-    while let Some(folder) = stack.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|extension| extension == "rs") {
-                sources.push(std::fs::read_to_string(&path).unwrap());
-            }
-        }
-    }
+    let sources: Vec<String> = crate::support::rust_files(&repository_root().join("src"))
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
     let all = sources.join("\n");
     let mut types = Vec::new();
     for source in &sources {

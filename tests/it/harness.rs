@@ -65,21 +65,13 @@ fn every_file_keeps_to_its_size() {
     let root = crate::support::repository_root();
     let mut over = Vec::new();
     for (folder, limit) in [("src", 950), ("tests", 1500)] {
-        let mut stack = vec![root.join(folder)];
-        while let Some(folder) = stack.pop() {
-            for entry in std::fs::read_dir(&folder).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.extension().is_some_and(|extension| extension == "rs") {
-                    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-                    if lines > limit {
-                        over.push(format!(
-                            "{}: {lines} lines (at most {limit})",
-                            path.strip_prefix(&root).unwrap().display()
-                        ));
-                    }
-                }
+        for path in crate::support::rust_files(&root.join(folder)) {
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            if lines > limit {
+                over.push(format!(
+                    "{}: {lines} lines (at most {limit})",
+                    path.strip_prefix(&root).unwrap().display()
+                ));
             }
         }
     }

@@ -685,7 +685,11 @@ impl Sandbox {
         crate::support::images::on_the_tests_base(
             &sandbox.checkout().join("examples/offline/pins.toml"),
         );
-        sandbox.renamed = renamed_digests(&sandbox.checkout().join("examples/offline"));
+        // The same in every sandbox of this process: worked out once.
+        static RENAMED: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+        sandbox.renamed = RENAMED
+            .get_or_init(|| renamed_digests(&sandbox.checkout().join("examples/offline")))
+            .clone();
         // The repository is in pins.toml, whose digest the verify table shows.
         let pins = std::fs::read(sandbox.checkout().join("examples/offline/pins.toml")).unwrap();
         sandbox

@@ -66,6 +66,23 @@ pub fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Every `.rs` file under `folder`, at any depth.
+pub fn rust_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![folder.to_owned()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).expect("read folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 /// What a forge run left behind.
 #[derive(Debug)]
 pub struct Run {
