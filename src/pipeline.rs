@@ -21,9 +21,10 @@ use crate::diagnostics::CheckFailed;
 use crate::lock::{self, Inputs, PatchRecord};
 use crate::patch::{self, Outcome, PatchTarget, Patched, Series};
 use crate::pins::Onto;
+use crate::pins::gate;
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
-use crate::render::{self, Dockerfile, REVISION_ARG, gate};
+use crate::render::{self, Dockerfile, REVISION_ARG};
 
 /// The label that ties the image to the context it was built from.
 const CONTEXT_LABEL: &str = "dev.forge.context.digest";

@@ -217,7 +217,7 @@ impl Recipe {
             .pins
             .pins
             .values()
-            .filter_map(|pin| Some(pin.python()?.shim.as_ref()?.file.as_str()));
+            .filter_map(|pin| Some(pin.as_kind().shim()?.file.as_str()));
         let overlays = self
             .pins
             .overlays

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::context::overlays::ExpectedFile;
 use crate::lock::{AttachmentRecord, Record};
-use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
-use crate::pins::{Pin, Source};
+use crate::pins::Pin;
 use crate::recipe::Recipe;
 use crate::registry::{RegistryClient, RegistryError, RemoteRepository, referrers};
 use crate::types::oci::Digest;
@@ -470,77 +469,9 @@ pub fn listed(
 
 /// Each pin as the SBOM and the provenance list it: a wheel set as one entry per wheel.
 pub fn pin_facts<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<PinFact> {
-    let hashed = |files: &[crate::pins::HashedFile]| -> Vec<(String, String)> {
-        files
-            .iter()
-            .map(|file| (file.file.to_string(), file.sha256.to_string()))
-            .collect()
-    };
-    let mut facts = Vec::new();
-    for pin in pins {
-        let name = pin.name.to_string();
-        let fact = |package: Option<String>, version: String, in_base: bool| PinFact {
-            name: name.clone(),
-            package,
-            version,
-            url: None,
-            branch: None,
-            files: Vec::new(),
-            download: None,
-            in_base,
-        };
-        match &pin.source {
-            Source::Python(PythonSource {
-                package,
-                version,
-                files,
-                ..
-            }) => facts.push(PinFact {
-                files: hashed(files),
-                ..fact(
-                    Some(package.to_string()),
-                    version.to_string(),
-                    pin.in_base(),
-                )
-            }),
-            Source::Wheels(WheelSet {
-                version,
-                wheels,
-                url,
-                ..
-            }) => {
-                facts.extend(wheels.iter().map(|wheel| {
-                    let download = wheel.url(url.as_ref(), version);
-                    let files = match (&download, &wheel.file, &wheel.sha256) {
-                        (Some(_), Some(file), Some(sha256)) => {
-                            vec![(file.expand(version), sha256.to_string())]
-                        }
-                        (Some(_), _, _) => Vec::new(),
-                        (None, _, _) => hashed(&wheel.files),
-                    };
-                    PinFact {
-                        name: format!("{name}/{}", wheel.package),
-                        files,
-                        download: download.map(|download| download.to_string()),
-                        ..fact(
-                            Some(wheel.package.to_string()),
-                            wheel.version(version),
-                            false,
-                        )
-                    }
-                }));
-            }
-            Source::Git(GitSource { url, branch, rev }) => facts.push(PinFact {
-                url: Some(url.to_string()),
-                branch: branch.as_ref().map(ToString::to_string),
-                ..fact(None, rev.to_string(), false)
-            }),
-            Source::Assert(AssertSource { version, .. }) => {
-                facts.push(fact(None, version.to_string(), true));
-            }
-        }
-    }
-    facts
+    pins.into_iter()
+        .flat_map(|pin| pin.as_kind().facts(&pin.name))
+        .collect()
 }
 
 /// The pins of `pins` as `(name, version)`, sorted: what the SBOM must list.

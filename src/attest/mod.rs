@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::Builder;
 use crate::lock::PatchRecord;
+pub use crate::pins::PinFact;
 use crate::types::oci::{Digest, ImageRef, Platform, Repository, Tag};
 
 /// What forge knows of a pushed build.
@@ -186,27 +187,6 @@ pub struct BaseFact {
     pub digest: Option<Digest>,
     /// Its image id, when known.
     pub id: Option<Digest>,
-}
-
-/// A pin.
-#[derive(Debug, Clone)]
-pub struct PinFact {
-    /// The pin's name in pins.toml.
-    pub name: String,
-    /// The package it installs, for Python pins.
-    pub package: Option<String>,
-    /// The version or full revision.
-    pub version: String,
-    /// The git remote, for git pins.
-    pub url: Option<String>,
-    /// The branch a git pin's revision is on.
-    pub branch: Option<String>,
-    /// Each file pip may install for it, with its sha256 (hex), as pins.toml records them.
-    pub files: Vec<(String, String)>,
-    /// Where a wheel by URL is downloaded from.
-    pub download: Option<String>,
-    /// Supplied by the base image rather than installed by the layer.
-    pub in_base: bool,
 }
 
 impl PinFact {

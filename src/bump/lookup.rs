@@ -64,9 +64,10 @@ fn offer_for(
     let (available, currents) = member_versions(pins, &members, &packages, prereleases);
     let versions = available[&pin.name].clone();
     let current_parsed = current.pep440();
-    let kinds = members
+    let locally = members
         .iter()
-        .map(|member| (member.clone(), pins.pins[member].kind()))
+        .filter(|member| pins.pins[*member].as_kind().versioned_locally())
+        .cloned()
         .collect();
     let current_yanked = packages[0].yanked(
         &Version::from_str(&current_parsed.clone().without_local().to_string())
@@ -83,7 +84,7 @@ fn offer_for(
         members,
         packages,
         newer: Vec::new(),
-        kinds,
+        locally,
         target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref())
             .map(|target| target.with_glibc(upstream.glibc)),
         current_yanked,
@@ -348,7 +349,10 @@ pub fn download_offer(
         members: vec![pin.name.clone()],
         packages,
         newer: Vec::new(),
-        kinds: [(pin.name.clone(), pin.kind())].into_iter().collect(),
+        locally: [pin.name.clone()]
+            .into_iter()
+            .filter(|_| pin.as_kind().versioned_locally())
+            .collect(),
         target: WheelTarget::new(&pins.image.platform, pins.base.python.as_ref())
             .map(|target| target.with_glibc(upstream.glibc)),
         current_yanked: None,

@@ -1,14 +1,14 @@
 //! What upstream offers a version-pinned pin and its group: the packages each member installs,
 //! the versions newer than the pin on every index, and each candidate with what refuses it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use crate::diagnostics::{Advice, Advise};
 use crate::git_remote::GitRemoteError;
 use crate::package_index::wheel::WheelTarget;
 use crate::package_index::{Fit, IndexError, Releases, metadata_cache};
-use crate::pins::{HashedFile, PinKind};
+use crate::pins::HashedFile;
 use crate::registry::RegistryError;
 use crate::types::python::{FileSha256, LocalLabel, PackageName, Version, WheelName};
 use crate::types::recipe::PinName;
@@ -162,8 +162,8 @@ pub struct VersionOffer {
     pub packages: Vec<Package>,
     /// Every version newer than the current one, newest first.
     pub newer: Vec<Candidate>,
-    /// The kind of each member.
-    pub kinds: BTreeMap<PinName, PinKind>,
+    /// The members whose version carries their package's local label (`Kind::versioned_locally`).
+    pub locally: BTreeSet<PinName>,
     /// What the image's wheels must fit, when the platform is Linux.
     pub target: Option<WheelTarget>,
     /// Why the index yanked the current version of the pin's first package, if it did.
@@ -191,8 +191,8 @@ impl VersionOffer {
     /// keeps its local label (`2.9.0+cu130`), a wheel set carries the bare version.
     pub fn pin_version(&self, member: &PinName, version: &Version) -> String {
         let package = self.packages.iter().find(|package| &package.pin == member);
-        match (self.kinds.get(member), package) {
-            (Some(PinKind::Python), Some(package)) => package.version_at(version),
+        match package {
+            Some(package) if self.locally.contains(member) => package.version_at(version),
             _ => version.to_string(),
         }
     }

@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
-use crate::pins::{AssertSource, GitSource, PythonSource, WheelSet};
-use crate::pins::{Fix, Mutability, Pin, Source};
+use crate::pins::{Fix, Mutability, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::oci::Digest;
@@ -250,7 +249,7 @@ impl Report<'_> {
                 pin.name,
                 pin.kind(),
                 pin.current(),
-                source(pin)
+                pin.as_kind().described()
             ));
         }
         text
@@ -320,7 +319,7 @@ impl Report<'_> {
                 "name": pin.name.as_str(),
                 "kind": pin.kind().to_string(),
                 "version": pin.current(),
-                "source": source(pin),
+                "source": pin.as_kind().described(),
             })).collect::<Vec<_>>(),
             "fixes": self.fixes.iter().map(|fix| json!({
                 "name": fix.name.as_str(),
@@ -469,26 +468,4 @@ fn short(id: Option<&str>) -> String {
         || "-".to_owned(),
         |id| format!("`{}`", &id[..id.len().min(12)]),
     )
-}
-
-/// Where a pin comes from, in a few words.
-fn source(pin: &Pin) -> String {
-    match &pin.source {
-        Source::Python(PythonSource {
-            package,
-            install: true,
-            ..
-        }) => format!("`{package}`"),
-        Source::Python(PythonSource { package, .. }) => format!("`{package}` (in the base)"),
-        Source::Wheels(WheelSet { wheels, .. }) => wheels
-            .iter()
-            .map(|wheel| format!("`{}`", wheel.package))
-            .collect::<Vec<_>>()
-            .join(" + "),
-        Source::Git(GitSource { url, branch, .. }) => match branch {
-            Some(branch) => format!("{url} ({branch})"),
-            None => url.to_string(),
-        },
-        Source::Assert(AssertSource { probe, .. }) => format!("asserted in the base ({probe})"),
-    }
 }

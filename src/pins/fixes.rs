@@ -1,7 +1,7 @@
 //! `[fixes]`: what the recipe's pins and overlays are there to fix. Each fix names the step that
 //! brings it (a pin, or an overlay's folder), the symptom an image without it shows, and a
 //! Python expression that is true only when it is in place. The render ends that step with the
-//! check (`render::gate::for_fix`), `verify-digest --contents` runs it again in the built image,
+//! check (`pins::gate::for_fix`), `verify-digest --contents` runs it again in the built image,
 //! and `forge report` prints the symptom → fix → check table.
 
 use std::collections::BTreeMap;

@@ -14,8 +14,9 @@ use crate::types::oci::Platform;
 use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::Url;
 
-use super::pin::{AssertSource, GitSource, PythonSource};
-use super::pin::{Denied, Pin, Shim, Source};
+use super::kind::Shim;
+use super::kind::{AssertSource, GitSource, PythonSource};
+use super::pin::{Denied, Pin, Source};
 use super::recipe::{
     Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
 };

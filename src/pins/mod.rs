@@ -13,28 +13,25 @@
 //! `load` does steps 2 and 3 (`fixes` checks the `[fixes]` tables); what comes out is the
 //! `recipe` (`Pins` and its sections) and its `pin`s.
 //!
-//! A pin's kind is its `Source` variant, whose payload struct holds what only that kind has;
-//! code that needs one kind asks for its payload (`Pin::git`, `Pin::wheel_set`, `Pin::python`)
-//! or for what every kind installs (`Pin::distributions`, `Pin::installed` with the files
-//! recorded for each). Adding a kind touches `pin` (its
-//! payload), `schema` and `load` (its keys), `Pin::shown` (what the image must show for it,
-//! which the build's gates, `render::gate`, and the image's read-back, `verify::probe`, both
-//! ask), `Pin::moves` (how it moves to a newer version, which `pin bump`, `pin outdated` and the
-//! render's warnings ask), and then the files the compiler names, the only ones that match on every kind: the
-//! template's view (`render::view`), the SBOM and provenance facts (`attest::attach`), `pin
-//! list` and `report`.
+//! A pin's kind is its `Source` variant, whose payload (`kind/`, one file per kind) holds what
+//! only that kind has and implements `Kind`: everything a stage asks of a pin (what it installs,
+//! what the image must show for it, how it moves, what the template, the SBOM, `report` and `pin
+//! list` see of it) is answered there, and no code outside this room matches on a kind.
+//! `gate` turns what a pin must show, and the fixes and overlays, into the build's smoke gates.
 
 mod fixes;
+pub mod gate;
+mod kind;
 mod load;
 mod pin;
 mod recipe;
 mod schema;
 
-pub use load::{LoadError, load, parse, parse_detached};
-pub use pin::{
-    AssertSource, Denied, Distribution, GitSource, HashedFile, Installed, Moves, Pin, PythonSource,
-    Shim, Shown, Source, Wheel, WheelSet,
+pub use kind::{
+    Around, AssertSource, GitSource, Kind, PinFact, PythonSource, Shim, SourceView, Wheel, WheelSet,
 };
+pub use load::{LoadError, load, parse, parse_detached};
+pub use pin::{Denied, Distribution, HashedFile, Installed, Moves, Pin, Shown, Source};
 pub use recipe::{
     Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,
     TagSpec,

@@ -7,7 +7,6 @@
 //! expression. The output depends on nothing but the recipe: no clock, no machine, no order of
 //! a hash map.
 
-pub mod gate;
 pub mod instructions;
 mod view;
 
@@ -21,7 +20,7 @@ use view::{View, patched};
 use crate::diagnostics::{Advice, Advise};
 use crate::fs::{Confined, PathError};
 use crate::location::Location;
-use crate::pins::Moves;
+use crate::pins::{Moves, gate};
 use crate::recipe::{DOCKERFILE_TEMPLATE, Recipe};
 use crate::types::oci::Digest;
 

@@ -4,7 +4,7 @@
 //! The script needs only a POSIX shell and `sha256sum` (busybox has both); the Python pins are
 //! read with `importlib.metadata` and the NCCL assertion through `ncclGetVersion`, each only when
 //! the recipe has such pins. Git pins are read from the revision files the build writes
-//! (`render::gate::REVISIONS_DIR`). Every value spliced into the script has passed its grammar
+//! (`pins::gate::REVISIONS_DIR`). Every value spliced into the script has passed its grammar
 //! in `types`; file paths are single-quoted.
 
 use std::collections::BTreeMap;
@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use super::{Check, Kind, MISSING, record};
 
 pub use crate::context::overlays::{ExpectedFile, overlay_files};
+use crate::pins::gate;
 use crate::pins::{Fix, Pin, Probe, Shown};
-use crate::render::gate;
 
 /// What a fix row expects, and finds when the check holds.
 const IN_PLACE: &str = "in place";
@@ -103,7 +103,7 @@ pub fn command<'a>(
             script.push_str(&format!(
                 "printf 'revision %s %s\\n' {} \"$(head -n 1 {} 2>/dev/null)\"\n",
                 pin.name,
-                gate::quote(&gate::revision_file(pin))
+                gate::quote(&gate::revision_file(&pin.name))
             ));
         }
     }

@@ -81,3 +81,37 @@ fn every_file_keeps_to_its_size() {
         over.join("\n")
     );
 }
+
+/// A pin kind is one capability (`src/pins/kind/`): no code outside the pins room matches on a
+/// pin's kind, so adding a kind touches its own file and its registration only.
+#[test]
+fn only_the_pins_room_matches_on_a_pins_kind() {
+    let root = crate::support::repository_root();
+    let kinds = ["Python", "Wheels", "Git", "Assert"];
+    let mut matches = Vec::new();
+    for path in crate::support::rust_files(&root.join("src")) {
+        if path.starts_with(root.join("src/pins")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let names_a_kind = kinds.iter().any(|kind| {
+                line.contains(&format!("PinKind::{kind}"))
+                    || line.contains(&format!("Source::{kind}"))
+            });
+            if names_a_kind {
+                matches.push(format!(
+                    "{}:{}: {}",
+                    path.strip_prefix(&root).unwrap().display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        matches.is_empty(),
+        "a pin's kind matched outside src/pins (ask `Kind` instead):\n{}",
+        matches.join("\n")
+    );
+}

@@ -11,7 +11,8 @@ use crate::types::python::{PackageName, PythonVersion, Version};
 use crate::types::recipe::PinName;
 use crate::types::url::{Url, UrlTemplate};
 
-use super::super::pin::{HashedFile, Pin, Source, Wheel, WheelSet};
+use super::super::kind::{Wheel, WheelSet};
+use super::super::pin::{HashedFile, Pin, Source};
 use super::super::schema;
 use super::{LoadError, Loader};
 

@@ -5,7 +5,9 @@
 //! Every value spliced in here has passed its grammar in `types` (no quote, space or shell
 //! metacharacter), which is what makes the plain quoting below safe.
 
-use crate::pins::{Fix, Overlay, Pin, Probe, Shim, Shown};
+use crate::types::recipe::PinName;
+
+use super::{Fix, Overlay, Pin, Probe, Shim, Shown};
 
 /// Where git pins record the commit they were built from, inside the image.
 pub const REVISIONS_DIR: &str = "/opt/forge/revisions";
@@ -56,7 +58,7 @@ pub fn for_pin(pin: &Pin) -> String {
             Shown::Distribution { package, version } => distributions.push((package, version)),
             Shown::Revision { rev } => gates.push(format!(
                 "grep -q '^{rev}' {} && {}",
-                revision_file(pin),
+                revision_file(&pin.name),
                 python(import.trim_end_matches("; "))
             )),
             Shown::Reported {
@@ -83,8 +85,8 @@ pub fn for_shim(shim: &Shim) -> String {
 }
 
 /// The file a git pin's build writes its commit id into.
-pub fn revision_file(pin: &Pin) -> String {
-    format!("{REVISIONS_DIR}/{}", pin.name)
+pub fn revision_file(pin: &PinName) -> String {
+    format!("{REVISIONS_DIR}/{pin}")
 }
 
 /// The gate for an overlay: a folder copied into a Python package's site-packages folder must

@@ -1,0 +1,197 @@
+//! A pin's kind: one module per kind, each the one place that says what a pin of that kind is
+//! and how every stage treats it. The payload of a kind (`PythonSource`, `WheelSet`,
+//! `GitSource`, `AssertSource`) implements `Kind`, and `Source::as_kind` is the one place that
+//! lists the kinds; everything past the pins room asks a pin through `Kind` (or `Pin`'s
+//! methods that forward to it) and never matches on its kind.
+//!
+//! What a kind answers:
+//!
+//! | question | method | asked by |
+//! |---|---|---|
+//! | its name, version and current value | `kind`, `version`, `current` | every stage |
+//! | whether the base supplies it | `in_base` | render, verify, provenance |
+//! | what the layer installs, with which hashes | `installed`, `unhashed`, `distributions` | render, `pin bump`, verify |
+//! | what the image must show for it | `shown` | the build's gates (`gate`), `verify::probe` |
+//! | how it moves to a newer version | `moves`, `versioned_locally` | `pin bump`, `pin outdated`, render's warnings |
+//! | what the template sees | `view` | `render` |
+//! | what the SBOM and the provenance list | `facts` | `attest` |
+//! | its words in `report` and `pin list` | `described`, `summary`, `listed` | `report`, `pin list` |
+//!
+//! Adding a kind: its payload and `impl Kind` in a file here, a variant of `Source` with its arm
+//! in `Source::as_kind`, its keys in `schema` and `load`, and docs/pins.md.
+
+mod assert;
+mod git;
+mod python;
+mod wheels;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::types::python::Version;
+use crate::types::recipe::PinName;
+
+use super::Fix;
+use super::pin::{Distribution, Installed, Moves, Shown, Source};
+use super::schema::PinKind;
+
+pub use assert::{AssertSource, AssertView};
+pub use git::{GitSource, GitView};
+pub use python::{PythonSource, PythonView, Shim};
+pub use wheels::{Wheel, WheelSet, WheelsView};
+
+/// What forge knows and does about a pin of one kind.
+pub trait Kind {
+    /// The kind, as pins.toml writes it.
+    fn kind(&self) -> PinKind;
+
+    /// The version, for a kind pinned by version.
+    fn version(&self) -> Option<&Version>;
+
+    /// What the pin stands at: its version, or its git revision.
+    fn current(&self) -> &str;
+
+    /// Whether the base image supplies it rather than the layer.
+    fn in_base(&self) -> bool;
+
+    /// The distributions the layer installs without a hash pip checks.
+    fn unhashed(&self) -> Vec<String>;
+
+    /// Each distribution the layer installs for the pin, with what pins.toml records of its files.
+    fn installed(&self) -> Vec<Installed<'_>>;
+
+    /// The Python distributions it installs or asserts.
+    fn distributions(&self) -> Vec<Distribution<'_>>;
+
+    /// What an image built with it must show, one entry per distribution, revision or version.
+    fn shown(&self) -> Vec<Shown>;
+
+    /// How it moves to a newer version.
+    fn moves(&self) -> Moves<'_>;
+
+    /// Whether a move of its lockstep group writes the version with the local label the index
+    /// gives its package (`2.9.0+cu130`) rather than the bare version the group moves to.
+    fn versioned_locally(&self) -> bool {
+        false
+    }
+
+    /// The shim it appends to one of its modules, for a kind that has one.
+    fn shim(&self) -> Option<&Shim> {
+        None
+    }
+
+    /// What the Dockerfile template sees of it, besides what every pin has.
+    fn view(&self, around: &Around<'_>) -> SourceView;
+
+    /// The pin as the SBOM and the provenance list it: one entry, or one per wheel of a set.
+    fn facts(&self, name: &PinName) -> Vec<PinFact>;
+
+    /// Where it comes from, in a few words of Markdown (`report`).
+    fn described(&self) -> String;
+
+    /// Where it comes from, for the SOURCE column of `pin list`.
+    fn summary(&self) -> String;
+
+    /// Its own fields in `pin list --json`.
+    fn listed(&self) -> Value;
+}
+
+impl Source {
+    /// The pin's kind, as the capability every stage asks: the one place that lists the kinds.
+    pub fn as_kind(&self) -> &dyn Kind {
+        match self {
+            Source::Python(python) => python,
+            Source::Wheels(set) => set,
+            Source::Git(git) => git,
+            Source::Assert(assert) => assert,
+        }
+    }
+}
+
+/// What a kind's template view may depend on besides the pin's own payload.
+#[derive(Debug, Clone, Copy)]
+pub struct Around<'a> {
+    /// The pin's name.
+    pub name: &'a PinName,
+    /// Whether a `[[patches]]` series patches it.
+    pub patched: bool,
+    /// The fixes it brings, whose gates end its step.
+    pub fixes: &'a [&'a Fix],
+}
+
+/// What the template sees of a pin's source: each kind's own fields, flattened into the pin's.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum SourceView {
+    /// A `python` pin.
+    Python(PythonView),
+    /// A `wheels` pin.
+    Wheels(WheelsView),
+    /// A `git` pin.
+    Git(GitView),
+    /// An `assert` pin.
+    Assert(AssertView),
+}
+
+/// A pin as the SBOM and the provenance list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinFact {
+    /// The pin's name in pins.toml (`PIN/PACKAGE` for a wheel of a set).
+    pub name: String,
+    /// The package it installs, for Python pins.
+    pub package: Option<String>,
+    /// The version or full revision.
+    pub version: String,
+    /// The git remote, for git pins.
+    pub url: Option<String>,
+    /// The branch a git pin's revision is on.
+    pub branch: Option<String>,
+    /// Each file pip may install for it, with its sha256 (hex), as pins.toml records them.
+    pub files: Vec<(String, String)>,
+    /// Where a wheel by URL is downloaded from.
+    pub download: Option<String>,
+    /// Supplied by the base image rather than installed by the layer.
+    pub in_base: bool,
+}
+
+impl PinFact {
+    /// A fact with only a name, a version and where it comes from; the rest empty.
+    fn bare(name: String, package: Option<String>, version: String, in_base: bool) -> Self {
+        PinFact {
+            name,
+            package,
+            version,
+            url: None,
+            branch: None,
+            files: Vec::new(),
+            download: None,
+            in_base,
+        }
+    }
+}
+
+/// Recorded index files as `(file, sha256)` pairs.
+fn hashed_pairs(files: &[super::HashedFile]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .map(|file| (file.file.to_string(), file.sha256.to_string()))
+        .collect()
+}
+
+/// Recorded index files as `[{ "file", "sha256" }]`.
+fn files_json(files: &[super::HashedFile]) -> Value {
+    files
+        .iter()
+        .map(|file| serde_json::json!({ "file": file.file.as_str(), "sha256": file.sha256.as_str() }))
+        .collect()
+}
+
+/// `requirement --hash=sha256:HEX ...` in single quotes: one line of a requirements file as a
+/// shell word. Requirements, URLs and hashes have passed grammars without quotes.
+fn requirements_line(requirement: &str, hashes: &[&str]) -> String {
+    let mut line = requirement.to_owned();
+    for hash in hashes {
+        line.push_str(&format!(" --hash=sha256:{hash}"));
+    }
+    format!("'{line}'")
+}
