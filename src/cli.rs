@@ -424,7 +424,7 @@ pub struct UpstreamArgs {
 pub struct PinBumpArgs {
     /// The pin to move, as named under [pins], or `base` for the base image.
     #[arg(value_name = "NAME", add = clap_complete::engine::ArgValueCandidates::new(crate::completion::pin_names))]
-    pub name: crate::ops::pin_bump::BumpTarget,
+    pub name: crate::bump::BumpTarget,
 
     /// Move to this version, git commit or image tag instead of the newest allowed.
     #[arg(long, value_name = "VERSION")]

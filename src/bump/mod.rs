@@ -1,45 +1,60 @@
-//! Moving pins: a pin, what upstream offers for it, and the constraints pins.toml records in;
-//! the versions on offer, each with what refuses it, out.
+//! Moving pins (`forge pin bump`, and what `pin outdated` asks): a pin, what upstream offers for
+//! it, and the constraints pins.toml records in; the versions on offer, each with what refuses
+//! it, the move, and pins.toml rewritten, out.
 //!
-//! 1. `offer` asks upstream (`upstream`: the package index, a git remote, a registry) what there
-//!    is; `git_and_base` does it for a git pin and the base image.
-//! 2. `judging`: every candidate newer than the pin is checked against the constraints of the pin and of
-//!    its lockstep group (a group that is not lockstep moves as one, each member at its own
-//!    version: `group`): deny lists (never overridable), allowed ranges (`--force` may cross
-//!    them), wheel sets (every wheel must exist at the version on its own index), group
+//! 1. `offer` and `lookup` ask upstream (`upstream`: the package index, a git remote, a
+//!    registry) what there is.
+//! 2. `judging`: every candidate newer than the pin is checked against the constraints of the
+//!    pin and of its lockstep group (a group that is not lockstep moves as one, each member at
+//!    its own version: `group`): deny lists (never overridable), allowed ranges (`--force` may
+//!    cross them), wheel sets (every wheel must exist at the version on its own index), group
 //!    partners (each must exist at the version too), wheels that fit the image (platform,
-//!    Python, ABI, Requires-Python; `package_index::wheel`) and what the wheels declare of each other
-//!    (`requires`: Requires-Dist from PEP 658 metadata files), and what they require of packages
-//!    the recipe does not pin against what the last build's image holds (`from_base`). Each
-//!    finding is a `refusal`, which says whether `--force` may cross it.
-//! 3. `edit` rewrites pins.toml with only the moved values changed; `steps` says which
-//!    Dockerfile steps the move invalidates.
-//! 4. A wheel set downloaded by URL is offered what the project's releases hold instead
-//!    (`release`): each release newer than the pin, held back by the deny list, the allowed
-//!    range, or a file of the set it lacks.
+//!    Python, ABI, Requires-Python; `package_index::wheel`) and what the wheels declare of each
+//!    other (`requires`: Requires-Dist from PEP 658 metadata files), and what they require of
+//!    packages the recipe does not pin against what the last build's image holds (`from_base`).
+//!    Each finding is a `refusal`, which says whether `--force` may cross it.
+//! 3. `plan` picks the move by how the pin moves (`Pin::moves`), one file each: `index` (a
+//!    version its package index offers; `files` records the hashes of what pip may install),
+//!    `download` (a wheel set by URL: its project's releases, every file downloaded and hashed),
+//!    `git` (its branch head, the patch series checked there), `base` (the base image's tags),
+//!    and `group` for a lockstep group.
+//! 4. `write` rewrites pins.toml with only the moved values changed (`edit`), re-renders, and
+//!    says which Dockerfile steps the move invalidates (`steps`).
 
+mod base;
+pub mod download;
 pub mod edit;
-mod git_and_base;
+mod files;
+mod git;
 pub mod group;
+mod index;
 mod judging;
 mod lookup;
 mod offer;
+mod plan;
 mod refusal;
-pub mod release;
 pub mod requires;
 pub mod steps;
 mod upstream;
+mod write;
 
-pub use git_and_base::{BaseOffer, GitOffer, base_offer, git_offer};
+pub use base::{BaseOffer, base_offer};
+pub use git::{GitOffer, git_offer};
+pub(crate) use index::report_from_base;
 use judging::judge;
 pub use judging::{FromBase, from_base};
 pub use lookup::{Downloaded, coordinated_offer, download_offer, pin_of_package, version_offer};
 pub use offer::{Candidate, OfferError, Package, Prereleases, VersionOffer, YankedFiles};
+pub(crate) use plan::Move;
+pub use plan::{
+    BASE, BumpMode, BumpTarget, Bumped, Constraints, PinBumpOptions, SeriesCheck, find_pin,
+    pin_bump_with,
+};
 pub use refusal::VersionRefusal;
+pub(crate) use refusal::refused;
 pub use upstream::{Clients, Sources, Upstream};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::pins::Pins;
 use crate::types::python::PackageName;
 use crate::types::recipe::PinName;
 use crate::types::url::Url;

@@ -1,8 +1,8 @@
 //! `forge pin bump NAME [--to VERSION] [--dry-run] [--force] [--pre] [--index-url URL]`.
 
+use crate::bump::{BumpMode, Constraints, PinBumpOptions};
 use crate::cli::{Cli, PinBumpArgs};
 use crate::diagnostics::ExitStatus;
-use crate::ops::pin_bump::{BumpMode, Constraints, PinBumpOptions};
 use crate::printer::Printer;
 
 pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

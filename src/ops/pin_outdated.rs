@@ -444,7 +444,7 @@ fn url_set_standing(
 ) {
     match &set.releases {
         Some(releases) => {
-            match bump::release::candidates(pin, set, releases, options.prereleases, true) {
+            match bump::download::candidates(pin, set, releases, options.prereleases, true) {
                 Ok(listed) => release_standing(&listed.newer, standing),
                 Err(error) => fail(standing, &error),
             }
@@ -460,7 +460,7 @@ fn url_set_standing(
 }
 
 /// Where a wheel set downloaded by URL stands against the project's releases newer than it.
-fn release_standing(newer: &[bump::release::ReleaseCandidate], standing: &mut Standing) {
+fn release_standing(newer: &[bump::download::ReleaseCandidate], standing: &mut Standing) {
     let newest = newer.first().map(|candidate| candidate.version.to_string());
     let allowed = newer
         .iter()

@@ -1,38 +1,22 @@
-//! Offers for what no package index serves: a git pin's branch head and the base image's tags.
+//! `pin bump base`: what the registry offers the base image (its tags matching `[base] tags`,
+//! and the digest of the one to move to), and the move to the newest of them (or the tag `--to`
+//! names), with its manifest digest recorded.
 
-use crate::pins::GitSource;
+use std::str::FromStr;
+
+use anyhow::Context as _;
+
+use crate::bump::{self, BumpError};
 use crate::pins::Pins;
+use crate::printer::Printer;
+use crate::recipe::Recipe;
 use crate::registry::{RegistryError, RemoteRepository};
-use crate::types::git::GitRev;
 use crate::types::oci::Tag;
 
+use super::edit::Assignment;
 use super::offer::OfferError;
 use super::upstream::Upstream;
-
-/// What a git remote offers a git pin.
-#[derive(Debug, Clone)]
-pub struct GitOffer {
-    /// Where the pin stands.
-    pub current: GitRev,
-    /// The head of its branch (or the remote's HEAD), full 40-hex.
-    pub head: GitRev,
-}
-
-impl GitOffer {
-    /// Whether the pin already names the head (a short revision that prefixes it counts as
-    /// behind, since it is not yet the full id).
-    pub fn is_current(&self) -> bool {
-        self.current == self.head
-    }
-}
-
-/// What the remote offers a git pin.
-pub fn git_offer(git: &GitSource, upstream: &Upstream<'_>) -> Result<GitOffer, OfferError> {
-    Ok(GitOffer {
-        current: git.rev.clone(),
-        head: upstream.git.head(&git.url, git.branch.as_ref())?,
-    })
-}
+use super::{BASE, Move, PinBumpOptions};
 
 /// What the registry offers the base image.
 #[derive(Debug, Clone)]
@@ -100,4 +84,60 @@ pub fn base_offer(
         digest,
         newer,
     })
+}
+
+pub(super) fn plan_base(
+    recipe: &Recipe,
+    options: &PinBumpOptions,
+    upstream: &Upstream<'_>,
+    printer: &Printer,
+) -> anyhow::Result<Option<Move>> {
+    let base = &recipe.pins.base;
+    let to = options
+        .to
+        .as_deref()
+        .map(|text| {
+            Tag::from_str(text).map_err(|error| BumpError::InvalidTarget {
+                value: text.to_owned(),
+                message: error.to_string(),
+            })
+        })
+        .transpose()?;
+    let offer = bump::base_offer(&recipe.pins, upstream, to.as_ref()).with_context(|| {
+        format!(
+            "cannot look up the base image {}; pins.toml was not changed",
+            base.image
+        )
+    })?;
+    let text = base.image.as_str();
+    let repository = match &offer.current {
+        Some(tag) => text.strip_suffix(&format!(":{tag}")).unwrap_or(text),
+        None => text,
+    };
+    let image = format!("{repository}:{}", offer.newest);
+    let mut assignments = Vec::new();
+    if image != text {
+        assignments.push(Assignment::new(&["base"], "image", image.as_str()));
+    }
+    if base.digest.as_ref() != Some(&offer.digest) {
+        assignments.push(Assignment::new(&["base"], "digest", offer.digest.as_str()));
+    }
+    if assignments.is_empty() {
+        printer.status("Fresh", format_args!("base is at {image}@{}", offer.digest));
+        return Ok(None);
+    }
+    Ok(Some(Move {
+        subject: BASE.to_owned(),
+        from: base.reference(),
+        to: format!("{image}@{}", offer.digest),
+        detail: match (&options.to, &base.tags) {
+            (Some(_), _) => "the tag given with --to".to_owned(),
+            (None, Some(pattern)) => format!("the newest tag matching {pattern}"),
+            (None, None) => {
+                "the digest of its tag; declare [base] tags to follow newer tags".to_owned()
+            }
+        },
+        assignments,
+        patches: Vec::new(),
+    }))
 }

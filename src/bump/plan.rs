@@ -1,20 +1,8 @@
 //! `forge pin bump NAME [--to VERSION]`: move one pin (or `base`, the base image) to what
-//! upstream offers, within the constraints pins.toml records; rewrite pins.toml with only the
-//! moved values changed; re-render and say which Dockerfile steps the move invalidates.
-
-mod base;
-mod download;
-mod files;
-mod git;
-mod group;
-mod refusing;
-mod version;
-mod write;
-
-use version::plan_version;
-
-pub(crate) use refusing::refused;
-pub(crate) use version::report_from_base;
+//! upstream offers, within the constraints pins.toml records (each kind's plan in its own file:
+//! `index`, `download`, `git`, `base`, and `group` for a lockstep group); then `write` rewrites
+//! pins.toml with only the moved values changed, re-renders and says which Dockerfile steps the
+//! move invalidates.
 
 use std::str::FromStr;
 
@@ -22,13 +10,16 @@ use serde_json::json;
 
 use crate::bump::edit::Assignment;
 use crate::bump::steps::Invalidated;
-use crate::bump::{self, BumpError, Clients, Prereleases, Sources, Upstream};
+use crate::bump::{self, BumpError, Prereleases, Sources, Upstream};
 use crate::patch::Applied;
 use crate::pins::Moves;
 use crate::pins::{self, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::recipe::PinName;
+
+use super::index::plan_version;
+use super::{base, download, git, write};
 
 /// The name that means the base image rather than a pin.
 pub const BASE: &str = "base";
@@ -111,24 +102,14 @@ pub enum Bumped {
     },
 }
 
-/// Bumps with the real package index, git remote and registry clients.
-pub fn pin_bump(
-    recipe: &Recipe,
-    options: &PinBumpOptions,
-    printer: &Printer,
-) -> anyhow::Result<Bumped> {
-    let clients = Clients::new(recipe, &options.sources)?;
-    pin_bump_with(recipe, options, &clients.upstream(), printer)
-}
-
 /// A planned move: what changes, described for people.
 pub(crate) struct Move {
-    subject: String,
-    from: String,
-    to: String,
-    detail: String,
-    assignments: Vec<Assignment>,
-    patches: Vec<SeriesCheck>,
+    pub(super) subject: String,
+    pub(super) from: String,
+    pub(super) to: String,
+    pub(super) detail: String,
+    pub(super) assignments: Vec<Assignment>,
+    pub(super) patches: Vec<SeriesCheck>,
 }
 
 /// A patch series that applies onto the moved git pin, checked against its new revision.

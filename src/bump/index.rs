@@ -16,7 +16,7 @@ use crate::recipe::Recipe;
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
-use super::refusing::{join, refused};
+use super::refusal::{join, refused};
 use super::{Constraints, Move, PinBumpOptions, files, group};
 
 pub(super) fn plan_version(

@@ -1,23 +1,50 @@
-//! `pin bump` of a git pin: to the head of its branch or a revision `--to` names (resolved on
-//! the branch), with every patch series that applies onto it checked at the new revision.
+//! `pin bump` of a git pin: what its remote offers (the head of its branch), and the move to it
+//! or to a revision `--to` names (resolved on the branch), with every patch series that applies
+//! onto it checked at the new revision.
 
 use std::str::FromStr;
 
 use anyhow::Context as _;
 
-use crate::bump::edit::Assignment;
-use crate::bump::{self, BumpError, Upstream};
+use crate::bump::{self, BumpError};
 use crate::diagnostics::CheckFailed;
 use crate::patch::{self, Outcome, PatchTarget, Series};
-use crate::pins::GitSource;
-use crate::pins::{Onto, Pin};
+use crate::pins::{GitSource, Onto, Pin};
 use crate::printer::Printer;
 use crate::recipe::Recipe;
 use crate::types::git::GitRev;
 use crate::types::recipe::RecipePath;
 use crate::types::url::Url;
 
+use super::edit::Assignment;
+use super::offer::OfferError;
+use super::upstream::Upstream;
 use super::{Constraints, Move, PinBumpOptions, SeriesCheck};
+
+/// What a git remote offers a git pin.
+#[derive(Debug, Clone)]
+pub struct GitOffer {
+    /// Where the pin stands.
+    pub current: GitRev,
+    /// The head of its branch (or the remote's HEAD), full 40-hex.
+    pub head: GitRev,
+}
+
+impl GitOffer {
+    /// Whether the pin already names the head (a short revision that prefixes it counts as
+    /// behind, since it is not yet the full id).
+    pub fn is_current(&self) -> bool {
+        self.current == self.head
+    }
+}
+
+/// What the remote offers a git pin.
+pub fn git_offer(git: &GitSource, upstream: &Upstream<'_>) -> Result<GitOffer, OfferError> {
+    Ok(GitOffer {
+        current: git.rev.clone(),
+        head: upstream.git.head(&git.url, git.branch.as_ref())?,
+    })
+}
 
 /// Refuses the move to `target` when a series checked there conflicts, unless `--force`
 /// (then it warns, naming each conflict).
