@@ -14,14 +14,13 @@ use crate::types::oci::Platform;
 use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::Url;
 
-use super::kind::Shim;
-use super::kind::{AssertSource, GitSource, PythonSource};
+use super::kind::{self, GitSource, Keys, Shim};
 use super::pin::{Denied, Pin, Source};
 use super::recipe::{
     Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
 };
 use super::schema;
-use super::schema::{Onto, PinKind, TagTemplate};
+use super::schema::{Onto, TagTemplate};
 use super::schema::{RawContext, RawGroup, RawPin, RawRecipe};
 
 mod wheels;
@@ -167,6 +166,14 @@ impl Loader<'_> {
             location: Location::from_offset(self.path, self.text, span.start),
             message: message.into(),
             hint: hint.into(),
+        }
+    }
+
+    /// A notice at `span`: the pin loads, and the user is told.
+    pub(super) fn notice(&self, span: &Range<usize>, message: String) -> Notice {
+        Notice {
+            location: Location::from_offset(self.path, self.text, span.start),
+            message,
         }
     }
 
@@ -518,7 +525,7 @@ impl Loader<'_> {
     }
 
     /// A Python pin's `shim`: its file must lie in the recipe folder.
-    fn shim(&self, shim: schema::RawShim) -> Result<Shim, LoadError> {
+    pub(super) fn shim(&self, shim: schema::RawShim) -> Result<Shim, LoadError> {
         let file = shim.file.get_ref().clone();
         self.inside(shim.file.span(), &file, "shim file")?;
         if self.folder.is_some() && !crate::fs::in_folder(self.root, file.as_str()).is_file() {
@@ -545,8 +552,7 @@ impl Loader<'_> {
         self.check_keys(&name, &raw, &span)?;
         let deny = self.check_version(&name, &raw, notices)?;
         let kind = raw.kind;
-        if raw.module.is_none() && matches!(kind, PinKind::Python | PinKind::Wheels | PinKind::Git)
-        {
+        if raw.module.is_none() && kind::keys(kind).module {
             return Err(self.error(
                 span,
                 format!(
@@ -557,7 +563,7 @@ impl Loader<'_> {
         }
         let mut raw = raw;
         let (module, group, allow) = (raw.module.take(), raw.group.take(), raw.allow.take());
-        let source = self.source(&name, raw, &span, notices)?;
+        let source = kind::load(self, &name, raw, &span, notices)?;
         Ok(Pin {
             name,
             source,
@@ -565,80 +571,6 @@ impl Loader<'_> {
             group: group.map(Spanned::into_inner),
             deny,
             allow,
-        })
-    }
-
-    /// What the pin installs or asserts, by its kind.
-    fn source(
-        &self,
-        name: &PinName,
-        raw: RawPin,
-        span: &Range<usize>,
-        notices: &mut Vec<Notice>,
-    ) -> Result<Source, LoadError> {
-        let version = raw.version.clone();
-        Ok(match raw.kind {
-            PinKind::Python => {
-                let package = raw.package.expect("required");
-                let version = version.expect("required").into_inner();
-                let install = raw.install.unwrap_or(true);
-                if !install && raw.files.is_some() {
-                    return Err(self.error(
-                        span.clone(),
-                        format!(
-                            "pin `{name}` installs nothing (install = false) but records `files`"
-                        ),
-                        "drop `files`: the base supplies the package, and nothing is downloaded",
-                    ));
-                }
-                let owner = format!("pin `{name}`");
-                let files =
-                    self.hashed_files(&owner, name, &package, version.as_str(), raw.files, span)?;
-                Source::Python(PythonSource {
-                    package,
-                    version,
-                    install,
-                    index: raw.index,
-                    shim: raw.shim.map(|shim| self.shim(shim)).transpose()?,
-                    files,
-                })
-            }
-            PinKind::Wheels => self.wheel_set(
-                name,
-                version.expect("required").into_inner(),
-                raw.wheels.expect("required"),
-                raw.url,
-                raw.releases,
-                span,
-            )?,
-            PinKind::Git => {
-                let rev = raw.rev.expect("required");
-                if !rev.is_full() {
-                    notices.push(Notice {
-                        location: Location::from_offset(self.path, self.text, span.start),
-                        message: format!(
-                            "pin `{name}`: revision {rev} is a short prefix; a later commit on the remote can make it ambiguous (resolve it to the full 40-hex id with `forge pin bump {name} --to {rev}`)"
-                        ),
-                    });
-                }
-                let url = raw.url.expect("required");
-                let Some(url) = url.plain() else {
-                    return Err(self.error(
-                        span.clone(),
-                        format!("pin `{name}`: a git pin's url `{url}` cannot hold {{version}} or {{file}}"),
-                        "placeholders belong to a wheel set's url; a git pin names its remote as it is",
-                    ));
-                };
-                Source::Git(GitSource {
-                    url,
-                    branch: raw.branch,
-                    rev,
-                })
-            }
-            PinKind::Assert => Source::Assert(AssertSource {
-                probe: raw.probe.expect("required"),
-                version: version.expect("required").into_inner(),
-            }),
         })
     }
 
@@ -650,26 +582,9 @@ impl Loader<'_> {
         span: &Range<usize>,
     ) -> Result<(), LoadError> {
         let kind = raw.kind;
-        let (allowed, required): (&[&str], &[&str]) = match kind {
-            PinKind::Python => (
-                &[
-                    "package", "module", "version", "install", "index", "group", "deny", "allow",
-                    "shim", "files",
-                ],
-                &["package", "version"],
-            ),
-            PinKind::Wheels => (
-                &[
-                    "module", "version", "group", "deny", "allow", "wheels", "url", "releases",
-                ],
-                &["version", "wheels"],
-            ),
-            PinKind::Git => (
-                &["module", "url", "branch", "rev", "group"],
-                &["url", "rev"],
-            ),
-            PinKind::Assert => (&["probe", "version"], &["probe", "version"]),
-        };
+        let Keys {
+            allowed, required, ..
+        } = kind::keys(kind);
         let present = raw.present_keys();
         if let Some(extra) = present.iter().find(|key| !allowed.contains(key)) {
             return Err(self.error(

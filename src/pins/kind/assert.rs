@@ -7,9 +7,24 @@ use serde_json::{Value, json};
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
-use super::super::pin::{Distribution, Installed, Moves, Shown};
-use super::super::schema::{PinKind, Probe};
-use super::{Around, Kind, PinFact, SourceView};
+use super::super::pin::{Distribution, Installed, Moves, Shown, Source};
+use super::super::schema::{PinKind, Probe, RawPin};
+use super::{Around, Keys, Kind, PinFact, SourceView};
+
+/// The keys an `assert` pin takes.
+pub(super) const KEYS: Keys = Keys {
+    allowed: &["probe", "version"],
+    required: &["probe", "version"],
+    module: false,
+};
+
+/// An `assert` pin's payload.
+pub(super) fn load(raw: RawPin) -> Source {
+    Source::Assert(AssertSource {
+        probe: raw.probe.expect("required"),
+        version: raw.version.expect("required").into_inner(),
+    })
+}
 
 /// A component of the base image, only checked.
 #[derive(Debug, Clone)]

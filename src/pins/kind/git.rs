@@ -1,6 +1,8 @@
 //! `kind = "git"`: a repository built from source at a commit, which the build writes into the
 //! image's revision file and a `[[patches]]` series may patch.
 
+use std::ops::Range;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -10,9 +12,51 @@ use crate::types::recipe::PinName;
 use crate::types::url::Url;
 
 use super::super::gate;
-use super::super::pin::{Distribution, Installed, Moves, Shown};
-use super::super::schema::PinKind;
-use super::{Around, Kind, PinFact, SourceView};
+use super::super::load::{LoadError, Loader};
+use super::super::pin::{Distribution, Installed, Moves, Shown, Source};
+use super::super::recipe::Notice;
+use super::super::schema::{PinKind, RawPin};
+use super::{Around, Keys, Kind, PinFact, SourceView};
+
+/// The keys a `git` pin takes.
+pub(super) const KEYS: Keys = Keys {
+    allowed: &["module", "url", "branch", "rev", "group"],
+    required: &["url", "rev"],
+    module: true,
+};
+
+/// A `git` pin's payload: a plain remote (no placeholders), and a notice for a revision given by
+/// a short prefix.
+pub(super) fn load(
+    loader: &Loader<'_>,
+    name: &PinName,
+    raw: RawPin,
+    span: &Range<usize>,
+    notices: &mut Vec<Notice>,
+) -> Result<Source, LoadError> {
+    let rev = raw.rev.expect("required");
+    if !rev.is_full() {
+        notices.push(loader.notice(
+            span,
+            format!(
+                "pin `{name}`: revision {rev} is a short prefix; a later commit on the remote can make it ambiguous (resolve it to the full 40-hex id with `forge pin bump {name} --to {rev}`)"
+            ),
+        ));
+    }
+    let url = raw.url.expect("required");
+    let Some(url) = url.plain() else {
+        return Err(loader.error(
+            span.clone(),
+            format!("pin `{name}`: a git pin's url `{url}` cannot hold {{version}} or {{file}}"),
+            "placeholders belong to a wheel set's url; a git pin names its remote as it is",
+        ));
+    };
+    Ok(Source::Git(GitSource {
+        url,
+        branch: raw.branch,
+        rev,
+    }))
+}
 
 /// A git repository built from source.
 #[derive(Debug, Clone)]

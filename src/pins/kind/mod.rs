@@ -17,13 +17,19 @@
 //! | what the SBOM and the provenance list | `facts` | `attest` |
 //! | its words in `report` and `pin list` | `described`, `summary`, `listed` | `report`, `pin list` |
 //!
-//! Adding a kind: its payload and `impl Kind` in a file here, a variant of `Source` with its arm
-//! in `Source::as_kind`, its keys in `schema` and `load`, and docs/pins.md.
+//! Each kind's file also holds its load checks: the keys it takes (`KEYS`) and how its payload
+//! is made from pins.toml's table (`load`).
+//!
+//! Adding a kind: its file here, a variant of `Source` and of `PinKind` (how pins.toml names it)
+//! with their arms in this file (`Source::as_kind`, `keys`, `load`), any new key in `schema`,
+//! and docs/pins.md.
 
 mod assert;
 mod git;
 mod python;
 mod wheels;
+
+use std::ops::Range;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,8 +38,10 @@ use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
 use super::Fix;
+use super::load::{LoadError, Loader};
 use super::pin::{Distribution, Installed, Moves, Shown, Source};
-use super::schema::PinKind;
+use super::recipe::Notice;
+use super::schema::{PinKind, RawPin};
 
 pub use assert::{AssertSource, AssertView};
 pub use git::{GitSource, GitView};
@@ -97,7 +105,7 @@ pub trait Kind {
 }
 
 impl Source {
-    /// The pin's kind, as the capability every stage asks: the one place that lists the kinds.
+    /// The pin's kind, as the capability every stage asks.
     pub fn as_kind(&self) -> &dyn Kind {
         match self {
             Source::Python(python) => python,
@@ -105,6 +113,43 @@ impl Source {
             Source::Git(git) => git,
             Source::Assert(assert) => assert,
         }
+    }
+}
+
+/// The keys of pins.toml a pin of one kind takes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Keys {
+    /// Every key it may carry.
+    pub allowed: &'static [&'static str],
+    /// The keys it must carry.
+    pub required: &'static [&'static str],
+    /// Whether it must name the module whose import proves it landed.
+    pub module: bool,
+}
+
+/// The keys a pin of `kind` takes.
+pub(super) fn keys(kind: PinKind) -> Keys {
+    match kind {
+        PinKind::Python => python::KEYS,
+        PinKind::Wheels => wheels::KEYS,
+        PinKind::Git => git::KEYS,
+        PinKind::Assert => assert::KEYS,
+    }
+}
+
+/// The payload of a pin whose keys fit its kind (`keys`), checked by its kind.
+pub(super) fn load(
+    loader: &Loader<'_>,
+    name: &PinName,
+    raw: RawPin,
+    span: &Range<usize>,
+    notices: &mut Vec<Notice>,
+) -> Result<Source, LoadError> {
+    match raw.kind {
+        PinKind::Python => python::load(loader, name, raw, span),
+        PinKind::Wheels => wheels::load(loader, name, raw, span),
+        PinKind::Git => git::load(loader, name, raw, span, notices),
+        PinKind::Assert => Ok(assert::load(raw)),
     }
 }
 

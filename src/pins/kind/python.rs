@@ -1,6 +1,8 @@
 //! `kind = "python"`: one distribution from a package index, installed by the layer or, with
 //! `install = false`, shipped by the base and only checked.
 
+use std::ops::Range;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -9,9 +11,49 @@ use crate::types::recipe::{PinName, RecipePath};
 use crate::types::url::Url;
 
 use super::super::gate;
-use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown};
-use super::super::schema::PinKind;
-use super::{Around, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+use super::super::load::{LoadError, Loader};
+use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown, Source};
+use super::super::schema::{PinKind, RawPin};
+use super::{Around, Keys, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+
+/// The keys a `python` pin takes.
+pub(super) const KEYS: Keys = Keys {
+    allowed: &[
+        "package", "module", "version", "install", "index", "group", "deny", "allow", "shim",
+        "files",
+    ],
+    required: &["package", "version"],
+    module: true,
+};
+
+/// A `python` pin's payload: files are recorded only for what the layer installs.
+pub(super) fn load(
+    loader: &Loader<'_>,
+    name: &PinName,
+    raw: RawPin,
+    span: &Range<usize>,
+) -> Result<Source, LoadError> {
+    let package = raw.package.expect("required");
+    let version = raw.version.expect("required").into_inner();
+    let install = raw.install.unwrap_or(true);
+    if !install && raw.files.is_some() {
+        return Err(loader.error(
+            span.clone(),
+            format!("pin `{name}` installs nothing (install = false) but records `files`"),
+            "drop `files`: the base supplies the package, and nothing is downloaded",
+        ));
+    }
+    let owner = format!("pin `{name}`");
+    let files = loader.hashed_files(&owner, name, &package, version.as_str(), raw.files, span)?;
+    Ok(Source::Python(PythonSource {
+        package,
+        version,
+        install,
+        index: raw.index,
+        shim: raw.shim.map(|shim| loader.shim(shim)).transpose()?,
+        files,
+    }))
+}
 
 /// One distribution from a package index.
 #[derive(Debug, Clone)]

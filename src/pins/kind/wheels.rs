@@ -1,6 +1,8 @@
 //! `kind = "wheels"`: wheels that always share one version, each from an index or, with the
 //! set's `url`, downloaded by URL.
 
+use std::ops::Range;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -8,9 +10,37 @@ use crate::types::python::{FileSha256, LocalLabel, PackageName, Version, WheelFi
 use crate::types::recipe::PinName;
 use crate::types::url::{Url, UrlTemplate};
 
-use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown};
-use super::super::schema::PinKind;
-use super::{Around, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+use super::super::load::{LoadError, Loader};
+use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown, Source};
+use super::super::schema::{PinKind, RawPin};
+use super::{Around, Keys, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+
+/// The keys a `wheels` pin takes.
+pub(super) const KEYS: Keys = Keys {
+    allowed: &[
+        "module", "version", "group", "deny", "allow", "wheels", "url", "releases",
+    ],
+    required: &["version", "wheels"],
+    module: true,
+};
+
+/// A `wheels` pin's payload: each wheel checked against the set's version and `url`
+/// (`load/wheels.rs`).
+pub(super) fn load(
+    loader: &Loader<'_>,
+    name: &PinName,
+    raw: RawPin,
+    span: &Range<usize>,
+) -> Result<Source, LoadError> {
+    loader.wheel_set(
+        name,
+        raw.version.expect("required").into_inner(),
+        raw.wheels.expect("required"),
+        raw.url,
+        raw.releases,
+        span,
+    )
+}
 
 /// Wheels that always share one version.
 #[derive(Debug, Clone)]

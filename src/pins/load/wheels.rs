@@ -61,7 +61,7 @@ impl Loader<'_> {
     }
 
     /// A wheel set: its wheels, where they come from, and where its versions are listed.
-    pub(super) fn wheel_set(
+    pub(in crate::pins) fn wheel_set(
         &self,
         name: &PinName,
         version: Version,
@@ -249,7 +249,7 @@ impl Loader<'_> {
 
     /// The `files` recorded for `package` at `version` (the version its files carry, local
     /// label included): each a wheel of that package and version, each named once.
-    pub(super) fn hashed_files(
+    pub(in crate::pins) fn hashed_files(
         &self,
         owner: &str,
         pin: &PinName,
