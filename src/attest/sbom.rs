@@ -89,7 +89,7 @@ pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
         .or_else(|| image.tag().map(ToOwned::to_owned))
         .unwrap_or_else(|| "latest".to_owned());
     // An official Docker Hub image is named without its `library/` namespace.
-    let hub = crate::types::oci::is_docker_hub(image.registry());
+    let hub = image.registry().is_docker_hub();
     let path = if hub {
         image
             .repository()
@@ -104,7 +104,10 @@ pub fn docker_purl(image: &ImageRef, platform: Option<&str>) -> String {
         qualifiers.push(format!("platform={}", purl_encoded(platform)));
     }
     if !hub {
-        qualifiers.push(format!("repository_url={}", purl_encoded(image.registry())));
+        qualifiers.push(format!(
+            "repository_url={}",
+            purl_encoded(image.registry().as_str())
+        ));
     }
     if !qualifiers.is_empty() {
         purl.push('?');

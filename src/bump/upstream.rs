@@ -87,8 +87,8 @@ impl Clients {
             git: crate::git_remote::Git2Remote,
             registry: crate::registry::RegistryClient::new(sources.insecure_registries.clone())
                 .with_credentials_for(
-                    recipe.pins.base.image.registry(),
-                    Some(recipe.pins.image.repository.registry()),
+                    recipe.pins.base.image.registry().as_str(),
+                    Some(recipe.pins.image.repository.registry().as_str()),
                 ),
         })
     }

@@ -351,7 +351,7 @@ fn pull_credentials(
         .credentials
         .iter()
         .map(|credentials| {
-            let server = crate::types::oci::server_address(&credentials.registry).to_owned();
+            let server = crate::registry::credentials::server_address(&credentials.registry);
             let answer = bollard::auth::DockerCredentials {
                 username: Some(credentials.username.clone()),
                 password: Some(credentials.password.clone()),
@@ -795,9 +795,9 @@ fn docker_credentials(credentials: &Credentials) -> bollard::auth::DockerCredent
     bollard::auth::DockerCredentials {
         username: Some(credentials.username.clone()),
         password: Some(credentials.password.clone()),
-        serveraddress: Some(
-            crate::registry::credentials::server_address(&credentials.registry).to_owned(),
-        ),
+        serveraddress: Some(crate::registry::credentials::server_address(
+            &credentials.registry,
+        )),
         ..Default::default()
     }
 }

@@ -177,8 +177,8 @@ fn base_pull_refused(recipe: &Recipe, error: anyhow::Error) -> anyhow::Error {
             image.registry() != base.registry() || image.repository() != base.repository()
         });
     let (image, registry) = match &other {
-        Some(image) => (image.to_string(), image.registry().to_owned()),
-        None => (base.to_string(), base.registry().to_owned()),
+        Some(image) => (image.to_string(), image.registry().as_str().to_owned()),
+        None => (base.to_string(), base.registry().as_str().to_owned()),
     };
     // Only the network to that image's registry: the message names its host (docker.io's
     // registry-1.docker.io holds the name too), and the daemon's own sockets (`dial unix`) are

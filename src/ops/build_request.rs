@@ -162,12 +162,9 @@ impl CacheImage {
         credentials: &[Credentials],
         printer: &Printer,
     ) {
-        let credentials = credentials.iter().find(|credentials| {
-            crate::registry::credentials::same_registry(
-                &credentials.registry,
-                self.repository.registry(),
-            )
-        });
+        let credentials = credentials
+            .iter()
+            .find(|credentials| self.repository.registry().is_named(&credentials.registry));
         let pushed = async {
             engine.tag(built, &self.repository, &self.tag).await?;
             engine
@@ -196,7 +193,7 @@ impl std::fmt::Display for CacheImage {
 /// after `docker login`. The daemon uses each only for its own registry. A lookup that fails is
 /// a warning: the images may be public.
 pub(super) fn build_credentials(recipe: &Recipe, printer: &Printer) -> Vec<Credentials> {
-    let recipe_registry = recipe.pins.image.repository.registry();
+    let recipe_registry = recipe.pins.image.repository.registry().as_str();
     let (credentials, errors) = crate::registry::credentials::all(recipe_registry);
     for error in errors {
         printer.warn(format_args!(

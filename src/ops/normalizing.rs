@@ -258,8 +258,8 @@ fn registry_blobs(
 ) -> Vec<Descriptor> {
     let base = &recipe.pins.base.image;
     let client = RegistryClient::new(insecure).with_credentials_for(
-        base.registry(),
-        Some(recipe.pins.image.repository.registry()),
+        base.registry().as_str(),
+        Some(recipe.pins.image.repository.registry().as_str()),
     );
     let remote = RemoteRepository::of(base);
     let fetch = |digest: &Digest| -> Option<Parsed> {
@@ -324,9 +324,9 @@ async fn base_image<E: Engine>(
     {
         return Ok(held);
     }
-    let credentials = credentials.iter().find(|credentials| {
-        crate::registry::credentials::same_registry(&credentials.registry, reference.registry())
-    });
+    let credentials = credentials
+        .iter()
+        .find(|credentials| reference.registry().is_named(&credentials.registry));
     let pulled = engine
         .pull_reference(&reference, platform, credentials)
         .await?;

@@ -112,7 +112,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
         &record,
         &digest,
         &recipe.pins.image.platform,
-        Some(recipe.pins.image.repository.registry()),
+        Some(recipe.pins.image.repository.registry().as_str()),
         options,
         printer,
     )
@@ -239,7 +239,7 @@ fn credentials(
     recipe_registry: Option<&str>,
     printer: &Printer,
 ) -> Option<Credentials> {
-    let registry = record.image.repository.registry();
+    let registry = record.image.repository.registry().as_str();
     match crate::registry::credentials::lookup(registry, recipe_registry) {
         Ok(lookup) => lookup.credentials,
         Err(error) => {

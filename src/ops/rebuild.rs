@@ -148,9 +148,9 @@ async fn recorded_on(
         "Pulling",
         format_args!("{repository}@{pushed} to compare with"),
     );
-    let credentials = credentials.iter().find(|credentials| {
-        crate::registry::credentials::same_registry(&credentials.registry, repository.registry())
-    });
+    let credentials = credentials
+        .iter()
+        .find(|credentials| repository.registry().is_named(&credentials.registry));
     let pulled = engine
         .pull(repository, pushed, platform, credentials, &mut |_| {})
         .await?;

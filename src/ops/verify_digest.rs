@@ -76,7 +76,7 @@ pub fn verify_digest(
     let repository = remote_repository(&record);
     let client = RegistryClient::new(options.insecure_registries.clone()).with_credentials_for(
         &repository.registry,
-        Some(recipe.pins.image.repository.registry()),
+        Some(recipe.pins.image.repository.registry().as_str()),
     );
     let subject = Subject {
         record: &record,
@@ -111,7 +111,7 @@ pub fn verify_reference(
         reference,
         options.key.as_ref(),
         &options.insecure_registries,
-        recipe.map(|recipe| recipe.pins.image.repository.registry()),
+        recipe.map(|recipe| recipe.pins.image.repository.registry().as_str()),
         printer,
     )?;
     let record = attached.record();

@@ -19,7 +19,7 @@ pub struct RemoteRepository {
 impl From<&crate::types::oci::Repository> for RemoteRepository {
     fn from(repository: &crate::types::oci::Repository) -> Self {
         Self {
-            registry: repository.registry().to_owned(),
+            registry: repository.registry().as_str().to_owned(),
             path: repository.path().to_owned(),
         }
     }
@@ -29,14 +29,17 @@ impl RemoteRepository {
     /// The repository an image reference points into.
     pub fn of(image: &ImageRef) -> Self {
         Self {
-            registry: image.registry().to_owned(),
+            registry: image.registry().as_str().to_owned(),
             path: image.repository().to_owned(),
         }
     }
 
     /// The host the API is served from (Docker Hub's API is not at `docker.io`).
-    pub(super) fn api_host(&self) -> &str {
-        crate::types::oci::api_host(&self.registry)
+    pub(super) fn api_host(&self) -> String {
+        crate::types::oci::Registry::named(&self.registry).map_or_else(
+            || self.registry.clone(),
+            |registry| registry.api_host().to_owned(),
+        )
     }
 }
 

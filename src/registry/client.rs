@@ -91,7 +91,10 @@ impl RegistryClient {
         repository: &crate::types::oci::Repository,
         insecure: Vec<RegistryHost>,
     ) -> Result<(Self, Lookup), credentials::CredentialsError> {
-        let lookup = credentials::lookup(repository.registry(), Some(repository.registry()))?;
+        let lookup = credentials::lookup(
+            repository.registry().as_str(),
+            Some(repository.registry().as_str()),
+        )?;
         Ok((Self::new(insecure).with_lookup(lookup.clone()), lookup))
     }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::types::oci::is_docker_hub;
+use crate::types::oci::Registry;
 use base64::Engine as _;
 
 /// A user name and password (or token) for one registry.
@@ -406,37 +406,28 @@ fn read_config(path: &Path) -> Result<Option<DockerConfig>, CredentialsError> {
 
 /// The server URL the docker CLI files `registry` under and asks helpers about: Docker Hub's
 /// is `https://index.docker.io/v1/`, every other registry's is its host.
-pub fn server_address(registry: &str) -> &str {
-    crate::types::oci::server_address(registry)
+pub fn server_address(registry: &str) -> String {
+    Registry::named(registry).map_or_else(
+        || registry.to_owned(),
+        |named| named.server_address().to_owned(),
+    )
 }
 
-/// Whether two registry names are the same registry: the same host and port however they are
-/// spelled (case, a scheme or a trailing `/` written in front or behind, `:443` or none), and
-/// Docker Hub under any of its names.
+/// Whether two registry names are the same registry (`Registry`): the same host and port however
+/// they are spelled, and Docker Hub under any of its names.
 pub fn same_registry(a: &str, b: &str) -> bool {
-    let canonical = |name: &str| {
-        let bare = name
-            .trim()
-            .trim_start_matches("https://")
-            .trim_start_matches("http://")
-            .trim_end_matches('/');
-        if is_docker_hub(&bare.to_ascii_lowercase()) {
-            return Some(crate::types::oci::DEFAULT_REGISTRY.to_owned());
-        }
-        let url = url::Url::parse(&format!("https://{bare}/")).ok()?;
-        let plain = super::trust::is_origin_only(&url);
-        plain.then(|| match url.port() {
-            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_owned(),
-        })
-    };
-    canonical(a).is_some_and(|a| Some(a) == canonical(b))
+    Registry::named(a).is_some_and(|a| a.is_named(b))
+}
+
+/// Whether `name` is one of Docker Hub's names.
+fn is_docker_hub(name: &str) -> bool {
+    Registry::named(name).is_some_and(|registry| registry.is_docker_hub())
 }
 
 /// The entry of `map` for `registry`: under its server address, else under a key whose host
 /// is the registry's (keys may carry a scheme and a path, as older clients wrote them).
 fn entry_for<'a, T>(map: &'a BTreeMap<String, T>, registry: &str) -> Option<&'a T> {
-    if let Some(entry) = map.get(server_address(registry)) {
+    if let Some(entry) = map.get(&server_address(registry)) {
         return Some(entry);
     }
     let same = |host: &str| host == registry || (is_docker_hub(host) && is_docker_hub(registry));

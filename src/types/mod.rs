@@ -55,6 +55,7 @@ pub mod oci;
 pub mod python;
 pub mod python_syntax;
 pub mod recipe;
+pub mod registry;
 pub mod url;
 
 /// Why a value was refused: the grammar it broke, with the offending value shown escaped.

@@ -121,14 +121,13 @@ impl FromStr for Digest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRef {
     text: String,
-    registry: String,
+    registry: Registry,
     repository: String,
     tag: Option<String>,
     digest: Option<Digest>,
 }
 
-/// The registry a reference without a domain names, as the docker CLI resolves it.
-pub const DEFAULT_REGISTRY: &str = "docker.io";
+pub use super::registry::{DEFAULT_REGISTRY, DOCKER_HUB_SERVER, Registry};
 
 impl ImageRef {
     /// The reference as written.
@@ -136,8 +135,8 @@ impl ImageRef {
         &self.text
     }
 
-    /// The registry host (with its port), `docker.io` for bare names.
-    pub fn registry(&self) -> &str {
+    /// The registry (its host and port), `docker.io` for bare names.
+    pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
@@ -172,12 +171,16 @@ impl ImageRef {
             Some((first, path))
                 if first.contains(['.', ':']) || super::url::is_localhost(first) =>
             {
-                if !is_domain(first) {
-                    return Err(format!("registry {first:?} is not a host[:port]"));
-                }
-                (first.to_owned(), path.to_owned())
+                let registry = Some(first)
+                    .filter(|first| is_domain(first))
+                    .and_then(Registry::named)
+                    .ok_or_else(|| format!("registry {first:?} is not a host[:port]"))?;
+                (registry, path.to_owned())
             }
-            _ => (DEFAULT_REGISTRY.to_owned(), name.to_owned()),
+            _ => (
+                Registry::named(DEFAULT_REGISTRY).expect("Docker Hub's name"),
+                name.to_owned(),
+            ),
         };
         if path.is_empty() || !path.split('/').all(is_path_component) {
             return Err(format!(
@@ -187,7 +190,7 @@ impl ImageRef {
         if path.len() > 255 {
             return Err("repository longer than 255 characters".to_owned());
         }
-        let repository = if registry == DEFAULT_REGISTRY && !path.contains('/') {
+        let repository = if registry.as_str() == DEFAULT_REGISTRY && !path.contains('/') {
             format!("library/{path}")
         } else {
             path
@@ -306,7 +309,7 @@ impl<'de> Deserialize<'de> for ImageRef {
 #[derive(Debug, Clone)]
 pub struct Repository {
     text: String,
-    registry: String,
+    registry: Registry,
     path: String,
 }
 
@@ -324,8 +327,8 @@ impl Repository {
         &self.text
     }
 
-    /// The registry host (with its port) the repository is on, `docker.io` for bare names.
-    pub fn registry(&self) -> &str {
+    /// The registry (its host and port) the repository is on, `docker.io` for bare names.
+    pub fn registry(&self) -> &Registry {
         &self.registry
     }
 
@@ -365,7 +368,7 @@ impl FromStr for Repository {
         if parts.tag.is_none() && parts.digest.is_none() {
             Ok(Self {
                 text: value.to_owned(),
-                registry: reference.registry().to_owned(),
+                registry: reference.registry().clone(),
                 path: reference.repository().to_owned(),
             })
         } else {
@@ -383,43 +386,6 @@ impl FromStr for Repository {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryHost(String);
 string_newtype!(RegistryHost);
-
-/// Docker Hub's names: the one image references use, its v1 index (the docker CLI's key for its
-/// credentials), and the host its registry API is served from.
-const DOCKER_HUB: [&str; 3] = ["docker.io", "index.docker.io", DOCKER_HUB_API];
-
-/// The host Docker Hub serves its registry API from: not `docker.io`.
-const DOCKER_HUB_API: &str = "registry-1.docker.io";
-
-/// The v1 index address the docker CLI files Docker Hub's credentials under.
-pub const DOCKER_HUB_SERVER: &str = "https://index.docker.io/v1/";
-
-/// Whether `host` is Docker Hub under any of its names, in any case. Every alias of Docker Hub is
-/// folded here, and only here.
-pub fn is_docker_hub(host: &str) -> bool {
-    DOCKER_HUB
-        .iter()
-        .any(|name| host.eq_ignore_ascii_case(name))
-}
-
-/// The host `registry`'s API is served from: Docker Hub's is `registry-1.docker.io`.
-pub fn api_host(registry: &str) -> &str {
-    if is_docker_hub(registry) {
-        DOCKER_HUB_API
-    } else {
-        registry
-    }
-}
-
-/// The server address the docker CLI files `registry`'s credentials under and asks helpers and
-/// daemons about: Docker Hub's v1 index address, every other registry's host.
-pub fn server_address(registry: &str) -> &str {
-    if is_docker_hub(registry) {
-        DOCKER_HUB_SERVER
-    } else {
-        registry
-    }
-}
 
 impl FromStr for RegistryHost {
     type Err = GrammarError;
@@ -469,24 +435,6 @@ impl FromStr for Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn docker_hub_is_one_registry_under_its_three_names() {
-        for name in [
-            "docker.io",
-            "index.docker.io",
-            "registry-1.docker.io",
-            "Docker.IO",
-        ] {
-            assert!(is_docker_hub(name), "{name}");
-            assert_eq!(api_host(name), "registry-1.docker.io");
-            assert_eq!(server_address(name), "https://index.docker.io/v1/");
-        }
-        for name in ["ghcr.io", "127.0.0.1:5000", "docker.io.example.org"] {
-            assert!(!is_docker_hub(name), "{name}");
-            assert_eq!((api_host(name), server_address(name)), (name, name));
-        }
-    }
 
     #[test]
     fn registry_hosts_are_host_and_port_only() {
@@ -563,7 +511,7 @@ mod tests {
             let reference = ImageRef::from_str(text).unwrap();
             assert_eq!(
                 (
-                    reference.registry(),
+                    reference.registry().as_str(),
                     reference.repository(),
                     reference.tag()
                 ),

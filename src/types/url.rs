@@ -29,10 +29,13 @@ pub fn has_user_information(url: &url::Url) -> bool {
     !url.username().is_empty() || url.password().is_some()
 }
 
-/// Whether a parsed URL is only an origin (`https://host:port/`): no user information, no path.
-/// A host name that parses into more than that is not one.
+/// Whether a parsed URL is only an origin (`https://host:port/`): no user information, path,
+/// query or fragment. A host name that parses into more than that is not one.
 pub fn is_origin_only(url: &url::Url) -> bool {
-    !has_user_information(url) && url.path() == "/"
+    !has_user_information(url)
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
 }
 
 /// Whether a host name is `localhost`, the one registry name without a dot or a port (exactly,
