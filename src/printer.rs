@@ -66,6 +66,16 @@ impl ColorChoice {
     }
 }
 
+/// A command's answer, typed: the one value both of its forms come from, the text a person
+/// reads and the JSON document a program reads (its serialization; docs/json.md lists them).
+/// `Printer::document` prints the one `--json` asks for.
+pub trait Document: serde::Serialize {
+    /// What a person reads on stdout; `None` when the statuses on stderr already said it.
+    fn text(&self) -> Option<String> {
+        None
+    }
+}
+
 /// Writes all of forge's output.
 #[derive(Debug, Clone)]
 pub struct Printer {
@@ -180,6 +190,16 @@ impl Printer {
         let _ = stdout
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush());
+    }
+
+    /// Prints a command's answer on stdout: its JSON document with `--json`, else its text, if
+    /// it has any for stdout (a command whose statuses on stderr say it all has none).
+    pub fn document(&self, document: &impl Document) {
+        if self.is_json() {
+            self.json(&serde_json::to_value(document).expect("a document serializes"));
+        } else if let Some(text) = document.text() {
+            self.stdout(&text);
+        }
     }
 
     /// The command's one JSON document on stdout, carrying the version of forge's JSON shapes

@@ -6,15 +6,13 @@
 
 use std::str::FromStr;
 
-use serde_json::json;
-
 use crate::bump::edit::Assignment;
 use crate::bump::steps::Invalidated;
 use crate::bump::{self, BumpError, Prereleases, Sources, Upstream};
 use crate::patch::Applied;
 use crate::pins::Moves;
 use crate::pins::{self, Pin};
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 use crate::types::recipe::PinName;
 
@@ -148,9 +146,10 @@ pub fn pin_bump_with(
         base::plan_base(recipe, options, upstream, printer)?
     };
     let Some(planned) = planned else {
-        if printer.is_json() {
-            printer.json(&json!({ "name": options.target.to_string(), "changed": false }));
-        }
+        printer.document(&UpToDate {
+            name: options.target.to_string(),
+            changed: false,
+        });
         return Ok(Bumped::UpToDate);
     };
     write::apply(recipe, options, planned, printer)
@@ -172,3 +171,14 @@ pub fn find_pin<'a>(pins: &'a pins::Pins, name: &str) -> Result<&'a Pin, BumpErr
         }
     })
 }
+
+/// A pin already at what upstream offers: the status says it; `--json` prints this.
+#[derive(Debug, serde::Serialize)]
+struct UpToDate {
+    /// The pin, or `base`.
+    name: String,
+    /// Always false: nothing moved.
+    changed: bool,
+}
+
+impl Document for UpToDate {}

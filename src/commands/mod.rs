@@ -97,14 +97,23 @@ fn keygen(prefix: &std::path::Path, cosign: bool, printer: &Printer) -> anyhow::
         format_args!("{} (private, mode 0600{sealed})", private.display()),
     );
     printer.status("Wrote", format_args!("{} (public)", public.display()));
-    if printer.is_json() {
-        printer.json(&serde_json::json!({
-            "private": private.display().to_string(),
-            "public": public.display().to_string(),
-        }));
-    }
+    printer.document(&KeyPair {
+        private: private.display().to_string(),
+        public: public.display().to_string(),
+    });
     Ok(ExitStatus::Success)
 }
+
+/// The key pair `forge keygen` wrote: the statuses say it; `--json` prints this.
+#[derive(Debug, serde::Serialize)]
+struct KeyPair {
+    /// The private key's path.
+    private: String,
+    /// The public key's path.
+    public: String,
+}
+
+impl crate::printer::Document for KeyPair {}
 
 /// `forge completions SHELL`: the completion script clap writes for forge's command line.
 fn completions(shell: clap_complete::Shell, printer: &Printer) -> anyhow::Result<ExitStatus> {

@@ -6,13 +6,11 @@
 //! gives way to the inputs alone (with the base it recorded), since it no longer describes what
 //! this recipe builds.
 
-use serde_json::json;
-
 use crate::context::Output;
 use crate::fs::Written;
 use crate::lock::{self, Lock};
 use crate::pipeline;
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 
 /// Runs `forge lock` on `recipe`.
@@ -44,13 +42,26 @@ pub fn lock(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
             printer.status("Locked", format_args!("the inputs in {}", path.display()))
         }
     }
-    if printer.is_json() {
-        printer.json(&json!({
-            "path": path.display().to_string(),
-            "changed": written == Written::Changed,
-            "build_recorded": matches!(lock, Lock::Built(_)),
-            "inputs": lock.inputs(),
-        }));
-    }
+    printer.document(&Locked {
+        path: path.display().to_string(),
+        changed: written == Written::Changed,
+        build_recorded: matches!(lock, Lock::Built(_)),
+        inputs: lock.inputs(),
+    });
     Ok(())
 }
+
+/// What `forge lock` did: the statuses say it; `--json` prints this.
+#[derive(Debug, serde::Serialize)]
+struct Locked<'a> {
+    /// forge.lock's path.
+    path: String,
+    /// Whether the file changed.
+    changed: bool,
+    /// Whether it still records a build (the inputs are those the build was made of).
+    build_recorded: bool,
+    /// The recipe's inputs as written.
+    inputs: &'a crate::lock::Inputs,
+}
+
+impl Document for Locked<'_> {}

@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
 use crate::patch::{self, Applied, Mode, Outcome, PatchTarget, Series, Status};
 use crate::pins::Onto;
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 
 /// Options of `forge patch apply|check`.
@@ -156,23 +155,49 @@ fn summarise(job: &PatchJob, applied: &Applied, mode: Mode, printer: &Printer) {
 }
 
 /// One target of the `--json` document.
-fn target_json(job: &PatchJob, applied: &Applied, mode: Mode) -> serde_json::Value {
-    json!({
-        "onto": job.label,
-        "kind": match job.target {
-            PatchTarget::Repository(_) => "repository",
-            PatchTarget::Folder(_) => "folder",
-            PatchTarget::Git { .. } => "git",
-        },
-        "base": applied.base.to_string(),
-        // A check keeps no commit: its head and tree are what an apply would give, when
-        // nothing conflicts (committer times aside).
-        "head": (mode == Mode::Write && matches!(job.target, PatchTarget::Repository(_)))
-            .then(|| applied.head.to_string()),
-        "tree": (!applied.has_conflicts()).then(|| applied.tree.to_string()),
-        "patches": applied.patches.iter().map(patch::PatchResult::to_json).collect::<Vec<_>>(),
-    })
+/// One target as `forge patch --json` prints it.
+#[derive(Debug, serde::Serialize)]
+struct TargetDocument<'a> {
+    onto: &'a str,
+    kind: &'static str,
+    base: String,
+    head: Option<String>,
+    tree: Option<String>,
+    patches: Vec<patch::PatchDocument<'a>>,
 }
+
+impl<'a> TargetDocument<'a> {
+    fn of(job: &'a PatchJob, applied: &'a Applied, mode: Mode) -> Self {
+        TargetDocument {
+            onto: &job.label,
+            kind: match job.target {
+                PatchTarget::Repository(_) => "repository",
+                PatchTarget::Folder(_) => "folder",
+                PatchTarget::Git { .. } => "git",
+            },
+            base: applied.base.to_string(),
+            // A check keeps no commit: its head and tree are what an apply would give, when
+            // nothing conflicts (committer times aside).
+            head: (mode == Mode::Write && matches!(job.target, PatchTarget::Repository(_)))
+                .then(|| applied.head.to_string()),
+            tree: (!applied.has_conflicts()).then(|| applied.tree.to_string()),
+            patches: applied
+                .patches
+                .iter()
+                .map(patch::PatchResult::document)
+                .collect(),
+        }
+    }
+}
+
+/// `forge patch`'s answer: the statuses and the patch table say it; `--json` prints this.
+#[derive(Debug, serde::Serialize)]
+struct Patched<'a> {
+    mode: &'static str,
+    targets: Vec<TargetDocument<'a>>,
+}
+
+impl Document for Patched<'_> {}
 
 /// Applies (or checks) each job's series onto its target and reports every patch. A conflict
 /// is an error in `Mode::Write` (nothing changed) and a failed check in `Mode::Check`.
@@ -183,7 +208,6 @@ pub fn patch(
 ) -> anyhow::Result<Vec<Applied>> {
     let jobs = patch_jobs(recipe, options)?;
     let mut reports = Vec::new();
-    let mut documents = Vec::new();
     for job in &jobs {
         let series = Series::read(&job.series, job.within.as_ref())?;
         let count = series.patches.len();
@@ -212,15 +236,19 @@ pub fn patch(
         })?;
         report(printer, &applied);
         summarise(job, &applied, options.mode, printer);
-        documents.push(target_json(job, &applied, options.mode));
         reports.push(applied);
     }
-    if printer.is_json() {
-        printer.json(&json!({
-            "mode": match options.mode { Mode::Write => "apply", Mode::Check => "check" },
-            "targets": documents,
-        }));
-    }
+    printer.document(&Patched {
+        mode: match options.mode {
+            Mode::Write => "apply",
+            Mode::Check => "check",
+        },
+        targets: jobs
+            .iter()
+            .zip(&reports)
+            .map(|(job, applied)| TargetDocument::of(job, applied, options.mode))
+            .collect(),
+    });
     let conflicts: usize = reports
         .iter()
         .map(|applied| applied.count(Status::Conflicts))

@@ -1,23 +1,66 @@
 //! List every pin: kind, version or revision, group, and what to watch.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
-use crate::pins::Pin;
-use crate::printer::Printer;
+use crate::pins::{Listed, Pin, PinKind};
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 use crate::table::table;
 
 /// Prints the pins as a table on stdout (a commit cut to 12 hex digits), or as `{"pins": [...]}` with `--json`.
 pub fn pin_list(recipe: &Recipe, printer: &Printer) {
-    let pins: Vec<&Pin> = recipe.pins.pins.values().collect();
-    if printer.is_json() {
-        printer.json(&json!({ "pins": pins.iter().map(|pin| pin_json(pin)).collect::<Vec<_>>() }));
-        return;
-    }
-    let rows: Vec<[String; 5]> = pins
-        .iter()
-        .map(|pin| {
-            [
+    printer.document(&PinList {
+        pins: recipe.pins.pins.values().map(ListedPin::of).collect(),
+    });
+}
+
+/// `forge pin list`'s answer.
+#[derive(Debug, Serialize)]
+struct PinList<'a> {
+    pins: Vec<ListedPin<'a>>,
+}
+
+/// One pin: what every pin has, then its kind's own fields.
+#[derive(Debug, Serialize)]
+struct ListedPin<'a> {
+    name: &'a str,
+    kind: PinKind,
+    group: Option<&'a str>,
+    module: Option<&'a str>,
+    deny: Vec<ListedDenial<'a>>,
+    allow: Option<&'a str>,
+    #[serde(flatten)]
+    source: Listed<'a>,
+    /// The table's row, not printed with `--json`.
+    #[serde(skip)]
+    row: [String; 5],
+}
+
+/// A version the pin never moves to, and why.
+#[derive(Debug, Serialize)]
+struct ListedDenial<'a> {
+    version: &'a str,
+    reason: &'a str,
+}
+
+impl<'a> ListedPin<'a> {
+    fn of(pin: &'a Pin) -> Self {
+        ListedPin {
+            name: pin.name.as_str(),
+            kind: pin.kind(),
+            group: pin.group.as_ref().map(|group| group.as_str()),
+            module: pin.module.as_ref().map(|module| module.as_str()),
+            deny: pin
+                .deny
+                .iter()
+                .map(|denied| ListedDenial {
+                    version: denied.version.as_str(),
+                    reason: denied.reason.as_str(),
+                })
+                .collect(),
+            allow: pin.allow.as_ref().map(|allow| allow.as_str()),
+            source: pin.as_kind().listed(),
+            row: [
                 pin.name.to_string(),
                 pin.kind().to_string(),
                 crate::table::short_ids(pin.current()),
@@ -26,13 +69,16 @@ pub fn pin_list(recipe: &Recipe, printer: &Printer) {
                     .map(ToString::to_string)
                     .unwrap_or_else(|| "-".to_owned()),
                 source_summary(pin),
-            ]
-        })
-        .collect();
-    printer.stdout(&table(
-        ["NAME", "KIND", "VERSION", "GROUP", "SOURCE"],
-        &rows,
-    ));
+            ],
+        }
+    }
+}
+
+impl Document for PinList<'_> {
+    fn text(&self) -> Option<String> {
+        let rows: Vec<[String; 5]> = self.pins.iter().map(|pin| pin.row.clone()).collect();
+        Some(table(["NAME", "KIND", "VERSION", "GROUP", "SOURCE"], &rows))
+    }
 }
 
 fn source_summary(pin: &Pin) -> String {
@@ -41,19 +87,4 @@ fn source_summary(pin: &Pin) -> String {
         summary.push_str(&format!("; never {} ({})", denied.version, denied.reason));
     }
     summary
-}
-
-fn pin_json(pin: &Pin) -> Value {
-    let mut value = json!({
-        "name": pin.name.as_str(),
-        "kind": pin.kind(),
-        "group": pin.group.as_ref().map(|group| group.as_str()),
-        "module": pin.module.as_ref().map(|module| module.as_str()),
-        "deny": pin.deny.iter().map(|denied| json!({ "version": denied.version.as_str(), "reason": denied.reason.as_str() })).collect::<Vec<_>>(),
-        "allow": pin.allow.as_ref().map(|allow| allow.as_str()),
-    });
-    if let (Value::Object(target), Value::Object(extra)) = (&mut value, pin.as_kind().listed()) {
-        target.extend(extra);
-    }
-    value
 }

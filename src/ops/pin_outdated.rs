@@ -3,12 +3,11 @@
 //! is not a failure: the exit status is 0 unless a lookup fails.
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use crate::bump::{self, Clients, Prereleases, Sources, Upstream};
 use crate::pins::WheelSet;
 use crate::pins::{Moves, Pin};
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 
 /// Options of `forge pin outdated`.
@@ -136,15 +135,7 @@ pub fn pin_outdated_with(
         printer.detail("Checking", &pin.name);
         standings.push(pin_standing(recipe, pin, options, upstream));
     }
-    if printer.is_json() {
-        printer.json(&json!({ "pins": standings }));
-    } else {
-        printer.stdout(&table(&standings));
-        let reasons = notes(&standings);
-        if !reasons.is_empty() {
-            printer.stdout(&format!("\n{reasons}"));
-        }
-    }
+    printer.document(&Outdated { pins: &standings });
     let failed: Vec<&str> = standings
         .iter()
         .filter(|standing| standing.state == State::Error)
@@ -518,4 +509,21 @@ fn table(standings: &[Standing]) -> String {
         })
         .collect();
     crate::table::table(["NAME", "CURRENT", "ALLOWED", "NEWEST", "STATE"], &rows)
+}
+
+/// `forge pin outdated`'s answer: where each pin stands, as a table with its notes, or as
+/// `{"pins": [...]}`.
+#[derive(Debug, serde::Serialize)]
+struct Outdated<'a> {
+    pins: &'a [Standing],
+}
+
+impl Document for Outdated<'_> {
+    fn text(&self) -> Option<String> {
+        let reasons = notes(self.pins);
+        Some(match reasons.is_empty() {
+            true => table(self.pins),
+            false => format!("{}\n{reasons}", table(self.pins)),
+        })
+    }
 }

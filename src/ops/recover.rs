@@ -3,9 +3,8 @@
 //! rule cannot be followed: keep every tag on the new image, put every tag back, or forget it.
 
 use anyhow::Context as _;
-use serde_json::json;
 
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::publish::{self, intent};
 use crate::recipe::Recipe;
 use crate::types::oci::RegistryHost;
@@ -43,11 +42,20 @@ pub fn recover(
         runtime.shutdown_background();
         settled?
     };
-    if printer.is_json() {
-        printer.json(&json!({
-            "settled": settled,
-            "path": intent::path(root).display().to_string(),
-        }));
-    }
+    printer.document(&Recovered {
+        settled: &settled,
+        path: intent::path(root).display().to_string(),
+    });
     Ok(settled)
 }
+
+/// What `forge recover` did: the statuses say it; `--json` prints this.
+#[derive(Debug, serde::Serialize)]
+struct Recovered<'a, T: serde::Serialize> {
+    /// How the intent was settled, if there was one.
+    settled: &'a T,
+    /// Where the intent is kept.
+    path: String,
+}
+
+impl<T: serde::Serialize> Document for Recovered<'_, T> {}

@@ -125,41 +125,66 @@ pub struct PatchResult {
 }
 
 impl PatchResult {
-    /// The record of this patch, as `--json` prints it and a build record can keep it:
-    /// `patch`, `file`, `original_id`, `new_id`, `author` (`name`, `email`, `date` as
-    /// `seconds +hhmm`), `subject`, `status`, and `conflict` or `applied_as` when they apply.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut value = serde_json::json!({
-            "patch": self.name,
-            "file": self.file,
-            "original_id": self.original_id.map(|id| id.to_string()),
-            "new_id": match &self.outcome {
+    /// The record of this patch, as `--json` prints it: `patch`, `file`, `original_id`,
+    /// `new_id`, `author` (`name`, `email`, `date` as `seconds +hhmm`), `subject`, `status`, and
+    /// `conflict` or `applied_as` when they apply.
+    pub fn document(&self) -> PatchDocument<'_> {
+        PatchDocument {
+            patch: &self.name,
+            file: &self.file,
+            original_id: self.original_id.map(|id| id.to_string()),
+            new_id: match &self.outcome {
                 Outcome::Applied { new_id } => Some(new_id.to_string()),
                 _ => None,
             },
-            "author": {
-                "name": self.author.name,
-                "email": self.author.email,
-                "date": self.author.raw_date(),
+            author: AuthorDocument {
+                name: &self.author.name,
+                email: &self.author.email,
+                date: self.author.raw_date(),
             },
-            "subject": self.subject,
-            "status": self.outcome.status(),
-        });
-        let object = value.as_object_mut().expect("built as an object");
-        match &self.outcome {
-            Outcome::Conflict { file, hunk } => {
-                object.insert(
-                    "conflict".to_owned(),
-                    serde_json::json!({ "file": file, "hunk": hunk }),
-                );
-            }
-            Outcome::AlreadyApplied { by: Some(id) } => {
-                object.insert("applied_as".to_owned(), serde_json::json!(id.to_string()));
-            }
-            _ => {}
+            subject: &self.subject,
+            status: self.outcome.status(),
+            conflict: match &self.outcome {
+                Outcome::Conflict { file, hunk } => Some(ConflictDocument { file, hunk }),
+                _ => None,
+            },
+            applied_as: match &self.outcome {
+                Outcome::AlreadyApplied { by: Some(id) } => Some(id.to_string()),
+                _ => None,
+            },
         }
-        value
     }
+}
+
+/// One patch as `forge patch --json` prints it (`PatchResult::document`).
+#[derive(Debug, serde::Serialize)]
+pub struct PatchDocument<'a> {
+    patch: &'a str,
+    file: &'a std::path::Path,
+    original_id: Option<String>,
+    new_id: Option<String>,
+    author: AuthorDocument<'a>,
+    subject: &'a str,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conflict: Option<ConflictDocument<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    applied_as: Option<String>,
+}
+
+/// A patch's author in `PatchDocument`.
+#[derive(Debug, serde::Serialize)]
+struct AuthorDocument<'a> {
+    name: &'a str,
+    email: &'a str,
+    date: String,
+}
+
+/// Where a patch conflicts, in `PatchDocument`.
+#[derive(Debug, serde::Serialize)]
+struct ConflictDocument<'a> {
+    file: &'a str,
+    hunk: &'a str,
 }
 
 /// What `apply` did.

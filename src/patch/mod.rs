@@ -32,7 +32,7 @@ mod target;
 use crate::diagnostics::{Advice, Advise, ExitStatus};
 use std::path::{Path, PathBuf};
 
-pub use apply::{Applied, Mode, Outcome, PatchResult, Status, apply};
+pub use apply::{Applied, Mode, Outcome, PatchDocument, PatchResult, Status, apply};
 pub use mail::{Author, Patch};
 pub use target::{PatchTarget, Patched, patched_tree, scratch_from_folder};
 

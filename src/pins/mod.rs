@@ -28,7 +28,8 @@ mod recipe;
 mod schema;
 
 pub use kind::{
-    Around, AssertSource, GitSource, Kind, PinFact, PythonSource, Shim, SourceView, Wheel, WheelSet,
+    Around, AssertSource, GitSource, Kind, Listed, PinFact, PythonSource, Shim, SourceView, Wheel,
+    WheelSet,
 };
 pub use load::{LoadError, load, parse, parse_detached};
 pub use pin::{Denied, Distribution, HashedFile, Installed, Moves, Pin, Shown, Source};

@@ -2,14 +2,13 @@
 //! the library torch loads).
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
 
 use super::super::pin::{Distribution, Installed, Moves, Shown, Source};
 use super::super::schema::{PinKind, Probe, RawPin};
-use super::{Around, Keys, Kind, PinFact, SourceView};
+use super::{Around, Keys, Kind, Listed, PinFact, SourceView};
 
 /// The keys an `assert` pin takes.
 pub(super) const KEYS: Keys = Keys {
@@ -39,6 +38,15 @@ pub struct AssertSource {
 #[derive(Debug, Serialize)]
 pub struct AssertView {
     version: String,
+}
+
+/// An `assert` pin's own fields in `pin list --json`.
+#[derive(Debug, Serialize)]
+pub struct AssertListed<'a> {
+    probe: Probe,
+    version: &'a str,
+    /// Always false: the base ships it.
+    install: bool,
 }
 
 impl Kind for AssertSource {
@@ -104,7 +112,11 @@ impl Kind for AssertSource {
         format!("in base, asserted by the {} probe", self.probe)
     }
 
-    fn listed(&self) -> Value {
-        json!({ "probe": self.probe, "version": self.version.as_str(), "install": false })
+    fn listed(&self) -> Listed<'_> {
+        Listed::Assert(AssertListed {
+            probe: self.probe,
+            version: self.version.as_str(),
+            install: false,
+        })
     }
 }

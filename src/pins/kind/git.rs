@@ -4,7 +4,6 @@
 use std::ops::Range;
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::types::git::{BranchName, GitRev};
 use crate::types::python::Version;
@@ -16,7 +15,7 @@ use super::super::load::{LoadError, Loader};
 use super::super::pin::{Distribution, Installed, Moves, Shown, Source};
 use super::super::recipe::Notice;
 use super::super::schema::{PinKind, RawPin};
-use super::{Around, Keys, Kind, PinFact, SourceView};
+use super::{Around, Keys, Kind, Listed, PinFact, SourceView};
 
 /// The keys a `git` pin takes.
 pub(super) const KEYS: Keys = Keys {
@@ -86,6 +85,15 @@ pub struct GitView {
 pub struct SeriesView {
     from: String,
     to: String,
+}
+
+/// A `git` pin's own fields in `pin list --json`.
+#[derive(Debug, Serialize)]
+pub struct GitListed<'a> {
+    url: &'a str,
+    branch: Option<&'a str>,
+    rev: &'a str,
+    rev_is_full: bool,
 }
 
 impl Kind for GitSource {
@@ -169,12 +177,12 @@ impl Kind for GitSource {
         format!("{}{branch}{note}", self.url)
     }
 
-    fn listed(&self) -> Value {
-        json!({
-            "url": self.url.as_str(),
-            "branch": self.branch.as_ref().map(|branch| branch.as_str()),
-            "rev": self.rev.as_str(),
-            "rev_is_full": self.rev.is_full(),
+    fn listed(&self) -> Listed<'_> {
+        Listed::Git(GitListed {
+            url: self.url.as_str(),
+            branch: self.branch.as_ref().map(BranchName::as_str),
+            rev: self.rev.as_str(),
+            rev_is_full: self.rev.is_full(),
         })
     }
 }

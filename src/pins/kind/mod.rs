@@ -32,7 +32,6 @@ mod wheels;
 use std::ops::Range;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::types::python::Version;
 use crate::types::recipe::PinName;
@@ -101,7 +100,7 @@ pub trait Kind {
     fn summary(&self) -> String;
 
     /// Its own fields in `pin list --json`.
-    fn listed(&self) -> Value;
+    fn listed(&self) -> Listed<'_>;
 }
 
 impl Source {
@@ -178,6 +177,38 @@ pub enum SourceView {
     Assert(AssertView),
 }
 
+/// A pin's own fields in `pin list --json`, flattened into what every pin has.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Listed<'a> {
+    /// A `python` pin.
+    Python(python::PythonListed<'a>),
+    /// A `wheels` pin.
+    Wheels(wheels::WheelsListed<'a>),
+    /// A `git` pin.
+    Git(git::GitListed<'a>),
+    /// An `assert` pin.
+    Assert(assert::AssertListed<'a>),
+}
+
+/// A file recorded from an index, as `pin list --json` lists it.
+#[derive(Debug, Serialize)]
+pub struct ListedFile<'a> {
+    file: &'a str,
+    sha256: &'a str,
+}
+
+/// Recorded index files as `pin list --json` lists them.
+fn listed_files(files: &[super::HashedFile]) -> Vec<ListedFile<'_>> {
+    files
+        .iter()
+        .map(|file| ListedFile {
+            file: file.file.as_str(),
+            sha256: file.sha256.as_str(),
+        })
+        .collect()
+}
+
 /// A pin as the SBOM and the provenance list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinFact {
@@ -220,14 +251,6 @@ fn hashed_pairs(files: &[super::HashedFile]) -> Vec<(String, String)> {
     files
         .iter()
         .map(|file| (file.file.to_string(), file.sha256.to_string()))
-        .collect()
-}
-
-/// Recorded index files as `[{ "file", "sha256" }]`.
-fn files_json(files: &[super::HashedFile]) -> Value {
-    files
-        .iter()
-        .map(|file| serde_json::json!({ "file": file.file.as_str(), "sha256": file.sha256.as_str() }))
         .collect()
 }
 

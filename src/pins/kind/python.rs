@@ -4,7 +4,6 @@
 use std::ops::Range;
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::types::python::{Identifier, ModulePath, PackageName, Version};
 use crate::types::recipe::{PinName, RecipePath};
@@ -14,7 +13,10 @@ use super::super::gate;
 use super::super::load::{LoadError, Loader};
 use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown, Source};
 use super::super::schema::{PinKind, RawPin};
-use super::{Around, Keys, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+use super::{
+    Around, Keys, Kind, Listed, ListedFile, PinFact, SourceView, hashed_pairs, listed_files,
+    requirements_line,
+};
 
 /// The keys a `python` pin takes.
 pub(super) const KEYS: Keys = Keys {
@@ -107,6 +109,24 @@ pub struct ShimView {
     module: String,
     exports: Vec<String>,
     gate: String,
+}
+
+/// A `python` pin's own fields in `pin list --json`.
+#[derive(Debug, Serialize)]
+pub struct PythonListed<'a> {
+    package: &'a str,
+    version: &'a str,
+    install: bool,
+    index: Option<&'a str>,
+    shim: Option<ListedShim<'a>>,
+    files: Vec<ListedFile<'a>>,
+}
+
+/// A shim in `pin list --json`.
+#[derive(Debug, Serialize)]
+pub struct ListedShim<'a> {
+    file: &'a str,
+    module: &'a str,
 }
 
 impl Kind for PythonSource {
@@ -230,14 +250,17 @@ impl Kind for PythonSource {
         }
     }
 
-    fn listed(&self) -> Value {
-        json!({
-            "package": self.package.as_str(),
-            "version": self.version.as_str(),
-            "install": self.install,
-            "index": self.index.as_ref().map(|index| index.as_str()),
-            "shim": self.shim.as_ref().map(|shim| json!({ "file": shim.file.as_str(), "module": shim.module.as_str() })),
-            "files": files_json(&self.files),
+    fn listed(&self) -> Listed<'_> {
+        Listed::Python(PythonListed {
+            package: self.package.as_str(),
+            version: self.version.as_str(),
+            install: self.install,
+            index: self.index.as_ref().map(Url::as_str),
+            shim: self.shim.as_ref().map(|shim| ListedShim {
+                file: shim.file.as_str(),
+                module: shim.module.as_str(),
+            }),
+            files: listed_files(&self.files),
         })
     }
 }

@@ -4,7 +4,6 @@
 use std::ops::Range;
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::types::python::{FileSha256, LocalLabel, PackageName, Version, WheelFile};
 use crate::types::recipe::PinName;
@@ -13,7 +12,10 @@ use crate::types::url::{Url, UrlTemplate};
 use super::super::load::{LoadError, Loader};
 use super::super::pin::{Distribution, HashedFile, Installed, Moves, Shown, Source};
 use super::super::schema::{PinKind, RawPin};
-use super::{Around, Keys, Kind, PinFact, SourceView, files_json, hashed_pairs, requirements_line};
+use super::{
+    Around, Keys, Kind, Listed, ListedFile, PinFact, SourceView, hashed_pairs, listed_files,
+    requirements_line,
+};
 
 /// The keys a `wheels` pin takes.
 pub(super) const KEYS: Keys = Keys {
@@ -107,6 +109,30 @@ pub struct WheelView {
     /// The file's URL, for a set downloaded from a `url`.
     url: Option<String>,
     sha256: Option<String>,
+}
+
+/// A `wheels` pin's own fields in `pin list --json`.
+#[derive(Debug, Serialize)]
+pub struct WheelsListed<'a> {
+    version: &'a str,
+    wheels: Vec<WheelListed<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+}
+
+/// One wheel of a set in `pin list --json`: its download's `url` and `sha256`, or the `files`
+/// recorded from its index.
+#[derive(Debug, Serialize)]
+pub struct WheelListed<'a> {
+    package: &'a str,
+    version: String,
+    index: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<Option<&'a str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<ListedFile<'a>>>,
 }
 
 impl Wheel {
@@ -315,28 +341,28 @@ impl Kind for WheelSet {
         }
     }
 
-    fn listed(&self) -> Value {
+    fn listed(&self) -> Listed<'_> {
         let version = &self.version;
-        let mut fields = json!({
-            "version": version.as_str(),
-            "wheels": self.wheels.iter().map(|wheel| {
-                let mut fields = json!({
-                    "package": wheel.package.as_str(),
-                    "version": wheel.version(version),
-                    "index": wheel.index.as_ref().map(|index| index.as_str()),
-                });
-                if let Some(download) = wheel.url(self.url.as_ref(), version) {
-                    fields["url"] = json!(download.as_str());
-                    fields["sha256"] = json!(wheel.sha256.as_ref().map(|hash| hash.as_str()));
-                } else {
-                    fields["files"] = files_json(&wheel.files);
-                }
-                fields
-            }).collect::<Vec<_>>(),
-        });
-        if let Some(url) = &self.url {
-            fields["url"] = json!(url.as_str());
-        }
-        fields
+        Listed::Wheels(WheelsListed {
+            version: version.as_str(),
+            wheels: self
+                .wheels
+                .iter()
+                .map(|wheel| {
+                    let download = wheel.url(self.url.as_ref(), version);
+                    WheelListed {
+                        package: wheel.package.as_str(),
+                        version: wheel.version(version),
+                        index: wheel.index.as_ref().map(Url::as_str),
+                        sha256: download
+                            .is_some()
+                            .then(|| wheel.sha256.as_ref().map(FileSha256::as_str)),
+                        files: download.is_none().then(|| listed_files(&wheel.files)),
+                        url: download.map(|download| download.to_string()),
+                    }
+                })
+                .collect(),
+            url: self.url.as_ref().map(UrlTemplate::as_str),
+        })
     }
 }
