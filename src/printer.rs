@@ -74,6 +74,12 @@ pub trait Document: serde::Serialize {
     fn text(&self) -> Option<String> {
         None
     }
+
+    /// Whether its strings are the command's product, printed byte for byte and unredacted
+    /// (the rendered Dockerfile, which must be the file `--out` writes).
+    fn is_product(&self) -> bool {
+        false
+    }
 }
 
 /// Writes all of forge's output.
@@ -195,10 +201,27 @@ impl Printer {
     /// Prints a command's answer on stdout: its JSON document with `--json`, else its text, if
     /// it has any for stdout (a command whose statuses on stderr say it all has none).
     pub fn document(&self, document: &impl Document) {
-        if self.is_json() {
-            self.json(&serde_json::to_value(document).expect("a document serializes"));
-        } else if let Some(text) = document.text() {
-            self.stdout(&text);
+        match (self.is_json(), document.is_product()) {
+            (true, product) => {
+                let value = serde_json::to_value(document).expect("a document serializes");
+                match product {
+                    true => self.json_data(&value),
+                    false => self.json(&value),
+                }
+            }
+            (false, product) => match (document.text(), product) {
+                (Some(text), true) => self.data(&text),
+                (Some(text), false) => self.stdout(&text),
+                (None, _) => {}
+            },
+        }
+    }
+
+    /// Part of a command's answer that a person reads on stdout as it comes, before the statuses
+    /// that follow it; with `--json` the document carries it instead, and this prints nothing.
+    pub fn text_part(&self, text: &str) {
+        if !self.is_json() {
+            self.stdout(text);
         }
     }
 

@@ -3,7 +3,8 @@
 //! inputs (or only shown, in a dry run), and the Dockerfile steps it invalidates reported.
 
 use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{BumpMode, Bumped, Move, PinBumpOptions};
 use crate::bump::edit;
@@ -13,7 +14,7 @@ use crate::fs::{Written, write_together};
 use crate::lock::{self, Lock};
 use crate::pins;
 use crate::pipeline;
-use crate::printer::{ColorChoice, OutputFormat, Printer, Verbosity};
+use crate::printer::{ColorChoice, Document, OutputFormat, Printer, Verbosity};
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
 use crate::types::oci::Digest;
@@ -107,10 +108,8 @@ pub(super) fn apply(
             Some(written == Written::Changed)
         }
         BumpMode::DryRun => {
-            if !printer.is_json() {
-                printer.stdout(&pins_diff);
-                printer.stdout(&dockerfile_diff);
-            }
+            printer.text_part(&pins_diff);
+            printer.text_part(&dockerfile_diff);
             None
         }
     };
@@ -129,16 +128,14 @@ pub(super) fn apply(
             format_args!("{} (a dry run writes nothing)", path.display()),
         );
     }
-    if printer.is_json() {
-        printer.json(&bump_json(
-            options,
-            &planned,
-            &edited,
-            written,
-            invalidated.as_ref(),
-            [pins_diff, dockerfile_diff],
-        ));
-    }
+    printer.document(&Moved::of(
+        options,
+        &planned,
+        &edited,
+        written,
+        invalidated.as_ref(),
+        [pins_diff, dockerfile_diff],
+    ));
     Ok(Bumped::Moved {
         assignments: planned.assignments,
         invalidated,
@@ -251,43 +248,94 @@ impl crate::diagnostics::Advise for WriteTogetherError {
 
 crate::advised!(WriteTogetherError);
 
-/// `pin bump --json`'s document.
-fn bump_json(
-    options: &PinBumpOptions,
-    planned: &Move,
-    edited: &Edited,
+/// `pin bump`'s answer for a move: the statuses say it (a dry run's diffs are printed as they
+/// come, `Printer::text_part`); `--json` prints this.
+#[derive(Debug, Serialize)]
+struct Moved<'a> {
+    name: String,
+    changed: bool,
+    from: &'a str,
+    to: &'a str,
+    assignments: Vec<AssignmentDocument<'a>>,
     written: Option<bool>,
-    invalidated: Option<&Invalidated>,
-    [pins_diff, dockerfile_diff]: [String; 2],
-) -> Value {
-    json!({
-        "name": options.target.to_string(),
-        "changed": true,
-        "from": planned.from,
-        "to": planned.to,
-        "assignments": planned.assignments.iter().map(|assignment| json!({
-            "table": assignment.table_path(),
-            "key": assignment.key,
-            "value": assignment.value.to_json(),
-        })).collect::<Vec<_>>(),
-        "written": written,
-        "dockerfile": {
-            "before": edited.old_render.digest().as_str(),
-            "after": edited.new_render.digest().as_str(),
-        },
-        "invalidated": invalidated.map_or(Value::Null, |invalidated| json!({
-            "total": invalidated.total,
-            "steps": invalidated.steps,
-        })),
-        "patches": planned.patches.iter().flat_map(|check| check.applied.patches.iter().map(|result| json!({
-            "series": check.series,
-            "patch": result.name,
-            "status": result.outcome.status(),
-        }))).collect::<Vec<_>>(),
-        "pins_diff": pins_diff,
-        "dockerfile_diff": dockerfile_diff,
-    })
+    dockerfile: Change,
+    invalidated: Option<&'a Invalidated>,
+    patches: Vec<PatchStatus<'a>>,
+    pins_diff: String,
+    dockerfile_diff: String,
 }
+
+/// One value the move writes into pins.toml.
+#[derive(Debug, Serialize)]
+struct AssignmentDocument<'a> {
+    table: String,
+    key: &'a str,
+    value: Value,
+}
+
+/// The rendered Dockerfile's digest before and after the move.
+#[derive(Debug, Serialize)]
+struct Change {
+    before: Digest,
+    after: Digest,
+}
+
+/// What a moved git pin's series does at the new revision.
+#[derive(Debug, Serialize)]
+struct PatchStatus<'a> {
+    series: &'a str,
+    patch: &'a str,
+    status: crate::patch::Status,
+}
+
+impl<'a> Moved<'a> {
+    fn of(
+        options: &PinBumpOptions,
+        planned: &'a Move,
+        edited: &'a Edited,
+        written: Option<bool>,
+        invalidated: Option<&'a Invalidated>,
+        [pins_diff, dockerfile_diff]: [String; 2],
+    ) -> Self {
+        Moved {
+            name: options.target.to_string(),
+            changed: true,
+            from: &planned.from,
+            to: &planned.to,
+            assignments: planned
+                .assignments
+                .iter()
+                .map(|assignment| AssignmentDocument {
+                    table: assignment.table_path(),
+                    key: &assignment.key,
+                    value: assignment.value.to_json(),
+                })
+                .collect(),
+            // A dry run writes nothing: `written` is null.
+            written,
+            dockerfile: Change {
+                before: edited.old_render.digest(),
+                after: edited.new_render.digest(),
+            },
+            invalidated,
+            patches: planned
+                .patches
+                .iter()
+                .flat_map(|check| {
+                    check.applied.patches.iter().map(|result| PatchStatus {
+                        series: &check.series,
+                        patch: &result.name,
+                        status: result.outcome.status(),
+                    })
+                })
+                .collect(),
+            pins_diff,
+            dockerfile_diff,
+        }
+    }
+}
+
+impl Document for Moved<'_> {}
 
 fn report_invalidated(invalidated: Option<&Invalidated>, printer: &Printer) {
     let Some(invalidated) = invalidated else {

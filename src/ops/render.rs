@@ -1,15 +1,15 @@
 //! Render the Dockerfile to stdout or a file, or check that a committed render is current.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use crate::diagnostics::CheckFailed;
 use crate::fs::{Written, write_output};
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 use crate::render::{self, Dockerfile};
+use crate::types::oci::Digest;
 
 /// Where the render goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +43,10 @@ pub fn render(
     let digest = dockerfile.digest();
     match &options.mode {
         RenderMode::Stdout => {
-            if printer.is_json() {
-                printer.json_data(
-                    &json!({ "digest": digest.as_str(), "dockerfile": dockerfile.as_str() }),
-                );
-            } else {
-                printer.data(dockerfile.as_str());
-            }
+            printer.document(&Rendered::Printed {
+                digest: &digest,
+                dockerfile: dockerfile.as_str(),
+            });
         }
         RenderMode::Write(path) => {
             let written = write_output(path, dockerfile.as_str().as_bytes())
@@ -62,16 +59,20 @@ pub fn render(
                     printer.status("Fresh", format_args!("{} ({digest})", path.display()))
                 }
             }
-            if printer.is_json() {
-                printer.json(&json!({ "digest": digest.as_str(), "path": path, "changed": written == Written::Changed }));
-            }
+            printer.document(&Rendered::Written {
+                digest: &digest,
+                path,
+                changed: written == Written::Changed,
+            });
         }
         RenderMode::Check(path) => {
             let current = std::fs::read(path).ok();
             let fresh = current.as_deref() == Some(dockerfile.as_str().as_bytes());
-            if printer.is_json() {
-                printer.json(&json!({ "digest": digest.as_str(), "path": path, "current": fresh }));
-            }
+            printer.document(&Rendered::Checked {
+                digest: &digest,
+                path,
+                current: fresh,
+            });
             if !fresh {
                 let state = if current.is_some() {
                     "is out of date"
@@ -94,4 +95,41 @@ pub fn render(
         }
     }
     Ok(dockerfile)
+}
+
+/// `forge render`'s answer: the Dockerfile on stdout (its text, or with its digest as JSON),
+/// or, for `--out` and `--check`, what the statuses say.
+#[derive(Debug, serde::Serialize)]
+#[serde(untagged)]
+enum Rendered<'a> {
+    /// Printed on stdout.
+    Printed {
+        digest: &'a Digest,
+        dockerfile: &'a str,
+    },
+    /// Written to `--out`.
+    Written {
+        digest: &'a Digest,
+        path: &'a Path,
+        changed: bool,
+    },
+    /// Compared with `--check`'s file.
+    Checked {
+        digest: &'a Digest,
+        path: &'a Path,
+        current: bool,
+    },
+}
+
+impl Document for Rendered<'_> {
+    fn text(&self) -> Option<String> {
+        match self {
+            Rendered::Printed { dockerfile, .. } => Some((*dockerfile).to_owned()),
+            Rendered::Written { .. } | Rendered::Checked { .. } => None,
+        }
+    }
+
+    fn is_product(&self) -> bool {
+        matches!(self, Rendered::Printed { .. })
+    }
 }
