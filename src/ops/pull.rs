@@ -185,9 +185,7 @@ fn pull_record(
         anyhow::Ok((report, nodes.len()))
     })?;
     printer.answer(&report.table(options.wide));
-    if printer.is_json() {
-        printer.json(&report.to_json(&[]));
-    }
+    printer.document(&report.verdict(&[]));
     if let Some(failed) = report.failed().next() {
         return Err(CheckFailed::new(
             format!(

@@ -6,12 +6,14 @@
 //! its authors), and leaves blank the fields only the tester can fill in: the rig, the settings
 //! and the results.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 
 use crate::diagnostics::{Advice, Advise};
 use crate::lock::{self, Record};
 use crate::pins::{Fix, Mutability, Pin};
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
 use crate::types::oci::Digest;
 use crate::types::oci::RegistryHost;
@@ -134,11 +136,7 @@ pub fn report_reference(
 }
 
 fn print(report: &Report<'_>, printer: &Printer) {
-    if printer.is_json() {
-        printer.json(&report.to_json());
-    } else {
-        printer.stdout(&report.to_markdown());
-    }
+    printer.document(report);
 }
 
 /// Where the report's record came from.
@@ -274,70 +272,196 @@ impl Report<'_> {
         }
         text
     }
+}
 
-    fn to_json(&self) -> Value {
+impl Serialize for Report<'_> {
+    /// The report for programs: what the Markdown shows, and the rig and results fields a tester
+    /// fills in, blank (`null`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let record = self.record;
         let repository = record.image.repository.as_str();
-        let blank = |fields: &[(&str, &str)]| -> Value {
-            fields
+        ReportDocument {
+            image: ImageDocument {
+                repository,
+                id: record.image.id.as_str(),
+                revision: record.image.revision.as_deref(),
+            },
+            base: BaseDocument {
+                image: record.base.image.as_str(),
+                digest: record.base.digest.as_ref().map(Digest::as_str),
+                id: record.base.id.as_ref().map(Digest::as_str),
+            },
+            tags: record
+                .tags
                 .iter()
-                .map(|(key, _)| ((*key).to_owned(), Value::Null))
-                .collect::<serde_json::Map<_, _>>()
-                .into()
-        };
-        let mut results = blank(&RESULT_FIELDS);
-        results["concurrency"] = CONCURRENCY
-            .iter()
-            .map(|level| json!({ "c": level, "tokens_per_second": null, "ttft_p50": null, "ttft_p99": null, "notes": null }))
-            .collect();
-        json!({
-            "image": {
-                "repository": repository,
-                "id": record.image.id.as_str(),
-                "revision": record.image.revision,
-            },
-            "base": {
-                "image": record.base.image.as_str(),
-                "digest": record.base.digest.as_ref().map(Digest::as_str),
-                "id": record.base.id.as_ref().map(Digest::as_str),
-            },
-            "tags": record.tags.iter().map(|tag| json!({
-                "tag": format!("{repository}:{}", tag.name),
-                "mutability": mutability(tag.mutability),
-                "digest": tag.pushed.as_ref().map(Digest::as_str),
-            })).collect::<Vec<_>>(),
-            "attachments": self.attachments.iter().map(|attachment| json!({
-                "kind": attachment.kind,
-                "subject": attachment.subject.as_str(),
-                "reference": format!("{repository}:{}", attachment.tag),
-                "manifest": attachment.manifest.as_str(),
-                "content": attachment.content.as_str(),
-            })).collect::<Vec<_>>(),
-            "inputs": serde_json::to_value(&record.inputs).expect("inputs serialize"),
-            "pins_changed": self.pins_changed,
-            "pins": self.pins.iter().map(|pin| json!({
-                "name": pin.name.as_str(),
-                "kind": pin.kind().to_string(),
-                "version": pin.current(),
-                "source": pin.as_kind().described(),
-            })).collect::<Vec<_>>(),
-            "fixes": self.fixes.iter().map(|fix| json!({
-                "name": fix.name.as_str(),
-                "by": fix.by.to_string(),
-                "symptom": fix.symptom.as_str(),
-                "fix": fix.fix.as_str(),
-                "check": fix.check.as_str(),
-            })).collect::<Vec<_>>(),
-            "patches": record.patches.iter().map(|patch| json!({
-                "file": patch.file,
-                "author": patch.author,
-                "original": patch.original,
-                "applied": patch.applied,
-            })).collect::<Vec<_>>(),
-            "rig": blank(&RIG_FIELDS),
-            "results": results,
-        })
+                .map(|tag| TagDocument {
+                    tag: format!("{repository}:{}", tag.name),
+                    mutability: mutability(tag.mutability),
+                    digest: tag.pushed.as_ref().map(Digest::as_str),
+                })
+                .collect(),
+            attachments: self
+                .attachments
+                .iter()
+                .map(|attachment| AttachmentDocument {
+                    kind: &attachment.kind,
+                    subject: attachment.subject.as_str(),
+                    reference: format!("{repository}:{}", attachment.tag),
+                    manifest: attachment.manifest.as_str(),
+                    content: attachment.content.as_str(),
+                })
+                .collect(),
+            inputs: &record.inputs,
+            pins_changed: self.pins_changed,
+            pins: self
+                .pins
+                .iter()
+                .map(|pin| PinDocument {
+                    name: pin.name.as_str(),
+                    kind: pin.kind().to_string(),
+                    version: pin.current(),
+                    source: pin.as_kind().described(),
+                })
+                .collect(),
+            fixes: self
+                .fixes
+                .iter()
+                .map(|fix| FixDocument {
+                    name: fix.name.as_str(),
+                    by: fix.by.to_string(),
+                    symptom: fix.symptom.as_str(),
+                    fix: fix.fix.as_str(),
+                    check: fix.check.as_str(),
+                })
+                .collect(),
+            patches: record
+                .patches
+                .iter()
+                .map(|patch| PatchDocument {
+                    file: &patch.file,
+                    author: &patch.author,
+                    original: patch.original.as_deref(),
+                    applied: patch.applied.as_deref(),
+                })
+                .collect(),
+            rig: RIG_FIELDS.iter().map(|(key, _)| (*key, None)).collect(),
+            results: ResultsDocument::blank(),
+        }
+        .serialize(serializer)
     }
+}
+
+impl Document for Report<'_> {
+    fn text(&self) -> Option<String> {
+        Some(self.to_markdown())
+    }
+}
+
+/// `forge report --json`.
+#[derive(Serialize)]
+struct ReportDocument<'a> {
+    image: ImageDocument<'a>,
+    base: BaseDocument<'a>,
+    tags: Vec<TagDocument<'a>>,
+    attachments: Vec<AttachmentDocument<'a>>,
+    inputs: &'a crate::lock::Inputs,
+    pins_changed: bool,
+    pins: Vec<PinDocument<'a>>,
+    fixes: Vec<FixDocument<'a>>,
+    patches: Vec<PatchDocument<'a>>,
+    rig: BTreeMap<&'static str, Option<()>>,
+    results: ResultsDocument,
+}
+
+#[derive(Serialize)]
+struct ImageDocument<'a> {
+    repository: &'a str,
+    id: &'a str,
+    revision: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct BaseDocument<'a> {
+    image: &'a str,
+    digest: Option<&'a str>,
+    id: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct TagDocument<'a> {
+    tag: String,
+    mutability: &'static str,
+    digest: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct AttachmentDocument<'a> {
+    kind: &'a crate::lock::AttachmentKind,
+    subject: &'a str,
+    reference: String,
+    manifest: &'a str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct PinDocument<'a> {
+    name: &'a str,
+    kind: String,
+    version: &'a str,
+    source: String,
+}
+
+#[derive(Serialize)]
+struct FixDocument<'a> {
+    name: &'a str,
+    by: String,
+    symptom: &'a str,
+    fix: &'a str,
+    check: &'a str,
+}
+
+#[derive(Serialize)]
+struct PatchDocument<'a> {
+    file: &'a str,
+    author: &'a str,
+    original: Option<&'a str>,
+    applied: Option<&'a str>,
+}
+
+/// The results a tester fills in: the free-text fields, and a row per concurrency level.
+#[derive(Serialize)]
+struct ResultsDocument {
+    #[serde(flatten)]
+    fields: BTreeMap<&'static str, Option<()>>,
+    concurrency: Vec<ConcurrencyDocument>,
+}
+
+impl ResultsDocument {
+    /// Every field blank (`null`), for the tester to fill in.
+    fn blank() -> Self {
+        ResultsDocument {
+            fields: RESULT_FIELDS.iter().map(|(key, _)| (*key, None)).collect(),
+            concurrency: CONCURRENCY
+                .iter()
+                .map(|&c| ConcurrencyDocument {
+                    c,
+                    tokens_per_second: None,
+                    ttft_p50: None,
+                    ttft_p99: None,
+                    notes: None,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ConcurrencyDocument {
+    c: u32,
+    tokens_per_second: Option<f64>,
+    ttft_p50: Option<f64>,
+    ttft_p99: Option<f64>,
+    notes: Option<String>,
 }
 
 impl Report<'_> {

@@ -312,9 +312,7 @@ fn conclude(
         .map(|(subject, error)| format!("{subject}: {error}"))
         .collect();
     printer.answer(&report.table(wide));
-    if printer.is_json() {
-        printer.json(&report.to_json(&names));
-    }
+    printer.document(&report.verdict(&names));
     let mut unreached = unreached.into_iter();
     if let Some((subject, error)) = unreached.next() {
         for (other, error) in unreached {

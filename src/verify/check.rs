@@ -2,7 +2,6 @@
 //! of a verification, as a table or as JSON.
 
 use serde::Serialize;
-use serde_json::json;
 
 use crate::table::Section;
 use crate::types::oci::Digest;
@@ -173,6 +172,17 @@ impl Check {
     }
 }
 
+/// A verification's answer: the table says it (`Printer::answer`); `--json` prints
+/// `{"ok": bool, "checks": [{"name", "subject", "expected", "actual", "ok", ...}], "unreached": [...]}`.
+#[derive(Debug, serde::Serialize)]
+pub struct Verdict<'a> {
+    ok: bool,
+    checks: &'a [Check],
+    unreached: &'a [String],
+}
+
+impl crate::printer::Document for Verdict<'_> {}
+
 /// Every check of one verification, in the order they ran.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
@@ -202,14 +212,14 @@ impl Report {
         self.checks.iter().filter(|check| !check.ok)
     }
 
-    /// `{"ok": bool, "checks": [{"name", "subject", "expected", "actual", "ok"}]}`; with
-    /// `unreached`, the things that could not be asked, so that `ok` is false.
-    pub fn to_json(&self, unreached: &[String]) -> serde_json::Value {
-        json!({
-            "ok": self.ok() && unreached.is_empty(),
-            "checks": self.checks,
-            "unreached": unreached,
-        })
+    /// The report as `--json` prints it (`Verdict`); with `unreached`, the things that could
+    /// not be asked, so that `ok` is false.
+    pub fn verdict<'a>(&'a self, unreached: &'a [String]) -> Verdict<'a> {
+        Verdict {
+            ok: self.ok() && unreached.is_empty(),
+            checks: &self.checks,
+            unreached,
+        }
     }
 
     /// The checks of the image in `repository`.
@@ -424,7 +434,10 @@ mod tests {
         assert_eq!(lines[1], "input  pins.toml       sha256:1  sha256:2  STALE");
         assert_eq!(lines[2], "tag    node: r:latest  sha256:1  sha256:1  ok");
         assert!(!report.ok());
-        assert_eq!(report.to_json(&[])["ok"], false);
+        assert_eq!(
+            serde_json::to_value(report.verdict(&[])).unwrap()["ok"],
+            false
+        );
     }
 
     #[test]
@@ -494,7 +507,7 @@ mod tests {
             report.failed().next().unwrap().full_subject(),
             "tcp://spark-2:2375: r:latest"
         );
-        let json = report.to_json(&[]);
+        let json = serde_json::to_value(report.verdict(&[])).unwrap();
         assert_eq!(json["checks"][0].get("node"), None);
         assert_eq!(json["checks"][3]["node"], "tcp://spark-2:2375");
         assert_eq!(json["checks"][3]["subject"], "r:latest");
@@ -540,7 +553,7 @@ mod tests {
             "--wide shows every subject whole"
         );
         assert_eq!(
-            report.to_json(&[])["checks"][0]["subject"],
+            serde_json::to_value(report.verdict(&[])).unwrap()["checks"][0]["subject"],
             format!("{repository}:2026-07-08-offline")
         );
     }

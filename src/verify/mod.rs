@@ -26,7 +26,7 @@ pub mod probe;
 mod record;
 mod registry;
 
-pub use check::{Check, Kind, MISSING, Report};
+pub use check::{Check, Kind, MISSING, Report, Verdict};
 pub use daemon::{Resolved, base, image_missing, tags};
 pub use error::{VerifyError, recorded_build};
 pub use inputs::inputs;
