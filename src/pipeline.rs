@@ -14,17 +14,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_json::{Value, json};
 
 use crate::context::{self, BuildContext, Exclusions, Generated, Member, Output};
 use crate::diagnostics::CheckFailed;
 use crate::lock::{self, Inputs, PatchRecord};
 use crate::patch::{self, Outcome, PatchTarget, Patched, Series};
+use crate::pins::Mutability;
 use crate::pins::Onto;
 use crate::pins::gate;
 use crate::printer::Printer;
 use crate::recipe::{Recipe, ResolvedTag};
 use crate::render::{self, Dockerfile, REVISION_ARG};
+use crate::types::oci::Digest;
 
 /// The label that ties the image to the context it was built from.
 const CONTEXT_LABEL: &str = "dev.forge.context.digest";
@@ -73,29 +74,63 @@ impl Plan {
         }
         labels
     }
+}
 
-    /// The `--dry-run --json` document: the digests, the inputs, the patches, what the build
-    /// would pass to the engine, and the tags.
-    pub fn to_json(&self, recipe: &Recipe) -> Value {
-        let repository = &recipe.pins.image.repository;
-        json!({
-            "dry_run": true,
-            "dockerfile_digest": self.dockerfile.digest().as_str(),
-            "context_digest": self.context.digest.as_str(),
-            "context_size": self.context.size,
-            "context_entries": self.context.entries,
-            "inputs": self.inputs.as_ref().map(|inputs| serde_json::to_value(inputs).expect("inputs serialize")),
-            "patches": patches_json(&self.patches),
-            "build_args": build_args(recipe, revision(&recipe.root).as_deref()),
-            "labels": self.labels(),
-            "image": {
-                "repository": repository.as_str(),
-                "tags": self.tags.iter().map(|tag| json!({
-                    "tag": tag.tag.as_str(),
-                    "mutability": tag.mutability,
-                })).collect::<Vec<_>>(),
+/// `forge build --dry-run`'s answer: the digests, the inputs, the patches, what the build would
+/// pass to the engine, and the tags; as text, the digests, patches and tags in a labelled list.
+#[derive(Debug, serde::Serialize)]
+pub struct PlanDocument<'a> {
+    dry_run: bool,
+    dockerfile_digest: Digest,
+    context_digest: &'a Digest,
+    context_size: u64,
+    context_entries: usize,
+    inputs: Option<&'a crate::lock::Inputs>,
+    patches: Vec<PatchEntry<'a>>,
+    build_args: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    image: PlannedImage<'a>,
+}
+
+/// The image a plan tags.
+#[derive(Debug, serde::Serialize)]
+struct PlannedImage<'a> {
+    repository: &'a str,
+    tags: Vec<PlannedTag<'a>>,
+}
+
+/// A tag a plan puts on the image.
+#[derive(Debug, serde::Serialize)]
+struct PlannedTag<'a> {
+    tag: &'a str,
+    mutability: Mutability,
+}
+
+impl Plan {
+    /// The plan as `--dry-run` prints it.
+    pub fn document<'a>(&'a self, recipe: &'a Recipe) -> PlanDocument<'a> {
+        PlanDocument {
+            dry_run: true,
+            dockerfile_digest: self.dockerfile.digest(),
+            context_digest: &self.context.digest,
+            context_size: self.context.size,
+            context_entries: self.context.entries,
+            inputs: self.inputs.as_ref(),
+            patches: patch_entries(&self.patches),
+            build_args: build_args(recipe, revision(&recipe.root).as_deref()),
+            labels: self.labels(),
+            image: PlannedImage {
+                repository: recipe.pins.image.repository.as_str(),
+                tags: self
+                    .tags
+                    .iter()
+                    .map(|tag| PlannedTag {
+                        tag: tag.tag.as_str(),
+                        mutability: tag.mutability,
+                    })
+                    .collect(),
             },
-        })
+        }
     }
 }
 
@@ -370,18 +405,26 @@ pub fn check_locked(recipe: &Recipe, current: &Inputs) -> anyhow::Result<()> {
     .into())
 }
 
-/// The patches applied, as `forge build --json` lists them (every field, `null` when absent).
-pub fn patches_json(patches: &[PatchRecord]) -> Vec<Value> {
+/// A patch applied, as `forge build --json` lists it (every field, `null` when absent).
+#[derive(Debug, serde::Serialize)]
+pub struct PatchEntry<'a> {
+    file: &'a str,
+    original: Option<&'a str>,
+    applied: Option<&'a str>,
+    author: &'a str,
+    subject: &'a str,
+}
+
+/// The patches applied, as `forge build --json` lists them.
+pub fn patch_entries(patches: &[PatchRecord]) -> Vec<PatchEntry<'_>> {
     patches
         .iter()
-        .map(|patch| {
-            json!({
-                "file": patch.file,
-                "original": patch.original,
-                "applied": patch.applied,
-                "author": patch.author,
-                "subject": patch.subject,
-            })
+        .map(|patch| PatchEntry {
+            file: &patch.file,
+            original: patch.original.as_deref(),
+            applied: patch.applied.as_deref(),
+            author: &patch.author,
+            subject: &patch.subject,
         })
         .collect()
 }

@@ -11,13 +11,14 @@
 use std::str::FromStr as _;
 
 use anyhow::Context as _;
+use serde::Serialize;
 
 use crate::context::Output;
 use crate::engine::steps::{Event, StepState};
 use crate::engine::{Builder, Docker, Engine};
 use crate::pins::Mutability;
 use crate::pipeline::{self, Plan};
-use crate::printer::Printer;
+use crate::printer::{Document, Printer};
 use crate::progress::Display;
 use crate::publish::{self, BuildError, Publication, RemoteTags, Signals, Stop as _};
 use crate::recipe::Recipe;
@@ -138,19 +139,19 @@ impl StepOutcomes {
         }
     }
 
-    /// `[{"name", "state"}]`, state `done`, `cached`, `failed` or `running`.
-    fn to_json(&self) -> serde_json::Value {
+    /// Each step's name and last state, in the order the steps began.
+    fn entries(&self) -> Vec<StepEntry<'_>> {
         self.order
             .iter()
             .filter_map(|id| self.last.get(id))
-            .map(|(name, state)| {
-                let state = match state {
+            .map(|(name, state)| StepEntry {
+                name,
+                state: match state {
                     StepState::Running => "running",
                     StepState::Cached => "cached",
                     StepState::Done => "done",
                     StepState::Failed => "failed",
-                };
-                serde_json::json!({ "name": name, "state": state })
+                },
             })
             .collect()
     }
@@ -261,10 +262,6 @@ fn pulled_image(step: &str) -> Option<String> {
 /// `--dry-run`: the plan, as text or JSON.
 fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
     let repository = &recipe.pins.image.repository;
-    if printer.is_json() {
-        printer.json(&plan.to_json(recipe));
-        return;
-    }
     let mut entries = vec![
         (
             "dockerfile",
@@ -303,8 +300,50 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
             format!("({mutability})"),
         ));
     }
-    let text = crate::table::labelled(&entries);
-    printer.stdout(&text);
+    printer.document(&Planned {
+        plan: plan.document(recipe),
+        text: crate::table::labelled(&entries),
+    });
+}
+
+/// `forge build --dry-run`'s answer: the plan, as a labelled list or as its document.
+#[derive(Debug, Serialize)]
+struct Planned<'a> {
+    #[serde(flatten)]
+    plan: crate::pipeline::PlanDocument<'a>,
+    #[serde(skip)]
+    text: String,
+}
+
+impl Document for Planned<'_> {
+    fn text(&self) -> Option<String> {
+        Some(self.text.clone())
+    }
+}
+
+/// A build's answer: the image id, or with `--json` the build's document (with each step of a
+/// build that ran here).
+#[derive(Debug, Serialize)]
+pub(super) struct Built<'a> {
+    #[serde(flatten)]
+    pub built: crate::publish::BuiltDocument<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepEntry<'a>>>,
+    #[serde(skip)]
+    pub answer: String,
+}
+
+impl Document for Built<'_> {
+    fn text(&self) -> Option<String> {
+        Some(self.answer.clone())
+    }
+}
+
+/// A step of the build and its last state: `done`, `cached`, `failed` or `running`.
+#[derive(Debug, Serialize)]
+pub(super) struct StepEntry<'a> {
+    name: &'a str,
+    state: &'static str,
 }
 
 /// Says what the build reuses and what it builds: `request` of `repository`.
@@ -564,13 +603,11 @@ fn print_built(
     image: &crate::types::oci::Digest,
     printer: &Printer,
 ) {
-    if printer.is_json() {
-        let mut report = published.to_json(plan);
-        report["steps"] = steps.to_json();
-        printer.json(&report);
-    } else {
-        printer.stdout(&format!("{image}\n"));
-    }
+    printer.document(&Built {
+        built: published.document(plan),
+        steps: Some(steps.entries()),
+        answer: format!("{image}\n"),
+    });
 }
 
 #[cfg(test)]

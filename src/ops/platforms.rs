@@ -13,6 +13,7 @@
 
 use anyhow::Context as _;
 
+use super::build::Built;
 use super::build_request::{BuildOptions, build_credentials, build_request};
 use super::normalizing::{Normalizing, normalized};
 use crate::engine::steps::Event;
@@ -384,10 +385,10 @@ async fn publish_index(
         daemon: engine.version().await,
     };
     super::attaching::attach(&attaching, record, printer)?;
-    if printer.is_json() {
-        printer.json(&published.to_json(plan));
-    } else {
-        printer.stdout(&format!("{stored}\n"));
-    }
+    printer.document(&Built {
+        built: published.document(plan),
+        steps: None,
+        answer: format!("{stored}\n"),
+    });
     Ok(())
 }

@@ -28,8 +28,6 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
-
 use crate::engine::steps::Event;
 use crate::engine::{Engine, EngineError, ImageId};
 use crate::fs::Written;
@@ -101,34 +99,81 @@ pub struct Published {
 
 impl Published {
     /// The `--json` document of the build of `plan` that this publication finished.
-    pub fn to_json(&self, plan: &Plan) -> Value {
+    pub fn document<'a>(&'a self, plan: &'a Plan) -> BuiltDocument<'a> {
         let repository = self.record.image.repository.as_str();
-        let mut document = json!({
-            "image": {
-                "id": self.record.image.id.as_str(),
-                "repository": repository,
-                "tags": self.record.tags.iter().map(|tag| format!("{repository}:{}", tag.name)).collect::<Vec<_>>(),
-                "pushed": self.record.tags.iter().filter_map(|tag| {
-                    let digest = tag.pushed.as_ref()?;
-                    Some(json!({ "tag": format!("{repository}:{}", tag.name), "digest": digest.as_str() }))
-                }).collect::<Vec<_>>(),
+        let tagged = |name: &Tag| format!("{repository}:{name}");
+        BuiltDocument {
+            image: BuiltImage {
+                id: &self.record.image.id,
+                repository,
+                tags: self
+                    .record
+                    .tags
+                    .iter()
+                    .map(|tag| tagged(&tag.name))
+                    .collect(),
+                pushed: self
+                    .record
+                    .tags
+                    .iter()
+                    .filter_map(|tag| {
+                        Some(PushedTag {
+                            tag: tagged(&tag.name),
+                            digest: tag.pushed.as_ref()?,
+                        })
+                    })
+                    .collect(),
             },
-            "context_digest": plan.context.digest.as_str(),
-            "dockerfile_digest": plan.dockerfile.digest().as_str(),
-            "patches": pipeline::patches_json(&self.record.patches),
-            "base": serde_json::to_value(&self.record.base).expect("the base record serializes"),
-            "lock": {
-                "path": lock::LOCK_FILE,
-                "changed": self.written == Written::Changed,
+            context_digest: &plan.context.digest,
+            dockerfile_digest: plan.dockerfile.digest(),
+            patches: pipeline::patch_entries(&self.record.patches),
+            base: &self.record.base,
+            lock: LockChange {
+                path: lock::LOCK_FILE,
+                changed: self.written == Written::Changed,
             },
-        });
-        // Only a signed push has attachments.
-        if !self.record.attachments.is_empty() {
-            document["attachments"] = serde_json::to_value(&self.record.attachments)
-                .expect("the attachment records serialize");
+            attachments: &self.record.attachments,
         }
-        document
     }
+}
+
+/// A finished build as `forge build --json` prints it: the image, its tags and pushes, the
+/// digests of what it was built from, the patches, the base, forge.lock, and (for a signed
+/// push) the attachments.
+#[derive(Debug, serde::Serialize)]
+pub struct BuiltDocument<'a> {
+    image: BuiltImage<'a>,
+    context_digest: &'a Digest,
+    dockerfile_digest: Digest,
+    patches: Vec<pipeline::PatchEntry<'a>>,
+    base: &'a BaseRecord,
+    lock: LockChange,
+    /// Only a signed push has attachments.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attachments: &'a [lock::AttachmentRecord],
+}
+
+/// The image a build made, and where it went.
+#[derive(Debug, serde::Serialize)]
+struct BuiltImage<'a> {
+    id: &'a Digest,
+    repository: &'a str,
+    tags: Vec<String>,
+    pushed: Vec<PushedTag<'a>>,
+}
+
+/// A tag pushed, and the manifest digest the registry holds under it.
+#[derive(Debug, serde::Serialize)]
+struct PushedTag<'a> {
+    tag: String,
+    digest: &'a Digest,
+}
+
+/// forge.lock, and whether the build changed it.
+#[derive(Debug, serde::Serialize)]
+struct LockChange {
+    path: &'static str,
+    changed: bool,
 }
 
 /// Refuses, tags, pushes (with `publication.push`) and records the image built, handing the
