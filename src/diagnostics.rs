@@ -184,19 +184,34 @@ pub fn report(printer: &Printer, error: &anyhow::Error) -> ExitStatus {
     for hint in &rendered.hints {
         printer.note("hint", hint);
     }
-    if printer.is_json() && !printer.json_written() {
-        let hint = (!rendered.hints.is_empty()).then(|| rendered.hints.join("\n"));
-        printer.json(&serde_json::json!({
-            "error": {
-                "message": rendered.message,
-                "causes": rendered.causes,
-                "hint": hint,
-                "exit": rendered.exit as u8,
-            }
-        }));
-    }
+    printer.document(&Failed {
+        error: FailedError {
+            message: &rendered.message,
+            causes: &rendered.causes,
+            hint: (!rendered.hints.is_empty()).then(|| rendered.hints.join("\n")),
+            exit: rendered.exit as u8,
+        },
+    });
     rendered.exit
 }
+
+/// A failed command's answer: the error on stderr says it; `--json` prints this, unless the
+/// command's own document is already on stdout (a failed verification's report).
+#[derive(Debug, serde::Serialize)]
+struct Failed<'a> {
+    error: FailedError<'a>,
+}
+
+/// The error: its message, its causes, its hints joined by lines, and the exit status.
+#[derive(Debug, serde::Serialize)]
+struct FailedError<'a> {
+    message: &'a str,
+    causes: &'a [String],
+    hint: Option<String>,
+    exit: u8,
+}
+
+impl crate::printer::Document for Failed<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -198,10 +198,12 @@ impl Printer {
             .and_then(|()| stdout.flush());
     }
 
-    /// Prints a command's answer on stdout: its JSON document with `--json`, else its text, if
-    /// it has any for stdout (a command whose statuses on stderr say it all has none).
+    /// Prints a command's answer on stdout: its JSON document with `--json` (stdout holds one:
+    /// none after the first), else its text, if it has any for stdout (a command whose statuses
+    /// on stderr say it all has none).
     pub fn document(&self, document: &impl Document) {
         match (self.is_json(), document.is_product()) {
+            (true, _) if self.json_written() => {}
             (true, product) => {
                 let value = serde_json::to_value(document).expect("a document serializes");
                 match product {
