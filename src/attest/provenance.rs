@@ -12,7 +12,10 @@
 //! and the SBOM by digest, so that a signature over the statement covers the SBOM too.
 //! Annotation keys are `dev.forge.*`.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{CiRun, Facts};
 
@@ -46,218 +49,317 @@ fn local_builder() -> String {
 /// The media type of an input forge digests as a folder: the archive it makes of it.
 const FOLDER_ARCHIVE: &str = "application/x-tar";
 
+/// An in-toto Statement of SLSA provenance v1, as forge writes it: the fields its
+/// specifications define that forge fills, each optional one left out when empty.
+#[derive(Debug, Serialize)]
+struct Statement<'a> {
+    #[serde(rename = "_type")]
+    statement_type: &'static str,
+    subject: Vec<Descriptor>,
+    #[serde(rename = "predicateType")]
+    predicate_type: &'static str,
+    predicate: Predicate<'a>,
+}
+
+/// The SLSA provenance predicate.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Predicate<'a> {
+    build_definition: BuildDefinition<'a>,
+    run_details: RunDetails<'a>,
+}
+
+/// What the build was asked to do and what it read.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BuildDefinition<'a> {
+    build_type: String,
+    external_parameters: External<'a>,
+    internal_parameters: Internal<'a>,
+    resolved_dependencies: Vec<Descriptor>,
+}
+
+/// What the maintainer chose: platform, tags, build arguments; in CI the workflow and runner.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct External<'a> {
+    platform: &'a Option<crate::types::oci::Platform>,
+    tags: &'a [crate::types::oci::Tag],
+    build_args: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workflow: Option<Workflow<'a>>,
+    #[serde(rename = "runner_environment", skip_serializing_if = "Option::is_none")]
+    runner_environment: Option<&'a str>,
+}
+
+/// A CI run's workflow, as GitHub's workflow build type names it.
+#[derive(Debug, Serialize)]
+struct Workflow<'a> {
+    #[serde(rename = "ref")]
+    git_ref: &'a str,
+    repository: String,
+    path: &'a str,
+}
+
+/// What forge chose itself: the builder, and in CI the event and the repository's ids.
+#[derive(Debug, Serialize)]
+struct Internal<'a> {
+    builder: &'a crate::engine::Builder,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    github: Option<Github<'a>>,
+}
+
+/// The CI run's event and repository ids.
+#[derive(Debug, Serialize)]
+struct Github<'a> {
+    event_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository_owner_id: Option<&'a str>,
+}
+
+/// Who ran the build, when, and what else it made.
+#[derive(Debug, Serialize)]
+struct RunDetails<'a> {
+    builder: RunBuilder<'a>,
+    metadata: Metadata<'a>,
+    byproducts: Vec<Descriptor>,
+}
+
+/// The builder: its id, and the versions of forge and the daemon.
+#[derive(Debug, Serialize)]
+struct RunBuilder<'a> {
+    id: String,
+    version: BTreeMap<&'static str, &'a str>,
+}
+
+/// When the build ran, and in CI the run's id.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Metadata<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invocation_id: Option<String>,
+    started_on: &'a str,
+    finished_on: &'a str,
+}
+
+/// A ResourceDescriptor: `name`, `uri` (when known), `digest` and `annotations` (when any), the
+/// archive's `mediaType` for a folder, and where a download comes from.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Descriptor {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    digest: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    download_location: Option<String>,
+}
+
+impl Descriptor {
+    fn named(name: &str) -> Self {
+        Descriptor {
+            name: name.to_owned(),
+            ..Descriptor::default()
+        }
+    }
+
+    fn digest(mut self, algorithm: &'static str, value: impl Into<String>) -> Self {
+        self.digest.insert(algorithm, value.into());
+        self
+    }
+
+    fn annotated(mut self, key: &'static str, value: impl Into<String>) -> Self {
+        self.annotations.insert(key, value.into());
+        self
+    }
+}
+
 /// The statement for `facts`, naming the SBOM with digest `sbom`.
 pub fn statement(facts: &Facts, sbom: &str) -> Value {
-    let (repository, hex) = (&facts.repository, facts.manifest.hex());
-    let mut external = json!({
-        "platform": facts.platform,
-        "tags": facts.tags,
-        "buildArgs": facts.build_args,
-    });
-    let mut metadata = json!({ "startedOn": facts.started, "finishedOn": facts.finished });
-    let mut version = json!({ "forge": facts.forge_version });
+    let mut version = BTreeMap::from([("forge", facts.forge_version.as_str())]);
     if let Some(docker) = &facts.daemon_version {
-        version["docker"] = json!(docker);
+        version.insert("docker", docker);
     }
-    let mut builder = json!({ "id": local_builder(), "version": version });
-    if let Some(ci) = &facts.ci {
-        external["workflow"] = workflow(ci);
-        if let Some(runner) = &ci.runner_environment {
-            external["runner_environment"] = json!(runner);
-        }
-        metadata["invocationId"] = json!(format!(
-            "{}/actions/runs/{}/attempts/{}",
-            ci.repository_url(),
-            ci.run_id,
-            ci.run_attempt
-        ));
-        builder["id"] = json!(format!("{}/{}", ci.server, ci.workflow_ref));
-    }
-    json!({
-        "_type": STATEMENT,
-        "subject": [{ "name": repository, "digest": { "sha256": hex } }],
-        "predicateType": PREDICATE,
-        "predicate": {
-            "buildDefinition": {
-                "buildType": build_type(),
-                "externalParameters": external,
-                "internalParameters": internal(facts),
-                "resolvedDependencies": dependencies(facts),
+    let ci = facts.ci.as_ref();
+    let statement = Statement {
+        statement_type: STATEMENT,
+        subject: vec![
+            Descriptor::named(facts.repository.as_str()).digest("sha256", facts.manifest.hex()),
+        ],
+        predicate_type: PREDICATE,
+        predicate: Predicate {
+            build_definition: BuildDefinition {
+                build_type: build_type(),
+                external_parameters: External {
+                    platform: &facts.platform,
+                    tags: &facts.tags,
+                    build_args: &facts.build_args,
+                    workflow: ci.map(workflow),
+                    runner_environment: ci.and_then(|ci| ci.runner_environment.as_deref()),
+                },
+                internal_parameters: internal(facts),
+                resolved_dependencies: dependencies(facts),
             },
-            "runDetails": {
-                "builder": builder,
-                "metadata": metadata,
-                "byproducts": [{
-                    "name": SBOM_BYPRODUCT,
-                    "digest": { "sha256": sbom.trim_start_matches("sha256:") },
-                    "mediaType": super::cosign::CYCLONEDX,
+            run_details: RunDetails {
+                builder: RunBuilder {
+                    id: ci.map_or_else(local_builder, |ci| {
+                        format!("{}/{}", ci.server, ci.workflow_ref)
+                    }),
+                    version,
+                },
+                metadata: Metadata {
+                    invocation_id: ci.map(|ci| {
+                        format!(
+                            "{}/actions/runs/{}/attempts/{}",
+                            ci.repository_url(),
+                            ci.run_id,
+                            ci.run_attempt
+                        )
+                    }),
+                    started_on: &facts.started,
+                    finished_on: &facts.finished,
+                },
+                byproducts: vec![Descriptor {
+                    media_type: Some(super::cosign::CYCLONEDX),
+                    ..Descriptor::named(SBOM_BYPRODUCT)
+                        .digest("sha256", sbom.trim_start_matches("sha256:"))
                 }],
             },
         },
-    })
+    };
+    serde_json::to_value(statement).expect("a statement serializes")
 }
 
 /// The workflow of a CI run, as GitHub's workflow build type names it: its ref, repository
 /// and path (the workflow ref without the repository before it and the ref after it; either
 /// may hold an `@`).
-fn workflow(ci: &CiRun) -> Value {
+fn workflow(ci: &CiRun) -> Workflow<'_> {
     let path = ci
         .workflow_ref
         .strip_prefix(&format!("{}/", ci.repository))
         .and_then(|rest| rest.strip_suffix(&format!("@{}", ci.git_ref)))
         .unwrap_or(ci.workflow_ref.as_str());
-    json!({ "ref": ci.git_ref, "repository": ci.repository_url(), "path": path })
+    Workflow {
+        git_ref: &ci.git_ref,
+        repository: ci.repository_url(),
+        path,
+    }
 }
 
-fn internal(facts: &Facts) -> Value {
-    let mut internal = json!({ "builder": facts.builder });
-    if let Some(ci) = &facts.ci {
-        let mut github = json!({ "event_name": ci.event });
-        if let Some((repository, owner)) = &ci.repository_ids {
-            github["repository_id"] = json!(repository);
-            github["repository_owner_id"] = json!(owner);
-        }
-        internal["github"] = github;
+fn internal(facts: &Facts) -> Internal<'_> {
+    Internal {
+        builder: &facts.builder,
+        github: facts.ci.as_ref().map(|ci| Github {
+            event_name: &ci.event,
+            repository_id: ci.repository_ids.as_ref().map(|(id, _)| id.as_str()),
+            repository_owner_id: ci.repository_ids.as_ref().map(|(_, id)| id.as_str()),
+        }),
     }
-    internal
-}
-
-/// A ResourceDescriptor: `name`, `uri` (when known), `digest`, and `annotations` (when any).
-fn descriptor(name: &str, uri: Option<String>, digest: Value, annotations: Value) -> Value {
-    let mut value = json!({ "name": name });
-    if let Some(uri) = uri {
-        value["uri"] = json!(uri);
-    }
-    if digest.as_object().is_some_and(|digest| !digest.is_empty()) {
-        value["digest"] = digest;
-    }
-    if annotations
-        .as_object()
-        .is_some_and(|annotations| !annotations.is_empty())
-    {
-        value["annotations"] = annotations;
-    }
-    value
 }
 
 /// Every input, each with its digest.
-fn dependencies(facts: &Facts) -> Vec<Value> {
+fn dependencies(facts: &Facts) -> Vec<Descriptor> {
     let mut dependencies = vec![base(facts)];
     for (name, digest) in &facts.inputs {
-        let mut input = descriptor(
-            name,
-            None,
-            json!({ "sha256": digest.trim_start_matches("sha256:") }),
-            json!({}),
-        );
-        if matches!(
+        let folder = matches!(
             name.as_str(),
             "templates" | "patches" | "overlays" | "context"
-        ) {
-            input["mediaType"] = json!(FOLDER_ARCHIVE);
-        }
-        dependencies.push(input);
+        );
+        dependencies.push(Descriptor {
+            media_type: folder.then_some(FOLDER_ARCHIVE),
+            ..Descriptor::named(name).digest("sha256", digest.trim_start_matches("sha256:"))
+        });
     }
     for patch in &facts.patches {
-        let mut annotations = Map::new();
-        annotations.insert("dev.forge.author".to_owned(), json!(patch.record.author));
-        annotations.insert("dev.forge.subject".to_owned(), json!(patch.record.subject));
+        let mut descriptor = Descriptor::named(&patch.record.file)
+            .digest("sha256", &patch.sha256)
+            .digest("gitBlob", &patch.git_blob)
+            .annotated("dev.forge.author", &patch.record.author)
+            .annotated("dev.forge.subject", &patch.record.subject);
         if let Some(original) = &patch.record.original {
-            annotations.insert("dev.forge.commit".to_owned(), json!(original));
+            descriptor = descriptor.annotated("dev.forge.commit", original);
         }
-        dependencies.push(descriptor(
-            &patch.record.file,
-            None,
-            json!({ "sha256": patch.sha256, "gitBlob": patch.git_blob }),
-            Value::Object(annotations),
-        ));
+        dependencies.push(descriptor);
     }
     for pin in facts.pins.iter().filter(|pin| !pin.in_base) {
         dependencies.extend(pin_dependencies(pin));
     }
     if let Some(ci) = &facts.ci {
-        dependencies.push(descriptor(
-            "source",
-            Some(format!("git+{}@{}", ci.repository_url(), ci.git_ref)),
-            json!({ "gitCommit": ci.sha }),
-            json!({}),
-        ));
+        dependencies.push(Descriptor {
+            uri: Some(format!("git+{}@{}", ci.repository_url(), ci.git_ref)),
+            ..Descriptor::named("source").digest("gitCommit", &ci.sha)
+        });
     }
     dependencies
 }
 
 /// The base: by its `pkg:docker` URL, its manifest digest (else its image id) as the digest.
-fn base(facts: &Facts) -> Value {
+fn base(facts: &Facts) -> Descriptor {
     let base = &facts.base;
-    let digest = base.digest.as_ref().or(base.id.as_ref());
-    let mut annotations = Map::new();
+    let mut descriptor = Descriptor {
+        uri: Some(super::sbom::docker_purl(
+            &base.image,
+            facts.platform.as_ref().map(ToString::to_string).as_deref(),
+        )),
+        ..Descriptor::named("base")
+    };
     if let Some(id) = &base.id {
-        annotations.insert("dev.forge.imageId".to_owned(), json!(id));
+        descriptor = descriptor.annotated("dev.forge.imageId", id.as_str());
     }
-    if digest.is_some() {
+    if let Some(digest) = base.digest.as_ref().or(base.id.as_ref()) {
         let of = if base.digest.is_some() {
             "manifest"
         } else {
             "image id"
         };
-        annotations.insert("dev.forge.digestOf".to_owned(), json!(of));
+        descriptor = descriptor
+            .digest("sha256", digest.hex())
+            .annotated("dev.forge.digestOf", of);
     }
-    descriptor(
-        "base",
-        Some(super::sbom::docker_purl(
-            &base.image,
-            facts.platform.as_ref().map(ToString::to_string).as_deref(),
-        )),
-        digest.map_or_else(|| json!({}), |digest| json!({ "sha256": digest.hex() })),
-        Value::Object(annotations),
-    )
+    descriptor
 }
 
 /// A pin's descriptors: one per file pip may install (its sha256, where a wheel by URL is
 /// downloaded from), else one for the pin; a git pin by its commit.
-fn pin_dependencies(pin: &super::PinFact) -> Vec<Value> {
-    let mut annotations = Map::new();
-    annotations.insert("dev.forge.pin".to_owned(), json!(pin.name));
-    annotations.insert("dev.forge.version".to_owned(), json!(pin.version));
+fn pin_dependencies(pin: &super::PinFact) -> Vec<Descriptor> {
+    let named = |name: &str| {
+        Descriptor::named(name)
+            .annotated("dev.forge.pin", &pin.name)
+            .annotated("dev.forge.version", &pin.version)
+    };
     if let Some(url) = &pin.url {
         let uri = match &pin.branch {
             Some(branch) => format!("git+{url}@refs/heads/{branch}"),
             None => format!("git+{url}"),
         };
         let full = pin.version.len() == 40 && pin.version.bytes().all(|b| b.is_ascii_hexdigit());
-        let digest = if full {
-            json!({ "gitCommit": pin.version.to_ascii_lowercase() })
-        } else {
-            json!({})
+        let mut descriptor = Descriptor {
+            uri: Some(uri),
+            ..named(&pin.name)
         };
-        return vec![descriptor(
-            &pin.name,
-            Some(uri),
-            digest,
-            Value::Object(annotations),
-        )];
-    }
-    if pin.files.is_empty() {
-        let mut value = descriptor(&pin.name, pin.purl(), json!({}), Value::Object(annotations));
-        if let Some(download) = &pin.download {
-            value["downloadLocation"] = json!(download);
+        if full {
+            descriptor = descriptor.digest("gitCommit", pin.version.to_ascii_lowercase());
         }
-        return vec![value];
+        return vec![descriptor];
+    }
+    let described = |name: &str| Descriptor {
+        uri: pin.purl(),
+        download_location: pin.download.clone(),
+        ..named(name)
+    };
+    if pin.files.is_empty() {
+        return vec![described(&pin.name)];
     }
     pin.files
         .iter()
-        .map(|(file, sha256)| {
-            let mut value = descriptor(
-                file,
-                pin.purl(),
-                json!({ "sha256": sha256 }),
-                Value::Object(annotations.clone()),
-            );
-            if let Some(download) = &pin.download {
-                value["downloadLocation"] = json!(download);
-            }
-            value
-        })
+        .map(|(file, sha256)| described(file).digest("sha256", sha256))
         .collect()
 }
 
@@ -371,7 +473,10 @@ mod tests {
         let facts = Facts::sample();
         let statement = statement(&facts, "sha256:00");
         let run = &statement["predicate"]["runDetails"];
-        assert_eq!(run["builder"]["version"], json!({ "forge": "0.1.0" }));
+        assert_eq!(
+            run["builder"]["version"],
+            serde_json::json!({ "forge": "0.1.0" })
+        );
         let base = &statement["predicate"]["buildDefinition"]["resolvedDependencies"][0];
         assert_eq!(
             base["uri"],
@@ -394,6 +499,6 @@ mod tests {
             runner_environment: None,
             repository_ids: None,
         };
-        assert_eq!(workflow(&ci)["path"], ".github/workflows/a@b.yml");
+        assert_eq!(workflow(&ci).path, ".github/workflows/a@b.yml");
     }
 }

@@ -5,10 +5,144 @@
 //! (each commit with its author), and file components with hashes for the overlay files.
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::Facts;
 use crate::types::oci::ImageRef;
+
+/// A CycloneDX 1.5 BOM as forge writes it: the fields of the specification forge fills, each
+/// optional one left out when empty.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Bom<'a> {
+    bom_format: &'static str,
+    spec_version: &'static str,
+    serial_number: String,
+    version: u32,
+    metadata: Metadata<'a>,
+    components: Vec<Component>,
+}
+
+/// When the BOM was made, by what, and of what.
+#[derive(Debug, Serialize)]
+struct Metadata<'a> {
+    timestamp: &'a str,
+    tools: Tools,
+    component: Component,
+}
+
+/// The tools that made the BOM.
+#[derive(Debug, Serialize)]
+struct Tools {
+    components: Vec<Component>,
+}
+
+/// A component: the image, the base, a pin, an overlay or a file.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Component {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(rename = "bom-ref", skip_serializing_if = "Option::is_none")]
+    bom_ref: Option<String>,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    purl: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hashes: Option<Vec<Hash>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    properties: Option<Vec<Property>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external_references: Option<Vec<Reference>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    components: Option<Vec<Component>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pedigree: Option<Pedigree>,
+}
+
+/// A SHA-256 of a component.
+#[derive(Debug, Serialize)]
+struct Hash {
+    alg: &'static str,
+    content: String,
+}
+
+impl Hash {
+    fn sha256(content: impl Into<String>) -> Vec<Hash> {
+        vec![Hash {
+            alg: "SHA-256",
+            content: content.into(),
+        }]
+    }
+}
+
+/// A name and value forge records about a component.
+#[derive(Debug, Serialize)]
+struct Property {
+    name: &'static str,
+    value: String,
+}
+
+/// Where a component's source is.
+#[derive(Debug, Serialize)]
+struct Reference {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    url: String,
+}
+
+/// The patches applied to a component.
+#[derive(Debug, Serialize)]
+struct Pedigree {
+    commits: Vec<Commit>,
+    patches: Vec<PatchEntry>,
+}
+
+/// A commit of a patch, with its author.
+#[derive(Debug, Serialize)]
+struct Commit {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uid: Option<String>,
+    author: Identity,
+    message: String,
+}
+
+/// A commit's author.
+#[derive(Debug, Serialize)]
+struct Identity {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<String>,
+}
+
+/// A patch, carried whole when it is small enough.
+#[derive(Debug, Serialize)]
+struct PatchEntry {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    diff: Diff,
+}
+
+/// A patch's text.
+#[derive(Debug, Serialize)]
+struct Diff {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<Attachment>,
+}
+
+/// Bytes carried in the BOM.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Attachment {
+    content_type: &'static str,
+    encoding: &'static str,
+    content: String,
+}
 
 /// The SBOM of `facts`, as JSON.
 pub fn document(facts: &Facts) -> Value {
@@ -21,28 +155,33 @@ pub fn document(facts: &Facts) -> Value {
             .map(pin_component),
     );
     components.extend(overlay_components(facts));
-    json!({
-        "bomFormat": "CycloneDX",
-        "specVersion": "1.5",
-        "serialNumber": serial_number(),
-        "version": 1,
-        "metadata": {
-            "timestamp": facts.finished,
-            "tools": { "components": [{
-                "type": "application",
-                "name": "forge",
-                "version": facts.forge_version,
-            }]},
-            "component": {
-                "type": "container",
-                "bom-ref": "image",
-                "name": facts.repository,
-                "version": facts.manifest.as_str(),
-                "purl": oci_purl(facts.repository.as_str(), facts.manifest.as_str()),
+    let bom = Bom {
+        bom_format: "CycloneDX",
+        spec_version: "1.5",
+        serial_number: serial_number(),
+        version: 1,
+        metadata: Metadata {
+            timestamp: &facts.finished,
+            tools: Tools {
+                components: vec![Component {
+                    kind: "application",
+                    name: "forge".to_owned(),
+                    version: Some(facts.forge_version.clone()),
+                    ..Component::default()
+                }],
+            },
+            component: Component {
+                kind: "container",
+                bom_ref: Some("image".to_owned()),
+                name: facts.repository.to_string(),
+                version: Some(facts.manifest.to_string()),
+                purl: Some(oci_purl(facts.repository.as_str(), facts.manifest.as_str())),
+                ..Component::default()
             },
         },
-        "components": components,
-    })
+        components,
+    };
+    serde_json::to_value(bom).expect("a BOM serializes")
 }
 
 /// A serial number of its own for each BOM, as CycloneDX asks: a random (version 4) UUID.
@@ -126,26 +265,40 @@ fn oci_purl(repository: &str, digest: &str) -> String {
     purl
 }
 
-fn base_component(facts: &Facts) -> Value {
+fn base_component(facts: &Facts) -> Component {
     let (name, _) = split_reference(facts.base.image.as_str());
     let platform = facts.platform.as_ref().map(ToString::to_string);
-    let mut component = json!({
-        "type": "container",
-        "bom-ref": "base",
-        "name": name,
-        // A base that only the daemon holds has no registry digest: its image id stands in.
-        "version": facts.base.digest.as_ref().or(facts.base.id.as_ref()).map_or(facts.base.image.as_str(), crate::types::oci::Digest::as_str),
-        "description": format!("the base image {}", facts.base.image),
-        "purl": docker_purl(&facts.base.image, platform.as_deref()),
-        "components": facts.pins.iter().filter(|pin| pin.in_base).map(pin_component).collect::<Vec<_>>(),
-    });
-    if let Some(id) = &facts.base.id {
-        component["properties"] = json!([{ "name": "dev.forge:image-id", "value": id }]);
+    // A base that only the daemon holds has no registry digest: its image id stands in.
+    let version = (facts.base.digest.as_ref().or(facts.base.id.as_ref()))
+        .map_or(facts.base.image.as_str(), crate::types::oci::Digest::as_str);
+    Component {
+        kind: "container",
+        bom_ref: Some("base".to_owned()),
+        name: name.to_owned(),
+        version: Some(version.to_owned()),
+        description: Some(format!("the base image {}", facts.base.image)),
+        purl: Some(docker_purl(&facts.base.image, platform.as_deref())),
+        components: Some(
+            facts
+                .pins
+                .iter()
+                .filter(|pin| pin.in_base)
+                .map(pin_component)
+                .collect(),
+        ),
+        properties: facts.base.id.as_ref().map(|id| {
+            vec![Property {
+                name: "dev.forge:image-id",
+                value: id.to_string(),
+            }]
+        }),
+        hashes: facts
+            .base
+            .digest
+            .as_ref()
+            .map(|digest| Hash::sha256(digest.hex())),
+        ..Component::default()
     }
-    if let Some(digest) = &facts.base.digest {
-        component["hashes"] = json!([{ "alg": "SHA-256", "content": digest.hex() }]);
-    }
-    component
 }
 
 /// `repository` and tag of an image reference.
@@ -160,39 +313,39 @@ fn split_reference(reference: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn pin_component(pin: &super::PinFact) -> Value {
-    let mut component = json!({
-        "type": "library",
-        "bom-ref": format!("pin:{}", pin.name),
-        "name": pin.package.clone().unwrap_or_else(|| pin.name.clone()),
-        "version": pin.version,
-    });
-    if let Some(purl) = pin.purl() {
-        component["purl"] = json!(purl);
+fn pin_component(pin: &super::PinFact) -> Component {
+    Component {
+        kind: "library",
+        bom_ref: Some(format!("pin:{}", pin.name)),
+        name: pin.package.clone().unwrap_or_else(|| pin.name.clone()),
+        version: Some(pin.version.clone()),
+        purl: pin.purl(),
+        external_references: pin.url.as_ref().map(|url| {
+            vec![Reference {
+                kind: "vcs",
+                url: url.clone(),
+            }]
+        }),
+        ..Component::default()
     }
-    if let Some(url) = &pin.url {
-        component["externalReferences"] = json!([{ "type": "vcs", "url": url }]);
-    }
-    component
 }
 
 /// One component per overlay folder, its files (with the sha256 the image holds) as its
 /// components and the patches applied to it as its pedigree.
-fn overlay_components(facts: &Facts) -> Vec<Value> {
+fn overlay_components(facts: &Facts) -> Vec<Component> {
     facts
         .overlays
         .iter()
         .map(|overlay| {
-            let files: Vec<Value> = overlay
+            let files = overlay
                 .files
                 .iter()
-                .map(|file| {
-                    json!({
-                        "type": "file",
-                        "bom-ref": format!("file:{}", file.path),
-                        "name": file.path,
-                        "hashes": [{ "alg": "SHA-256", "content": file.sha256 }],
-                    })
+                .map(|file| Component {
+                    kind: "file",
+                    bom_ref: Some(format!("file:{}", file.path)),
+                    name: file.path.clone(),
+                    hashes: Some(Hash::sha256(file.sha256.clone())),
+                    ..Component::default()
                 })
                 .collect();
             let patches: Vec<&super::PatchFact> = facts
@@ -200,50 +353,56 @@ fn overlay_components(facts: &Facts) -> Vec<Value> {
                 .iter()
                 .filter(|patch| overlay.patches.contains(&patch.record.file))
                 .collect();
-            let mut component = json!({
-                "type": "library",
-                "bom-ref": format!("overlay:{}", overlay.from),
-                "name": overlay.from,
-                "description": format!("recipe files copied to {}", overlay.to),
-                "components": files,
-            });
-            if !patches.is_empty() {
-                component["pedigree"] = pedigree(&patches);
+            Component {
+                kind: "library",
+                bom_ref: Some(format!("overlay:{}", overlay.from)),
+                name: overlay.from.to_string(),
+                description: Some(format!("recipe files copied to {}", overlay.to)),
+                components: Some(files),
+                pedigree: (!patches.is_empty()).then(|| pedigree(&patches)),
+                ..Component::default()
             }
-            component
         })
         .collect()
 }
 
 /// The patches applied to an overlay: each commit with its author, and each patch itself
 /// (base64, when it is small enough to carry).
-fn pedigree(patches: &[&super::PatchFact]) -> Value {
-    json!({
-        "commits": patches.iter().map(|patch| {
-            let record = &patch.record;
-            let (name, email) = split_identity(&record.author);
-            let mut author = json!({ "name": name });
-            if !email.is_empty() {
-                author["email"] = json!(email);
-            }
-            let mut commit = json!({ "author": author, "message": record.subject });
-            if let Some(uid) = record.applied.as_ref().or(record.original.as_ref()) {
-                commit["uid"] = json!(uid);
-            }
-            commit
-        }).collect::<Vec<_>>(),
-        "patches": patches.iter().map(|patch| {
-            let mut diff = json!({});
-            if let Some(text) = &patch.text {
-                diff["text"] = json!({
-                    "contentType": "text/x-diff",
-                    "encoding": "base64",
-                    "content": base64::engine::general_purpose::STANDARD.encode(text),
-                });
-            }
-            json!({ "type": "unofficial", "diff": diff })
-        }).collect::<Vec<_>>(),
-    })
+fn pedigree(patches: &[&super::PatchFact]) -> Pedigree {
+    Pedigree {
+        commits: patches
+            .iter()
+            .map(|patch| {
+                let record = &patch.record;
+                let (name, email) = split_identity(&record.author);
+                Commit {
+                    uid: record
+                        .applied
+                        .as_ref()
+                        .or(record.original.as_ref())
+                        .cloned(),
+                    author: Identity {
+                        name,
+                        email: (!email.is_empty()).then_some(email),
+                    },
+                    message: record.subject.clone(),
+                }
+            })
+            .collect(),
+        patches: patches
+            .iter()
+            .map(|patch| PatchEntry {
+                kind: "unofficial",
+                diff: Diff {
+                    text: patch.text.as_ref().map(|text| Attachment {
+                        content_type: "text/x-diff",
+                        encoding: "base64",
+                        content: base64::engine::general_purpose::STANDARD.encode(text),
+                    }),
+                },
+            })
+            .collect(),
+    }
 }
 
 /// `Name <email>` split.
