@@ -238,7 +238,7 @@ impl Printer {
     pub fn json_data(&self, value: &serde_json::Value) {
         let mut document = value.clone();
         if let Some(object) = document.as_object_mut() {
-            object.insert("schema".to_owned(), serde_json::json!(JSON_SCHEMA));
+            object.insert("schema".to_owned(), serde_json::Value::from(JSON_SCHEMA));
         }
         let text = serde_json::to_string_pretty(&document).expect("a JSON value serializes");
         self.json_written.store(true, Ordering::Relaxed);

@@ -10,12 +10,16 @@
 //! a bundle with a bare message signature over the file's SHA-256. The key is named only by its
 //! hint (the SHA-256 of its public key, DER), as cosign names a key it was given.
 
+use std::collections::BTreeMap;
+
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sha2::Digest as _;
 
 use super::dsse::Envelope;
 use super::keys::VerifyingKey;
+use crate::types::manifest::{Descriptor, ImageManifest, OCI_MANIFEST, in_byte_order};
 use crate::types::oci::Digest;
 
 /// The media type of the bundles forge writes (and the `artifactType` of their manifests).
@@ -49,40 +53,111 @@ pub fn of_envelope(envelope: &Envelope, key: &VerifyingKey) -> Vec<u8> {
     for signature in &mut envelope.signatures {
         signature.keyid.clear();
     }
-    serde_json::to_vec(&json!({
-        "mediaType": BUNDLE,
-        "verificationMaterial": { "publicKey": { "hint": hint(key) } },
-        "dsseEnvelope": envelope,
-    }))
-    .expect("JSON serializes")
+    in_byte_order(&Bundle {
+        media_type: BUNDLE,
+        verification_material: Material::of(key),
+        dsse_envelope: Some(&envelope),
+        message_signature: None,
+    })
 }
 
 /// The bundle of a blob's signature: `signature` (base64 DER) over the blob whose SHA-256 is
 /// `sha256`, by `key`.
 pub fn of_message(sha256: &[u8], signature: &str, key: &VerifyingKey) -> Vec<u8> {
-    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
-    serde_json::to_vec(&json!({
-        "mediaType": BUNDLE,
-        "verificationMaterial": { "publicKey": { "hint": hint(key) } },
-        "messageSignature": {
-            "messageDigest": { "algorithm": "SHA2_256", "digest": b64(sha256) },
-            "signature": signature,
-        },
-    }))
-    .expect("JSON serializes")
+    in_byte_order(&Bundle {
+        media_type: BUNDLE,
+        verification_material: Material::of(key),
+        dsse_envelope: None,
+        message_signature: Some(MessageSignature {
+            message_digest: MessageDigest {
+                algorithm: "SHA2_256",
+                digest: base64::engine::general_purpose::STANDARD.encode(sha256),
+            },
+            signature,
+        }),
+    })
+}
+
+/// A sigstore bundle (v0.3) as forge writes it: a key named by its hint, and a DSSE envelope or
+/// a blob's message signature.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Bundle<'a> {
+    media_type: &'static str,
+    verification_material: Material,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dsse_envelope: Option<&'a Envelope>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_signature: Option<MessageSignature<'a>>,
+}
+
+/// How a bundle names its key: by its hint only.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Material {
+    public_key: PublicKey,
+}
+
+impl Material {
+    fn of(key: &VerifyingKey) -> Self {
+        Material {
+            public_key: PublicKey { hint: hint(key) },
+        }
+    }
+}
+
+/// A key's hint.
+#[derive(Serialize)]
+struct PublicKey {
+    hint: String,
+}
+
+/// A signature over a blob's digest.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageSignature<'a> {
+    message_digest: MessageDigest,
+    signature: &'a str,
+}
+
+/// The digest a message signature signs.
+#[derive(Serialize)]
+struct MessageDigest {
+    algorithm: &'static str,
+    digest: String,
 }
 
 /// The in-toto statement of an image signature: cosign's sign predicate about the manifest
 /// `subject`, named by the repository it was pushed to (cosign 3 leaves the name out; forge
 /// names it, as its simple-signing payload does, and reads either).
 pub fn sign_statement(repository: &str, subject: &Digest) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "_type": super::provenance::STATEMENT,
-        "subject": [{ "name": repository, "digest": { "sha256": subject.hex() } }],
-        "predicateType": SIGN_PREDICATE,
-        "predicate": {},
-    }))
-    .expect("JSON serializes")
+    in_byte_order(&SignStatement {
+        statement_type: super::provenance::STATEMENT,
+        subject: [StatementSubject {
+            name: repository,
+            digest: BTreeMap::from([("sha256", subject.hex())]),
+        }],
+        predicate_type: SIGN_PREDICATE,
+        predicate: BTreeMap::new(),
+    })
+}
+
+/// The in-toto statement of an image signature.
+#[derive(Serialize)]
+struct SignStatement<'a> {
+    #[serde(rename = "_type")]
+    statement_type: &'static str,
+    subject: [StatementSubject<'a>; 1],
+    #[serde(rename = "predicateType")]
+    predicate_type: &'static str,
+    predicate: BTreeMap<String, String>,
+}
+
+/// The image a statement is about.
+#[derive(Serialize)]
+struct StatementSubject<'a> {
+    name: &'a str,
+    digest: BTreeMap<&'static str, &'a str>,
 }
 
 /// The image a referrer is attached to, as its manifest's `subject` names it.
@@ -110,28 +185,20 @@ pub struct Referrer {
 impl Referrer {
     /// `bundle`, holding a statement of `predicate_type`, referred to `subject`.
     pub fn new(subject: &Subject, bundle: Vec<u8>, predicate_type: &str) -> Self {
-        let manifest = serde_json::to_vec(&json!({
-            "schemaVersion": 2,
-            "mediaType": super::cosign::OCI_MANIFEST,
-            "artifactType": BUNDLE,
-            "config": {
-                "mediaType": EMPTY,
-                "size": EMPTY_BLOB.len(),
-                "digest": super::cosign::digest_of(EMPTY_BLOB).as_str(),
-            },
-            "layers": [{
-                "mediaType": BUNDLE,
-                "size": bundle.len(),
-                "digest": super::cosign::digest_of(&bundle).as_str(),
-            }],
-            "annotations": annotations(predicate_type),
-            "subject": {
-                "mediaType": subject.media_type,
-                "size": subject.size,
-                "digest": subject.digest.as_str(),
-            },
-        }))
-        .expect("JSON serializes");
+        let manifest = ImageManifest {
+            artifact_type: Some(BUNDLE.to_owned()),
+            annotations: annotations(predicate_type),
+            subject: Some(Descriptor {
+                size: subject.size,
+                digest: subject.digest.clone(),
+                ..Descriptor::of(&subject.media_type, b"")
+            }),
+            ..ImageManifest::new(
+                Descriptor::of(EMPTY, EMPTY_BLOB),
+                vec![Descriptor::of(BUNDLE, &bundle)],
+            )
+        }
+        .to_bytes();
         Self {
             bundle,
             manifest,
@@ -152,22 +219,21 @@ impl Referrer {
     /// Its entry in a referrers index, as the OCI distribution spec has a client write one
     /// under the referrers tag.
     pub fn descriptor(&self) -> Value {
-        json!({
-            "mediaType": super::cosign::OCI_MANIFEST,
-            "digest": self.digest().as_str(),
-            "size": self.manifest.len(),
-            "artifactType": BUNDLE,
-            "annotations": annotations(&self.predicate_type),
-        })
+        let descriptor = Descriptor {
+            artifact_type: Some(BUNDLE.to_owned()),
+            annotations: annotations(&self.predicate_type),
+            ..Descriptor::of(OCI_MANIFEST, &self.manifest)
+        };
+        serde_json::to_value(descriptor).expect("a descriptor serializes")
     }
 }
 
 /// The annotations of a referrer manifest holding a statement of `predicate_type`.
-fn annotations(predicate_type: &str) -> Value {
-    json!({
-        CONTENT_ANNOTATION: "dsse-envelope",
-        PREDICATE_ANNOTATION: predicate_type,
-    })
+fn annotations(predicate_type: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (CONTENT_ANNOTATION.to_owned(), "dsse-envelope".to_owned()),
+        (PREDICATE_ANNOTATION.to_owned(), predicate_type.to_owned()),
+    ])
 }
 
 /// Whether `media_type` is a sigstore bundle's (any version).

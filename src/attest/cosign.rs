@@ -9,9 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sha2::Digest as _;
 
+use crate::types::manifest::{Descriptor, ImageManifest, in_byte_order};
 use crate::types::oci::Digest;
 
 /// A simple-signing payload layer.
@@ -24,8 +26,7 @@ pub const DSSE_ENVELOPE: &str = "application/vnd.dsse.envelope.v1+json";
 pub const PREDICATE_ANNOTATION: &str = "predicateType";
 /// A CycloneDX JSON SBOM layer.
 pub const CYCLONEDX: &str = "application/vnd.cyclonedx+json";
-/// An OCI image manifest.
-pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub use crate::types::manifest::OCI_MANIFEST;
 /// An OCI image configuration.
 pub const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 
@@ -75,34 +76,26 @@ impl Attachment {
             .iter()
             .map(|layer| layer.digest().to_string())
             .collect();
-        let config = serde_json::to_vec(&json!({
-            "architecture": "",
-            "os": "",
-            "config": {},
-            "rootfs": { "type": "layers", "diff_ids": diff_ids },
-        }))
-        .expect("JSON serializes");
-        let manifest = serde_json::to_vec(&json!({
-            "schemaVersion": 2,
-            "mediaType": OCI_MANIFEST,
-            "config": {
-                "mediaType": OCI_CONFIG,
-                "size": config.len(),
-                "digest": digest_of(&config).as_str(),
+        let config = in_byte_order(&AttachmentConfig {
+            architecture: "",
+            os: "",
+            config: BTreeMap::new(),
+            rootfs: RootFs {
+                kind: "layers",
+                diff_ids,
             },
-            "layers": layers.iter().map(|layer| {
-                let mut entry = json!({
-                    "mediaType": layer.media_type,
-                    "size": layer.bytes.len(),
-                    "digest": layer.digest().as_str(),
-                });
-                if !layer.annotations.is_empty() {
-                    entry["annotations"] = json!(layer.annotations);
-                }
-                entry
-            }).collect::<Vec<Value>>(),
-        }))
-        .expect("JSON serializes");
+        });
+        let manifest = ImageManifest::new(
+            Descriptor::of(OCI_CONFIG, &config),
+            layers
+                .iter()
+                .map(|layer| Descriptor {
+                    annotations: layer.annotations.clone(),
+                    ..Descriptor::of(&layer.media_type, &layer.bytes)
+                })
+                .collect(),
+        )
+        .to_bytes();
         Attachment {
             config,
             layers,
@@ -122,15 +115,65 @@ const SIMPLE_SIGNING_TYPE: &str = "cosign container image signature";
 /// The simple-signing payload that says: the image in `repository` whose manifest is
 /// `digest` is signed.
 pub fn payload(repository: &str, digest: &Digest) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "critical": {
-            "identity": { "docker-reference": repository },
-            "image": { "docker-manifest-digest": digest.as_str() },
-            "type": SIMPLE_SIGNING_TYPE,
+    in_byte_order(&SimpleSigning {
+        critical: Critical {
+            identity: Identity {
+                docker_reference: repository,
+            },
+            image: Image {
+                docker_manifest_digest: digest,
+            },
+            kind: SIMPLE_SIGNING_TYPE,
         },
-        "optional": null,
-    }))
-    .expect("JSON serializes")
+        optional: None,
+    })
+}
+
+/// The config of an attachment manifest: an image's, with no platform and its layers' digests.
+#[derive(Serialize)]
+struct AttachmentConfig {
+    architecture: &'static str,
+    os: &'static str,
+    config: BTreeMap<String, String>,
+    rootfs: RootFs,
+}
+
+/// The layers an attachment's config lists.
+#[derive(Serialize)]
+struct RootFs {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    diff_ids: Vec<String>,
+}
+
+/// A simple-signing payload (containers/image's format, which cosign signs).
+#[derive(Serialize)]
+struct SimpleSigning<'a> {
+    critical: Critical<'a>,
+    optional: Option<()>,
+}
+
+/// What a simple-signing payload vouches for.
+#[derive(Serialize)]
+struct Critical<'a> {
+    identity: Identity<'a>,
+    image: Image<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The repository a signature names.
+#[derive(Serialize)]
+struct Identity<'a> {
+    #[serde(rename = "docker-reference")]
+    docker_reference: &'a str,
+}
+
+/// The manifest a signature names.
+#[derive(Serialize)]
+struct Image<'a> {
+    #[serde(rename = "docker-manifest-digest")]
+    docker_manifest_digest: &'a Digest,
 }
 
 /// What a simple-signing payload claims.

@@ -51,29 +51,31 @@ impl crate::diagnostics::Advise for SealError {
 
 crate::advised!(SealError);
 
-#[derive(serde::Deserialize)]
+/// A key sealed as cosign seals one: the scrypt parameters and salt, the secretbox nonce and
+/// the ciphertext, base64.
+#[derive(serde::Deserialize, serde::Serialize)]
 struct Sealed {
     kdf: Kdf,
     cipher: Cipher,
     ciphertext: String,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, serde::Serialize)]
 struct Kdf {
     name: String,
     params: Params,
     salt: String,
 }
 
-#[derive(serde::Deserialize)]
-#[allow(non_snake_case)]
+#[derive(serde::Deserialize, serde::Serialize)]
 struct Params {
-    N: u64,
+    #[serde(rename = "N")]
+    n: u64,
     r: u32,
     p: u32,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, serde::Serialize)]
 struct Cipher {
     name: String,
     nonce: String,
@@ -102,7 +104,7 @@ pub fn open_cosign(json: &[u8], password: &[u8]) -> Result<Zeroizing<Vec<u8>>, S
             sealed.cipher.name
         )));
     }
-    let Params { N: n, r, p } = sealed.kdf.params;
+    let Params { n, r, p } = sealed.kdf.params;
     if !COSIGN_SCRYPT.contains(&(n, r, p)) {
         return Err(SealError::Format(format!(
             "scrypt N = {n}, r = {r}, p = {p}, not a cost cosign writes (N = 2^15, 2^16 or 2^17, r = 8, p = 1)"
@@ -171,16 +173,22 @@ fn sealed_with(
         .encrypt(crypto_secretbox::Nonce::from_slice(nonce), plaintext)
         .expect("secretbox seals any plaintext");
     let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
-    serde_json::to_vec(&serde_json::json!({
-        "kdf": {
-            "name": "scrypt",
-            "params": { "N": 1u64 << log_n, "r": 8, "p": 1 },
-            "salt": b64(salt),
+    crate::types::manifest::in_byte_order(&Sealed {
+        kdf: Kdf {
+            name: "scrypt".to_owned(),
+            params: Params {
+                n: 1u64 << log_n,
+                r: 8,
+                p: 1,
+            },
+            salt: b64(salt),
         },
-        "cipher": { "name": "nacl/secretbox", "nonce": b64(nonce) },
-        "ciphertext": b64(&ciphertext),
-    }))
-    .expect("a JSON value serializes")
+        cipher: Cipher {
+            name: "nacl/secretbox".to_owned(),
+            nonce: b64(nonce),
+        },
+        ciphertext: b64(&ciphertext),
+    })
 }
 
 /// The PKCS#8 DER an encrypted PKCS#8 document (`der`, the PEM block's bytes) holds, opened

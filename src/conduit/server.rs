@@ -141,11 +141,24 @@ fn not_found(code: &str) -> Response<Body> {
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({ "errors": [{ "code": code, "message": message }] });
+    /// The distribution API's error body.
+    #[derive(serde::Serialize)]
+    struct Errors<'a> {
+        errors: [Error<'a>; 1],
+    }
+    #[derive(serde::Serialize)]
+    struct Error<'a> {
+        code: &'a str,
+        message: &'a str,
+    }
+    let body = serde_json::to_vec(&Errors {
+        errors: [Error { code, message }],
+    })
+    .expect("an error body serializes");
     respond(
         status,
         &[("content-type", "application/json".to_owned())],
-        Bytes::from(body.to_string()),
+        Bytes::from(body),
     )
 }
 

@@ -3,17 +3,17 @@
 //! pointed at that index in the registry, dated (immutable) tags first and never re-pointed
 //! at another index without `--force`.
 
-use serde_json::json;
 use sha2::Digest as _;
 
 use crate::diagnostics::CheckFailed;
 use crate::pins::Mutability;
 use crate::recipe::ResolvedTag;
 use crate::registry::{Registry as _, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::manifest::{self, Descriptor, PlatformEntry};
 use crate::types::oci::{Digest, Platform, Tag};
 
 /// The media type of an OCI image index.
-pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub use crate::types::manifest::OCI_INDEX;
 
 /// The tag a platform's own image is pushed under: the recipe's first tag, then the platform
 /// (`experimental-pr4-linux-arm64`).
@@ -49,25 +49,19 @@ impl PushTarget {
         let mut manifests = Vec::new();
         for (platform, digest) in entries {
             let manifest = client.manifest(repository, digest.as_str())?;
-            let mut parts = platform.as_str().split('/');
+            let mut parts = platform.as_str().split('/').map(ToOwned::to_owned);
             let (os, architecture, variant) = (parts.next(), parts.next(), parts.next());
-            let mut platform = json!({ "architecture": architecture, "os": os });
-            if let Some(variant) = variant {
-                platform["variant"] = json!(variant);
-            }
-            manifests.push(json!({
-                "mediaType": manifest.media_type.as_str(),
-                "digest": digest.as_str(),
-                "size": manifest.body.len(),
-                "platform": platform,
-            }));
+            manifests.push(Descriptor {
+                digest: digest.clone(),
+                platform: Some(PlatformEntry {
+                    architecture: architecture.unwrap_or_default(),
+                    os: os.unwrap_or_default(),
+                    variant,
+                }),
+                ..Descriptor::of(manifest.media_type.as_str(), &manifest.body)
+            });
         }
-        let body = serde_json::to_vec(&json!({
-            "schemaVersion": 2,
-            "mediaType": OCI_INDEX,
-            "manifests": manifests,
-        }))
-        .expect("an index serializes");
+        let body = manifest::ImageIndex::new(manifests).to_bytes();
         let digest = Digest::from_sha256(&sha2::Sha256::digest(&body));
         Ok(ImageIndex { body, digest })
     }

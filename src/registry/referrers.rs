@@ -7,15 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::client::{Method, read_body};
 use super::{Registry as _, RegistryClient, RegistryError, RemoteRepository};
+use crate::types::manifest::ImageIndex;
 use crate::types::oci::Digest;
 
 /// An OCI image index: what both the API and the referrers tag answer with.
-pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub use crate::types::manifest::OCI_INDEX;
 
 /// Where a repository keeps the referrers of an image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,12 +136,7 @@ impl RegistryClient {
         subject: &Digest,
         entries: &[Value],
     ) -> Result<Digest, RegistryError> {
-        let index = serde_json::to_vec(&json!({
-            "schemaVersion": 2,
-            "mediaType": OCI_INDEX,
-            "manifests": entries,
-        }))
-        .expect("JSON serializes");
+        let index = ImageIndex::new(entries.to_vec()).to_bytes();
         self.push_manifest(repository, &tag(subject), OCI_INDEX, &index)
     }
 }

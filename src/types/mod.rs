@@ -51,6 +51,7 @@ macro_rules! string_newtype {
 
 pub mod dockerfile;
 pub mod git;
+pub mod manifest;
 pub mod oci;
 pub mod python;
 pub mod python_syntax;
