@@ -188,11 +188,11 @@ impl Referrer {
         let manifest = ImageManifest {
             artifact_type: Some(BUNDLE.to_owned()),
             annotations: annotations(predicate_type),
-            subject: Some(Descriptor {
-                size: subject.size,
-                digest: subject.digest.clone(),
-                ..Descriptor::of(&subject.media_type, b"")
-            }),
+            subject: Some(Descriptor::named(
+                &subject.media_type,
+                subject.digest.clone(),
+                subject.size,
+            )),
             ..ImageManifest::new(
                 Descriptor::of(EMPTY, EMPTY_BLOB),
                 vec![Descriptor::of(BUNDLE, &bundle)],

@@ -55,7 +55,7 @@ const FOLDER_ARCHIVE: &str = "application/x-tar";
 struct Statement<'a> {
     #[serde(rename = "_type")]
     statement_type: &'static str,
-    subject: Vec<Descriptor>,
+    subject: Vec<ResourceDescriptor>,
     #[serde(rename = "predicateType")]
     predicate_type: &'static str,
     predicate: Predicate<'a>,
@@ -76,7 +76,7 @@ struct BuildDefinition<'a> {
     build_type: String,
     external_parameters: External<'a>,
     internal_parameters: Internal<'a>,
-    resolved_dependencies: Vec<Descriptor>,
+    resolved_dependencies: Vec<ResourceDescriptor>,
 }
 
 /// What the maintainer chose: platform, tags, build arguments; in CI the workflow and runner.
@@ -124,7 +124,7 @@ struct Github<'a> {
 struct RunDetails<'a> {
     builder: RunBuilder<'a>,
     metadata: Metadata<'a>,
-    byproducts: Vec<Descriptor>,
+    byproducts: Vec<ResourceDescriptor>,
 }
 
 /// The builder: its id, and the versions of forge and the daemon.
@@ -148,7 +148,7 @@ struct Metadata<'a> {
 /// archive's `mediaType` for a folder, and where a download comes from.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Descriptor {
+struct ResourceDescriptor {
     name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     uri: Option<String>,
@@ -162,11 +162,11 @@ struct Descriptor {
     download_location: Option<String>,
 }
 
-impl Descriptor {
+impl ResourceDescriptor {
     fn named(name: &str) -> Self {
-        Descriptor {
+        ResourceDescriptor {
             name: name.to_owned(),
-            ..Descriptor::default()
+            ..ResourceDescriptor::default()
         }
     }
 
@@ -191,7 +191,8 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
     let statement = Statement {
         statement_type: STATEMENT,
         subject: vec![
-            Descriptor::named(facts.repository.as_str()).digest("sha256", facts.manifest.hex()),
+            ResourceDescriptor::named(facts.repository.as_str())
+                .digest("sha256", facts.manifest.hex()),
         ],
         predicate_type: PREDICATE,
         predicate: Predicate {
@@ -226,9 +227,9 @@ pub fn statement(facts: &Facts, sbom: &str) -> Value {
                     started_on: &facts.started,
                     finished_on: &facts.finished,
                 },
-                byproducts: vec![Descriptor {
+                byproducts: vec![ResourceDescriptor {
                     media_type: Some(super::cosign::CYCLONEDX),
-                    ..Descriptor::named(SBOM_BYPRODUCT)
+                    ..ResourceDescriptor::named(SBOM_BYPRODUCT)
                         .digest("sha256", sbom.trim_start_matches("sha256:"))
                 }],
             },
@@ -265,20 +266,20 @@ fn internal(facts: &Facts) -> Internal<'_> {
 }
 
 /// Every input, each with its digest.
-fn dependencies(facts: &Facts) -> Vec<Descriptor> {
+fn dependencies(facts: &Facts) -> Vec<ResourceDescriptor> {
     let mut dependencies = vec![base(facts)];
     for (name, digest) in &facts.inputs {
         let folder = matches!(
             name.as_str(),
             "templates" | "patches" | "overlays" | "context"
         );
-        dependencies.push(Descriptor {
+        dependencies.push(ResourceDescriptor {
             media_type: folder.then_some(FOLDER_ARCHIVE),
-            ..Descriptor::named(name).digest("sha256", digest.trim_start_matches("sha256:"))
+            ..ResourceDescriptor::named(name).digest("sha256", digest.trim_start_matches("sha256:"))
         });
     }
     for patch in &facts.patches {
-        let mut descriptor = Descriptor::named(&patch.record.file)
+        let mut descriptor = ResourceDescriptor::named(&patch.record.file)
             .digest("sha256", &patch.sha256)
             .digest("gitBlob", &patch.git_blob)
             .annotated("dev.forge.author", &patch.record.author)
@@ -292,23 +293,23 @@ fn dependencies(facts: &Facts) -> Vec<Descriptor> {
         dependencies.extend(pin_dependencies(pin));
     }
     if let Some(ci) = &facts.ci {
-        dependencies.push(Descriptor {
+        dependencies.push(ResourceDescriptor {
             uri: Some(format!("git+{}@{}", ci.repository_url(), ci.git_ref)),
-            ..Descriptor::named("source").digest("gitCommit", &ci.sha)
+            ..ResourceDescriptor::named("source").digest("gitCommit", &ci.sha)
         });
     }
     dependencies
 }
 
 /// The base: by its `pkg:docker` URL, its manifest digest (else its image id) as the digest.
-fn base(facts: &Facts) -> Descriptor {
+fn base(facts: &Facts) -> ResourceDescriptor {
     let base = &facts.base;
-    let mut descriptor = Descriptor {
+    let mut descriptor = ResourceDescriptor {
         uri: Some(super::sbom::docker_purl(
             &base.image,
             facts.platform.as_ref().map(ToString::to_string).as_deref(),
         )),
-        ..Descriptor::named("base")
+        ..ResourceDescriptor::named("base")
     };
     if let Some(id) = &base.id {
         descriptor = descriptor.annotated("dev.forge.imageId", id.as_str());
@@ -328,9 +329,9 @@ fn base(facts: &Facts) -> Descriptor {
 
 /// A pin's descriptors: one per file pip may install (its sha256, where a wheel by URL is
 /// downloaded from), else one for the pin; a git pin by its commit.
-fn pin_dependencies(pin: &super::PinFact) -> Vec<Descriptor> {
+fn pin_dependencies(pin: &super::PinFact) -> Vec<ResourceDescriptor> {
     let named = |name: &str| {
-        Descriptor::named(name)
+        ResourceDescriptor::named(name)
             .annotated("dev.forge.pin", &pin.name)
             .annotated("dev.forge.version", &pin.version)
     };
@@ -340,7 +341,7 @@ fn pin_dependencies(pin: &super::PinFact) -> Vec<Descriptor> {
             None => format!("git+{url}"),
         };
         let full = pin.version.len() == 40 && pin.version.bytes().all(|b| b.is_ascii_hexdigit());
-        let mut descriptor = Descriptor {
+        let mut descriptor = ResourceDescriptor {
             uri: Some(uri),
             ..named(&pin.name)
         };
@@ -349,7 +350,7 @@ fn pin_dependencies(pin: &super::PinFact) -> Vec<Descriptor> {
         }
         return vec![descriptor];
     }
-    let described = |name: &str| Descriptor {
+    let described = |name: &str| ResourceDescriptor {
         uri: pin.purl(),
         download_location: pin.download.clone(),
         ..named(name)

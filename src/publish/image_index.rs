@@ -52,13 +52,16 @@ impl PushTarget {
             let mut parts = platform.as_str().split('/').map(ToOwned::to_owned);
             let (os, architecture, variant) = (parts.next(), parts.next(), parts.next());
             manifests.push(Descriptor {
-                digest: digest.clone(),
                 platform: Some(PlatformEntry {
                     architecture: architecture.unwrap_or_default(),
                     os: os.unwrap_or_default(),
                     variant,
                 }),
-                ..Descriptor::of(manifest.media_type.as_str(), &manifest.body)
+                ..Descriptor::named(
+                    manifest.media_type.as_str(),
+                    digest.clone(),
+                    manifest.body.len() as u64,
+                )
             });
         }
         let body = manifest::ImageIndex::new(manifests).to_bytes();

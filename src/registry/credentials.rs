@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::diagnostics::{Advice, Advise};
-use crate::types::oci::Registry;
+use crate::types::registry::{Registry, server_host};
 use base64::Engine as _;
 
 /// A user name and password (or token) for one registry.
@@ -285,14 +285,7 @@ fn configured_hosts(environment: &Environment) -> Result<Vec<String>, Credential
 /// The host (and port) of a server key as config.json and helpers write them: a bare host, or
 /// a URL with a scheme and a path (`https://index.docker.io/v1/`).
 fn host_of(server: &str) -> String {
-    server
-        .trim()
-        .trim_start_matches("https://")
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase()
+    server_host(server).to_ascii_lowercase()
 }
 
 impl Environment {
@@ -431,15 +424,8 @@ fn entry_for<'a, T>(map: &'a BTreeMap<String, T>, registry: &str) -> Option<&'a 
         return Some(entry);
     }
     let same = |host: &str| host == registry || (is_docker_hub(host) && is_docker_hub(registry));
-    map.iter().find_map(|(key, entry)| {
-        let host = key
-            .trim_start_matches("https://")
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap_or_default();
-        same(host).then_some(entry)
-    })
+    map.iter()
+        .find_map(|(key, entry)| same(server_host(key)).then_some(entry))
 }
 
 /// Runs `docker-credential-HELPER list`: the servers the helper holds credentials for.

@@ -43,10 +43,16 @@ impl Descriptor {
     /// The descriptor of `bytes` of `media_type`.
     pub fn of(media_type: &str, bytes: &[u8]) -> Self {
         use sha2::Digest as _;
+        let digest = Digest::from_sha256(&sha2::Sha256::digest(bytes));
+        Descriptor::named(media_type, digest, bytes.len() as u64)
+    }
+
+    /// The descriptor of a blob of `media_type` known by its `digest` and `size`.
+    pub fn named(media_type: &str, digest: Digest, size: u64) -> Self {
         Descriptor {
             media_type: media_type.to_owned(),
-            digest: Digest::from_sha256(&sha2::Sha256::digest(bytes)),
-            size: bytes.len() as u64,
+            digest,
+            size,
             artifact_type: None,
             annotations: BTreeMap::new(),
             platform: None,

@@ -28,13 +28,21 @@ pub struct Registry {
     written: String,
 }
 
+/// The host (and port) of a server address as config.json keys, credential helpers and the
+/// docker CLI write it: without a scheme in front or a path behind
+/// (`https://index.docker.io/v1/` is `index.docker.io`).
+pub fn server_host(name: &str) -> &str {
+    name.trim()
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+}
+
 /// The one name `name` stands for, or `None` when it names no host.
 fn canonical(name: &str) -> Option<String> {
-    let bare = name
-        .trim()
-        .trim_start_matches("https://")
-        .trim_start_matches("http://");
-    let bare = bare.split('/').next().unwrap_or_default();
+    let bare = server_host(name);
     if is_docker_hub(bare) {
         return Some(DEFAULT_REGISTRY.to_owned());
     }
