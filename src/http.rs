@@ -135,13 +135,14 @@ fn redirect(from: &str, location: &str) -> Result<String, RedirectRefusal> {
         .join(location)
         .map_err(|error| unreadable(error.to_string()))?;
     let named = to.as_str().to_owned();
-    match to.scheme() {
-        "http" if base.scheme() == "https" => Err(RedirectRefusal::Downgrade { to: named }),
-        "http" | "https" if crate::types::url::has_user_information(&to) => {
+    use crate::types::url::Scheme;
+    match (Scheme::of(&base), Scheme::of(&to)) {
+        (_, Scheme::Other) => Err(RedirectRefusal::NotHttp { to: named }),
+        (Scheme::Https, Scheme::Http) => Err(RedirectRefusal::Downgrade { to: named }),
+        _ if crate::types::url::has_user_information(&to) => {
             Err(RedirectRefusal::UserInformation { to: named })
         }
-        "http" | "https" => Ok(named),
-        _ => Err(RedirectRefusal::NotHttp { to: named }),
+        _ => Ok(named),
     }
 }
 

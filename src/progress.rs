@@ -10,6 +10,9 @@ use crate::engine::steps::{Event, StepState};
 use crate::printer::Printer;
 use crate::redact::text as redact;
 
+/// The status a daemon reports of a layer while it downloads it.
+const DOWNLOADING: &str = "Downloading";
+
 /// The progress display the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
@@ -230,7 +233,7 @@ impl Terminal {
             entry.bar.set_length(total);
         }
         entry.bar.set_position(current);
-        if status == "Downloading" {
+        if status == DOWNLOADING {
             entry.downloaded = entry.downloaded.max(total.unwrap_or(current).max(current));
         }
     }

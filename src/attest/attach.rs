@@ -12,6 +12,7 @@ use crate::lock::{AttachmentRecord, Record};
 use crate::pins::Pin;
 use crate::recipe::Recipe;
 use crate::registry::{RegistryClient, RegistryError, RemoteRepository, referrers};
+use crate::types::manifest::{Descriptor, ImageManifest};
 use crate::types::oci::Digest;
 
 use super::bundle;
@@ -161,7 +162,7 @@ pub fn upload_bundles(
 fn replaced_by(
     client: &RegistryClient,
     repository: &RemoteRepository,
-    descriptor: &referrers::Descriptor,
+    descriptor: &Descriptor,
     bundled: &Bundled,
     subject: &Digest,
     key: &VerifyingKey,
@@ -212,22 +213,9 @@ pub struct ReadReferrer {
 pub fn read_referrer(
     client: &RegistryClient,
     repository: &RemoteRepository,
-    descriptor: &referrers::Descriptor,
+    descriptor: &Descriptor,
 ) -> Result<ReadReferrer, String> {
     use crate::registry::Registry as _;
-    #[derive(serde::Deserialize)]
-    struct Manifest {
-        #[serde(rename = "artifactType", default)]
-        artifact_type: String,
-        layers: Vec<ListedLayer>,
-        subject: Option<SubjectField>,
-        #[serde(default)]
-        annotations: BTreeMap<String, String>,
-    }
-    #[derive(serde::Deserialize)]
-    struct SubjectField {
-        digest: Digest,
-    }
     if descriptor.size > crate::http::BODY_LIMIT.min(bundle::BUNDLE_LIMIT) {
         return Err(format!("a manifest of {} bytes", descriptor.size));
     }
@@ -240,12 +228,12 @@ pub fn read_referrer(
             served.received, descriptor.digest
         ));
     }
-    let manifest: Manifest =
-        serde_json::from_slice(&served.body).map_err(|_| "not an image manifest".to_owned())?;
+    let manifest =
+        ImageManifest::read(&served.body).ok_or_else(|| "not an image manifest".to_owned())?;
     let (Some(layer), 1) = (manifest.layers.first(), manifest.layers.len()) else {
         return Err(format!("{} layers, not one bundle", manifest.layers.len()));
     };
-    if !bundle::is_bundle(&layer.media_type) || !bundle::is_bundle(&manifest.artifact_type) {
+    if !bundle::is_bundle(&layer.media_type) || !bundle::is_bundle(manifest.artifact()) {
         return Err(format!("of type {}", layer.media_type));
     }
     if layer.size > bundle::BUNDLE_LIMIT {
@@ -411,29 +399,13 @@ impl Default for Budget {
     }
 }
 
-/// One layer of an attachment manifest, as the registry lists it.
-#[derive(Debug, Clone, serde::Deserialize)]
-pub struct ListedLayer {
-    /// Its media type.
-    #[serde(rename = "mediaType", default)]
-    pub media_type: String,
-    /// Its blob's digest.
-    pub digest: Digest,
-    /// Its size in bytes, as the manifest gives it.
-    #[serde(default)]
-    pub size: u64,
-    /// Its annotations.
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// An attachment manifest as the registry holds it.
 #[derive(Debug, Clone)]
 pub struct Listed {
     /// The manifest's digest.
     pub manifest: Digest,
     /// Its layers, in order (none when the manifest does not read as an image manifest).
-    pub layers: Vec<ListedLayer>,
+    pub layers: Vec<Descriptor>,
     /// Whether it reads as an image manifest.
     pub readable: bool,
 }
@@ -446,10 +418,6 @@ pub fn listed(
     kind: Kind,
     subject: &Digest,
 ) -> Result<Option<Listed>, RegistryError> {
-    #[derive(serde::Deserialize)]
-    struct Layers {
-        layers: Option<Vec<ListedLayer>>,
-    }
     use crate::registry::Registry as _;
     let served = match client.manifest(repository, &kind.tag(subject)) {
         Ok(served) => served,
@@ -457,9 +425,7 @@ pub fn listed(
         Err(error) => return Err(error),
     };
     // An image manifest has its layers; an index or anything else has none to add to.
-    let layers = serde_json::from_slice::<Layers>(&served.body)
-        .ok()
-        .and_then(|manifest| manifest.layers);
+    let layers = ImageManifest::read(&served.body).map(|manifest| manifest.layers);
     Ok(Some(Listed {
         readable: layers.is_some(),
         layers: layers.unwrap_or_default(),

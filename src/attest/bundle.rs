@@ -245,8 +245,9 @@ pub fn is_bundle(media_type: &str) -> bool {
 /// judged by what the manifest itself says: its `artifactType` is a bundle's, or the empty
 /// descriptor's, which cosign 3 writes in the entries it adds to a referrers tag (it gives the
 /// manifest's config type there, not the manifest's `artifactType`).
-pub fn may_be_bundle(descriptor: &crate::registry::referrers::Descriptor) -> bool {
-    is_bundle(&descriptor.artifact_type) || descriptor.artifact_type == EMPTY
+pub fn may_be_bundle(descriptor: &crate::types::manifest::Descriptor) -> bool {
+    let artifact = descriptor.artifact();
+    is_bundle(artifact) || artifact == EMPTY
 }
 
 /// The DSSE envelope a bundle (`bytes`, JSON) holds; why not, when it is not one: not JSON,

@@ -78,7 +78,7 @@ async fn answer(shared: &Shared, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or_default().to_owned();
     let method = request.method().clone();
-    if path == "/v2/" || path == "/v2" {
+    if matches!(path.as_str(), "/v2/" | "/v2") {
         return respond(StatusCode::OK, &[], Bytes::from_static(b"{}"));
     }
     let Some(rest) = path.strip_prefix("/v2/") else {
@@ -351,9 +351,11 @@ fn finish_upload(shared: &Shared, name: &str, query: &str, upload: Upload) -> Re
         hasher,
         size,
     } = upload;
-    let asked = url::form_urlencoded::parse(query.as_bytes())
-        .find(|(key, _)| key == "digest")
-        .and_then(|(_, value)| value.parse::<Digest>().ok());
+    let asked =
+        url::form_urlencoded::parse(query.as_bytes()).find_map(|(key, value)| match key.as_ref() {
+            "digest" => value.parse::<Digest>().ok(),
+            _ => None,
+        });
     let digest = Digest::from_sha256(&hasher.finalize());
     let flushed = file.into_inner().map_err(|error| error.into_error());
     if asked.as_ref() != Some(&digest) || flushed.is_err() {

@@ -363,7 +363,7 @@ mod tests {
             let path = entry.path().unwrap().to_string_lossy().into_owned();
             let mode = header.mode().unwrap();
             seen.push((path.clone(), mode));
-            if path == "Dockerfile" {
+            if Path::new(&path) == Path::new("Dockerfile") {
                 let mut text = String::new();
                 entry.read_to_string(&mut text).unwrap();
                 assert_eq!(text, DOCKERFILE_TEXT);

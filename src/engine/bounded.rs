@@ -62,10 +62,7 @@ impl Bound {
         let idle = crate::http::idle_timeout();
         // Read where forge reads them, by their headway or a deadline: a build step may rightly
         // work for long without a word, and a container's wait answers when it ends.
-        let paced = path == "/build"
-            || path == "/session"
-            || path == "/grpc"
-            || path == "/events"
+        let paced = matches!(path, "/build" | "/session" | "/grpc" | "/events")
             || path.starts_with("/images/create")
             || path.starts_with("/images/load")
             || (path.starts_with("/images/") && path.ends_with("/push"))

@@ -10,6 +10,9 @@ use bollard::moby::buildkit::v1::StatusResponse;
 /// How many lines of a step's output are kept for the error report.
 const TAIL_LINES: usize = 12;
 
+/// The line the classic builder prints under a step it took from its cache.
+const CLASSIC_CACHED: &str = "---> Using cache";
+
 /// Where a step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepState {
@@ -139,7 +142,7 @@ impl Steps {
         let Some(current) = self.classic_current.clone() else {
             return;
         };
-        if line.trim() == "---> Using cache" {
+        if line.trim() == CLASSIC_CACHED {
             let name = self.steps[&current].name.clone();
             self.set_state(&current, &name, StepState::Cached, events);
         } else if line.starts_with(" ---> ")

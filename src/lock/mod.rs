@@ -327,15 +327,12 @@ mod tests {
     #[test]
     fn a_record_of_another_format_version_is_refused_at_its_line() {
         let folder = tempfile::tempdir().unwrap();
+        let future = "version = 99";
         let text = Record::sample()
             .to_text()
-            .replace("version = 1\n", "version = 99\n");
+            .replace("version = 1\n", &format!("{future}\n"));
         std::fs::write(path(folder.path()), &text).unwrap();
-        let line = text
-            .lines()
-            .position(|line| line == "version = 99")
-            .unwrap()
-            + 1;
+        let line = text.lines().position(|line| line == future).unwrap() + 1;
         let error = read(folder.path()).unwrap_err();
         assert!(
             error.to_string().ends_with(&format!(

@@ -26,9 +26,10 @@ const USTAR_NAME: usize = 100;
 const USTAR_ID: u64 = 0o7_777_777;
 
 /// PAX keys whose values forge writes itself (from the header it builds) or drops as
-/// host-specific; every other PAX record of an entry (extended attributes above all) is kept.
-const REWRITTEN_KEYS: [&str; 9] = [
-    "path", "linkpath", "size", "uid", "gid", "uname", "gname", "atime", "ctime",
+/// host-specific (the times: forge sets one mtime for all); every other PAX record of an entry
+/// (extended attributes above all) is kept.
+const REWRITTEN_KEYS: [&str; 10] = [
+    "path", "linkpath", "size", "uid", "gid", "uname", "gname", "atime", "ctime", "mtime",
 ];
 
 /// The name of the entry that makes a directory opaque (hides what the layers below hold in it).
@@ -210,7 +211,7 @@ impl Canonical {
                             "a sparse file entry (GNU.sparse), which image layers never hold",
                         ));
                     }
-                    key if REWRITTEN_KEYS.contains(&key) || key == "mtime" => {}
+                    key if REWRITTEN_KEYS.contains(&key) => {}
                     key => {
                         kept.insert(key.to_owned(), extension.value_bytes().to_vec());
                     }

@@ -24,7 +24,8 @@ pub const OCI_LAYER_TAR: &str = "application/vnd.oci.image.layer.v1.tar";
 /// Docker's uncompressed layer.
 const DOCKER_LAYER_TAR: &str = "application/vnd.docker.image.rootfs.diff.tar";
 
-/// A content descriptor, its keys in the order Docker writes them.
+/// A content descriptor, its keys in the order Docker writes them (`types::manifest::Descriptor`
+/// writes them in byte order, as forge's attachments have them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Descriptor {
     /// Its media type.
@@ -72,27 +73,13 @@ pub struct Manifest {
     pub layers: Vec<Descriptor>,
 }
 
-/// An index entry: a manifest and the platform it is for.
-#[derive(Debug, Clone, Deserialize)]
-struct Entry {
-    digest: Digest,
-    #[serde(default)]
-    platform: Option<EntryPlatform>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct EntryPlatform {
-    architecture: String,
-    os: String,
-    #[serde(default)]
-    variant: Option<String>,
-}
-
 /// What a manifest document holds: an image, or an index of them.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 enum Document {
-    Index { manifests: Vec<Entry> },
+    Index {
+        manifests: Vec<crate::types::manifest::Descriptor>,
+    },
     Image(Manifest),
 }
 

@@ -607,7 +607,7 @@ fn fetch_attached(
     };
     // Every layer, its blob read when it is of the attachment's own type and within the budget.
     let budget = std::cell::RefCell::new(crate::attest::attach::Budget::new());
-    let read = |layers: Vec<crate::attest::attach::ListedLayer>,
+    let read = |layers: Vec<crate::types::manifest::Descriptor>,
                 own: &str|
      -> Result<Vec<attached::Layer>, RegistryError> {
         let mut read = Vec::new();
@@ -679,7 +679,7 @@ fn bundles(
                         read: Ok((read.subject, read.bundle)),
                     },
                     // An entry of the empty type that is no bundle is another tool's too.
-                    Err(_) if !bundle::is_bundle(&descriptor.artifact_type) => continue,
+                    Err(_) if !bundle::is_bundle(descriptor.artifact()) => continue,
                     Err(why) => attached::Bundle {
                         predicate: descriptor
                             .annotations

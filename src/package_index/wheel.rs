@@ -87,21 +87,18 @@ impl WheelTarget {
     }
 
     fn fits_platform(&self, platform: &str) -> bool {
-        if platform == "any" {
-            return true;
-        }
-        let Some(family) = platform.strip_suffix(&format!("_{}", self.arch)) else {
-            return false;
+        let family = match platform {
+            "any" => return true,
+            platform => match platform.strip_suffix(&format!("_{}", self.arch)) {
+                Some(family) => family,
+                None => return false,
+            },
         };
-        if family == "linux" {
-            return true;
-        }
-        if family.starts_with("musllinux_") {
-            // A base whose glibc is known is not a musl one.
-            return self.glibc.is_none();
-        }
         // PEP 600: manylinux_X_Y needs glibc X.Y; the older names are aliases of it.
         let needs = match family {
+            "linux" => return true,
+            // A base whose glibc is known is not a musl one.
+            family if family.starts_with("musllinux_") => return self.glibc.is_none(),
             "manylinux1" => Some((2, 5)),
             "manylinux2010" => Some((2, 12)),
             "manylinux2014" => Some((2, 17)),

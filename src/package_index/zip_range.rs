@@ -257,9 +257,9 @@ fn find_metadata(directory: &[u8]) -> Option<Entry> {
         let comment_length = usize::from(u16_at(header, 32));
         let name = directory.get(at + 46..at + 46 + name_length)?;
         let folder = std::str::from_utf8(name).ok().and_then(|name| {
-            name.split_once('/')
-                .filter(|(folder, file)| folder.ends_with(".dist-info") && *file == "METADATA")
-                .map(|(folder, _)| folder.to_owned())
+            name.strip_suffix("/METADATA")
+                .filter(|folder| folder.ends_with(".dist-info") && !folder.contains('/'))
+                .map(str::to_owned)
         });
         if let Some(folder) = folder {
             let extra =

@@ -1,6 +1,7 @@
 //! The manifests forge reads: their media types, a manifest as a registry served it, and the
 //! image a manifest or an index holds for a platform.
 
+use crate::types::manifest::{ImageIndex, ImageManifest};
 use crate::types::oci::Digest;
 
 /// The manifest media types forge accepts: a single-platform manifest or a multi-platform
@@ -75,44 +76,19 @@ impl Manifest {
     /// The digest of the image configuration a single-platform manifest names (for an image
     /// pushed by docker, the image id); `None` for an index or a manifest forge cannot read.
     pub fn config_digest(&self) -> Option<Digest> {
-        #[derive(serde::Deserialize)]
-        struct ImageManifest {
-            config: Descriptor,
-        }
-        #[derive(serde::Deserialize)]
-        struct Descriptor {
-            digest: String,
-        }
         if self.is_index() {
             return None;
         }
-        let manifest: ImageManifest = serde_json::from_slice(&self.body).ok()?;
-        manifest.config.digest.parse().ok()
+        Some(ImageManifest::read(&self.body)?.config.digest)
     }
 
     /// The digest of the entry for `platform` (`os/arch` or `os/arch/variant`) of an index;
     /// `None` for a single manifest or when no entry matches.
     pub fn platform_entry(&self, platform: &str) -> Option<Digest> {
-        #[derive(serde::Deserialize)]
-        struct Index {
-            #[serde(default)]
-            manifests: Vec<Entry>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Entry {
-            digest: String,
-            platform: Option<EntryPlatform>,
-        }
-        #[derive(serde::Deserialize)]
-        struct EntryPlatform {
-            os: String,
-            architecture: String,
-            variant: Option<String>,
-        }
         if !self.is_index() {
             return None;
         }
-        let index: Index = serde_json::from_slice(&self.body).ok()?;
+        let index: ImageIndex = serde_json::from_slice(&self.body).ok()?;
         let mut wanted = platform.split('/');
         let (os, architecture, variant) = (wanted.next()?, wanted.next()?, wanted.next());
         index.manifests.into_iter().find_map(|entry| {
@@ -120,7 +96,7 @@ impl Manifest {
             let matches = found.os == os
                 && found.architecture == architecture
                 && variant.is_none_or(|variant| found.variant.as_deref() == Some(variant));
-            matches.then(|| entry.digest.parse().ok()).flatten()
+            matches.then_some(entry.digest)
         })
     }
 }

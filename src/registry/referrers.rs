@@ -5,14 +5,12 @@
 //! clients keep them, in an image index under the referrers tag `sha256-HEX`, which the client
 //! that pushes a referrer updates.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::client::{Method, read_body};
 use super::{Registry as _, RegistryClient, RegistryError, RemoteRepository};
-use crate::types::manifest::ImageIndex;
+use crate::types::manifest::{Descriptor, ImageIndex};
 use crate::types::oci::Digest;
 
 /// An OCI image index: what both the API and the referrers tag answer with.
@@ -34,24 +32,6 @@ pub struct Referrers {
     pub place: Place,
     /// Each entry of the index, as served.
     pub entries: Vec<Value>,
-}
-
-/// An entry of a referrers index.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-pub struct Descriptor {
-    /// The referrer manifest's media type.
-    #[serde(rename = "mediaType")]
-    pub media_type: String,
-    /// Its digest.
-    pub digest: Digest,
-    /// Its size in bytes.
-    pub size: u64,
-    /// What it carries.
-    #[serde(rename = "artifactType", default)]
-    pub artifact_type: String,
-    /// Its annotations.
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
 }
 
 impl Referrers {
@@ -141,7 +121,8 @@ impl RegistryClient {
     }
 }
 
-/// The `manifests` of an image index (`body`); why not, when it is not one.
+/// The `manifests` of an image index (`body`), each entry as served; why not, when it is not
+/// one.
 fn entries(body: &[u8]) -> Result<Vec<Value>, String> {
     let index: Value = serde_json::from_slice(body)
         .map_err(|error| format!("the referrers index is not JSON: {error}"))?;
@@ -167,7 +148,7 @@ mod tests {
             entries: entries(body.as_bytes()).unwrap(),
         };
         let descriptors = referrers.descriptors();
-        assert_eq!(descriptors[0].as_ref().unwrap().artifact_type, "a");
+        assert_eq!(descriptors[0].as_ref().unwrap().artifact(), "a");
         assert!(descriptors[1].as_ref().is_err());
         assert!(entries(br#"{"manifests":{}}"#).is_err());
         assert_eq!(entries(br#"{"schemaVersion":2}"#), Ok(Vec::new()));

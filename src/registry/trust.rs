@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use crate::types::oci::RegistryHost;
 pub use crate::types::url::is_origin_only;
-use crate::types::url::{has_user_information, is_localhost};
+use crate::types::url::{Scheme, has_user_information, is_localhost};
 use url::{Host, Url};
 
 /// Token realms on another host that are the registry's own, by the registry's API host.
@@ -151,7 +151,7 @@ pub fn same_origin(a: &Url, b: &Url) -> bool {
 
 /// Whether `url` is https.
 fn is_https(url: &Url) -> bool {
-    url.scheme() == "https"
+    Scheme::of(url) == Scheme::Https
 }
 
 /// Whether `url`'s host is this machine: `localhost` or a loopback address.
@@ -407,7 +407,7 @@ mod tests {
     #[derive(Debug, Clone)]
     struct Generated {
         text: String,
-        scheme: &'static str,
+        scheme: Scheme,
         host: Spelling,
         port: u16,
         userinfo: bool,
@@ -434,12 +434,11 @@ mod tests {
         )
             .prop_map(|(written, userinfo, host, port, path)| {
                 let written_port = port.map_or(String::new(), |port| format!(":{port}"));
-                let scheme = if written.eq_ignore_ascii_case("https") {
-                    "https"
+                let (scheme, default) = if written.eq_ignore_ascii_case("https") {
+                    (Scheme::Https, 443)
                 } else {
-                    "http"
+                    (Scheme::Http, 80)
                 };
-                let default = if scheme == "https" { 443 } else { 80 };
                 Generated {
                     text: format!("{written}://{userinfo}{}{written_port}{path}", host.text),
                     scheme,
@@ -479,13 +478,13 @@ mod tests {
                 Ok((_, credentials)) => {
                     prop_assert!(!target.userinfo, "{}", target.text);
                     prop_assert_eq!(credentials, same, "{} -> {}", registry.text, target.text);
-                    if target.scheme == "http" {
-                        prop_assert!(registry.scheme == "http" && target.host.loopback, "{} -> {}", registry.text, target.text);
+                    if target.scheme == Scheme::Http {
+                        prop_assert!(registry.scheme == Scheme::Http && target.host.loopback, "{} -> {}", registry.text, target.text);
                     }
                 }
                 Err(UrlRefusal::UserInformation) => prop_assert!(target.userinfo),
-                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
-                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
+                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == Scheme::Https && target.scheme == Scheme::Http),
+                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == Scheme::Http && !target.host.loopback),
                 Err(other) => prop_assert!(false, "{:?} for {}", other, target.text),
             }
 
@@ -502,12 +501,12 @@ mod tests {
             match trust.redirect(&page, &target.text) {
                 Ok(to) => {
                     prop_assert!(!target.userinfo);
-                    prop_assert!(registry.scheme == "http" || target.scheme == "https");
+                    prop_assert!(registry.scheme == Scheme::Http || target.scheme == Scheme::Https);
                     prop_assert_eq!(trust.sends_credentials_to(&to), same);
                 }
                 Err(UrlRefusal::UserInformation) => prop_assert!(target.userinfo),
-                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == "https" && target.scheme == "http"),
-                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == "http" && !target.host.loopback),
+                Err(UrlRefusal::Downgrade) => prop_assert!(registry.scheme == Scheme::Https && target.scheme == Scheme::Http),
+                Err(UrlRefusal::PlainHttp) => prop_assert!(target.scheme == Scheme::Http && !target.host.loopback),
                 Err(other) => prop_assert!(false, "{:?} for {}", other, target.text),
             }
         }

@@ -3,6 +3,10 @@
 //! the index of an image of several platforms. Each is written with its keys in byte order, as
 //! forge has always written them, so that the same attachment has the same digest.
 //!
+//! Forge reads with the same types what a registry serves (an image's manifest and index, the
+//! entries of a referrers index, an attachment's layers): a field the specs make optional is
+//! optional here too, so a manifest another tool wrote reads as well as forge's own.
+//!
 //! The image's own manifest is not written here: `normalize::manifest` writes Docker's schema 2
 //! in the order Docker writes its keys, byte for byte what a classic image store pushes.
 
@@ -22,11 +26,13 @@ pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
-    /// Its media type.
+    /// Its media type (read as empty where a served descriptor leaves it out).
+    #[serde(default)]
     pub media_type: String,
-    /// Its digest.
+    /// Its digest: what it is held to wherever it is read.
     pub digest: Digest,
-    /// Its size in bytes.
+    /// Its size in bytes (read as 0 where a served descriptor leaves it out).
+    #[serde(default)]
     pub size: u64,
     /// What it carries, for an artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +51,11 @@ impl Descriptor {
         use sha2::Digest as _;
         let digest = Digest::from_sha256(&sha2::Sha256::digest(bytes));
         Descriptor::named(media_type, digest, bytes.len() as u64)
+    }
+
+    /// What it says it carries: its `artifactType`, empty when it names none.
+    pub fn artifact(&self) -> &str {
+        self.artifact_type.as_deref().unwrap_or_default()
     }
 
     /// The descriptor of a blob of `media_type` known by its `digest` and `size`.
@@ -78,7 +89,8 @@ pub struct PlatformEntry {
 pub struct ImageManifest {
     /// 2.
     pub schema_version: u32,
-    /// `OCI_MANIFEST`.
+    /// `OCI_MANIFEST` (which an OCI manifest may leave out), or Docker's schema 2 type.
+    #[serde(default)]
     pub media_type: String,
     /// What it carries, for an artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,6 +125,17 @@ impl ImageManifest {
     pub fn to_bytes(&self) -> Vec<u8> {
         in_byte_order(self)
     }
+
+    /// What it says it carries: its `artifactType`, empty when it names none.
+    pub fn artifact(&self) -> &str {
+        self.artifact_type.as_deref().unwrap_or_default()
+    }
+
+    /// The image manifest `bytes` hold (Docker's schema 2 reads as one too); `None` when they
+    /// hold none (an index, or not JSON).
+    pub fn read(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice(bytes).ok()
+    }
 }
 
 /// An OCI image index; its entries descriptors, or (for a referrers tag, whose entries other
@@ -122,7 +145,8 @@ impl ImageManifest {
 pub struct ImageIndex<Entry = Descriptor> {
     /// 2.
     pub schema_version: u32,
-    /// `OCI_INDEX`.
+    /// `OCI_INDEX` (which an OCI index may leave out), or Docker's manifest list type.
+    #[serde(default)]
     pub media_type: String,
     /// Its entries.
     pub manifests: Vec<Entry>,

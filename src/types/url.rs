@@ -38,6 +38,28 @@ pub fn is_origin_only(url: &url::Url) -> bool {
         && url.fragment().is_none()
 }
 
+/// The scheme of a URL forge fetches, follows or sends credentials to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `http`.
+    Http,
+    /// `https`.
+    Https,
+    /// Any other (`file`, `ftp`, ...): never fetched.
+    Other,
+}
+
+impl Scheme {
+    /// The scheme of `url` (which the `url` crate has lowercased).
+    pub fn of(url: &url::Url) -> Self {
+        match url.scheme() {
+            "http" => Self::Http,
+            "https" => Self::Https,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// Whether a host name is `localhost`, the one registry name without a dot or a port (exactly,
 /// as docker reads a reference; the `url` crate has lowercased a parsed host already).
 pub fn is_localhost(name: &str) -> bool {

@@ -363,15 +363,8 @@ mod tests {
         assert_eq!(rows[0].actual, "no WHEEL");
         assert_eq!(rows[1].actual, "no RECORD");
         assert!(rows.iter().all(|row| !row.ok));
-        let rows = checks(
-            pins().pins.values(),
-            &BTreeSet::new(),
-            "",
-            Some("python3 missing"),
-        );
-        assert!(
-            rows.iter().all(|row| row.actual == "python3 missing"),
-            "{rows:?}"
-        );
+        let missing = "python3 missing";
+        let rows = checks(pins().pins.values(), &BTreeSet::new(), "", Some(missing));
+        assert!(rows.iter().all(|row| row.actual == missing), "{rows:?}");
     }
 }
