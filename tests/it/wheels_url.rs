@@ -157,6 +157,7 @@ fn a_wheel_url_with_a_login_is_refused_at_load() {
         ),
     );
     let run = context.forge(&["render"]).expect_code(2);
+    assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
     forge_snapshot!(run.stderr, context.path(), @"
     error: pins.toml:79:1: wheel set `flashinfer`: its url must not hold a user name or token (it is written into the Dockerfile and the image's history)
     hint: serve the files without a login, or install them from an index whose login is in a netrc file (NETRC, else ~/.netrc)
@@ -655,7 +656,11 @@ fn a_github_token_goes_only_to_the_releases_api_over_https() {
     .expect_code(0);
     let stderr = at_server(&run.stderr.replace(&listing, "<listing>"), &assets);
     forge_snapshot!("token_sent_only_to_the_api", stderr, context.path());
-    assert!(!run.stdout.contains(TOKEN), "{}", run.stdout);
+    assert!(
+        !run.stderr.contains(TOKEN) && !run.stdout.contains(TOKEN),
+        "{}",
+        run.stderr
+    );
     let sent: Vec<String> = api
         .requests()
         .into_iter()
