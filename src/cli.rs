@@ -148,6 +148,10 @@ pub struct BuildArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// At a workspace root: only this member and the members it builds from (repeatable).
+    #[arg(long = "recipe", value_name = "NAME")]
+    pub recipes: Vec<String>,
+
     /// Push every tag and record the registry digest of each.
     #[arg(long, conflicts_with = "dry_run", help_heading = "Publishing")]
     pub push: bool,

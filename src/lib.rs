@@ -63,3 +63,4 @@ pub mod render;
 pub mod table;
 pub mod types;
 pub mod verify;
+pub mod workspace;

@@ -15,11 +15,85 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
     } else {
         None
     };
+    let folder = cli
+        .directory
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    if crate::workspace::is_root(&folder) {
+        return workspace(&folder, args, options(cli, args, sign), printer);
+    }
+    if !args.recipes.is_empty() {
+        anyhow::bail!(NotAWorkspace);
+    }
     let mut recipe = super::open_recipe(cli, printer)?;
     if let Some(repository) = &args.repository {
         recipe = recipe.with_repository(repository.clone());
     }
-    let options = BuildOptions {
+    crate::ops::build(&recipe, &options(cli, args, sign), printer)?;
+    Ok(ExitStatus::Success)
+}
+
+/// `forge build` at a workspace root: the plan of every member (or of `--recipe` and what they
+/// build from) in build order.
+fn workspace(
+    folder: &std::path::Path,
+    args: &BuildArgs,
+    options: BuildOptions,
+    printer: &Printer,
+) -> anyhow::Result<ExitStatus> {
+    let workspace = crate::workspace::Workspace::open(folder)?;
+    for member in &workspace.members {
+        for notice in &member.recipe.pins.notices {
+            printer.warn(format_args!("{}: {}", notice.location, notice.message));
+        }
+    }
+    if !args.dry_run || args.repository.is_some() {
+        anyhow::bail!(WorkspaceBuild);
+    }
+    let order = workspace.order(&args.recipes)?;
+    crate::ops::build::plan_workspace(&order, &options, printer)?;
+    Ok(ExitStatus::Success)
+}
+
+/// `--recipe` outside a workspace.
+#[derive(Debug, thiserror::Error)]
+#[error("--recipe names a member of a workspace, and there is no forge-workspace.toml here")]
+struct NotAWorkspace;
+
+impl crate::diagnostics::Advise for NotAWorkspace {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(
+            "run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here".to_owned(),
+        )
+    }
+}
+
+crate::advised!(NotAWorkspace);
+
+/// A workspace build that plans nothing: members are built one at a time for now.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "forge builds a workspace's members one at a time: at the workspace root, only `build --dry-run` (the plan of every member, in order) runs"
+)]
+struct WorkspaceBuild;
+
+impl crate::diagnostics::Advise for WorkspaceBuild {
+    fn advice(&self) -> crate::diagnostics::Advice {
+        crate::diagnostics::Advice::Hint(
+            "build each member with `forge -C MEMBER build`, in the order `forge build --dry-run` prints; nothing was built".to_owned(),
+        )
+    }
+}
+
+crate::advised!(WorkspaceBuild);
+
+/// The build options `args` give.
+fn options(
+    cli: &Cli,
+    args: &BuildArgs,
+    sign: Option<crate::attest::keys::SigningKey>,
+) -> BuildOptions {
+    BuildOptions {
         mode: if args.dry_run {
             BuildMode::DryRun
         } else {
@@ -42,7 +116,5 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         cache_from: args.cache_from.clone(),
         nodes: args.node.clone(),
         sign,
-    };
-    crate::ops::build(&recipe, &options, printer)?;
-    Ok(ExitStatus::Success)
+    }
 }

@@ -38,7 +38,7 @@ pub fn build(recipe: &Recipe, options: &BuildOptions, printer: &Printer) -> anyh
     };
     if options.mode == BuildMode::DryRun {
         let plan = checked_plan(recipe, options, output, printer)?;
-        print_plan(recipe, &plan, printer);
+        printer.document(&planned(recipe, &plan));
         return Ok(());
     }
     // Held until the build returns; the kernel lets go of it if forge dies.
@@ -260,7 +260,7 @@ fn pulled_image(step: &str) -> Option<String> {
 }
 
 /// `--dry-run`: the plan, as text or JSON.
-fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
+fn planned<'a>(recipe: &'a Recipe, plan: &'a Plan) -> Planned<'a> {
     let repository = &recipe.pins.image.repository;
     let mut entries = vec![
         (
@@ -300,10 +300,103 @@ fn print_plan(recipe: &Recipe, plan: &Plan, printer: &Printer) {
             format!("({mutability})"),
         ));
     }
-    printer.document(&Planned {
+    Planned {
         plan: plan.document(recipe),
         text: crate::table::labelled(&entries),
-    });
+    }
+}
+
+/// `forge build --dry-run` at a workspace root: the plan of each member of `order`, in that
+/// order, each named with the member it builds from and the manifest that member's record says
+/// was pushed.
+pub fn plan_workspace(
+    order: &[&crate::workspace::Member],
+    options: &BuildOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let mut plans = Vec::new();
+    for member in order {
+        printer.status("Planning", format_args!("member {}", member.name));
+        let plan = checked_plan(&member.recipe, options, Output::Discard, printer)
+            .with_context(|| format!("member `{}` ({})", member.name, member.path.display()))?;
+        plans.push(plan);
+    }
+    let mut members = Vec::new();
+    for (member, plan) in order.iter().zip(&plans) {
+        let from = match &member.from {
+            None => None,
+            Some(name) => {
+                let parent = order
+                    .iter()
+                    .find(|other| &other.name == name)
+                    .expect("a member is planned after the member it builds from");
+                let record = parent.recipe.record()?;
+                Some(FromMember {
+                    member: name,
+                    image: record
+                        .and_then(|record| record.tags.iter().find_map(|tag| tag.pushed.clone())),
+                })
+            }
+        };
+        members.push(MemberPlanned {
+            name: &member.name,
+            path: &member.path,
+            from,
+            planned: planned(&member.recipe, plan),
+        });
+    }
+    printer.document(&WorkspacePlanned { members });
+    Ok(())
+}
+
+/// A member built from another: that member, and the manifest its record says was pushed (the
+/// digest its dependents build `FROM`; none before its first push).
+#[derive(Debug, Serialize)]
+struct FromMember<'a> {
+    member: &'a crate::workspace::MemberName,
+    image: Option<crate::types::oci::Digest>,
+}
+
+/// One member's plan in a workspace's.
+#[derive(Debug, Serialize)]
+struct MemberPlanned<'a> {
+    name: &'a crate::workspace::MemberName,
+    path: &'a std::path::Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<FromMember<'a>>,
+    #[serde(rename = "plan")]
+    planned: Planned<'a>,
+}
+
+/// `forge build --dry-run` at a workspace root: each member's plan, in build order.
+#[derive(Debug, Serialize)]
+struct WorkspacePlanned<'a> {
+    members: Vec<MemberPlanned<'a>>,
+}
+
+impl Document for WorkspacePlanned<'_> {
+    fn text(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .members
+            .iter()
+            .map(|member| {
+                let from = match &member.from {
+                    None => String::new(),
+                    Some(FromMember { member, image }) => match image {
+                        Some(image) => format!(", from member {member} ({image})"),
+                        None => format!(", from member {member} (not pushed yet)"),
+                    },
+                };
+                format!(
+                    "member {} ({}){from}\n{}",
+                    member.name,
+                    member.path.display(),
+                    member.planned.text
+                )
+            })
+            .collect();
+        Some(parts.join("\n"))
+    }
 }
 
 /// `forge build --dry-run`'s answer: the plan, as a labelled list or as its document.

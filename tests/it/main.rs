@@ -41,3 +41,4 @@ mod verify;
 mod wheel_record;
 mod wheels_url;
 mod workflow;
+mod workspace;

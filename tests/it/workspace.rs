@@ -1,0 +1,240 @@
+//! A workspace of recipes (forge-workspace.toml): every member planned in build order from the
+//! root, `--recipe` with what it builds from, and each refusal of a family that cannot be built
+//! located in the file that says it, nothing planned.
+
+use crate::support::snapshot::forge_snapshot;
+use crate::support::{Run, TestContext, copy_tree, repository_root};
+
+const WORKSPACE: &str = r#"# The overlay is listed first: forge builds it after the image it builds from.
+[members.overlay]
+path = "overlay"
+from = "universal"
+
+[members.universal]
+path = "universal"
+"#;
+
+/// A workspace of two members made from the offline example: `universal`, and `overlay`
+/// built from it, each with its own repository.
+fn family() -> TestContext {
+    let context = TestContext::empty();
+    let example = repository_root().join("examples/offline");
+    for member in ["universal", "overlay"] {
+        copy_tree(&example, &context.path().join(member));
+        context.edit(
+            &format!("{member}/pins.toml"),
+            "repository = \"forge-example/offline\"",
+            &format!("repository = \"forge-example/{member}\""),
+        );
+    }
+    context.edit(
+        "overlay/pins.toml",
+        "image = \"forge-example-base:busybox\"",
+        "image = \"forge-example/universal:latest\"",
+    );
+    context.write("forge-workspace.toml", WORKSPACE);
+    context
+}
+
+/// `forge -C ROOT/member args...`.
+fn in_member(context: &TestContext, member: &str, args: &[&str]) -> Run {
+    let mut command = context.forge_command(&[]);
+    let mut arguments = vec![
+        "-C".to_owned(),
+        context.path().join(member).display().to_string(),
+    ];
+    arguments.extend(args.iter().map(|arg| (*arg).to_owned()));
+    let mut replaced = std::process::Command::new(command.get_program());
+    replaced.args(arguments).current_dir(context.path());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => replaced.env(key, value),
+            None => replaced.env_remove(key),
+        };
+    }
+    command = replaced;
+    Run::of(&mut command)
+}
+
+#[test]
+fn a_dry_run_at_the_root_plans_every_member_in_build_order() {
+    let context = family();
+    let run = context.forge(&["build", "--dry-run"]).expect_code(0);
+    forge_snapshot!("workspace_dry_run", run.stdout, context.path());
+    let universal = run
+        .stdout
+        .find("member universal")
+        .expect("universal planned");
+    let overlay = run.stdout.find("member overlay").expect("overlay planned");
+    assert!(universal < overlay, "{}", run.stdout);
+    // Each member's plan is the plan `-C member` prints.
+    let alone = in_member(&context, "universal", &["build", "--dry-run"]).expect_code(0);
+    let planned = run.stdout[universal..overlay]
+        .split_once('\n')
+        .expect("a heading line")
+        .1;
+    assert_eq!(planned.trim_end(), alone.stdout.trim_end());
+}
+
+#[test]
+fn recipe_plans_a_member_with_what_it_builds_from_and_no_more() {
+    let context = family();
+    let run = context
+        .forge(&["build", "--dry-run", "--recipe", "overlay"])
+        .expect_code(0);
+    let headings: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("member "))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "member universal (universal)",
+            "member overlay (overlay), from member universal (not pushed yet)"
+        ]
+    );
+    let run = context
+        .forge(&["build", "--dry-run", "--recipe", "universal"])
+        .expect_code(0);
+    assert!(!run.stdout.contains("member overlay"), "{}", run.stdout);
+    let run = context
+        .forge(&["build", "--dry-run", "--recipe", "lane"])
+        .expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @r"
+    error: no member is called `lane`
+    hint: --recipe takes a member's name: `overlay`, `universal`
+    ");
+}
+
+#[test]
+fn the_json_plan_lists_each_member_with_its_plan() {
+    let context = family();
+    let document = context
+        .forge(&["--json", "build", "--dry-run"])
+        .expect_code(0)
+        .json();
+    let members = document["members"].as_array().expect("members");
+    let names: Vec<&str> = members
+        .iter()
+        .map(|member| member["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["universal", "overlay"]);
+    assert_eq!(members[1]["from"]["member"], "universal");
+    assert!(members[1]["from"]["image"].is_null());
+    insta::assert_snapshot!(
+        "workspace_dry_run_json",
+        crate::support::json_shape(&document, context.path())
+    );
+}
+
+/// `forge build --dry-run` at the root of `context` after `forge-workspace.toml` says `text`:
+/// its stderr, the run having failed with exit code 2 and printed no plan.
+fn refused(context: &TestContext, text: &str) -> String {
+    context.write("forge-workspace.toml", text);
+    let run = context.forge(&["build", "--dry-run"]).expect_code(2);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    run.stderr
+}
+
+#[test]
+fn a_member_that_names_an_unknown_member_is_refused_where_it_names_it() {
+    let context = family();
+    let stderr = refused(
+        &context,
+        &WORKSPACE.replace("from = \"universal\"", "from = \"universe\""),
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:4:8: member `overlay` builds from `universe`, which is not a member
+    hint: name one of the members (`overlay`, `universal`), or build from an image in [base] and leave `from` out
+    ");
+}
+
+#[test]
+fn members_that_build_from_each_other_are_refused_naming_the_circle() {
+    let context = family();
+    let stderr = refused(&context, &format!("{WORKSPACE}from = \"overlay\"\n"));
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:4:8: members build from each other in a circle: overlay → universal → overlay
+    hint: one member of the circle must build from an image in its [base], not from another member
+    ");
+}
+
+#[test]
+fn two_members_claiming_one_tag_are_refused_at_the_second() {
+    let context = family();
+    context.edit(
+        "overlay/pins.toml",
+        "repository = \"forge-example/overlay\"",
+        "repository = \"forge-example/universal\"",
+    );
+    let stderr = refused(&context, WORKSPACE);
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:6:10: members `overlay` and `universal` both tag forge-example/universal:latest
+    hint: a tag names one image: give one of them its own repository or its own tags
+    ");
+}
+
+#[test]
+fn a_member_built_from_another_must_name_its_repository_as_the_base() {
+    let context = family();
+    context.edit(
+        "overlay/pins.toml",
+        "image = \"forge-example/universal:latest\"",
+        "image = \"forge-example-base:busybox\"",
+    );
+    let stderr = refused(&context, WORKSPACE);
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:4:8: member `overlay` builds from `universal`, but its [base] image is forge-example-base:busybox, not an image of forge-example/universal
+    hint: set [base] image in overlay/pins.toml to a tag of forge-example/universal, or leave `from` out
+    ");
+}
+
+#[test]
+fn a_member_folder_outside_the_root_or_without_a_recipe_is_refused_at_its_path() {
+    let context = family();
+    let stderr = refused(
+        &context,
+        &WORKSPACE.replace("path = \"universal\"", "path = \"../universal\""),
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:7:8: member folder `../universal` is not inside the workspace
+    hint: name the member's folder relative to the workspace root, without `..`
+    ");
+    let stderr = refused(
+        &context,
+        &WORKSPACE.replace("path = \"universal\"", "path = \"templates\""),
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:7:8: member folder `templates` holds no pins.toml
+    hint: a member is a recipe folder: point `path` at the folder that holds its pins.toml
+    ");
+    let stderr = refused(
+        &context,
+        "[members.x]\npath = \"universal\"\nimage = \"y\"\n",
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:3:1: unknown field `image`, expected `path` or `from`
+    hint: docs/workspace.md lists the keys forge-workspace.toml takes
+    ");
+}
+
+#[test]
+fn a_workspace_root_builds_nothing_but_the_plan_and_recipe_needs_a_workspace() {
+    let context = family();
+    let run = context.forge(&["build"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: forge builds a workspace's members one at a time: at the workspace root, only `build --dry-run` (the plan of every member, in order) runs
+    hint: build each member with `forge -C MEMBER build`, in the order `forge build --dry-run` prints; nothing was built
+    ");
+    let run = in_member(
+        &context,
+        "universal",
+        &["build", "--dry-run", "--recipe", "universal"],
+    )
+    .expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: --recipe names a member of a workspace, and there is no forge-workspace.toml here
+    hint: run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here
+    ");
+}
