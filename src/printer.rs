@@ -90,6 +90,23 @@ pub struct Printer {
     color: bool,
     /// Whether this printer (or a clone of it) has written the JSON document.
     json_written: Arc<AtomicBool>,
+    /// Where the JSON document goes instead of stdout, for a printer made by `keeping`.
+    kept: Option<Kept>,
+}
+
+/// The JSON document a printer made by `Printer::keeping` was given, for its caller to print
+/// as part of its own.
+#[derive(Debug, Clone, Default)]
+pub struct Kept(Arc<std::sync::Mutex<Option<serde_json::Value>>>);
+
+impl Kept {
+    /// The document, redacted, once the command has given it.
+    pub fn take(&self) -> Option<serde_json::Value> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
 }
 
 impl Printer {
@@ -104,7 +121,22 @@ impl Printer {
             format,
             color,
             json_written: Arc::default(),
+            kept: None,
         }
+    }
+
+    /// A printer like this one that keeps its JSON document for the caller instead of writing
+    /// it: for a command that answers with one document made of several (a workspace's build,
+    /// one part per member). Status lines and text answers are written as this printer writes
+    /// them.
+    pub fn keeping(&self) -> (Printer, Kept) {
+        let kept = Kept::default();
+        let printer = Printer {
+            json_written: Arc::default(),
+            kept: Some(kept.clone()),
+            ..self.clone()
+        };
+        (printer, kept)
     }
 
     /// Whether stdout is reserved for one JSON document.
@@ -230,7 +262,17 @@ impl Printer {
     /// The command's one JSON document on stdout, carrying the version of forge's JSON shapes
     /// (`"schema"`, see `JSON_SCHEMA`); every string in it redacted.
     pub fn json(&self, value: &serde_json::Value) {
-        self.json_data(&crate::redact::json(value));
+        match &self.kept {
+            Some(kept) => {
+                self.json_written.store(true, Ordering::Relaxed);
+                *kept
+                    .0
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                    Some(crate::redact::json(value));
+            }
+            None => self.json_data(&crate::redact::json(value)),
+        }
     }
 
     /// Like `json`, for a document whose strings are the command's product and printed as they

@@ -326,8 +326,8 @@ impl Workspace {
             let parent = self.member(from.as_str()).expect("checked at load");
             let base = &member.recipe.pins.base.image;
             let built = &parent.recipe.pins.image.repository;
-            let same = base.repository().parse::<crate::types::oci::Repository>();
-            if same.ok().as_ref() != Some(built) {
+            let written = base.to_string();
+            if crate::types::oci::repository_name(&written) != built.as_str() {
                 let span = entry
                     .get_ref()
                     .from

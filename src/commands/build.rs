@@ -33,8 +33,8 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
     Ok(ExitStatus::Success)
 }
 
-/// `forge build` at a workspace root: the plan of every member (or of `--recipe` and what they
-/// build from) in build order.
+/// `forge build` at a workspace root: every member (or `--recipe` and what they build from)
+/// built, or with `--dry-run` planned, in build order.
 fn workspace(
     folder: &std::path::Path,
     args: &BuildArgs,
@@ -47,11 +47,19 @@ fn workspace(
             printer.warn(format_args!("{}: {}", notice.location, notice.message));
         }
     }
-    if !args.dry_run || args.repository.is_some() {
-        anyhow::bail!(WorkspaceBuild);
+    let one_recipe = [
+        ("--repository", args.repository.is_some()),
+        ("--context-out", args.context_out.is_some()),
+    ];
+    if let Some((flag, _)) = one_recipe.iter().find(|(_, given)| *given) {
+        anyhow::bail!(OneRecipeFlag { flag });
     }
     let order = workspace.order(&args.recipes)?;
-    crate::ops::build::plan_workspace(&order, &options, printer)?;
+    if args.dry_run {
+        crate::ops::build::plan_workspace(&order, &options, printer)?;
+    } else {
+        crate::ops::build::build_workspace(&order, &options, printer)?;
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -70,22 +78,23 @@ impl crate::diagnostics::Advise for NotAWorkspace {
 
 crate::advised!(NotAWorkspace);
 
-/// A workspace build that plans nothing: members are built one at a time for now.
+/// A flag that names one recipe's file or repository, given at a workspace root.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "forge builds a workspace's members one at a time: at the workspace root, only `build --dry-run` (the plan of every member, in order) runs"
-)]
-struct WorkspaceBuild;
+#[error("{flag} applies to one recipe, and this is a workspace root of several")]
+struct OneRecipeFlag {
+    flag: &'static str,
+}
 
-impl crate::diagnostics::Advise for WorkspaceBuild {
+impl crate::diagnostics::Advise for OneRecipeFlag {
     fn advice(&self) -> crate::diagnostics::Advice {
-        crate::diagnostics::Advice::Hint(
-            "build each member with `forge -C MEMBER build`, in the order `forge build --dry-run` prints; nothing was built".to_owned(),
-        )
+        crate::diagnostics::Advice::Hint(format!(
+            "build the one member with `forge -C MEMBER build {}`; nothing was built",
+            self.flag
+        ))
     }
 }
 
-crate::advised!(WorkspaceBuild);
+crate::advised!(OneRecipeFlag);
 
 /// The build options `args` give.
 fn options(

@@ -349,6 +349,78 @@ pub fn plan_workspace(
     Ok(())
 }
 
+/// `forge build` at a workspace root: each member of `order` built in that order, as `forge -C
+/// PATH build` builds it, a member built from another re-pointed at that member's image first:
+/// with `--push`, at the manifest its forge.lock now says was pushed (`FROM repo:tag@digest`);
+/// without, at the tag its build just applied here. With `--json`, one document of every
+/// member's build document.
+pub fn build_workspace(
+    order: &[&crate::workspace::Member],
+    options: &BuildOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    let mut members = Vec::new();
+    for member in order {
+        printer.status(
+            "Building",
+            format_args!("member {} ({})", member.name, member.path.display()),
+        );
+        let mut recipe = member.recipe.clone();
+        let from = match &member.from {
+            None => None,
+            Some(name) => {
+                let parent = order
+                    .iter()
+                    .find(|other| &other.name == name)
+                    .expect("a member is built after the member it builds from");
+                let record = Recipe::open(&parent.recipe.root)?.record()?;
+                let pushed = record
+                    .and_then(|record| record.tags.iter().find_map(|tag| tag.pushed.clone()))
+                    .filter(|_| options.push);
+                recipe.pins.base.digest = pushed.clone();
+                Some(FromMember {
+                    member: name,
+                    image: pushed,
+                })
+            }
+        };
+        let (kept_printer, kept) = printer.keeping();
+        build(&recipe, options, &kept_printer)
+            .with_context(|| format!("member `{}` ({})", member.name, member.path.display()))?;
+        members.push(MemberBuilt {
+            name: &member.name,
+            path: &member.path,
+            from,
+            build: kept.take(),
+        });
+    }
+    printer.document(&WorkspaceBuilt { members });
+    Ok(())
+}
+
+/// One member's build in a workspace's.
+#[derive(Debug, Serialize)]
+struct MemberBuilt<'a> {
+    name: &'a crate::workspace::MemberName,
+    path: &'a std::path::Path,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<FromMember<'a>>,
+    build: Option<serde_json::Value>,
+}
+
+/// `forge build` at a workspace root: each member's build document, in build order (each
+/// member's image id was printed as it was built).
+#[derive(Debug, Serialize)]
+struct WorkspaceBuilt<'a> {
+    members: Vec<MemberBuilt<'a>>,
+}
+
+impl Document for WorkspaceBuilt<'_> {
+    fn text(&self) -> Option<String> {
+        None
+    }
+}
+
 /// A member built from another: that member, and the manifest its record says was pushed (the
 /// digest its dependents build `FROM`; none before its first push).
 #[derive(Debug, Serialize)]

@@ -220,12 +220,14 @@ fn a_member_folder_outside_the_root_or_without_a_recipe_is_refused_at_its_path()
 }
 
 #[test]
-fn a_workspace_root_builds_nothing_but_the_plan_and_recipe_needs_a_workspace() {
+fn a_flag_of_one_recipe_is_refused_at_the_root_and_recipe_needs_a_workspace() {
     let context = family();
-    let run = context.forge(&["build"]).expect_code(2);
+    let run = context
+        .forge(&["build", "--repository", "127.0.0.1:5000/fork"])
+        .expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
-    error: forge builds a workspace's members one at a time: at the workspace root, only `build --dry-run` (the plan of every member, in order) runs
-    hint: build each member with `forge -C MEMBER build`, in the order `forge build --dry-run` prints; nothing was built
+    error: --repository applies to one recipe, and this is a workspace root of several
+    hint: build the one member with `forge -C MEMBER build --repository`; nothing was built
     ");
     let run = in_member(
         &context,
@@ -237,4 +239,67 @@ fn a_workspace_root_builds_nothing_but_the_plan_and_recipe_needs_a_workspace() {
     error: --recipe names a member of a workspace, and there is no forge-workspace.toml here
     hint: run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here
     ");
+}
+
+/// The family of `family`, each member in a repository of this test process's own and
+/// `universal` on the tests' base image, its images removed when the process ends.
+fn family_on_the_daemon() -> TestContext {
+    use crate::support::images::{DATED_TAG, base_image, removed_at_exit};
+    let context = family();
+    for member in ["universal", "overlay"] {
+        let repository = format!("forge-test-{member}-{}", std::process::id());
+        context.edit(
+            &format!("{member}/pins.toml"),
+            &format!("repository = \"forge-example/{member}\""),
+            &format!("repository = \"{repository}\""),
+        );
+        for tag in ["latest", DATED_TAG] {
+            removed_at_exit(&format!("{repository}:{tag}"));
+        }
+    }
+    context.edit(
+        "universal/pins.toml",
+        "image = \"forge-example-base:busybox\"",
+        &format!("image = \"{}\"", base_image()),
+    );
+    context.edit(
+        "overlay/pins.toml",
+        "image = \"forge-example/universal:latest\"",
+        &format!(
+            // A digest of some earlier image: the build re-points FROM at universal's new one.
+            "image = \"forge-test-universal-{}:latest\"\ndigest = \"sha256:{}\"",
+            std::process::id(),
+            "0".repeat(64)
+        ),
+    );
+    context
+}
+
+#[test]
+fn a_build_at_the_root_builds_each_member_on_the_image_of_the_one_it_builds_from() {
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    let context = family_on_the_daemon();
+    let run = context.forge(&["--json", "build"]).expect_code(0);
+    let document = run.json();
+    let members = document["members"].as_array().expect("members");
+    let names: Vec<&str> = members
+        .iter()
+        .map(|member| member["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["universal", "overlay"]);
+    let universal = &members[0]["build"];
+    let overlay = &members[1]["build"];
+    // The overlay was built on the image universal's build made, and says so in its record.
+    assert_eq!(
+        overlay["base"]["id"], universal["image"]["id"],
+        "{document:#}"
+    );
+    let recorded = context.read("overlay/forge.lock");
+    let id = universal["image"]["id"].as_str().expect("an image id");
+    assert!(recorded.contains(id), "{recorded}");
+    assert!(context.path().join("universal/forge.lock").is_file());
+    assert_eq!(members[1]["from"]["member"], "universal");
+    assert!(members[1]["from"]["image"].is_null(), "no push, no digest");
 }
