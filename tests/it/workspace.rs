@@ -241,13 +241,14 @@ fn a_flag_of_one_recipe_is_refused_at_the_root_and_recipe_needs_a_workspace() {
     ");
 }
 
-/// The family of `family`, each member in a repository of this test process's own and
+/// The family of `family`, each member in a repository of this test process's own (its name
+/// after `prefix`, a registry's address and `/`, or nothing) and
 /// `universal` on the tests' base image, its images removed when the process ends.
-fn family_on_the_daemon() -> TestContext {
+fn family_on_the_daemon(prefix: &str) -> TestContext {
     use crate::support::images::{DATED_TAG, base_image, removed_at_exit};
     let context = family();
     for member in ["universal", "overlay"] {
-        let repository = format!("forge-test-{member}-{}", std::process::id());
+        let repository = format!("{prefix}forge-test-{member}-{}", std::process::id());
         context.edit(
             &format!("{member}/pins.toml"),
             &format!("repository = \"forge-example/{member}\""),
@@ -267,7 +268,7 @@ fn family_on_the_daemon() -> TestContext {
         "image = \"forge-example/universal:latest\"",
         &format!(
             // A digest of some earlier image: the build re-points FROM at universal's new one.
-            "image = \"forge-test-universal-{}:latest\"\ndigest = \"sha256:{}\"",
+            "image = \"{prefix}forge-test-universal-{}:latest\"\ndigest = \"sha256:{}\"",
             std::process::id(),
             "0".repeat(64)
         ),
@@ -280,7 +281,7 @@ fn a_build_at_the_root_builds_each_member_on_the_image_of_the_one_it_builds_from
     if !crate::support::images::docker_ready() {
         return;
     }
-    let context = family_on_the_daemon();
+    let context = family_on_the_daemon("");
     let run = context.forge(&["--json", "build"]).expect_code(0);
     let document = run.json();
     let members = document["members"].as_array().expect("members");
@@ -302,4 +303,38 @@ fn a_build_at_the_root_builds_each_member_on_the_image_of_the_one_it_builds_from
     assert!(context.path().join("universal/forge.lock").is_file());
     assert_eq!(members[1]["from"]["member"], "universal");
     assert!(members[1]["from"]["image"].is_null(), "no push, no digest");
+}
+
+#[test]
+fn a_pushed_family_builds_each_member_from_the_manifest_the_other_pushed() {
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    if let Some(missing) = crate::support::registry::missing_tools() {
+        crate::support::note(&format!("skipped: {missing}"));
+        return;
+    }
+    let registry = crate::support::registry::RegistryServer::start();
+    let context = family_on_the_daemon(&format!("{}/", registry.address()));
+    let document = context
+        .forge(&["--json", "build", "--push"])
+        .expect_code(0)
+        .json();
+    let members = document["members"].as_array().expect("members");
+    let pushed = &members[0]["build"]["image"]["pushed"][0]["digest"];
+    assert!(
+        pushed
+            .as_str()
+            .is_some_and(|digest| digest.starts_with("sha256:"))
+    );
+    // The overlay's FROM named universal's pushed manifest, not the digest its pins.toml holds.
+    assert_eq!(&members[1]["from"]["image"], pushed, "{document:#}");
+    assert_eq!(
+        &members[1]["build"]["base"]["digest"], pushed,
+        "{document:#}"
+    );
+    assert_eq!(
+        members[1]["build"]["base"]["id"],
+        members[0]["build"]["image"]["id"]
+    );
 }
