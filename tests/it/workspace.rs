@@ -254,7 +254,7 @@ fn family_on_the_daemon(prefix: &str) -> TestContext {
             &format!("repository = \"forge-example/{member}\""),
             &format!("repository = \"{repository}\""),
         );
-        for tag in ["latest", DATED_TAG] {
+        for tag in ["latest", DATED_TAG, "buildcache"] {
             removed_at_exit(&format!("{repository}:{tag}"));
         }
     }
