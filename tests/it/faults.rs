@@ -21,7 +21,23 @@ use crate::support::images::{
 };
 use crate::support::process::Background;
 use crate::support::registry::{MANIFEST, RegistryServer};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{TestContext, assert_contains};
+
+/// The lines of `stderr` that are forge's word on how a command ended (`error:`, `hint:`,
+/// `warning:`), without the builder's output around them, which its cache and timing decide,
+/// nor the causes, which quote the daemon's own words.
+fn outcome(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|line| {
+            ["error:", "hint:", "warning:"]
+                .iter()
+                .any(|word| line.starts_with(word))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// The socket the daemon listens on in these tests (the default one).
 const DAEMON_SOCKET: &str = "/var/run/docker.sock";
@@ -293,16 +309,14 @@ fn a_second_build_of_the_same_recipe_is_refused_while_the_first_runs() {
     );
     first.wait_for("Building");
     let second = example.build(&[]).expect_code(2);
-    assert_contains(
-        &second.stderr,
-        &format!(
-            "error: another `forge build` is running on the recipe {}",
-            std::fs::canonicalize(example.context.path())
-                .unwrap()
-                .display()
-        ),
-    );
-    assert_contains(&second.stderr, "hint: wait for it to finish");
+    let recipe = std::fs::canonicalize(example.context.path()).unwrap();
+    let refusal = second
+        .stderr
+        .replace(&recipe.display().to_string(), "<canonical recipe>");
+    forge_snapshot!(refusal, example.context.path(), @"
+    error: another `forge build` is running on the recipe <canonical recipe>
+    hint: wait for it to finish (its tags and forge.lock are moved only when it succeeds), then build again
+    ");
     assert_lock_parses(example.context.path());
     let (status, stderr) = first.finish();
     assert!(status.success(), "{stderr}");
@@ -378,10 +392,11 @@ fn sigint_while_a_registry_does_not_answer_ends_the_build_at_once() {
         signalled.elapsed()
     );
     assert_eq!(status.code(), Some(2), "{stderr}");
-    assert_contains(
-        &stderr,
-        "error: interrupted by SIGINT before the build was recorded",
-    );
+    forge_snapshot!(outcome(&stderr), example.context.path(), @"
+    warning: the registry did not say within 10 s whether it holds the build cache 127.0.0.1:<port>/forge-test/silent-registry-<pid>:buildcache; building without it
+    error: interrupted by SIGINT before the build was recorded
+    hint: every tag moved was put back and forge.lock is as it was; build again to finish
+    ");
     example.assert_untagged();
     assert_eq!(lock_bytes(example.context.path()), None);
 }
@@ -620,11 +635,11 @@ fn a_registry_that_goes_away_mid_push_is_recorded_and_a_rerun_finishes_the_job()
 
     // The dated tag goes first; the registry is gone before the moving tag's push.
     let run = example.build(&["--push"]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("error: the push stopped part way: pushed {DATED_TAG}; not pushed latest"),
-    );
-    assert_contains(&run.stderr, "run `forge build --push` again");
+    forge_snapshot!(outcome(&run.stderr), example.context.path(), @"
+    error: the push stopped part way: pushed 2026-07-08-offline; not pushed latest
+    hint: the tags stay on the image built and forge.lock records the digests pushed; run `forge build --push` again to push the rest
+    hint: check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD, which go to the recipe's registry or the host FORGE_REGISTRY_HOST names)
+    ");
     assert_lock_parses(example.context.path());
     let lock = String::from_utf8(lock_bytes(example.context.path()).unwrap()).unwrap();
     let recorded: Vec<&str> = lock
@@ -910,15 +925,14 @@ fn a_kill_whose_old_image_is_gone_waits_for_forge_recover() {
     assert!(removed.status.success(), "{removed:?}");
 
     let stuck = crate::support::verify::verify(&example, &[], &[]).expect_code(2);
-    assert_contains(
-        &stuck.stderr,
-        &format!("({first}) is no longer on the daemon"),
-    );
-    assert_contains(
-        &stuck.stderr,
-        "hint: nothing was moved; `forge recover --roll-forward`",
-    );
-    assert_contains(&stuck.stderr, "`forge recover --drop`");
+    let report = stuck
+        .stderr
+        .replace(&first, "<first>")
+        .replace(&built, "<built>");
+    forge_snapshot!(report, folder, @"
+    error: cannot put forge-test/kill-pruned-<pid>:latest back: the image it named before the interrupted publication (<first>) is no longer on the daemon
+    hint: nothing was moved; `forge recover --roll-forward` keeps every tag on the new image <short> and records it in forge.lock; `forge recover --drop` forgets the publication, leaving the tags and forge.lock as they are now
+    ");
     assert!(folder.join("forge.lock.intent").exists());
     example.assert_tags_on(&built);
     assert_eq!(lock_bytes(folder).unwrap(), old_lock);
@@ -928,14 +942,18 @@ fn a_kill_whose_old_image_is_gone_waits_for_forge_recover() {
         .forge(&["--json", "recover", "--roll-forward"])
         .expect_code(0);
     assert_eq!(recovered.json()["settled"], "rolled-forward");
-    assert_contains(&recovered.stderr, "is kept as asked");
+    let report = recovered
+        .stderr
+        .replace(&first, "<first>")
+        .replace(&built, "<built>");
+    forge_snapshot!(report, folder, @"   Recovered the publication of <short> is kept as asked: its tags stay on the new image and forge.lock records it");
     assert!(!folder.join("forge.lock.intent").exists());
     example.assert_tags_on(&built);
     let lock = String::from_utf8(lock_bytes(folder).unwrap()).unwrap();
     assert!(lock.contains(&format!("id = \"{built}\"")), "{lock}");
     crate::support::verify::verify(&example, &[], &[]).expect_code(0);
     let again = example.context.forge(&["recover"]).expect_code(0);
-    assert_contains(&again.stderr, "no interrupted publication in");
+    forge_snapshot!(again.stderr, folder, @"       Fresh no interrupted publication in .");
 }
 
 /// forge's own state files as special files or endless ones: forge.lock or forge.lock.intent a
@@ -955,6 +973,7 @@ fn forges_state_files_as_special_files_are_refused_without_being_read() {
             "FIFO",
         ),
     ];
+    let mut refusals = String::new();
     for (file, command, kind) in cases {
         let context = crate::support::TestContext::default_recipe();
         crate::support::git_in(context.path(), &["init", "--quiet", "repo"], &[]);
@@ -968,11 +987,23 @@ fn forges_state_files_as_special_files_are_refused_without_being_read() {
             .forge_bounded(command, Duration::from_secs(30))
             .unwrap_or_else(|| panic!("{command:?} with {file} a {kind} hung"));
         assert_ne!(run.code, 0, "{command:?} with {file} a {kind}");
-        let name = file.rsplit('/').next().unwrap();
-        assert!(
-            run.stderr.contains(name) && run.stderr.contains(kind),
-            "{command:?} with {file} a {kind}:\n{}",
-            run.stderr
-        );
+        refusals += &crate::support::snapshot::human(&run.stderr, context.path());
+        refusals += "\n";
     }
+    forge_snapshot!(refusals, "", @"
+    error: cannot read forge.lock
+    caused by: it is a FIFO (a named pipe), not a file forge wrote
+    hint: check the recipe folder's permissions
+    error: cannot read forge.lock.intent
+    caused by: it is a FIFO (a named pipe), not a file forge wrote
+    hint: check the recipe folder's permissions and free space
+    error: cannot read forge.lock
+    caused by: it is a character device, not a file forge wrote
+    hint: check the recipe folder's permissions
+        Applying 2 patches onto repo
+    error: cannot apply patches/pr4 onto repo; nothing was changed
+    caused by: cannot read the apply's intent <recipe>/repo/.git/FORGE_APPLY
+    caused by: it is a FIFO (a named pipe), not a file forge wrote
+    hint: check the repository's git folder's permissions and free space
+    ");
 }

@@ -59,7 +59,6 @@ fn assert_pulled_saying_once_how_far_it_is_trusted(folder: &Path, reference: &st
     let pulled = forge_in(folder, &[&["pull", reference][..], hosts].concat()).expect_code(0);
     forge_snapshot!("tester_pull", streams(&pulled), folder);
     assert_fits_100_columns(&pulled.stdout, &pulled.stderr);
-    assert_contains(&pulled.stderr, "Pulled");
     assert_eq!(
         pulled.stderr.matches("is trusted only as far as").count(),
         1,
@@ -127,26 +126,10 @@ fn a_tester_with_only_the_reference_and_the_key_pulls_verifies_and_reports() {
     assert_fits_100_columns(&verified.stdout, &verified.stderr);
     // The table is the answer, on stdout (`> checks.txt` keeps it); status stays on stderr.
     assert!(verified.stdout.starts_with("CHECK "), "{}", verified.stdout);
-    assert!(!verified.stderr.contains("CHECK "), "{}", verified.stderr);
-    for row in [
-        "signature",
-        "provenance subject",
-        "sbom",
-        "file",
-        "pin",
-        "tags agree",
-    ] {
-        assert_contains(&verified.stdout, &format!("{row} "));
-    }
     assert_contains(&verified.stdout, &second);
     assert_contains(
         &verified.stderr,
         &format!("checks against the record attached to {reference}"),
-    );
-    assert!(
-        !verified.stderr.contains("trusted only as far"),
-        "{}",
-        verified.stderr
     );
 
     assert_reported(&example, folder, &reference);
@@ -167,13 +150,7 @@ fn assert_reported(example: &Example, folder: &Path, reference: &str) {
         &report.stdout,
         &format!("# Tester report: {}", example.repository),
     );
-    assert_contains(&report.stdout, "Ada Lovelace <ada@example.org>");
-    assert_contains(&report.stdout, "| build record | `sha256-");
-    assert_contains(&report.stdout, "- Model and its revision");
-    assert_contains(
-        &report.stdout,
-        "- Serve settings (graph mode or eager, --max-num-seqs, KV cache dtype)",
-    );
+    forge_snapshot!("tester_report", report.stdout, folder);
 }
 
 /// The tag re-pointed at an image forge pushed without --sign (its record is not signed), then
@@ -191,10 +168,6 @@ fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, ho
     let unsigned =
         forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
     forge_snapshot!("tester_verify_digest_unsigned", unsigned.stderr, folder);
-    assert_contains(
-        &unsigned.stderr,
-        "the attached build record is not signed (found a plain record, signed by no key)",
-    );
     forge_in(
         folder,
         &[&["pull", reference, "--key", "lab.pub"][..], hosts].concat(),
@@ -207,7 +180,11 @@ fn refused_once_re_pointed(example: &Example, folder: &Path, reference: &str, ho
     docker(&["push", "--quiet", reference]);
     let foreign =
         forge_in(folder, &["verify-digest", reference, "--key", "lab.pub"]).expect_code(1);
-    assert_contains(&foreign.stderr, "which has no build record attached");
+    forge_snapshot!(foreign.stderr, folder, @"
+          Asking 127.0.0.1:<port>/forge-journey/tester-<pid>:latest of its registry
+    error: 127.0.0.1:<port>/forge-journey/tester-<pid>:latest names sha256:<digest>, which has no build record attached (127.0.0.1:<port>/forge-journey/tester-<pid>:sha256-<digest>.record does not exist)
+    hint: the tag names an image `forge build --push` did not publish (re-pointed by hand, or pushed by another tool): pull and verify the image the lab published, or ask for its reference
+    ");
     forge_in(folder, &["report", reference, "--key", "lab.pub"]).expect_code(1);
     assert_eq!(names_in(folder), ["lab.pub"]);
     drop(by_hand);
@@ -264,8 +241,7 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
     let keys = Keys::new();
 
     let bumped = context.forge(&["pin", "bump", "flashinfer"]).expect_code(0);
-    assert_contains(&bumped.stderr, "flashinfer 0.6.14 -> 0.6.15");
-    assert_contains(&bumped.stderr, "Locked the new inputs in");
+    forge_snapshot!("maintainer_pin_bump", bumped.stderr, context.path());
     assert_contains(&context.read("pins.toml"), "version = \"0.6.15\"");
     assert_contains(&context.read("pins.toml"), &expected);
 
@@ -288,6 +264,5 @@ fn the_maintainer_bumps_a_pin_builds_locked_pushes_signed_and_verifies() {
     let verified = context
         .forge(&["verify-digest", "--key", public.to_str().unwrap()])
         .expect_code(0);
-    assert_contains(&verified.stdout, "signature ");
-    assert_contains(&verified.stdout, "registry ");
+    forge_snapshot!("maintainer_verify_digest", verified.stdout, context.path());
 }

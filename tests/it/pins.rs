@@ -79,7 +79,6 @@ fn unknown_key_is_refused_at_its_line() {
     error: pins.toml:70:1: unknown field `vresion`, expected one of `kind`, `package`, `module`, `version`, `install`, `index`, `group`, `deny`, `allow`, `shim`, `wheels`, `url`, `releases`, `files`, `branch`, `rev`, `probe`
     hint: remove or rename the key; docs/pins.md lists every key forge reads
     ");
-    assert_contains(&run.stderr, "hint: remove or rename the key");
 }
 
 /// A key of more dotted parts than the TOML reader takes (80) is located where it starts, as a
@@ -116,7 +115,10 @@ fn a_check_that_is_not_python_is_refused_at_load() {
         &format!("{line}:9: invalid check"),
         "it is not a Python expression: unexpected EOF while parsing (column 63)",
     );
-    assert_contains(&run.stderr, "nothing was rendered");
+    forge_snapshot!(run.stderr, "", @r#"
+    error: pins.toml:133:9: invalid check "'_sm12x' in source('vllm.models.deepseek_v4.nvidia.ops.o_proj'": it is not a Python expression: unexpected EOF while parsing (column 63)
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    "#);
     refused(
         check,
         "all(hasattr(m, n) for *n in ('a', 'b'))",
@@ -262,10 +264,6 @@ fn a_denied_version_is_refused_with_its_reason() {
     error: pins.toml:59:11: pin `apache-tvm-ffi` is at 0.1.12, which is denied: aborts tilelang: duplicate type-attr registration
     hint: move the pin to another version; the deny list records what broke
     ");
-    assert_contains(
-        &run.stderr,
-        "denied: aborts tilelang: duplicate type-attr registration",
-    );
 }
 
 #[test]
@@ -298,19 +296,17 @@ fn a_lockstep_group_must_share_one_version() {
         .position(|line| line == "[pins.tilelang]")
         .expect("the tilelang pin")
         + 1;
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "pins.toml:{line}:1: group `tvm` moves in lockstep, but `apache-tvm-ffi` is at 0.1.11 and `tilelang` at 0.1.13"
-        ),
-    );
+    assert_eq!(line, 65);
     // A [groups] entry no pin is in is refused.
     context.write(
         "pins.toml",
         &format!("{text}\n[groups.tvn]\nlockstep = true\n"),
     );
     let run = context.forge(&["render"]).expect_code(2);
-    assert_contains(&run.stderr, "[groups.tvn] names a group no pin is in");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+    error: pins.toml:146:1: [groups.tvn] names a group no pin is in
+    hint: add `group = "tvn"` to the pins that move together, or remove [groups.tvn]
+    "#);
 }
 
 #[test]
@@ -326,10 +322,6 @@ fn a_key_of_another_kind_is_refused() {
     error: pins.toml:69:1: pin `tilelang` of kind python cannot have `rev`
     hint: a python pin takes: package, module, version, install, index, group, deny, allow, shim, files
     ");
-    assert_contains(
-        &run.stderr,
-        "pin `tilelang` of kind python cannot have `rev`",
-    );
 }
 
 #[test]
@@ -345,10 +337,6 @@ fn a_missing_series_folder_is_refused() {
     error: pins.toml:94:10: patch series folder `patches/pr5` does not exist in .
     hint: paths in pins.toml are relative to the folder that holds it
     ");
-    assert_contains(
-        &run.stderr,
-        "patch series folder `patches/pr5` does not exist",
-    );
 }
 
 #[test]
@@ -447,12 +435,6 @@ fn missing_recipe_is_an_environment_error() {
     caused by: No such file or directory (os error 2)
     hint: forge reads pins.toml in the folder -C names, else in the working folder or the nearest folder above it that has one (up to the repository root); pass -C DIR to point at the recipe (looked at pins.toml)
     ");
-    assert_contains(&run.stderr, "cannot read");
-    assert_contains(&run.stderr, "pins.toml");
-    assert_contains(
-        &run.stderr,
-        "hint: forge reads pins.toml in the folder -C names",
-    );
 }
 
 /// The line and column where `onto = ...` starts its value in the edited pins.toml.
@@ -479,17 +461,7 @@ fn a_series_onto_a_remote_no_git_pin_builds_is_refused_where_it_is_named() {
     error: pins.toml:95:8: the series is onto https://example.org/other.git, which no git pin builds
     hint: point `onto` at the `url` and `rev` of the git pin it patches, or at a recipe folder
     ");
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "{}: the series is onto https://example.org/other.git, which no git pin builds",
-            onto_position(&context)
-        ),
-    );
-    assert_contains(
-        &run.stderr,
-        "hint: point `onto` at the `url` and `rev` of the git pin it patches",
-    );
+    assert_eq!(onto_position(&context), "pins.toml:95:8");
 }
 
 #[test]
@@ -512,7 +484,6 @@ fn a_series_onto_another_commit_than_its_pin_builds_is_refused() {
             onto_position(&context)
         ),
     );
-    assert_contains(&run.stderr, "`forge pin bump deepgemm` moves both");
 
     // A short id that prefixes the pin's full one is the same commit.
     context.edit("pins.toml", "rev = \"b6b593d\" }", "rev = \"a6b593d\" }");
@@ -533,9 +504,10 @@ fn a_series_finds_its_pin_by_remote_and_commit_whatever_the_url_spelling() {
         "{ git = \"https://github.com/deepseek-ai/DeepGEMM/\", rev = \"a6b593d\" }",
     );
     let run = context.forge(&["render"]).expect_code(0);
-    crate::support::assert_contains(
-        &run.stdout,
-        "COPY .forge/series/deepgemm/ /opt/forge/series/deepgemm/",
+    forge_snapshot!(
+        "pins_series_by_remote_and_commit",
+        run.stdout,
+        context.path()
     );
 }
 
@@ -562,14 +534,7 @@ fn a_second_series_onto_the_same_pin_is_refused_where_it_is_named() {
     error: pins.toml:103:8: a second series onto pin `deepgemm`
     hint: put all of a pin's patches in one series folder, in the order they apply
     ");
-    crate::support::assert_contains(
-        &run.stderr,
-        &format!("pins.toml:{line}:8: a second series onto pin `deepgemm`"),
-    );
-    crate::support::assert_contains(
-        &run.stderr,
-        "hint: put all of a pin's patches in one series folder",
-    );
+    assert_eq!(line, 103);
 }
 
 /// A tag template that loops is stopped by the same fuel as the Dockerfile template, at once,
@@ -593,7 +558,6 @@ fn a_tag_template_that_loops_is_refused_quickly() {
         "took {:?}",
         started.elapsed()
     );
-    crate::support::assert_contains(&run.stderr, "tag template");
 }
 
 #[test]
