@@ -360,11 +360,8 @@ pub fn build_workspace(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let mut members = Vec::new();
+    let mut built: Vec<&crate::workspace::MemberName> = Vec::new();
     for member in order {
-        printer.status(
-            "Building",
-            format_args!("member {} ({})", member.name, member.path.display()),
-        );
         let mut recipe = member.recipe.clone();
         let from = match &member.from {
             None => None,
@@ -384,18 +381,82 @@ pub fn build_workspace(
                 })
             }
         };
+        let named = || format!("member `{}` ({})", member.name, member.path.display());
+        let after_rebuilt = (member.from.as_ref()).is_some_and(|from| built.contains(&from));
+        if !after_rebuilt && fresh(&recipe, options).with_context(named)? {
+            printer.status(
+                "Fresh",
+                format_args!(
+                    "member {} ({}): built from these inputs already, as forge.lock records",
+                    member.name,
+                    member.path.display()
+                ),
+            );
+            members.push(MemberBuilt {
+                name: &member.name,
+                path: &member.path,
+                from,
+                fresh: true,
+                build: None,
+            });
+            continue;
+        }
+        printer.status(
+            "Building",
+            format_args!("member {} ({})", member.name, member.path.display()),
+        );
         let (kept_printer, kept) = printer.keeping();
-        build(&recipe, options, &kept_printer)
-            .with_context(|| format!("member `{}` ({})", member.name, member.path.display()))?;
+        build(&recipe, options, &kept_printer).with_context(named)?;
+        built.push(&member.name);
         members.push(MemberBuilt {
             name: &member.name,
             path: &member.path,
             from,
+            fresh: false,
             build: kept.take(),
         });
     }
     printer.document(&WorkspaceBuilt { members });
     Ok(())
+}
+
+/// Whether a workspace member need not be built again: its forge.lock records a build made from
+/// the inputs it has now (the rendered Dockerfile, so the image it builds FROM too, the context,
+/// the patches), of every tag pushed when `--push` asks for it and signed when `--sign` does, and
+/// the daemon still holds that image under its first tag. `--no-cache` and `--platform` always
+/// build.
+fn fresh(recipe: &Recipe, options: &BuildOptions) -> anyhow::Result<bool> {
+    let Some(record) = recipe.record()? else {
+        return Ok(false);
+    };
+    let unpushed = options.push && record.tags.iter().any(|tag| tag.pushed.is_none());
+    let unsigned = options.sign.is_some() && record.attachments.is_empty();
+    if options.no_cache || options.platform.is_some() || unpushed || unsigned {
+        return Ok(false);
+    }
+    let quiet = Printer::new(
+        crate::printer::Verbosity::Quiet,
+        crate::printer::OutputFormat::Human,
+        crate::printer::ColorChoice::Never,
+    );
+    let plan = pipeline::plan(recipe, Output::Discard, true, None, &quiet)?;
+    let inputs = plan.inputs.as_ref().expect("the plan computes the inputs");
+    if !record.inputs.differences(inputs).is_empty() {
+        return Ok(false);
+    }
+    let Some(tag) = record.tags.first() else {
+        return Ok(false);
+    };
+    let reference = format!("{}:{}", record.image.repository, tag.name);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let held = runtime.block_on(async {
+        let engine = Docker::connect().await?;
+        anyhow::Ok(engine.image(&reference).await?)
+    })?;
+    Ok(held.is_some_and(|info| info.id.0 == record.image.id))
 }
 
 /// One member's build in a workspace's.
@@ -405,6 +466,9 @@ struct MemberBuilt<'a> {
     path: &'a std::path::Path,
     #[serde(skip_serializing_if = "Option::is_none")]
     from: Option<FromMember<'a>>,
+    /// Not built: forge.lock records a build from the inputs it has now (`fresh`).
+    fresh: bool,
+    /// Its build document; `null` when it was fresh.
     build: Option<serde_json::Value>,
 }
 

@@ -2,6 +2,7 @@
 //! root, `--recipe` with what it builds from, and each refusal of a family that cannot be built
 //! located in the file that says it, nothing planned.
 
+use crate::support::image_guard::ImageGuard;
 use crate::support::snapshot::forge_snapshot;
 use crate::support::{Run, TestContext, copy_tree, repository_root};
 
@@ -241,14 +242,25 @@ fn a_flag_of_one_recipe_is_refused_at_the_root_and_recipe_needs_a_workspace() {
     ");
 }
 
-/// The family of `family`, each member in a repository of this test process's own (its name
-/// after `prefix`, a registry's address and `/`, or nothing) and
-/// `universal` on the tests' base image, its images removed when the process ends.
-fn family_on_the_daemon(prefix: &str) -> TestContext {
+/// The family of `family` on the daemon: each member in a repository of this test's own, named
+/// after `guard` and behind `prefix` (a registry's address and `/`, or nothing), `universal` on
+/// the tests' base image; its tags removed when the process ends, and every image its builds made
+/// (those a rebuild left untagged too) when the returned guard drops.
+fn family_on_the_daemon(prefix: &str, guard: &str) -> (TestContext, ImageGuard) {
     use crate::support::images::{DATED_TAG, base_image, removed_at_exit};
     let context = family();
+    let name = |member: &str| format!("{prefix}forge-test-{guard}-{member}-{}", std::process::id());
+    let guard = ImageGuard::new(&name("images"));
     for member in ["universal", "overlay"] {
-        let repository = format!("{prefix}forge-test-{member}-{}", std::process::id());
+        context.edit(
+            &format!("{member}/pins.toml"),
+            "\"dev.forge.example\" = \"offline\"",
+            &format!(
+                "\"dev.forge.example\" = \"offline\"\n{}",
+                guard.label_entry()
+            ),
+        );
+        let repository = name(member);
         context.edit(
             &format!("{member}/pins.toml"),
             &format!("repository = \"forge-example/{member}\""),
@@ -268,12 +280,12 @@ fn family_on_the_daemon(prefix: &str) -> TestContext {
         "image = \"forge-example/universal:latest\"",
         &format!(
             // A digest of some earlier image: the build re-points FROM at universal's new one.
-            "image = \"{prefix}forge-test-universal-{}:latest\"\ndigest = \"sha256:{}\"",
-            std::process::id(),
+            "image = \"{}:latest\"\ndigest = \"sha256:{}\"",
+            name("universal"),
             "0".repeat(64)
         ),
     );
-    context
+    (context, guard)
 }
 
 #[test]
@@ -281,7 +293,7 @@ fn a_build_at_the_root_builds_each_member_on_the_image_of_the_one_it_builds_from
     if !crate::support::images::docker_ready() {
         return;
     }
-    let context = family_on_the_daemon("");
+    let (context, _images) = family_on_the_daemon("", "workspace-build");
     let run = context.forge(&["--json", "build"]).expect_code(0);
     let document = run.json();
     let members = document["members"].as_array().expect("members");
@@ -315,7 +327,8 @@ fn a_pushed_family_builds_each_member_from_the_manifest_the_other_pushed() {
         return;
     }
     let registry = crate::support::registry::RegistryServer::start();
-    let context = family_on_the_daemon(&format!("{}/", registry.address()));
+    let (context, _images) =
+        family_on_the_daemon(&format!("{}/", registry.address()), "workspace-push");
     let document = context
         .forge(&["--json", "build", "--push"])
         .expect_code(0)
@@ -337,4 +350,57 @@ fn a_pushed_family_builds_each_member_from_the_manifest_the_other_pushed() {
         members[1]["build"]["base"]["id"],
         members[0]["build"]["image"]["id"]
     );
+}
+
+#[test]
+fn a_member_whose_inputs_did_not_change_is_not_built_again_unless_what_it_builds_from_was() {
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    let (context, _images) = family_on_the_daemon("", "workspace-fresh");
+    context.forge(&["build"]).expect_code(0);
+    let fresh = |document: &serde_json::Value| -> Vec<bool> {
+        let members = document["members"].as_array().expect("members");
+        members
+            .iter()
+            .map(|member| member["fresh"] == true)
+            .collect()
+    };
+    let again = context.forge(&["--json", "build"]).expect_code(0);
+    assert_eq!(fresh(&again.json()), [true, true], "{}", again.stderr);
+    forge_snapshot!(again.stderr, context.path(), @"
+    Fresh member universal (universal): built from these inputs already, as forge.lock records
+    Fresh member overlay (overlay): built from these inputs already, as forge.lock records
+    ");
+    // An edit to the overlay alone builds the overlay alone (re-pointing its dated tag).
+    context.edit(
+        "overlay/pins.toml",
+        "GREETING = \"hello\"",
+        "GREETING = \"hi\"",
+    );
+    let edited = context
+        .forge(&["--json", "build", "--force"])
+        .expect_code(0);
+    assert_eq!(fresh(&edited.json()), [true, false], "{}", edited.stderr);
+    // An edit to universal builds universal, then the overlay on its new image.
+    context.edit(
+        "universal/pins.toml",
+        "GREETING = \"hello\"",
+        "GREETING = \"hey\"",
+    );
+    let document = context
+        .forge(&["--json", "build", "--force"])
+        .expect_code(0)
+        .json();
+    assert_eq!(fresh(&document), [false, false], "{document:#}");
+    let members = document["members"].as_array().expect("members");
+    assert_eq!(
+        members[1]["build"]["base"]["id"],
+        members[0]["build"]["image"]["id"]
+    );
+    // --no-cache asks for every step again: every member is built.
+    let forced = context
+        .forge(&["--json", "build", "--no-cache", "--force"])
+        .expect_code(0);
+    assert_eq!(fresh(&forced.json()), [false, false]);
 }
