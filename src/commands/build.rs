@@ -15,12 +15,8 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
     } else {
         None
     };
-    let folder = cli
-        .directory
-        .clone()
-        .unwrap_or_else(|| std::path::PathBuf::from("."));
-    if crate::workspace::is_root(&folder) {
-        return workspace(&folder, args, options(cli, args, sign), printer);
+    if let Some(workspace) = super::open_workspace(cli, printer)? {
+        return family(&workspace, args, options(cli, args, sign), printer);
     }
     if !args.recipes.is_empty() {
         anyhow::bail!(NotAWorkspace);
@@ -35,18 +31,12 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
 
 /// `forge build` at a workspace root: every member (or `--recipe` and what they build from)
 /// built, or with `--dry-run` planned, in build order.
-fn workspace(
-    folder: &std::path::Path,
+fn family(
+    workspace: &crate::workspace::Workspace,
     args: &BuildArgs,
     options: BuildOptions,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let workspace = crate::workspace::Workspace::open(folder)?;
-    for member in &workspace.members {
-        for notice in &member.recipe.pins.notices {
-            printer.warn(format_args!("{}: {}", notice.location, notice.message));
-        }
-    }
     let one_recipe = [
         ("--repository", args.repository.is_some()),
         ("--context-out", args.context_out.is_some()),

@@ -210,6 +210,28 @@ crate::advised!(ReferenceFlags);
 
 /// Opens the recipe named by `-C`, else the one found from the working folder up, and shows
 /// what pins.toml flags.
+/// The workspace whose root is the folder forge runs in (`-C`, else the working folder), its
+/// members' notices printed; `None` when that folder is no workspace root.
+fn open_workspace(
+    cli: &Cli,
+    printer: &Printer,
+) -> anyhow::Result<Option<crate::workspace::Workspace>> {
+    let folder = cli
+        .directory
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    if !crate::workspace::is_root(&folder) {
+        return Ok(None);
+    }
+    let workspace = crate::workspace::Workspace::open(&folder)?;
+    for member in &workspace.members {
+        for notice in &member.recipe.pins.notices {
+            printer.warn(format_args!("{}: {}", notice.location, notice.message));
+        }
+    }
+    Ok(Some(workspace))
+}
+
 fn open_recipe(cli: &Cli, printer: &Printer) -> anyhow::Result<Recipe> {
     let folder = match &cli.directory {
         Some(folder) => folder.clone(),

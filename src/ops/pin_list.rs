@@ -14,6 +14,59 @@ pub fn pin_list(recipe: &Recipe, printer: &Printer) {
     });
 }
 
+/// `forge pin list` at a workspace root: every member's pins, the members in build order.
+pub fn pin_list_workspace(order: &[&crate::workspace::Member], printer: &Printer) {
+    printer.document(&FamilyPinList {
+        members: order
+            .iter()
+            .map(|member| MemberPins {
+                name: &member.name,
+                path: &member.path,
+                pins: member
+                    .recipe
+                    .pins
+                    .pins
+                    .values()
+                    .map(ListedPin::of)
+                    .collect(),
+            })
+            .collect(),
+    });
+}
+
+/// `forge pin list`'s answer at a workspace root.
+#[derive(Debug, Serialize)]
+struct FamilyPinList<'a> {
+    members: Vec<MemberPins<'a>>,
+}
+
+/// One member's pins.
+#[derive(Debug, Serialize)]
+struct MemberPins<'a> {
+    name: &'a crate::workspace::MemberName,
+    path: &'a std::path::Path,
+    pins: Vec<ListedPin<'a>>,
+}
+
+impl Document for FamilyPinList<'_> {
+    fn text(&self) -> Option<String> {
+        let rows: Vec<[String; 6]> = self
+            .members
+            .iter()
+            .flat_map(|member| {
+                member.pins.iter().map(|pin| {
+                    let [name, kind, version, group, source] = pin.row.clone();
+                    [member.name.to_string(), name, kind, version, group, source]
+                })
+            })
+            .collect();
+        Some(table(
+            ["MEMBER", "NAME", "KIND", "VERSION", "GROUP", "SOURCE"],
+            &rows,
+        ))
+    }
+}
+
 /// `forge pin list`'s answer.
 #[derive(Debug, Serialize)]
 struct PinList<'a> {

@@ -404,3 +404,30 @@ fn a_member_whose_inputs_did_not_change_is_not_built_again_unless_what_it_builds
         .expect_code(0);
     assert_eq!(fresh(&forced.json()), [false, false]);
 }
+
+#[test]
+fn pin_list_at_the_root_lists_every_members_pins_in_build_order() {
+    let context = family();
+    context.edit(
+        "overlay/pins.toml",
+        "rev = \"3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293\"",
+        "rev = \"0123456789abcdef0123456789abcdef01234567\"",
+    );
+    let run = context.forge(&["pin", "list"]).expect_code(0);
+    forge_snapshot!(run.stdout, context.path(), @"
+    MEMBER  NAME  KIND  VERSION  GROUP  SOURCE
+    universal  app  git  <short>  -  https://example.org/forge/offline-app.git main
+    overlay  app  git  <short>  -  https://example.org/forge/offline-app.git main
+    ");
+    let document = context
+        .forge(&["--json", "pin", "list"])
+        .expect_code(0)
+        .json();
+    let members = document["members"].as_array().expect("members");
+    assert_eq!(members[0]["name"], "universal");
+    assert_eq!(members[1]["name"], "overlay");
+    assert_eq!(
+        members[1]["pins"][0]["rev"], "0123456789abcdef0123456789abcdef01234567",
+        "{document:#}"
+    );
+}
