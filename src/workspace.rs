@@ -83,6 +83,9 @@ pub enum WorkspaceError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// forge-workspace.toml is a special file, or cannot be opened.
+    #[error(transparent)]
+    Path(crate::fs::PathError),
     /// forge-workspace.toml, or what it says of its members, is wrong.
     #[error("{location}: {message}")]
     Invalid {
@@ -120,6 +123,7 @@ impl Advise for WorkspaceError {
                 "a workspace root holds {WORKSPACE_FILE}; docs/workspace.md says what it holds"
             )),
             WorkspaceError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
+            WorkspaceError::Path(error) => error.advice(),
             WorkspaceError::Member { source, .. } => source.advice(),
             WorkspaceError::UnknownSelected { members, .. } => Advice::Hint(format!(
                 "--recipe takes a member's name: {}",
@@ -156,10 +160,17 @@ impl Workspace {
     /// the checks across members.
     pub fn open(root: &Path) -> Result<Self, WorkspaceError> {
         let path = crate::fs::in_folder(root, WORKSPACE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| WorkspaceError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let mut text = String::new();
+        crate::fs::open_regular(&path)
+            .map_err(WorkspaceError::Path)
+            .and_then(|mut file| {
+                std::io::Read::read_to_string(&mut file, &mut text).map_err(|source| {
+                    WorkspaceError::Read {
+                        path: path.clone(),
+                        source,
+                    }
+                })
+            })?;
         let file = File {
             path: &path,
             text: &text,
@@ -425,6 +436,18 @@ impl File<'_> {
             ));
         }
         let folder = crate::fs::in_folder(root, written);
+        // A link may not lead a member out of the workspace.
+        let escapes = match (root.canonicalize(), folder.canonicalize()) {
+            (Ok(root), Ok(resolved)) => !resolved.starts_with(root),
+            _ => false,
+        };
+        if escapes {
+            return Err(self.invalid(
+                path.span(),
+                format!("member folder `{written}` leads out of the workspace through a link"),
+                "keep each member's recipe folder inside the workspace root",
+            ));
+        }
         if !folder.join(crate::recipe::PINS_FILE).is_file() {
             return Err(self.invalid(
                 path.span(),

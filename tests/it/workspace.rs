@@ -210,6 +210,17 @@ fn a_member_folder_outside_the_root_or_without_a_recipe_is_refused_at_its_path()
     error: forge-workspace.toml:7:8: member folder `templates` holds no pins.toml
     hint: a member is a recipe folder: point `path` at the folder that holds its pins.toml
     ");
+    let outside = tempfile::tempdir().expect("a folder outside");
+    copy_tree(&context.path().join("universal"), outside.path());
+    std::os::unix::fs::symlink(outside.path(), context.path().join("linked")).unwrap();
+    let stderr = refused(
+        &context,
+        &WORKSPACE.replace("path = \"universal\"", "path = \"linked\""),
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:7:8: member folder `linked` leads out of the workspace through a link
+    hint: keep each member's recipe folder inside the workspace root
+    ");
     let stderr = refused(
         &context,
         "[members.x]\npath = \"universal\"\nimage = \"y\"\n",
