@@ -160,17 +160,7 @@ impl Workspace {
     /// the checks across members.
     pub fn open(root: &Path) -> Result<Self, WorkspaceError> {
         let path = crate::fs::in_folder(root, WORKSPACE_FILE);
-        let mut text = String::new();
-        crate::fs::open_regular(&path)
-            .map_err(WorkspaceError::Path)
-            .and_then(|mut file| {
-                std::io::Read::read_to_string(&mut file, &mut text).map_err(|source| {
-                    WorkspaceError::Read {
-                        path: path.clone(),
-                        source,
-                    }
-                })
-            })?;
+        let text = read(&path)?;
         let file = File {
             path: &path,
             text: &text,
@@ -385,6 +375,17 @@ impl Workspace {
 }
 
 type RawEntry = (Spanned<String>, Spanned<RawMember>);
+
+/// The text of forge-workspace.toml at `path`, a regular file.
+fn read(path: &Path) -> Result<String, WorkspaceError> {
+    let mut file = crate::fs::open_regular(path).map_err(WorkspaceError::Path)?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text).map_err(|source| WorkspaceError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(text)
+}
 
 /// forge-workspace.toml as read, for locating what is wrong in it.
 struct File<'a> {
