@@ -4,6 +4,7 @@ mod attached;
 mod attaching;
 pub mod build;
 mod build_request;
+pub mod family;
 pub mod lock;
 mod normalizing;
 pub mod patch;

@@ -442,3 +442,38 @@ fn pin_list_at_the_root_lists_every_members_pins_in_build_order() {
         "{document:#}"
     );
 }
+
+#[test]
+fn lock_at_the_root_records_every_member_and_locked_holds_each_to_its_record() {
+    let context = family();
+    let run = context.forge(&["--json", "lock"]).expect_code(0);
+    let document = run.json();
+    let members = document["members"].as_array().expect("members");
+    assert_eq!(members[0]["name"], "universal");
+    assert_eq!(members[1]["lock"]["changed"], true, "{document:#}");
+    for member in ["universal", "overlay"] {
+        assert!(context.path().join(member).join("forge.lock").is_file());
+    }
+    context
+        .forge(&["build", "--dry-run", "--locked"])
+        .expect_code(0);
+    context.edit(
+        "overlay/pins.toml",
+        "GREETING = \"hello\"",
+        "GREETING = \"hi\"",
+    );
+    let run = context
+        .forge(&["build", "--dry-run", "--locked"])
+        .expect_code(1);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let forge_lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .collect();
+    forge_snapshot!(forge_lines.join("\n"), context.path(), @"
+    error: member `overlay` (overlay)
+    caused by: --locked: the inputs no longer match overlay/forge.lock (pins.toml: recorded sha256:<digest>, now sha256:<digest>; Dockerfile: recorded sha256:<digest>, now sha256:<digest>; context: recorded sha256:<digest>, now sha256:<digest>)
+    hint: run `forge lock` to record the new inputs (`forge pin bump` does it as it moves a pin), and commit forge.lock
+    ");
+}
