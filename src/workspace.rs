@@ -106,6 +106,15 @@ pub enum WorkspaceError {
         /// Why.
         source: Box<RecipeError>,
     },
+    /// `--recipe` given where there is no workspace.
+    #[error("--recipe names a member of a workspace, and there is no forge-workspace.toml here")]
+    NotARoot,
+    /// A flag that names one recipe's file or repository, given at a workspace root.
+    #[error("{flag} applies to one recipe, and this is a workspace root of several")]
+    OneRecipeFlag {
+        /// The flag.
+        flag: &'static str,
+    },
     /// `--recipe` names no member.
     #[error("no member is called `{name}`")]
     UnknownSelected {
@@ -124,6 +133,12 @@ impl Advise for WorkspaceError {
             )),
             WorkspaceError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
             WorkspaceError::Path(error) => error.advice(),
+            WorkspaceError::NotARoot => Advice::Hint(
+                "run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here".to_owned(),
+            ),
+            WorkspaceError::OneRecipeFlag { flag } => Advice::Hint(format!(
+                "build the one member with `forge -C MEMBER build {flag}`; nothing was built"
+            )),
             WorkspaceError::Member { source, .. } => source.advice(),
             WorkspaceError::UnknownSelected { members, .. } => Advice::Hint(format!(
                 "--recipe takes a member's name: {}",

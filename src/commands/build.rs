@@ -5,6 +5,7 @@ use crate::diagnostics::ExitStatus;
 use crate::ops::build::{BuildMode, BuildOptions};
 use crate::printer::Printer;
 use crate::progress::ProgressMode;
+use crate::workspace::WorkspaceError;
 
 pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     // A missing or unreadable key is refused before anything else is looked at.
@@ -19,7 +20,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs, printer: &Printer) -> anyhow::Res
         return family(&workspace, args, options(cli, args, sign), printer);
     }
     if !args.recipes.is_empty() {
-        anyhow::bail!(NotAWorkspace);
+        anyhow::bail!(WorkspaceError::NotARoot);
     }
     let mut recipe = super::open_recipe(cli, printer)?;
     if let Some(repository) = &args.repository {
@@ -42,7 +43,7 @@ fn family(
         ("--context-out", args.context_out.is_some()),
     ];
     if let Some((flag, _)) = one_recipe.iter().find(|(_, given)| *given) {
-        anyhow::bail!(OneRecipeFlag { flag });
+        anyhow::bail!(WorkspaceError::OneRecipeFlag { flag });
     }
     let order = workspace.order(&args.recipes)?;
     if args.dry_run {
@@ -52,39 +53,6 @@ fn family(
     }
     Ok(ExitStatus::Success)
 }
-
-/// `--recipe` outside a workspace.
-#[derive(Debug, thiserror::Error)]
-#[error("--recipe names a member of a workspace, and there is no forge-workspace.toml here")]
-struct NotAWorkspace;
-
-impl crate::diagnostics::Advise for NotAWorkspace {
-    fn advice(&self) -> crate::diagnostics::Advice {
-        crate::diagnostics::Advice::Hint(
-            "run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here".to_owned(),
-        )
-    }
-}
-
-crate::advised!(NotAWorkspace);
-
-/// A flag that names one recipe's file or repository, given at a workspace root.
-#[derive(Debug, thiserror::Error)]
-#[error("{flag} applies to one recipe, and this is a workspace root of several")]
-struct OneRecipeFlag {
-    flag: &'static str,
-}
-
-impl crate::diagnostics::Advise for OneRecipeFlag {
-    fn advice(&self) -> crate::diagnostics::Advice {
-        crate::diagnostics::Advice::Hint(format!(
-            "build the one member with `forge -C MEMBER build {}`; nothing was built",
-            self.flag
-        ))
-    }
-}
-
-crate::advised!(OneRecipeFlag);
 
 /// The build options `args` give.
 fn options(
