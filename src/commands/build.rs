@@ -47,9 +47,9 @@ fn family(
     }
     let order = workspace.order(&args.recipes)?;
     if args.dry_run {
-        crate::ops::build::plan_workspace(&order, &options, printer)?;
+        crate::ops::family::plan(&order, &options, printer)?;
     } else {
-        crate::ops::build::build_workspace(&order, &options, printer)?;
+        crate::ops::family::build_all(&order, &options, printer)?;
     }
     Ok(ExitStatus::Success)
 }
