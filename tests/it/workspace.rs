@@ -477,3 +477,47 @@ fn lock_at_the_root_records_every_member_and_locked_holds_each_to_its_record() {
     hint: run `forge lock` to record the new inputs (`forge pin bump` does it as it moves a pin), and commit forge.lock
     ");
 }
+
+#[test]
+fn pin_outdated_at_the_root_checks_every_member_and_its_exit_code_names_each() {
+    let remote = crate::support::git::GitRemote::new();
+    let url = format!("file://{}/remote.git", remote.folder.path().display());
+    let context = family();
+    for (member, rev) in [("universal", &remote.first), ("overlay", &remote.head)] {
+        let pins = format!("{member}/pins.toml");
+        context.edit(
+            &pins,
+            "url = \"https://example.org/forge/offline-app.git\"",
+            &format!("url = \"{url}\""),
+        );
+        context.edit(&pins, "branch = \"main\"", "branch = \"nv_dev\"");
+        context.edit(
+            &pins,
+            "rev = \"3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293\"",
+            &format!("rev = \"{rev}\""),
+        );
+    }
+    let document = context
+        .forge(&["--json", "pin", "outdated"])
+        .expect_code(0)
+        .json();
+    let members = document["members"].as_array().expect("members");
+    assert_eq!(members[0]["name"], "universal");
+    assert_eq!(members[1]["name"], "overlay");
+    let app = &members[0]["outdated"]["pins"][1];
+    assert_eq!(app["current"], remote.first.as_str(), "{document:#}");
+    assert_eq!(app["newest"], remote.head.as_str(), "{document:#}");
+    insta::assert_snapshot!(
+        "workspace_pin_outdated_json",
+        crate::support::json_shape(&document, context.path())
+    );
+    let run = context
+        .forge(&["pin", "outdated", "--exit-code"])
+        .expect_code(1);
+    assert!(
+        run.stderr.contains("universal/app can move (--exit-code)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("overlay/app"), "{}", run.stderr);
+}
