@@ -115,6 +115,12 @@ pub enum WorkspaceError {
         /// The flag.
         flag: &'static str,
     },
+    /// `pin bump NAME` at a root where no member has the pin.
+    #[error("no member of the workspace pins `{target}`")]
+    NoMemberPins {
+        /// The pin, or `base`.
+        target: String,
+    },
     /// `--recipe` names no member.
     #[error("no member is called `{name}`")]
     UnknownSelected {
@@ -133,6 +139,10 @@ impl Advise for WorkspaceError {
             )),
             WorkspaceError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
             WorkspaceError::Path(error) => error.advice(),
+            WorkspaceError::NoMemberPins { .. } => Advice::Hint(
+                "`forge pin list` at the root lists every member's pins; nothing was changed"
+                    .to_owned(),
+            ),
             WorkspaceError::NotARoot => Advice::Hint(
                 "run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here".to_owned(),
             ),

@@ -1,4 +1,5 @@
-//! `forge pin bump NAME [--to VERSION] [--dry-run] [--force] [--pre] [--index-url URL]`.
+//! `forge pin bump NAME [--to VERSION] [--dry-run] [--force] [--pre] [--index-url URL]`: in the
+//! recipe, or at a workspace root in every member that has the pin.
 
 use crate::bump::{BumpMode, Constraints, PinBumpOptions};
 use crate::cli::{Cli, PinBumpArgs};
@@ -6,7 +7,6 @@ use crate::diagnostics::ExitStatus;
 use crate::printer::Printer;
 
 pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let recipe = super::open_recipe(cli, printer)?;
     let options = PinBumpOptions {
         target: args.name.clone(),
         to: args.to.clone(),
@@ -23,6 +23,11 @@ pub(super) fn run(cli: &Cli, args: &PinBumpArgs, printer: &Printer) -> anyhow::R
         },
         sources: args.upstream.sources(),
     };
+    if let Some(workspace) = super::open_workspace(cli, printer)? {
+        crate::ops::family::pin_bump(&workspace, &options, printer)?;
+        return Ok(ExitStatus::Success);
+    }
+    let recipe = super::open_recipe(cli, printer)?;
     crate::ops::pin_bump(&recipe, &options, printer)?;
     Ok(ExitStatus::Success)
 }

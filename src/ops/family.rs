@@ -280,3 +280,75 @@ impl Document for WorkspacePlanned<'_> {
         Some(parts.join("\n"))
     }
 }
+
+/// `forge pin bump NAME` at a workspace root: the pin moved in every member that has it (the
+/// base in every member not built from another), each first in a dry run so that a move one
+/// member refuses moves none; then the members the moves invalidate named, in build order: each
+/// member that moved and each member built from one of them.
+pub fn pin_bump(
+    workspace: &crate::workspace::Workspace,
+    options: &crate::bump::PinBumpOptions,
+    printer: &Printer,
+) -> anyhow::Result<()> {
+    use crate::bump::{BumpMode, BumpTarget, Bumped};
+    let order = workspace.order(&[])?;
+    let using: Vec<&Member> = order
+        .iter()
+        .copied()
+        .filter(|member| match &options.target {
+            BumpTarget::Base => member.from.is_none(),
+            BumpTarget::Pin(name) => member.recipe.pins.pins.contains_key(name),
+        })
+        .collect();
+    if using.is_empty() {
+        anyhow::bail!(crate::workspace::WorkspaceError::NoMemberPins {
+            target: options.target.to_string(),
+        });
+    }
+    // The trial's answers are kept from stdout; its refusal is the command's.
+    let (quiet, _answers) = Printer::new(
+        crate::printer::Verbosity::Quiet,
+        crate::printer::OutputFormat::Json,
+        crate::printer::ColorChoice::Never,
+    )
+    .keeping();
+    let mut trial = options.clone();
+    trial.mode = BumpMode::DryRun;
+    for member in &using {
+        super::pin_bump(&member.recipe, &trial, &quiet)
+            .with_context(|| format!("member `{}` ({})", member.name, member.path.display()))?;
+    }
+    let mut moved: Vec<crate::workspace::MemberName> = Vec::new();
+    each(&using, "Bumping", "bump", printer, |member, printer| {
+        if let Bumped::Moved { .. } = super::pin_bump(&member.recipe, options, printer)? {
+            moved.push(member.name.clone());
+        }
+        Ok(())
+    })?;
+    if options.mode == BumpMode::Write {
+        for member in invalidated(&order, &moved) {
+            printer.status(
+                "Invalidated",
+                format_args!("member {} ({})", member.name, member.path.display()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The members of `order` that `moved` invalidates, in build order: those that moved, and each
+/// member built from an invalidated one.
+fn invalidated<'a>(
+    order: &[&'a Member],
+    moved: &[crate::workspace::MemberName],
+) -> Vec<&'a Member> {
+    let mut stale: Vec<&Member> = Vec::new();
+    for member in order {
+        let from_stale = (member.from.as_ref())
+            .is_some_and(|from| stale.iter().any(|other| &other.name == from));
+        if moved.contains(&member.name) || from_stale {
+            stale.push(member);
+        }
+    }
+    stale
+}

@@ -481,22 +481,7 @@ fn lock_at_the_root_records_every_member_and_locked_holds_each_to_its_record() {
 #[test]
 fn pin_outdated_at_the_root_checks_every_member_and_its_exit_code_names_each() {
     let remote = crate::support::git::GitRemote::new();
-    let url = format!("file://{}/remote.git", remote.folder.path().display());
-    let context = family();
-    for (member, rev) in [("universal", &remote.first), ("overlay", &remote.head)] {
-        let pins = format!("{member}/pins.toml");
-        context.edit(
-            &pins,
-            "url = \"https://example.org/forge/offline-app.git\"",
-            &format!("url = \"{url}\""),
-        );
-        context.edit(&pins, "branch = \"main\"", "branch = \"nv_dev\"");
-        context.edit(
-            &pins,
-            "rev = \"3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293\"",
-            &format!("rev = \"{rev}\""),
-        );
-    }
+    let context = family_on_a_remote(&remote, &remote.head);
     let document = context
         .forge(&["--json", "pin", "outdated"])
         .expect_code(0)
@@ -520,4 +505,100 @@ fn pin_outdated_at_the_root_checks_every_member_and_its_exit_code_names_each() {
         run.stderr
     );
     assert!(!run.stderr.contains("overlay/app"), "{}", run.stderr);
+}
+
+/// The family of `family` with its git pin `app` on a local remote's `nv_dev`, at the remote's
+/// first commit in universal and `overlay_rev` in the overlay.
+fn family_on_a_remote(remote: &crate::support::git::GitRemote, overlay_rev: &str) -> TestContext {
+    let url = format!("file://{}/remote.git", remote.folder.path().display());
+    let context = family();
+    for (member, rev) in [
+        ("universal", remote.first.as_str()),
+        ("overlay", overlay_rev),
+    ] {
+        let pins = format!("{member}/pins.toml");
+        context.edit(
+            &pins,
+            "url = \"https://example.org/forge/offline-app.git\"",
+            &format!("url = \"{url}\""),
+        );
+        context.edit(&pins, "branch = \"main\"", "branch = \"nv_dev\"");
+        context.edit(
+            &pins,
+            "rev = \"3f1c0de5a9b2e47c8d6f0a1b2c3d4e5f60718293\"",
+            &format!("rev = \"{rev}\""),
+        );
+    }
+    context
+}
+
+#[test]
+fn pin_bump_at_the_root_moves_the_pin_in_every_member_and_names_what_it_invalidates() {
+    let remote = crate::support::git::GitRemote::new();
+    let context = family_on_a_remote(&remote, &remote.first);
+    let run = context.forge(&["pin", "bump", "app"]).expect_code(0);
+    for member in ["universal", "overlay"] {
+        let pins = context.read(&format!("{member}/pins.toml"));
+        assert!(
+            pins.contains(&format!("rev = \"{}\"", remote.head)),
+            "{pins}"
+        );
+    }
+    let invalidated: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.trim_start().starts_with("Invalidated"))
+        .collect();
+    forge_snapshot!(invalidated.join("\n"), context.path(), @"
+    Invalidated 4 of 10 steps, from step 7 (Dockerfile line 20) on:
+    Invalidated 4 of 10 steps, from step 7 (Dockerfile line 20) on:
+    Invalidated member universal (universal)
+    Invalidated member overlay (overlay)
+    ");
+    // Only the overlay behind: it moves, and it alone is invalidated.
+    let context = family_on_a_remote(&remote, &remote.first);
+    context.edit(
+        "universal/pins.toml",
+        &format!("rev = \"{}\"", remote.first),
+        &format!("rev = \"{}\"", remote.head),
+    );
+    let run = context.forge(&["pin", "bump", "app"]).expect_code(0);
+    assert!(
+        !run.stderr.contains("Invalidated member universal"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("Invalidated member overlay"),
+        "{}",
+        run.stderr
+    );
+    let run = context.forge(&["pin", "bump", "nccl"]).expect_code(2);
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: no member of the workspace pins `nccl`
+    hint: `forge pin list` at the root lists every member's pins; nothing was changed
+    ");
+}
+
+#[test]
+fn a_move_one_member_refuses_moves_no_member() {
+    let remote = crate::support::git::GitRemote::new();
+    let context = family_on_a_remote(&remote, &remote.first);
+    // The overlay follows `side`, where the head of nv_dev is not.
+    context.edit(
+        "overlay/pins.toml",
+        "branch = \"nv_dev\"",
+        "branch = \"side\"",
+    );
+    let before = context.read("universal/pins.toml");
+    let run = context
+        .forge(&["pin", "bump", "app", "--to", &remote.head])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("error: member `overlay` (overlay)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(context.read("universal/pins.toml"), before);
+    assert!(!run.stderr.contains("Bumping"), "{}", run.stderr);
 }
