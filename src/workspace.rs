@@ -97,7 +97,7 @@ pub enum WorkspaceError {
         hint: String,
     },
     /// A member's recipe could not be opened.
-    #[error("member `{name}` ({}): {source}", path.display())]
+    #[error("member `{name}` ({}) is not a recipe forge can open", path.display())]
     Member {
         /// The member.
         name: MemberName,
@@ -216,7 +216,8 @@ impl Workspace {
             let member = member.get_ref();
             let member_name = file.member_name(name)?;
             let folder = file.member_folder(root, &member.path)?;
-            if let Some(other) = folders.insert(folder.clone(), member_name.0.clone()) {
+            let resolved = folder.canonicalize().unwrap_or_else(|_| folder.clone());
+            if let Some(other) = folders.insert(resolved, member_name.0.clone()) {
                 return Err(file.invalid(
                     member.path.span(),
                     format!("members `{other}` and `{member_name}` are the same folder"),

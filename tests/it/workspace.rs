@@ -602,3 +602,24 @@ fn a_move_one_member_refuses_moves_no_member() {
     assert_eq!(context.read("universal/pins.toml"), before);
     assert!(!run.stderr.contains("Bumping"), "{}", run.stderr);
 }
+
+#[test]
+fn a_members_own_recipe_error_is_located_in_its_pins_toml_and_one_folder_is_one_member() {
+    let context = family();
+    context.edit("overlay/pins.toml", "GREETING = \"hello\"", "GREETING = 7");
+    let stderr = refused(&context, WORKSPACE);
+    forge_snapshot!(stderr, context.path(), @"
+    error: member `overlay` (overlay) is not a recipe forge can open
+    caused by: overlay/pins.toml:22:12: invalid type: integer `7`, expected a string
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    ");
+    context.edit("overlay/pins.toml", "GREETING = 7", "GREETING = \"hello\"");
+    let stderr = refused(
+        &context,
+        &format!("{WORKSPACE}\n[members.again]\npath = \"./universal\"\n"),
+    );
+    forge_snapshot!(stderr, context.path(), @"
+    error: forge-workspace.toml:10:8: members `universal` and `again` are the same folder
+    hint: give each member a recipe folder of its own
+    ");
+}
