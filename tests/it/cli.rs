@@ -1,6 +1,7 @@
 //! The command line as git, cargo and docker users expect it: colour as they ask for it, man
 //! pages, help that fits the terminal.
 
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{TestContext, assert_contains};
 
 const PAINTED: &str = "\u{1b}[1;32m";
@@ -44,7 +45,12 @@ fn colour_is_what_the_flag_and_the_environment_ask_for() {
     let run = context
         .forge(&["--color", "sometimes", "render"])
         .expect_code(2);
-    assert_contains(&run.stderr, "possible values: auto, always, never");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: invalid value 'sometimes' for '--color <WHEN>'
+      [possible values: auto, always, never]
+
+    For more information, try '--help'.
+    ");
 }
 
 /// `groff -man` renders `roff` as `man` would, 100 columns wide, with its warnings.
@@ -122,7 +128,10 @@ fn every_command_has_a_man_page_with_exit_status_environment_and_files() {
         assert_eq!(rendered(&roff).1, "", "groff warns about {name}(1)");
     }
     let run = context.forge(&["man", "deploy"]).expect_code(2);
-    assert_contains(&run.stderr, "forge has no command `deploy`");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: forge has no command `deploy`, so no man page of it
+    hint: `forge --help` lists the commands; `forge man` alone is forge(1)
+    ");
 }
 
 /// Every command's path, found from `forge --help` and each command's own help.
@@ -217,17 +226,18 @@ fn dash_c_changes_directory_first() {
     let run = run.expect_code(0);
     assert!(outer.path().join("offline/Dockerfile.test").is_file());
     assert!(!outer.path().join("Dockerfile.test").exists());
-    assert_contains(&run.stderr, "Rendered Dockerfile.test (sha256:");
+    forge_snapshot!(run.stderr, outer.path(), @"    Rendered Dockerfile.test (sha256:<digest>)");
 
     forge_from(outer.path(), &["-C", "offline", "keygen", "--out", "lab"]).expect_code(0);
     assert!(outer.path().join("offline/lab.key").is_file());
     assert!(!outer.path().join("lab.key").exists());
 
     let run = forge_from(outer.path(), &["-C", "offline", "build", "--dry-run"]).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Patched patches/app onto overlays/app (scratch repository)",
-    );
+    forge_snapshot!(run.stderr, outer.path(), @"
+     Rendered Dockerfile sha256:<digest>
+      Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+    Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    ");
     assert!(
         !run.stderr.contains(&outer.path().display().to_string()),
         "{}",
@@ -235,10 +245,11 @@ fn dash_c_changes_directory_first() {
     );
 
     let run = forge_from(outer.path(), &["-C", "nowhere", "render"]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "error: cannot change to the folder nowhere that -C names\n",
-    );
+    forge_snapshot!(run.stderr, outer.path(), @"
+    error: cannot change to the folder nowhere that -C names
+    caused by: No such file or directory (os error 2)
+    hint: name the recipe folder (the one holding pins.toml) after -C, relative to the working folder or absolute
+    ");
     // The system's reason once, as the cause, not again in the message.
     assert_eq!(
         run.stderr.matches("No such file or directory").count(),

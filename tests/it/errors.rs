@@ -3,7 +3,7 @@
 //! the source says what to do about itself (`advised!`).
 
 use crate::support::snapshot::forge_snapshot;
-use crate::support::{Run, TestContext, assert_contains, free_port, repository_root};
+use crate::support::{Run, TestContext, free_port, repository_root};
 
 /// Panics when a `caused by:` line only repeats what the line above it already said.
 #[track_caller]
@@ -279,10 +279,11 @@ fn daemons_nodes_and_registry_hosts_are_checked_on_the_command_line() {
     let run = context
         .forge(&["build", "--push", "--node", "linux/arm64=spark-2"])
         .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "for '--node <PLATFORM=URL>': expected unix://PATH",
-    );
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: invalid value 'linux/arm64=spark-2' for '--node <PLATFORM=URL>': expected unix://PATH, tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]
+
+    For more information, try '--help'.
+    ");
     // A scheme or a path never matched a registry: it is refused, not silently ignored.
     let run = context
         .forge(&[

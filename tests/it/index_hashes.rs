@@ -6,6 +6,7 @@
 
 use crate::support::index::IndexServer;
 use crate::support::release::{sha256_hex, wheel};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{TestContext, assert_contains, forge, pip, without_recorded_files};
 
 const OLD_GLIBC: &str =
@@ -49,6 +50,13 @@ fn hash_of(hashes: &[(String, String)], file: &str) -> String {
         .expect("a published file")
 }
 
+/// `text` with the hashes a column limit cut (of wheels built now, whose zip holds the time)
+/// as `sha256:<cut>…`.
+fn cut_hashes(text: &str) -> String {
+    let cut = regex::Regex::new(r"sha256:[0-9a-f]+…").unwrap();
+    cut.replace_all(text, "sha256:<cut>…").into_owned()
+}
+
 #[test]
 fn pin_bump_records_every_file_pip_may_take() {
     recorded_recipe_and_index();
@@ -65,9 +73,10 @@ fn recorded_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String
         .collect();
 
     let render = context.forge(&["render"]).expect_code(0);
-    assert_contains(
-        &render.stderr,
-        "warning: pin `apache-tvm-ffi`: no sha256 recorded for apache-tvm-ffi, so the Dockerfile installs it unchecked (`forge pin bump apache-tvm-ffi --to 0.1.11` records every file of the version its index offers)",
+    forge_snapshot!(
+        "index_hashes_render_unhashed",
+        render.stderr,
+        context.path()
     );
     assert_contains(
         &render.stdout,
@@ -80,9 +89,10 @@ fn recorded_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String
         &env,
     )
     .expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Recording apache-tvm-ffi 0.1.11 (group tvm: tilelang stays at 0.1.11; the sha256 of 2 files recorded)",
+    forge_snapshot!(
+        "index_hashes_bump_tvm",
+        cut_hashes(&run.stderr),
+        context.path()
     );
     let run = forge(
         &context,
@@ -90,7 +100,11 @@ fn recorded_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String
         &env,
     )
     .expect_code(0);
-    assert_contains(&run.stderr, "the sha256 of 1 file recorded");
+    forge_snapshot!(
+        "index_hashes_bump_tilelang",
+        cut_hashes(&run.stderr),
+        context.path()
+    );
     let pins = context.read("pins.toml");
     assert_contains(
         &pins,
@@ -108,7 +122,7 @@ fn recorded_recipe_and_index() -> (TestContext, IndexServer, Vec<(String, String
         &env,
     )
     .expect_code(0);
-    assert_contains(&again.stderr, "Fresh");
+    forge_snapshot!("index_hashes_fresh", again.stderr, context.path());
     assert_eq!(context.read("pins.toml"), pins);
 
     (context, index, hashes)
@@ -234,37 +248,36 @@ fn the_hash_of_one_of_the_files_makes_pip_take_that_file() {
 fn recorded_files_must_be_wheels_of_the_pin_at_its_version() {
     let context = TestContext::default_recipe();
     let before = context.read("pins.toml");
-    for (from, to, message) in [
-        (
-            "{ file = \"tilelang-0.1.11-",
-            "{ file = \"tilelang-0.1.10-",
-            "pin `tilelang`: recorded file tilelang-0.1.10-cp38-abi3-manylinux_2_34_aarch64.whl is not a wheel of tilelang 0.1.11",
-        ),
+    let mut refusals = String::new();
+    for (from, to) in [
+        ("{ file = \"tilelang-0.1.11-", "{ file = \"tilelang-0.1.10-"),
         (
             "{ file = \"tilelang-0.1.11-",
             "{ file = \"apache_tvm_ffi-0.1.11-",
-            "is not a wheel of tilelang 0.1.11",
         ),
-        (
-            "sha256 = \"c7b0dedc",
-            "sha256 = \"C7B0DEDC",
-            "invalid sha256",
-        ),
+        ("sha256 = \"c7b0dedc", "sha256 = \"C7B0DEDC"),
         (
             "{ file = \"tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl\"",
             "{ file = \"tilelang-0.1.11.tar.gz\"",
-            "invalid wheel file name \"tilelang-0.1.11.tar.gz\"",
         ),
-        (
-            "install = false\n",
-            "install = false\nfiles = []\n",
-            "pin `cutlass-dsl` installs nothing (install = false) but records `files`",
-        ),
+        ("install = false\n", "install = false\nfiles = []\n"),
     ] {
         context.write("pins.toml", &before.replacen(from, to, 1));
         let run = context.forge(&["render"]).expect_code(2);
-        assert_contains(&run.stderr, message);
+        refusals.push_str(&run.stderr);
     }
+    forge_snapshot!(refusals, context.path(), @r#"
+    error: pins.toml:69:1: pin `tilelang`: recorded file tilelang-0.1.10-cp38-abi3-manylinux_2_34_aarch64.whl is not a wheel of tilelang 0.1.11
+    hint: `forge pin bump tilelang --to VERSION` records the files of the version it moves to; drop `files` to install the pin unchecked
+    error: pins.toml:69:1: pin `tilelang`: recorded file apache_tvm_ffi-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl is not a wheel of tilelang 0.1.11
+    hint: `forge pin bump tilelang --to VERSION` records the files of the version it moves to; drop `files` to install the pin unchecked
+    error: pins.toml:76:77: invalid sha256 "C7B0DEDC0a181486b7fa137d04eaf793271a7573ebd30e77838c18321a3206db": expected 64 lowercase hex digits (the file's sha256, as `sha256sum` prints it)
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    error: pins.toml:76:12: invalid wheel file name "tilelang-0.1.11.tar.gz": expected NAME-VERSION[-BUILD]-PYTHON-ABI-PLATFORM.whl, each part letters, digits, '.', '_' or '+'
+    hint: values that reach the Dockerfile must match their grammar exactly; nothing was rendered
+    error: pins.toml:36:1: pin `cutlass-dsl` installs nothing (install = false) but records `files`
+    hint: drop `files`: the base supplies the package, and nothing is downloaded
+    "#);
 }
 
 /// A forge.lock whose base, as `verify-digest --contents` read it, runs `glibc`.
@@ -278,15 +291,21 @@ fn lock_with_base_glibc(glibc: &str) -> String {
 fn a_wheel_the_bases_glibc_cannot_load_is_refused_at_load() {
     let context = TestContext::default_recipe();
     context.write("forge.lock", &lock_with_base_glibc("2.28"));
+    let mut refusals = String::new();
     for command in [&["render"][..], &["build", "--dry-run"][..]] {
         let run = context.forge(command).expect_code(1);
-        assert_contains(
-            &run.stderr,
-            "error: the base runs glibc 2.28 (forge.lock, from `verify-digest --contents`), which cannot load tilelang: tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl needs glibc 2.34",
-        );
-        // apache-tvm-ffi has a manylinux2014 file too: pip takes that one there.
-        assert!(!run.stderr.contains("apache-tvm-ffi:"), "{}", run.stderr);
+        refusals.push_str(&run.stderr);
     }
+    // apache-tvm-ffi has a manylinux2014 file too: pip takes that one there.
+    forge_snapshot!(refusals, context.path(), @"
+    warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
+    error: the base runs glibc 2.28 (forge.lock, from `verify-digest --contents`), which cannot load tilelang: tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl needs glibc 2.34
+    hint: move the pin to a version with a wheel for this glibc (`forge pin bump NAME --to VERSION` records its files), or move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents`)
+        Rendered Dockerfile sha256:<digest>
+    warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
+    error: the base runs glibc 2.28 (forge.lock, from `verify-digest --contents`), which cannot load tilelang: tilelang-0.1.11-cp38-abi3-manylinux_2_34_aarch64.whl needs glibc 2.34
+    hint: move the pin to a version with a wheel for this glibc (`forge pin bump NAME --to VERSION` records its files), or move the base (`forge pin bump base`, then `forge build` and `forge verify-digest --contents`)
+    ");
     context.write("forge.lock", &lock_with_base_glibc("2.39"));
     context.forge(&["render"]).expect_code(0);
 }
@@ -326,8 +345,9 @@ fn pin_bump_records_only_the_files_the_bases_glibc_loads() {
         &env,
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert_contains(&run.stderr, "refusing to move tilelang to 0.1.11");
-    assert_contains(&run.stderr, "glibc 2.28");
-    assert_contains(&run.stderr, "manylinux_2_34_aarch64");
+    forge_snapshot!(run.stderr, context.path(), @"
+    error: refusing to move tilelang to 0.1.11: no wheel of tilelang 0.1.11 loads on linux/aarch64, Python 3.12, glibc 2.28 (offered: cp38-abi3-manylinux_2_34_aarch64)
+    hint: the image needs a wheel of the package for its platform, Python and glibc: pick a version that has one, or move the base; pins.toml was not changed
+    ");
     assert_eq!(context.read("pins.toml"), pins);
 }

@@ -6,7 +6,8 @@
 use std::process::Command;
 
 use crate::support::images::{
-    DATED_TAG, Example, base_image, daemon_host, docker_available, ensure_base_image, image_id,
+    DATED_TAG, Example, base_image, daemon_host, daemon_platform, docker_available,
+    ensure_base_image, image_id,
 };
 use crate::support::images::{Tagged, id_on};
 use crate::support::node::SecondDaemon;
@@ -22,6 +23,29 @@ fn pull(example: &Example, hosts: &[&str]) -> Run {
         args.extend(["--host", host]);
     }
     example.context.forge(&args)
+}
+
+/// `text` with each of `names` (a node's address, an image id) as its placeholder, and the
+/// example's registry and the daemon's platform as `<registry>` and `<platform>`.
+fn named(text: &str, example: &Example, names: &[(&str, &str)]) -> String {
+    let registry = example
+        .repository
+        .split('/')
+        .next()
+        .expect("a registry host");
+    names
+        .iter()
+        .fold(text.to_owned(), |text, (name, to)| text.replace(name, to))
+        .replace(registry, "<registry>")
+        .replace(&format!("({})", daemon_platform()), "(<platform>)")
+}
+
+/// The lines of forge's own report in `text` (`error:`, `hint:`), without what a daemon said.
+fn report_lines(text: &str) -> String {
+    text.lines()
+        .filter(|line| line.starts_with("error: ") || line.starts_with("hint: "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn retag(host: &str, from: &str, to: &str) {
@@ -59,23 +83,22 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
 
     // A node that cannot be reached: exit 2 naming it, before anything is pulled or tagged.
     let run = pull(&example, &[&main, "unix:///nonexistent/forge-node.sock"]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "cannot reach node unix:///nonexistent/forge-node.sock; nothing was pulled",
-    );
+    forge_snapshot!(run.stderr, example.context.path(), @"
+    error: cannot reach node unix:///nonexistent/forge-node.sock; nothing was pulled
+    caused by: cannot reach the Docker daemon at unix:///nonexistent/forge-node.sock: No such file or directory (os error 2)
+    hint: start the Docker daemon or point DOCKER_HOST at a running one (tried unix:///nonexistent/forge-node.sock); `forge build --dry-run` needs no daemon
+    ");
     assert_eq!(id_on(&main, &latest).as_deref(), Some(base.as_str()));
 
     // A node that cannot reach the registry: exit 2 naming it; the node that could pull is
     // not tagged either.
     let run = pull(&example, &[&main, &node.host]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "error: node {} cannot pull {}@sha256:",
-            node.host, example.repository
-        ),
-    );
-    assert_contains(&run.stderr, "no tag moved on any node");
+    let nodes = [(main.as_str(), "<main>"), (node.host.as_str(), "<node>")];
+    let report = named(&report_lines(&run.stderr), &example, &nodes);
+    forge_snapshot!(report, example.context.path(), @"
+    error: node <node> cannot pull <registry>/forge-pull/example@sha256:<digest>; no tag moved on any node
+    hint: check the registry's address and credentials (~/.docker/config.json, or FORGE_REGISTRY_USER and FORGE_REGISTRY_PASSWORD, which go to the recipe's registry or the host FORGE_REGISTRY_HOST names)
+    ");
     assert_eq!(id_on(&main, &latest).as_deref(), Some(base.as_str()));
     assert_eq!(id_on(&main, &dated).as_deref(), Some(base.as_str()));
     assert_eq!(id_on(&node.host, &latest), None);
@@ -100,10 +123,8 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
             format!("tags agree {}: latest, {DATED_TAG}", node.host),
         ]
     );
-    assert_contains(
-        &run.stderr,
-        &format!("Pulling {}@sha256:", example.repository),
-    );
+    let report = named(&run.stderr, &example, &nodes);
+    forge_snapshot!("pull_every_node", report, example.context.path());
     verify(&example, &["--host", &main, "--host", &node.host], &[]).expect_code(0);
 
     // A record whose image the digest does not hold: exit 1 naming the node, no tag moved.
@@ -115,11 +136,17 @@ fn every_node_ends_on_the_recorded_digest_or_none_moves() {
         &format!("id = \"{base}\""),
     );
     let run = pull(&example, &[&main]).expect_code(1);
-    assert_contains(&run.stderr, &format!("error: node {main} holds {id} under"));
-    assert_contains(
-        &run.stderr,
-        &format!("not the recorded image {base}; no tag moved on any node"),
-    );
+    let names = [
+        (main.as_str(), "<main>"),
+        (&id, "<built>"),
+        (&base, "<base>"),
+    ];
+    forge_snapshot!(named(&run.stderr, &example, &names), example.context.path(), @"
+         Pulling <registry>/forge-pull/example@sha256:<digest> on <main> (<platform>)
+    <progress>
+    error: node <main> holds <built> under <registry>/forge-pull/example@sha256:<digest>, not the recorded image <base>; no tag moved on any node
+    hint: the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform
+    ");
     assert_eq!(id_on(&main, &latest).as_deref(), Some(base.as_str()));
     example.context.write("forge.lock", &lock);
 }
@@ -134,11 +161,6 @@ fn a_record_that_was_never_pushed_has_nothing_to_pull() {
     error: forge.lock records no pushed tag: there is no manifest digest to pull
     hint: `forge build --push` records the digest the registry stored; pull after it
     ");
-    assert_contains(
-        &run.stderr,
-        "forge.lock records no pushed tag: there is no manifest digest to pull",
-    );
-    assert_contains(&run.stderr, "hint: `forge build --push` records the digest");
 }
 
 /// A node in front of the tests' daemon: each request chunk for which `stall` holds is
@@ -263,22 +285,13 @@ fn a_node_that_goes_quiet_mid_pull_is_named_once_the_idle_limit_passes() {
         "{:?}",
         started.elapsed()
     );
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "error: node {host} cannot pull {}@sha256:",
-            example.repository
-        ),
-    );
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "the Docker daemon at {host} reported no progress on {}@sha256:",
-            example.repository
-        ),
-    );
-    assert_contains(&run.stderr, "for 2 s");
-    assert_contains(&run.stderr, "FORGE_IDLE_TIMEOUT");
+    let report = named(&run.stderr, &example, &[(&host, "<node>")]);
+    forge_snapshot!(report, example.context.path(), @"
+         Pulling <registry>/forge-pull/quiet@sha256:<digest> on <node> (<platform>)
+    error: node <node> cannot pull <registry>/forge-pull/quiet@sha256:<digest>; no tag moved on any node
+    caused by: the Docker daemon at <node> reported no progress on <registry>/forge-pull/quiet@sha256:<digest> for 2 s
+    hint: check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow
+    ");
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
 }
 
@@ -309,14 +322,13 @@ fn a_node_that_repeats_one_line_of_progress_is_named_once_the_idle_limit_passes(
         )
         .expect("the pull ends once the idle limit passes without headway")
         .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "the Docker daemon at {host} reported no progress on {}@sha256:",
-            example.repository
-        ),
-    );
-    assert_contains(&run.stderr, "for 2 s");
+    let report = named(&run.stderr, &example, &[(&host, "<node>")]);
+    forge_snapshot!(report, example.context.path(), @"
+         Pulling <registry>/forge-pull/chatty@sha256:<digest> on <node> (<platform>)
+    error: node <node> cannot pull <registry>/forge-pull/chatty@sha256:<digest>; no tag moved on any node
+    caused by: the Docker daemon at <node> reported no progress on <registry>/forge-pull/chatty@sha256:<digest> for 2 s
+    hint: check the daemon and its network (a daemon that answers and then sends nothing or the same progress again and again, or a registry it waits on); FORGE_IDLE_TIMEOUT (seconds) raises the limit for a link that is only slow
+    ");
     assert_eq!(example.tag_id("latest").as_deref(), Some(id.as_str()));
 }
 
@@ -354,29 +366,30 @@ fn a_node_that_reports_another_image_is_named_as_the_fault() {
     );
     let (main, host) = (daemon_host(), node.host());
     let run = pull(&example, &[&main, &host]).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "error: node {host} holds sha256:{instead} under {}@sha256:",
-            example.repository
-        ),
-    );
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "no tag moved on any node; {main} pulled the same digest and holds the recorded image"
-        ),
-    );
-    assert_contains(
-        &run.stderr,
-        &format!("so the fault is the daemon at {host}"),
-    );
+    let instead = format!("sha256:{instead}");
+    let names = [
+        (main.as_str(), "<main>"),
+        (&host, "<node>"),
+        (&instead, "<instead>"),
+    ];
+    let report = named(&run.stderr, &example, &names);
+    forge_snapshot!(report, example.context.path(), @"
+         Pulling <registry>/forge-pull/misreported@sha256:<digest> on <main> (<platform>)
+         Pulling <registry>/forge-pull/misreported@sha256:<digest> on <node> (<platform>)
+    <progress>
+          Pulled <short> on <main>
+    error: node <node> holds <instead> under <registry>/forge-pull/misreported@sha256:<digest>, not the recorded image sha256:<digest>; no tag moved on any node; <main> pulled the same digest and holds the recorded image
+    hint: the registry served every node the same digest, so the fault is the daemon at <node>: check its image store (one that names images by their manifest digest reports other ids) and its version, then pull again
+    ");
     // Alone, it cannot be told from a registry serving another image.
     let run = pull(&example, &[&host]).expect_code(1);
-    assert_contains(
-        &run.stderr,
-        "hint: the registry serves another image for the platform",
-    );
+    let report = named(&run.stderr, &example, &names);
+    forge_snapshot!(report, example.context.path(), @"
+         Pulling <registry>/forge-pull/misreported@sha256:<digest> on <node> (<platform>)
+    <progress>
+    error: node <node> holds <instead> under <registry>/forge-pull/misreported@sha256:<digest>, not the recorded image sha256:<digest>; no tag moved on any node
+    hint: the registry serves another image for the platform than the build recorded: build and push again, or check [image] platform
+    ");
 }
 
 /// `forge ARGS` in the example's folder with stderr on a terminal (a pseudo-terminal `script`

@@ -11,9 +11,23 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::support::images::{Example, built, daemon_host, docker_ready, reported_id};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::ssh::{SshServer, current_user};
 use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{Run, assert_contains, env_refs, free_port};
+
+/// `text` with the system's words for why the connection to `<daemon>` broke as `<reason>`.
+fn reason_cut(text: &str) -> String {
+    let reason = regex::Regex::new(r"(?m)(the Docker daemon at <daemon>): .*$").unwrap();
+    reason.replace_all(text, "$1: <reason>").into_owned()
+}
+
+/// `text` with each of `names` (a daemon's address, a folder) as its placeholder.
+fn named(text: &str, names: &[(&str, &str)]) -> String {
+    names
+        .iter()
+        .fold(text.to_owned(), |text, (name, to)| text.replace(name, to))
+}
 
 /// The unix socket of the daemon the tests build on.
 fn daemon_socket() -> PathBuf {
@@ -102,26 +116,49 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
     // No client certificate: refused before any connection, naming the file.
     let without = certificates.client_folder("without", "ca.pem", None, "client.key");
     let run = refused_over_tls(&example, &host, &without);
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "cannot connect to the Docker daemon at {host} over TLS: {} does not exist",
-            without.join("cert.pem").display()
-        ),
-    );
-    assert_contains(
-        &run.stderr,
-        &format!("from {}; put them there", without.display()),
-    );
+    let names = [
+        (host.as_str(), "<daemon>"),
+        (without.to_str().unwrap(), "<folder>"),
+    ];
+    forge_snapshot!(named(&run.stderr, &names), example.context.path(), @"
+        Rendered Dockerfile sha256:<digest>
+         Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    CHECK  SUBJECT  EXPECTED  ACTUAL  OK
+    input  pins.toml  sha256:<short>  =  ok
+    input  templates  sha256:<short>  =  ok
+    input  patches  sha256:<short>  =  ok
+    input  overlays  sha256:<short>  =  ok
+    input  Dockerfile  sha256:<short>  =  ok
+    input  context  sha256:<short>  =  ok
+    error: could not verify node <daemon>
+    caused by: cannot connect to the Docker daemon at <daemon> over TLS: <folder>/cert.pem does not exist
+    hint: DOCKER_TLS_VERIFY is set, so forge reads ca.pem (the CA that signed the daemon's certificate), cert.pem and key.pem (your client certificate and its key) from <folder>; put them there or point DOCKER_CERT_PATH at the folder that holds them, or unset DOCKER_TLS_VERIFY for a daemon without TLS
+    ");
 
     // A CA that did not sign the daemon's certificate: forge refuses the daemon.
     let wrong_ca =
         certificates.client_folder("wrong-ca", "other-ca.pem", Some("client.pem"), "client.key");
-    let run = assert_handshake_fails(&example, &host, &wrong_ca, "invalid peer certificate");
-    assert_contains(
-        &run.stderr,
-        &format!("hint: check the files in {}", wrong_ca.display()),
-    );
+    let run = refused_over_tls(&example, &host, &wrong_ca);
+    let names = [
+        (host.as_str(), "<daemon>"),
+        (wrong_ca.to_str().unwrap(), "<folder>"),
+    ];
+    forge_snapshot!(named(&run.stderr, &names), example.context.path(), @"
+        Rendered Dockerfile sha256:<digest>
+         Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    CHECK  SUBJECT  EXPECTED  ACTUAL  OK
+    input  pins.toml  sha256:<short>  =  ok
+    input  templates  sha256:<short>  =  ok
+    input  patches  sha256:<short>  =  ok
+    input  overlays  sha256:<short>  =  ok
+    input  Dockerfile  sha256:<short>  =  ok
+    input  context  sha256:<short>  =  ok
+    error: could not verify node <daemon>
+    caused by: the TLS handshake with the Docker daemon at <daemon> failed: invalid peer certificate: UnknownIssuer
+    hint: check the files in <folder>: ca.pem must be the CA that signed the daemon's certificate (whose names must include the host forge connects to), and cert.pem a client certificate signed by a CA the daemon trusts (its --tlscacert)
+    ");
 
     // A client certificate from a CA the terminator does not trust: the daemon refuses forge.
     let stranger =
@@ -130,10 +167,23 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
 
     // The same port without TLS is no daemon at all.
     let run = verify(&example, &["--host", &host], &[]).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("cannot reach the Docker daemon at {host}"),
-    );
+    let names = [(host.as_str(), "<daemon>")];
+    let report = reason_cut(&named(&run.stderr, &names));
+    forge_snapshot!(report, example.context.path(), @"
+        Rendered Dockerfile sha256:<digest>
+         Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    CHECK  SUBJECT  EXPECTED  ACTUAL  OK
+    input  pins.toml  sha256:<short>  =  ok
+    input  templates  sha256:<short>  =  ok
+    input  patches  sha256:<short>  =  ok
+    input  overlays  sha256:<short>  =  ok
+    input  Dockerfile  sha256:<short>  =  ok
+    input  context  sha256:<short>  =  ok
+    error: could not verify node <daemon>
+    caused by: cannot reach the Docker daemon at <daemon>: <reason>
+    hint: start the Docker daemon or point DOCKER_HOST at a running one (tried <daemon>); `forge build --dry-run` needs no daemon
+    ");
 }
 
 #[test]
@@ -157,10 +207,12 @@ fn forge_build_reaches_a_tls_daemon_named_by_docker_host() {
     let plain = example
         .build_with(&[], &[("DOCKER_HOST", &host)])
         .expect_code(2);
-    assert_contains(
-        &plain.stderr,
-        &format!("cannot reach the Docker daemon at {host}"),
-    );
+    let names = [(host.as_str(), "<daemon>")];
+    let report = reason_cut(&named(&plain.stderr, &names));
+    forge_snapshot!(report, example.context.path(), @"
+    error: cannot reach the Docker daemon at <daemon>: <reason>
+    hint: start the Docker daemon or point DOCKER_HOST at a running one (tried <daemon>); `forge build --dry-run` needs no daemon
+    ");
 }
 
 #[test]
@@ -179,29 +231,47 @@ fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
     let closed = free_port();
     let wrong = format!("ssh://{}@127.0.0.1:{closed}", current_user());
     let run = verify(&example, &["--host", &wrong], &env).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("error: could not verify node {wrong}"),
-    );
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "cannot reach the Docker daemon at {wrong} over ssh: ssh: connect to host 127.0.0.1 port {closed}: Connection refused"
-        ),
-    );
-    assert_contains(&run.stderr, "hint: forge runs `ssh -o BatchMode=yes");
+    let closed = format!("port {closed}");
+    let names = [
+        (wrong.as_str(), "<node>"),
+        (closed.as_str(), "port <closed>"),
+    ];
+    forge_snapshot!(named(&run.stderr, &names), example.context.path(), @"
+        Rendered Dockerfile sha256:<digest>
+         Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    CHECK  SUBJECT  EXPECTED  ACTUAL  OK
+    input  pins.toml  sha256:<short>  =  ok
+    input  templates  sha256:<short>  =  ok
+    input  patches  sha256:<short>  =  ok
+    input  overlays  sha256:<short>  =  ok
+    input  Dockerfile  sha256:<short>  =  ok
+    input  context  sha256:<short>  =  ok
+    error: could not verify node <node>
+    caused by: cannot reach the Docker daemon at <node> over ssh: ssh: connect to host 127.0.0.1 port <closed>: Connection refused
+    hint: forge runs `ssh -o BatchMode=yes [-l USER] [-p PORT] HOST docker system dial-stdio`: check that this works from this shell without a prompt (a key or an ssh agent, the host key already known) and that the remote user can run docker
+    ");
 
     // The server gone: the same node is named as unreachable.
     server.stop();
     let run = verify(&example, &["--host", &host], &env).expect_code(2);
-    assert_contains(&run.stderr, &format!("error: could not verify node {host}"));
-    assert_contains(
-        &run.stderr,
-        &format!(
-            "cannot reach the Docker daemon at {host} over ssh: ssh: connect to host 127.0.0.1 port {}",
-            server.port
-        ),
-    );
+    let port = format!("port {}", server.port);
+    let names = [(host.as_str(), "<node>"), (port.as_str(), "port <server>")];
+    forge_snapshot!(named(&run.stderr, &names), example.context.path(), @"
+        Rendered Dockerfile sha256:<digest>
+         Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+    CHECK  SUBJECT  EXPECTED  ACTUAL  OK
+    input  pins.toml  sha256:<short>  =  ok
+    input  templates  sha256:<short>  =  ok
+    input  patches  sha256:<short>  =  ok
+    input  overlays  sha256:<short>  =  ok
+    input  Dockerfile  sha256:<short>  =  ok
+    input  context  sha256:<short>  =  ok
+    error: could not verify node <node>
+    caused by: cannot reach the Docker daemon at <node> over ssh: ssh: connect to host 127.0.0.1 port <server>: Connection refused
+    hint: forge runs `ssh -o BatchMode=yes [-l USER] [-p PORT] HOST docker system dial-stdio`: check that this works from this shell without a prompt (a key or an ssh agent, the host key already known) and that the remote user can run docker
+    ");
 }
 
 #[test]
@@ -263,10 +333,10 @@ fn the_daemon_is_the_one_the_docker_context_in_use_names() {
     let config = broken.path().to_str().unwrap();
     let run = example.build_with(&[], &[("DOCKER_CONFIG", config), ("DOCKER_HOST", "")]);
     let run = run.expect_code(2);
-    assert_contains(
-        &run.stderr,
-        &format!("cannot reach the Docker daemon at {nowhere_host}"),
-    );
+    forge_snapshot!(run.stderr, example.context.path(), @"
+    error: cannot reach the Docker daemon at unix://<recipe>/nowhere.sock: No such file or directory (os error 2)
+    hint: start the Docker daemon or point DOCKER_HOST at a running one (tried unix://<recipe>/nowhere.sock); `forge build --dry-run` needs no daemon
+    ");
     // DOCKER_CONTEXT wins over config.json, and `default` is the default socket.
     example
         .build_with(
@@ -315,9 +385,9 @@ fn the_daemon_is_the_one_the_docker_context_in_use_names() {
             ],
         )
         .expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "error: docker context \"gone\" (from DOCKER_CONTEXT) does not exist in",
-    );
-    assert_contains(&run.stderr, "hint: `docker context ls` lists the contexts");
+    let names = [(working.path().to_str().unwrap(), "<config>")];
+    forge_snapshot!(named(&run.stderr, &names), example.context.path(), @r#"
+    error: docker context "gone" (from DOCKER_CONTEXT) does not exist in <config>/contexts
+    hint: `docker context ls` lists the contexts; `docker context use default` (or unsetting DOCKER_CONTEXT) selects the default socket
+    "#);
 }

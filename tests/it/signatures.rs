@@ -13,12 +13,13 @@ use std::process::Command;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::support::TestContext;
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, no_credentials, path_of};
 use crate::support::signed::openssl_verifies;
 use crate::support::signed::{OCI_MANIFEST, pushed_again_signed, signed, verifier_python};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::verify::{row, verify};
-use crate::support::{TestContext, assert_contains};
 
 /// The tag cosign keeps `suffix` (`sig`, `att`, `sbom`) of the manifest `digest` under.
 fn attachment(digest: &str, suffix: &str) -> String {
@@ -726,23 +727,26 @@ fn a_cosign_key_signs_with_its_password_and_never_says_it() {
     let context = TestContext::empty();
     let folder = context.path();
     let sign = |key: &str, env: &[(&str, &str)]| sign_sums(&context, key, env);
+    let mut refusals = String::new();
     for sealing in [None, Some(("ENCRYPTED COSIGN PRIVATE KEY", "32768"))] {
         cosign_key(&python, folder, "correct horse", sealing);
         sign("cosign.key", &[("COSIGN_PASSWORD", "correct horse")]).expect_code(0);
         assert!(sums_verify(folder, "cosign.pub"), "{sealing:?}");
         let wrong = sign("cosign.key", &[("COSIGN_PASSWORD", "battery staple")]).expect_code(2);
-        assert_contains(
-            &wrong.stderr,
-            "cannot open the encrypted key cosign.key: the password does not open it",
-        );
-        assert_contains(&wrong.stderr, "COSIGN_PASSWORD");
         assert!(!wrong.stderr.contains("battery"), "{}", wrong.stderr);
         let unset = sign("cosign.key", &[]).expect_code(2);
-        assert_contains(
-            &unset.stderr,
-            "cosign.key is an encrypted key, and COSIGN_PASSWORD is not set to its password",
-        );
+        refusals.push_str(&format!("{}{}", wrong.stderr, unset.stderr));
     }
+    forge_snapshot!(refusals, folder, @"
+    error: cannot open the encrypted key cosign.key: the password does not open it
+    hint: check the password in COSIGN_PASSWORD; the key file itself is left as it was
+    error: cosign.key is an encrypted key, and COSIGN_PASSWORD is not set to its password
+    hint: set COSIGN_PASSWORD to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)
+    error: cannot open the encrypted key cosign.key: the password does not open it
+    hint: check the password in COSIGN_PASSWORD; the key file itself is left as it was
+    error: cosign.key is an encrypted key, and COSIGN_PASSWORD is not set to its password
+    hint: set COSIGN_PASSWORD to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)
+    ");
     // A key made for CI with an empty password opens without the variable (where cosign
     // would prompt for it).
     cosign_key(&python, folder, "", None);
@@ -773,7 +777,10 @@ fn a_cosign_key_signs_with_its_password_and_never_says_it() {
     );
     std::fs::write(folder.join("crafted.key"), crafted).unwrap();
     let costly = sign("crafted.key", &[]).expect_code(2);
-    assert_contains(&costly.stderr, "not a cost cosign writes");
+    forge_snapshot!(costly.stderr, folder, @"
+    error: cannot open the encrypted key crafted.key: not a key sealed as cosign seals one (scrypt N = <short>, r = 8, p = 1, not a cost cosign writes (N = 2^15, 2^16 or 2^17, r = 8, p = 1))
+    hint: name a key `cosign generate-key-pair` or `forge keygen` wrote, or an encrypted PKCS#8 key (`openssl pkcs8 -topk8 -v2 aes-256-cbc`)
+    ");
 }
 
 /// An encrypted PKCS#8 key (openssl's) signs with the password in FORGE_SIGNING_PASSWORD, and
@@ -825,10 +832,16 @@ fn an_encrypted_pkcs8_key_signs_with_its_password() {
     sign("sealed.pem", &[("FORGE_SIGNING_PASSWORD", "s3cret words")]).expect_code(0);
     assert!(sums_verify(folder, "sealed.pub"));
     let wrong = sign("sealed.pem", &[("FORGE_SIGNING_PASSWORD", "s3cret wordz")]).expect_code(2);
-    assert_contains(&wrong.stderr, "FORGE_SIGNING_PASSWORD");
     assert!(!wrong.stderr.contains("wordz"), "{}", wrong.stderr);
+    forge_snapshot!(wrong.stderr, folder, @"
+    error: cannot open the encrypted key sealed.pem: the password does not open it
+    hint: check the password in FORGE_SIGNING_PASSWORD; the key file itself is left as it was
+    ");
     let unset = sign("sealed.pem", &[]).expect_code(2);
-    assert_contains(&unset.stderr, "FORGE_SIGNING_PASSWORD is not set");
+    forge_snapshot!(unset.stderr, folder, @"
+    error: sealed.pem is an encrypted key, and FORGE_SIGNING_PASSWORD is not set to its password
+    hint: set FORGE_SIGNING_PASSWORD to the key's password (cosign's keys read COSIGN_PASSWORD, as cosign does; an encrypted PKCS#8 key FORGE_SIGNING_PASSWORD)
+    ");
 }
 
 /// A key made in cosign's format (by an independent implementation, with cosign's own scrypt
@@ -904,11 +917,19 @@ fn a_sig_forge_cannot_add_to_is_left_as_it_is() {
         &[],
     );
     assert_ne!(run.code, 0, "{}", run.stderr);
-    assert_contains(&run.stderr, &tag);
-    assert_contains(
-        &run.stderr,
-        "not an image manifest forge can add a layer to",
-    );
+    let report: Vec<&str> = (run.stderr.lines())
+        .filter(|line| {
+            ["error: ", "caused by: ", "hint: "]
+                .iter()
+                .any(|at| line.starts_with(at))
+        })
+        .collect();
+    let report = report.join("\n").replace(&tag, "<tag>");
+    forge_snapshot!(report, example.context.path(), @"
+    error: cannot attach the build record, the signature and the attestations of 127.0.0.1:<port>/forge-test/sig-index-<pid>@sha256:<digest>; the push stands and forge.lock records it without them
+    caused by: the registry sent an answer forge cannot read for 127.0.0.1:<port>/forge-test/sig-index-<pid>:<tag>: the manifest under this tag is not an image manifest forge can add a layer to; move it away, or sign elsewhere
+    hint: try again later; `skopeo inspect docker://IMAGE` shows what the registry serves
+    ");
     let (_, held) = registry.held(&path, &tag, &["application/vnd.oci.image.index.v1+json"]);
     assert_eq!(held, index, "the index under {tag} is as it was");
 }

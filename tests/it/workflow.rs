@@ -17,6 +17,7 @@ use crate::support::keys::Keys;
 use crate::support::node::SecondDaemon;
 use crate::support::registry::RegistryServer;
 use crate::support::registry::registry_tools_missing;
+use crate::support::snapshot::forge_snapshot;
 use crate::support::{
     TestContext, assert_check_catches_a_stale_render, assert_contains, repository_root,
 };
@@ -298,7 +299,13 @@ fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
         Some(0),
         "forge.lock does not record the default recipe's inputs: run `cargo run -- lock` and commit it\n{stderr}"
     );
-    assert_contains(&stderr, "Locked inputs match forge.lock");
+    forge_snapshot!(stderr, clone.path(), @"
+        Rendered Dockerfile sha256:<digest>
+    warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
+         Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+          Locked inputs match forge.lock
+    ");
 }
 
 /// How the workflow's `${{ }}` expressions read on the journey's runner.

@@ -203,11 +203,24 @@ fn pip_settings_and_netrc_reach_a_password_protected_index_as_pip_does() {
         &[("PIP_CONFIG_FILE", pip_conf)],
     )
     .expect_code(2);
-    assert_contains(
-        &run.stdout,
-        &format!("the package index at {}/", protected.url()),
-    );
-    assert_contains(&run.stdout, "answered HTTP 401");
+    let report = run.stdout.replace(&protected.url(), "<protected>");
+    forge_snapshot!(report, context.path(), @r#"
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+    apache-tvm-ffi  0.1.11  -  -  error
+    cutlass-dsl  4.6.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  up-to-date
+    flashinfer  0.6.14  -  -  error
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  -  -  error
+
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    apache-tvm-ffi: the package index at <protected>/apache-tvm-ffi/ answered HTTP 401
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    flashinfer: the package index at <protected>/flashinfer-python/ answered HTTP 401
+    nccl: asserted in the base image: moves with `forge pin bump base`
+    tilelang: the package index at <protected>/tilelang/ answered HTTP 401
+    "#);
 }
 
 #[test]

@@ -33,6 +33,7 @@ use crate::support::index::IndexServer;
 use crate::support::index::{default_index, recorded_index};
 use crate::support::outdated_row;
 use crate::support::registry::{self, RegistryServer};
+use crate::support::snapshot::forge_snapshot;
 use crate::support::tls::{Certificates, TlsTerminator};
 use crate::support::{
     Run, TestContext, assert_contains, assert_contains_flowed, assert_fits_100_columns, free_port,

@@ -39,10 +39,33 @@ fn flashinfer_moves_all_three_wheels_and_changes_nothing_else() {
     );
     assert_flashinfer_moved(&context, &expected, "", "", "0.6.15");
 
-    assert_contains(&run.stderr, "flashinfer 0.6.14 -> 0.6.15");
-    assert_contains(&run.stderr, "flashinfer-jit-cache 0.6.15+cu130");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     // FlashInfer is step 10 of 15: it and everything after it run again, DeepGEMM does not.
-    assert_contains(&run.stderr, "Invalidated 6 of 16 steps, from step 11");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     let listed: Vec<&str> = run
         .stderr
         .lines()
@@ -130,10 +153,19 @@ fn a_bump_rewrites_the_committed_render_with_pins_toml() {
         FLASHINFER_0_6_15,
         "0.6.15",
     );
-    assert_contains(
-        &run.stderr,
-        "ci/Dockerfile.rendered (the committed render, sha256:",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     forge(&context, &check, &[]).expect_code(0);
     assert_contains(&context.read(rendered), "flashinfer-python==0.6.15");
 }
@@ -174,10 +206,20 @@ fn pins_the_base_supplies_are_in_base_and_never_move_alone() {
     let row = |name: &str| outdated_row(&run.stdout, name).last().unwrap().to_string();
     assert_eq!(row("cutlass-dsl"), "in-base");
     assert_eq!(row("nccl"), "in-base");
-    assert_contains(
-        &run.stdout,
-        "cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone",
-    );
+    forge_snapshot!(run.stdout, context.path(), @r#"
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+    apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+    cutlass-dsl  4.6.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  outdated
+    flashinfer  0.6.14  0.6.14  0.6.14  up-to-date
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  0.1.11  0.1.11  up-to-date
+
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    nccl: asserted in the base image: moves with `forge pin bump base`
+    "#);
 
     for args in [
         &["pin", "bump", "cutlass-dsl"][..],
@@ -269,10 +311,21 @@ fn a_version_whose_wheels_do_not_fit_the_image_is_not_offered() {
         "#);
     let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.16", "held"]);
-    assert_contains(
-        &run.stdout,
-        "flashinfer 0.6.16, 0.6.15: no wheel of flashinfer-cubin fits linux/aarch64, Python 3.12 (wheel-fit)",
-    );
+    forge_snapshot!(run.stdout, context.path(), @r#"
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:2026-07-01-v0.24.0  -  -  not-followed
+    apache-tvm-ffi  0.1.11  0.1.11  0.1.11  up-to-date
+    cutlass-dsl  4.6.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  up-to-date
+    flashinfer  0.6.14  0.6.14  0.6.16  held
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  0.1.11  0.1.11  up-to-date
+
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    flashinfer 0.6.16, 0.6.15: no wheel of flashinfer-cubin fits linux/aarch64, Python 3.12 (wheel-fit)
+    nccl: asserted in the base image: moves with `forge pin bump base`
+    "#);
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     forge_snapshot!(format!("{}{}", run.stdout, run.stderr), context.path(), @r"
@@ -347,10 +400,7 @@ fn a_yanked_current_pin_is_flagged_and_an_exact_yanked_version_may_be_pinned() {
     nccl: asserted in the base image: moves with `forge pin bump base`
           Yanked the index yanked the current version of flashinfer (--exit-code)
     "#);
-    assert_contains(
-        &run.stderr,
-        "the index yanked the current version of flashinfer (--exit-code)",
-    );
+    forge_snapshot!(run.stderr, context.path(), @"      Yanked the index yanked the current version of flashinfer (--exit-code)");
     let row = outdated_row(&run.stdout, "flashinfer");
     assert_eq!(row, ["flashinfer", "0.6.14", "0.6.14", "0.6.14", "yanked"]);
     assert_contains_flowed(
@@ -417,10 +467,21 @@ fn a_lockstep_group_moves_together() {
             step 16/16  ENTRYPOINT ["/bin/bash"]
     "#);
     // 0.1.14 lacks its partner and is skipped with that reason; both pins land on 0.1.13.
-    assert_contains(
-        &run.stderr,
-        "warning: skipping tilelang 0.1.14: group partner apache-tvm-ffi",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+    warning: skipping tilelang 0.1.14: group partner apache-tvm-ffi (apache-tvm-ffi 0.1.14) is not on http://127.0.0.1:<port>/simple
+         Bumping tilelang 0.1.11 -> 0.1.13 (tilelang 0.1.13, apache-tvm-ffi 0.1.13; the sha256 of 2 files recorded)
+         Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+         Updated pins.toml: [pins.tilelang] version = "0.1.13", [pins.tilelang] files = [1 entry], [pins.apache-tvm-ffi] version = "0.1.13", [pins.apache-tvm-ffi] files = [1 entry]
+        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+     Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
+            step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.13 --hash=sha256:7e8fa339b679cc3f29cb290e75d598d…
+            step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+            step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+            step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+            step 14/16  ARG FORGE_REVISION=unknown
+            step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+            step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     let expected = before
         .replacen(
             "version = \"0.1.11\"\ngroup = \"tvm\"                  # moves",
@@ -553,7 +614,20 @@ fn an_allowed_range_holds_unless_forced() {
     );
 
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer", "--force"]).expect_code(0);
-    assert_contains(&run.stderr, "--force: moving flashinfer to 0.6.15");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+    warning: --force: moving flashinfer to 0.6.15 although it is outside the allowed range >=0.6.14,<0.6.15 of flashinfer
+         Bumping flashinfer 0.6.14 -> 0.6.15 (flashinfer-python 0.6.15, flashinfer-cubin 0.6.15, flashinfer-jit-cache 0.6.15+cu130; the sha256 of 3 files recorded)
+         Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+         Updated pins.toml: [pins.flashinfer] version = "0.6.15", [pins.flashinfer.wheels[0]] files = [1 entry], [pins.flashinfer.wheels[1]] files = [1 entry], [pins.flashinfer.wheels[2]] files = [1 entry]
+        Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+     Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+            step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.15 --hash=sha256:97ce8dc052bef3321a21aa9b2053…
+            step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+            step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+            step 14/16  ARG FORGE_REVISION=unknown
+            step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+            step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     assert_flashinfer_moved(
         &context,
         &before,
@@ -563,7 +637,7 @@ fn an_allowed_range_holds_unless_forced() {
     );
     // The recipe still loads, with a warning about the range.
     let list = forge(&context, &["pin", "list"], &[]).expect_code(0);
-    assert_contains(&list.stderr, "outside its allowed range");
+    forge_snapshot!(list.stderr, context.path(), @"warning: pins.toml:81:11: pin `flashinfer` is at 0.6.15, outside its allowed range >=0.6.14,<0.6.15: widen `allow`, or move the pin back inside it");
 }
 
 #[test]
@@ -621,12 +695,7 @@ fn dry_run_prints_both_diffs_and_writes_nothing() {
         format!("{}{}", run.stdout, run.stderr),
         context.path()
     );
-    assert_contains(&run.stdout, "--- a/pins.toml\n+++ b/pins.toml\n");
-    assert_contains(
-        &run.stdout,
-        "\n-version = \"0.6.14\"\n+version = \"0.6.15\"\n",
-    );
-    assert_contains(&run.stdout, "--- a/Dockerfile\n+++ b/Dockerfile\n");
+    forge_snapshot!("pin_bump_diff", run.stdout, context.path());
     assert_contains(
         &run.stdout,
         &format!(

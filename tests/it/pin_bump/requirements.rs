@@ -32,10 +32,28 @@ fn a_move_whose_wheels_require_what_the_pins_do_not_meet_is_refused_naming_the_r
     );
 
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
-    assert_contains(
-        &run.stdout,
-        "flashinfer 0.7.4: flashinfer-python requires nvidia-cutlass-dsl>=4.8.0 (requires)",
-    );
+    forge_snapshot!(run.stdout, context.path(), @r#"
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:  -  -  not-followed
+                    2026-07-01-v0.24.0
+    apache-tvm-ffi  0.1.11  0.1.11  0.1.15.post2  held
+    cutlass-dsl  4.6.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  up-to-date
+    flashinfer  0.6.14  0.6.14  0.7.4  held
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  0.1.15  0.1.15  outdated
+
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    apache-tvm-ffi 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires
+      apache-tvm-ffi<0.1.13,>=0.1.11 (requires)
+    apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration
+      (denied)
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    flashinfer 0.7.4: flashinfer-python requires nvidia-cutlass-dsl>=4.8.0 (requires)
+    nccl: asserted in the base image: moves with `forge pin bump base`
+    tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11 (`forge
+      pin bump tilelang`)
+    "#);
     let run = forge_on(&context, &index, &["pin", "bump", "flashinfer"]).expect_code(0);
     assert_unchanged_saying(
         &run,
@@ -77,15 +95,19 @@ fn requirements_on_unpinned_packages_come_from_the_base_and_are_checked_against_
     // An older record, without the image's packages: listed, unchecked.
     context.write("forge.lock", &lock_with_packages(""));
     let run = forge_on(&context, &index, &to).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Base flashinfer-python 0.7.4 needs from the base (not pinned): click, cuda-python>=12.0, cuda-tile>=1.4.0,",
-    );
-    assert_contains(&run.stderr, "nccl4py>=0.4.1");
-    assert_contains(
-        &run.stderr,
-        "unchecked: no build recorded what the base holds",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+           Base flashinfer-python 0.7.4 needs from the base (not pinned): click, cuda-python>=12.0, cuda-tile>=1.4.0, einops, nccl-extensions>=0.1.0, nccl4py>=0.4.1, ninja, numpy, nvidia-cudnn-frontend>=1.32.0, nvidia-ml-py, packaging>=24.2, requests, tabulate, torch, tqdm; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)
+     Would bump flashinfer 0.6.14 -> 0.7.4 (flashinfer-python 0.7.4, flashinfer-cubin 0.7.4, flashinfer-jit-cache 0.7.4+cu130; the sha256 of 3 files recorded)
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.7.4 --hash=sha256:a051a62e09a2738e8b0de47a1944f…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+      Unchanged pins.toml (a dry run writes nothing)
+    "#);
 
     // The last build's image has a cuda-python older than 0.7.4 needs: refused, naming it.
     context.write(
@@ -103,10 +125,28 @@ fn requirements_on_unpinned_packages_come_from_the_base_and_are_checked_against_
         ],
     );
     let run = forge_on(&context, &index, &["pin", "outdated"]).expect_code(0);
-    assert_contains(
-        &run.stdout,
-        "flashinfer 0.7.4: flashinfer-python requires cuda-python>=12.0 of the base, which has 11.8.0 (base)",
-    );
+    forge_snapshot!(run.stdout, context.path(), @r#"
+    NAME  CURRENT  ALLOWED  NEWEST  STATE
+    base  ghcr.io/aeon-7/aeon-vllm-ultimate:  -  -  not-followed
+                    2026-07-01-v0.24.0
+    apache-tvm-ffi  0.1.11  0.1.11  0.1.15.post2  held
+    cutlass-dsl  4.8.0  -  -  in-base
+    deepgemm  <short>  <short>  <short>  up-to-date
+    flashinfer  0.6.14  0.6.14  0.7.4  held
+    nccl  2.28.9  -  -  in-base
+    tilelang  0.1.11  0.1.15  0.1.15  outdated
+
+    base: not followed: declare [base] tags = "PATTERN" to follow newer tags
+    apache-tvm-ffi 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires
+      apache-tvm-ffi<0.1.13,>=0.1.11 (requires)
+    apache-tvm-ffi 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration
+      (denied)
+    cutlass-dsl: in the base image (install = false): moves with `forge pin bump base`, never alone
+    flashinfer 0.7.4: flashinfer-python requires cuda-python>=12.0 of the base, which has 11.8.0 (base)
+    nccl: asserted in the base image: moves with `forge pin bump base`
+    tilelang: group tvm moves as one: tilelang 0.1.11 -> 0.1.15, apache-tvm-ffi stays at 0.1.11 (`forge
+      pin bump tilelang`)
+    "#);
 
     // With a cuda-python that fits it moves, and says what it found in the base.
     context.write(
@@ -114,12 +154,19 @@ fn requirements_on_unpinned_packages_come_from_the_base_and_are_checked_against_
         &lock_with_packages("cuda-python = \"12.8.0\"\nnccl4py = \"0.5.0\"\ntorch = \"2.9.0\""),
     );
     let run = forge_on(&context, &index, &to).expect_code(0);
-    assert_contains(&run.stderr, "cuda-python>=12.0 (has 12.8.0)");
-    assert_contains(
-        &run.stderr,
-        "nccl-extensions>=0.1.0 (not in the last build's image)",
-    );
-    assert_contains(&run.stderr, "torch (has 2.9.0)");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+           Base flashinfer-python 0.7.4 needs from the base (not pinned): click (not in the last build's image), cuda-python>=12.0 (has 12.8.0), cuda-tile>=1.4.0 (not in the last build's image), einops (not in the last build's image), nccl-extensions>=0.1.0 (not in the last build's image), nccl4py>=0.4.1 (has 0.5.0), ninja (not in the last build's image), numpy (not in the last build's image), nvidia-cudnn-frontend>=1.32.0 (not in the last build's image), nvidia-ml-py (not in the last build's image), packaging>=24.2 (not in the last build's image), requests (not in the last build's image), tabulate (not in the last build's image), torch (has 2.9.0), tqdm (not in the last build's image)
+     Would bump flashinfer 0.6.14 -> 0.7.4 (flashinfer-python 0.7.4, flashinfer-cubin 0.7.4, flashinfer-jit-cache 0.7.4+cu130; the sha256 of 3 files recorded)
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 6 of 16 steps, from step 11 (Dockerfile line 52) on:
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.7.4 --hash=sha256:a051a62e09a2738e8b0de47a1944f…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+      Unchanged pins.toml (a dry run writes nothing)
+    "#);
 }
 
 /// On the recorded index the tvm group moves as one but not in lockstep: tilelang goes to
@@ -182,14 +229,7 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
 
     // `pin bump` of either member makes the same move, and says what held apache-tvm-ffi.
     let run = forge_on(&context, &index, &["pin", "bump", "apache-tvm-ffi"]).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11; the sha256 of 1 file recorded)",
-    );
-    assert_contains(
-        &run.stderr,
-        "Keeping apache-tvm-ffi at 0.1.11 in group tvm: 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11; 0.1.12: denied for apache-tvm-ffi: aborts tilelang",
-    );
+    forge_snapshot!("tvm_group_bump", run.stderr, context.path());
     assert_eq!(
         context.read("pins.toml"),
         with_files(
@@ -205,10 +245,10 @@ fn the_tvm_group_moves_tilelang_alone_and_says_what_holds_apache_tvm_ffi() {
     // The committed render follows.
     assert_contains(&context.read("ci/Dockerfile.rendered"), "tilelang==0.1.15");
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "tilelang is at 0.1.15, the newest allowed version",
-    );
+    forge_snapshot!(run.stderr, context.path(), @"
+    Keeping apache-tvm-ffi at 0.1.11 in group tvm: 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11; 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration
+      Fresh tilelang is at 0.1.15, the newest allowed version; group tvm stays where it is (`forge pin outdated` says what holds each newer version back)
+    ");
 }
 
 /// `--to` on a group member keeps the others where they can be, and moves one only when what
@@ -237,10 +277,22 @@ fn a_group_move_with_to_moves_a_partner_only_when_a_requirement_forces_it() {
         &["pin", "bump", "tilelang", "--to", "0.1.15"],
     )
     .expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11; the sha256 of 1 file recorded)",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        Keeping apache-tvm-ffi at 0.1.11 in group tvm: 0.1.15.post2, 0.1.14.post1, 0.1.13.post3: tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11; 0.1.12: denied for apache-tvm-ffi: aborts tilelang: duplicate type-attr registration
+           Base tilelang 0.1.15 needs from the base (not pinned): torch-c-dlpack-ext, cloudpickle, ml-dtypes, numpy>=1.23.5, psutil, torch, tqdm>=4.62.3, typing-extensions>=4.10.0, z3-solver<4.15.5,>=4.13.0; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)
+        Bumping tilelang 0.1.11 -> 0.1.15 (group tvm: apache-tvm-ffi stays at 0.1.11; the sha256 of 1 file recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.tilelang] version = "0.1.15", [pins.tilelang] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.11 --hash=sha256:da2c8d07fdc737d1ba75f4de25c29f1…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     context.write("pins.toml", &before);
 
     let run = forge_on(
@@ -249,10 +301,22 @@ fn a_group_move_with_to_moves_a_partner_only_when_a_requirement_forces_it() {
         &["pin", "bump", "tilelang", "--to", "0.1.16"],
     )
     .expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with group tvm: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+         Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with group tvm: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11
+           Base apache-tvm-ffi 0.1.14.post1 needs from the base (not pinned): typing-extensions>=4.13; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)
+        Bumping tilelang 0.1.11 -> 0.1.16 (group tvm: apache-tvm-ffi 0.1.11 -> 0.1.14.post1; the sha256 of 2 files recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.tilelang] version = "0.1.16", [pins.tilelang] files = [1 entry], [pins.apache-tvm-ffi] version = "0.1.14.post1", [pins.apache-tvm-ffi] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.14.post1 --hash=sha256:3fd2255a2e363a40c51ec1eee…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     let after = context.read("pins.toml");
     assert_contains(&after, "version = \"0.1.14.post1\"");
     assert_contains(&after, "version = \"0.1.16\"");
@@ -587,7 +651,21 @@ fn a_pin_outside_the_move_holds_it_to_what_it_declares() {
 
     // tilelang 0.1.15 requires apache-tvm-ffi<0.1.13,>=0.1.11: 0.1.11 meets it.
     let run = forge_on(&context, &index, &["pin", "bump", "tilelang"]).expect_code(0);
-    assert_contains(&run.stderr, "Bumping tilelang 0.1.11 -> 0.1.15");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+           Base tilelang 0.1.15 needs from the base (not pinned): torch-c-dlpack-ext, cloudpickle, ml-dtypes, numpy>=1.23.5, psutil, torch, tqdm>=4.62.3, typing-extensions>=4.10.0, z3-solver<4.15.5,>=4.13.0; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)
+        Bumping tilelang 0.1.11 -> 0.1.15 (tilelang 0.1.15; the sha256 of 1 file recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.tilelang] version = "0.1.15", [pins.tilelang] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.11 --hash=sha256:da2c8d07fdc737d1ba75f4de25c29f1…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     let before = context.read("pins.toml");
     // Now apache-tvm-ffi 0.1.13 would break tilelang 0.1.15, and 0.1.12 is denied.
     let run = forge_on(
@@ -636,14 +714,22 @@ fn a_requirement_between_pins_of_no_group_makes_a_coordinated_move() {
         &["pin", "bump", "tilelang", "--to", "0.1.16"],
     )
     .expect_code(0);
-    assert_contains(
-        &run.stderr,
-        "Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with the move of tilelang: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11",
-    );
-    assert_contains(
-        &run.stderr,
-        "Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1; the sha256 of 2 files recorded)",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+         Moving apache-tvm-ffi 0.1.11 -> 0.1.14.post1 with the move of tilelang: tilelang 0.1.16 requires apache-tvm-ffi<0.1.15,>=0.1.13, not 0.1.11
+           Base apache-tvm-ffi 0.1.14.post1 needs from the base (not pinned): typing-extensions>=4.13; unchecked: no build recorded what the base holds (`forge verify-digest --contents` records it)
+        Bumping tilelang 0.1.11 -> 0.1.16 (the move of tilelang: apache-tvm-ffi 0.1.11 -> 0.1.14.post1; the sha256 of 2 files recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.tilelang] version = "0.1.16", [pins.tilelang] files = [1 entry], [pins.apache-tvm-ffi] version = "0.1.14.post1", [pins.apache-tvm-ffi] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 7 of 16 steps, from step 10 (Dockerfile line 45) on:
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.14.post1 --hash=sha256:3fd2255a2e363a40c51ec1eee…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     let moved = with_files(
         &with_files(
             &before
@@ -716,7 +802,22 @@ fn a_python_pin_keeps_its_local_label() {
     assert_eq!(cutlass["newest"], "4.7.0+cu130", "{cutlass}");
 
     let run = forge_on(&context, &index, &["pin", "bump", "cutlass-dsl"]).expect_code(0);
-    assert_contains(&run.stderr, "cutlass-dsl 4.6.0+cu130 -> 4.7.0+cu130");
+    forge_snapshot!(run.stderr, context.path(), @r#"
+        Bumping cutlass-dsl 4.6.0+cu130 -> 4.7.0+cu130 (nvidia-cutlass-dsl 4.7.0+cu130; the sha256 of 1 file recorded)
+        Updated ci/Dockerfile.rendered (the committed render, sha256:<digest>)
+        Updated pins.toml: [pins.cutlass-dsl] version = "4.7.0+cu130", [pins.cutlass-dsl] files = [1 entry]
+       Rendered Dockerfile sha256:<digest> (was sha256:<digest>)
+    Invalidated 9 of 16 steps, from step 8 (Dockerfile line 23) on:
+           step  8/16  RUN python3 -c "import importlib.metadata as m, sys; import cutlass; want = [('nvidia-c…
+           step  9/16  RUN git clone --quiet --filter=blob:none --branch nv_dev --single-branch https://github…
+           step 10/16  RUN printf '%s\n' 'apache-tvm-ffi==0.1.11 --hash=sha256:da2c8d07fdc737d1ba75f4de25c29f1…
+           step 11/16  RUN printf '%s\n' 'flashinfer-python==0.6.14' 'flashinfer-cubin==0.6.14' | python3 -m p…
+           step 12/16  COPY overlays/vllm/ /usr/local/lib/python3.12/site-packages/vllm/
+           step 13/16  RUN python3 -c "import vllm" && (python3 -P -c "import sys; import importlib.util; sour…
+           step 14/16  ARG FORGE_REVISION=unknown
+           step 15/16  LABEL org.opencontainers.image.source="https://github.com/aeon-7/vllm-ultimate-deepseek…
+           step 16/16  ENTRYPOINT ["/bin/bash"]
+    "#);
     // The move records the one file of 4.7.0+cu130 the index offers.
     let moved = [
         "version = \"4.6.0+cu130\"\ninstall = true\n",
@@ -732,10 +833,10 @@ fn a_python_pin_keeps_its_local_label() {
     forge_on(&context, &index, &to("4.7.0+cu130")).expect_code(0);
     assert_moved(&context, &before, moved[0], moved[1]);
     let run = forge_on(&context, &index, &to("4.8.0+cu128")).expect_code(2);
-    assert_contains(
-        &run.stderr,
-        "cutlass-dsl carries the label +cu130, not +cu128",
-    );
+    forge_snapshot!(run.stderr, context.path(), @r#"
+    error: --to "4.8.0+cu128": cutlass-dsl carries the label +cu130, not +cu128
+    hint: give --to an exact version (0.6.15), a git commit (7 to 40 hex digits) or an image tag, as the pin's kind needs
+    "#);
 }
 
 #[test]
