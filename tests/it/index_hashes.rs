@@ -286,7 +286,8 @@ fn lock_with_base_glibc(glibc: &str) -> String {
 }
 
 /// The real tilelang 0.1.11 wheel is manylinux_2_34: a base that runs glibc 2.28 cannot load
-/// it, and the recipe is refused before anything is rendered or built; on glibc 2.39 it loads.
+/// it: `render` refuses the recipe, and `build --dry-run` refuses it once the Dockerfile is
+/// rendered, before anything is patched or built; on glibc 2.39 it loads.
 #[test]
 fn a_wheel_the_bases_glibc_cannot_load_is_refused_at_load() {
     let context = TestContext::default_recipe();
