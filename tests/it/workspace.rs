@@ -623,3 +623,87 @@ fn a_members_own_recipe_error_is_located_in_its_pins_toml_and_one_folder_is_one_
     hint: give each member a recipe folder of its own
     ");
 }
+
+/// The examples workspace as shipped (`examples/forge-workspace.toml`), copied with each
+/// repository of this test's own, `offline` on the tests' base image, and every image it makes
+/// under a label guard.
+fn shipped_examples() -> (TestContext, ImageGuard) {
+    use crate::support::images::{DATED_TAG, base_image, removed_at_exit};
+    let context = TestContext::empty();
+    copy_tree(&repository_root().join("examples"), context.path());
+    let guard = ImageGuard::new(&format!("forge-test-examples-{}", std::process::id()));
+    let members = [("offline", DATED_TAG), ("greeter", "2026-07-08-greeter")];
+    for (member, dated) in members {
+        let repository = format!("forge-test-examples-{member}-{}", std::process::id());
+        let pins = format!("{member}/pins.toml");
+        context.edit(
+            &pins,
+            &format!("repository = \"forge-example/{member}\""),
+            &format!("repository = \"{repository}\""),
+        );
+        context.edit(
+            &pins,
+            "[image.labels]",
+            &format!("[image.labels]\n{}", guard.label_entry()),
+        );
+        for tag in ["latest", dated] {
+            removed_at_exit(&format!("{repository}:{tag}"));
+        }
+    }
+    context.edit(
+        "offline/pins.toml",
+        "image = \"forge-example-base:busybox\"",
+        &format!("image = \"{}\"", base_image()),
+    );
+    context.edit(
+        "greeter/pins.toml",
+        "image = \"forge-example/offline:2026-07-08-offline\"",
+        &format!(
+            "image = \"forge-test-examples-offline-{}:2026-07-08-offline\"",
+            std::process::id()
+        ),
+    );
+    (context, guard)
+}
+
+#[test]
+fn the_shipped_examples_workspace_builds_the_greeter_on_the_offline_image() {
+    let root = repository_root().join("examples");
+    let plan = Run::of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_forge"))
+            .args(["-C", root.to_str().unwrap(), "build", "--dry-run"])
+            .env("NO_COLOR", "1"),
+    )
+    .expect_code(0);
+    assert!(
+        plan.stdout
+            .contains("member greeter (greeter), from member offline (not pushed yet)"),
+        "{}",
+        plan.stdout
+    );
+    let rendered = Run::of(
+        std::process::Command::new(env!("CARGO_BIN_EXE_forge")).args([
+            "-C",
+            root.join("greeter").to_str().unwrap(),
+            "render",
+        ]),
+    )
+    .expect_code(0);
+    crate::support::assert_hadolint_passes(&rendered.stdout);
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    let (context, _images) = shipped_examples();
+    context.forge(&["build"]).expect_code(0);
+    let greeter = format!("forge-test-examples-greeter-{}:latest", std::process::id());
+    let output = std::process::Command::new("docker")
+        .args(["run", "--rm", &greeter, "cat", "/opt/greeter/greeting.txt"])
+        .output()
+        .expect("docker runs");
+    let greeting = String::from_utf8_lossy(&output.stdout);
+    forge_snapshot!(greeting, context.path(), @"
+    hello, from the offline example
+    channel: none
+    and hello from greeter-layer
+    ");
+}
