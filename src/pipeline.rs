@@ -186,12 +186,12 @@ pub fn plan(
         .into_iter()
         .map(|path| Member {
             at: path.to_owned(),
-            from: recipe.root.join(path),
+            from: recipe.files.join(path),
         })
         .collect();
     members.extend(trees.members);
 
-    let exclusions = Exclusions::load(&recipe.root)?;
+    let exclusions = Exclusions::load(&recipe.files)?;
     let mtime = match mtime {
         Some(mtime) => mtime,
         None => context::mtime_from_environment()?,
@@ -251,11 +251,11 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         records: Vec::new(),
         folders: Vec::new(),
     };
-    let folder = crate::fs::Confined::new(&recipe.root)?;
+    let folder = crate::fs::Confined::new(&recipe.files)?;
     for entry in &recipe.pins.patches {
-        let series_path = crate::fs::in_folder(&recipe.root, entry.series.as_str());
+        let series_path = crate::fs::in_folder(&recipe.files, entry.series.as_str());
         let series = Series::read(std::slice::from_ref(&series_path), Some(&folder))?;
-        let target = PatchTarget::from_onto(&entry.onto, &recipe.root);
+        let target = PatchTarget::from_onto(&entry.onto, &recipe.files);
         let patched = patch::patched_tree(&target, &series, patch::Mode::Write)?;
         let count = patched.applied.count(patch::Status::Applied);
         printer.status(
@@ -273,7 +273,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
                 PatchRecord {
                     file: result
                         .file
-                        .strip_prefix(&recipe.root)
+                        .strip_prefix(&recipe.files)
                         .unwrap_or(&result.file)
                         .to_string_lossy()
                         .into_owned(),
@@ -299,7 +299,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
         {
             let checkout = check_out(
                 &patched,
-                &crate::fs::in_folder(&recipe.root, folder.as_str()),
+                &crate::fs::in_folder(&recipe.files, folder.as_str()),
                 folder.as_str(),
             )?;
             trees.members.push(Member {
@@ -307,7 +307,7 @@ fn patched_trees(recipe: &Recipe, printer: &Printer) -> anyhow::Result<PatchedTr
                 from: checkout.path().to_owned(),
             });
             trees.members.extend(left_out_by_git(
-                &crate::fs::in_folder(&recipe.root, folder.as_str()),
+                &crate::fs::in_folder(&recipe.files, folder.as_str()),
                 checkout.path(),
                 folder.as_str(),
             )?);

@@ -20,8 +20,13 @@ pub const DOCKERFILE_TEMPLATE: &str = "Dockerfile.j2";
 /// A loaded recipe.
 #[derive(Debug, Clone)]
 pub struct Recipe {
-    /// The recipe folder (the one holding pins.toml).
+    /// The recipe folder (the one holding pins.toml and forge.lock).
     pub root: PathBuf,
+    /// The folder the recipe's files (templates, overlays, patch series, .dockerignore) are read
+    /// in: `root`, or for a lane the folder of the recipe it varies.
+    pub files: PathBuf,
+    /// A lane's pins.toml as laid over the recipe it varies: what its build record carries.
+    laid_over: Option<Arc<str>>,
     /// What pins.toml says.
     pub pins: Pins,
     /// The date dated tags and the `created` label use.
@@ -115,7 +120,14 @@ impl Recipe {
         crate::fs::Confined::new(root)
             .and_then(|folder| folder.resolve(&pins_path))
             .map_err(LoadError::from)?;
-        let pins = pins::load(&pins_path)?;
+        let text = pins::read_text(&pins_path)?;
+        let (pins, files, laid_over) = match pins::lane::varied_folder(&pins_path, &text) {
+            Some(files) => {
+                let (pins, laid_over) = pins::load_lane(&pins_path, &text, &files)?;
+                (pins, files, Some(Arc::from(laid_over)))
+            }
+            None => (pins::parse(&pins_path, &text)?, root.to_owned(), None),
+        };
         let source_date_epoch = std::env::var("SOURCE_DATE_EPOCH")
             .ok()
             .filter(|value| !value.is_empty());
@@ -140,7 +152,20 @@ impl Recipe {
                 )
             }
         };
-        Ok(Self::new(root, pins, date, date_source))
+        Ok(Self {
+            files,
+            laid_over,
+            ..Self::new(root, pins, date, date_source)
+        })
+    }
+
+    /// The recipe's pins.toml as one text: the file, or for a lane the file laid over the recipe
+    /// it varies. A build record carries it.
+    pub fn pins_text(&self) -> std::io::Result<String> {
+        match &self.laid_over {
+            Some(text) => Ok(text.to_string()),
+            None => std::fs::read_to_string(self.pins_path()),
+        }
     }
 
     /// A recipe of `pins` in `root`, dated `date`: what `open` makes of pins.toml, for a caller
@@ -148,6 +173,8 @@ impl Recipe {
     pub fn new(root: &Path, pins: Pins, date: Date, date_source: DateSource) -> Self {
         Self {
             root: root.to_owned(),
+            files: root.to_owned(),
+            laid_over: None,
             pins,
             date,
             date_source,
@@ -198,7 +225,7 @@ impl Recipe {
 
     /// The templates folder.
     pub fn templates_dir(&self) -> PathBuf {
-        in_folder(&self.root, TEMPLATES_DIR)
+        in_folder(&self.files, TEMPLATES_DIR)
     }
 
     /// The patch series folders, in pins.toml's order: forge.lock's `patches` input digests them.

@@ -57,8 +57,11 @@ pub struct Member {
     pub name: MemberName,
     /// Its folder, as forge-workspace.toml names it (relative to the root).
     pub path: PathBuf,
-    /// The member whose image it builds `FROM`, if any.
+    /// The member whose image it builds `FROM`, if any (a lane's is that of the member it
+    /// varies, unless it names one).
     pub from: Option<MemberName>,
+    /// The member it varies, when it is a lane of one (`[lane] of` in its pins.toml).
+    pub varies: Option<MemberName>,
     /// Its recipe, opened.
     pub recipe: Recipe,
 }
@@ -180,6 +183,30 @@ pub fn is_root(folder: &Path) -> bool {
     folder.join(WORKSPACE_FILE).is_file()
 }
 
+/// Each lane's `varies` (the member whose folder its recipe's files are read in), and its `from`
+/// taken from that member when it names none.
+fn lanes_varied(members: &mut [Member], folders: &BTreeMap<PathBuf, String>) {
+    for index in 0..members.len() {
+        if members[index].recipe.pins.lane.is_none() {
+            continue;
+        }
+        let files = &members[index].recipe.files;
+        let resolved = files.canonicalize().unwrap_or_else(|_| files.clone());
+        let Some(name) = folders.get(&resolved) else {
+            continue;
+        };
+        let Some(varied) = members.iter().find(|other| other.name.as_str() == name) else {
+            continue;
+        };
+        let (varies, from) = (varied.name.clone(), varied.from.clone());
+        let member = &mut members[index];
+        member.varies = Some(varies);
+        if member.from.is_none() {
+            member.from = from;
+        }
+    }
+}
+
 impl Workspace {
     /// Opens the workspace at `root`: forge-workspace.toml, then every member's recipe, then
     /// the checks across members.
@@ -250,9 +277,11 @@ impl Workspace {
                 name: member_name,
                 path: PathBuf::from(member.path.get_ref()),
                 from,
+                varies: None,
                 recipe,
             });
         }
+        lanes_varied(&mut members, &folders);
         let workspace = Workspace {
             root: root.to_owned(),
             members,

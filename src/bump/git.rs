@@ -175,9 +175,9 @@ fn check_series(
     revision: &GitRev,
     printer: &Printer,
 ) -> anyhow::Result<SeriesCheck> {
-    let folder = crate::fs::Confined::new(&recipe.root)?;
+    let folder = crate::fs::Confined::new(&recipe.files)?;
     let patches = Series::read(
-        &[crate::fs::in_folder(&recipe.root, series.as_str())],
+        &[crate::fs::in_folder(&recipe.files, series.as_str())],
         Some(&folder),
     )?;
     let target = PatchTarget::Git {

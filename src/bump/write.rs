@@ -150,7 +150,7 @@ fn write_recipe(recipe: &Recipe, edited: &Edited, printer: &Printer) -> anyhow::
         vec![(path.clone(), edited.new_text.clone().into_bytes())];
     if let Some(committed) = &recipe.pins.committed_render {
         files.push((
-            crate::fs::in_folder(&recipe.root, committed.as_str()),
+            crate::fs::in_folder(&recipe.files, committed.as_str()),
             edited.new_render.as_str().as_bytes().to_vec(),
         ));
     }

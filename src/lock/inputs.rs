@@ -54,17 +54,20 @@ impl Inputs {
         context_mtime: u64,
     ) -> Result<Inputs, LockError> {
         let pins_path = recipe.pins_path();
-        let pins_bytes = std::fs::read(&pins_path).map_err(|source| LockError::Io {
+        // A lane's pins.toml counts as laid over the recipe it varies: a change in either is one.
+        let pins_bytes = recipe.pins_text().map_err(|source| LockError::Io {
             action: "read",
             path: pins_path.clone(),
             source,
         })?;
-        let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(&pins_bytes));
+        let pins = Digest::from_sha256(&<sha2::Sha256 as sha2::Digest>::digest(
+            pins_bytes.as_bytes(),
+        ));
         Ok(Inputs {
             pins,
-            templates: context::digest_of(&recipe.root, &[TEMPLATES_DIR])?,
-            patches: context::digest_of(&recipe.root, &recipe.series_paths())?,
-            overlays: context::digest_of(&recipe.root, &recipe.copied_paths())?,
+            templates: context::digest_of(&recipe.files, &[TEMPLATES_DIR])?,
+            patches: context::digest_of(&recipe.files, &recipe.series_paths())?,
+            overlays: context::digest_of(&recipe.files, &recipe.copied_paths())?,
             dockerfile: dockerfile.digest(),
             context: context.digest.clone(),
             context_mtime,

@@ -40,7 +40,8 @@ pub(super) fn attach(
         .expect("a build assembles its context into a file");
     let files = crate::context::overlays::overlay_files(archive, &recipe.pins.overlay_paths())
         .with_context(|| format!("cannot read the build context {}", archive.display()))?;
-    let pins_text = std::fs::read_to_string(recipe.pins_path())
+    let pins_text = recipe
+        .pins_text()
         .with_context(|| format!("cannot read {}", recipe.pins_path().display()))?;
     let key = attaching.options.sign.as_ref();
     let mut documents = vec![(
@@ -109,13 +110,13 @@ fn facts(
         .patches
         .iter()
         .map(|patch| {
-            let path = recipe.root.join(&patch.file);
+            let path = recipe.files.join(&patch.file);
             crate::attest::PatchFact::read(patch.clone(), &path)
                 .with_context(|| format!("cannot read the patch {}", path.display()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     // The patch files are read again from the recipe: they must still be the ones built.
-    let now = crate::context::digest_of(&recipe.root, &recipe.series_paths())?;
+    let now = crate::context::digest_of(&recipe.files, &recipe.series_paths())?;
     anyhow::ensure!(
         now == record.inputs.patches,
         "the patch series changed while forge built ({} when the build started, {now} now); the push stands and forge.lock records it; sign it with an unchanged series: `forge build --push --sign` again",

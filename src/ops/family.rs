@@ -88,6 +88,7 @@ pub fn plan(order: &[&Member], options: &BuildOptions, printer: &Printer) -> any
             name: &member.name,
             path: &member.path,
             from,
+            lane: LaneOf::of(member),
             planned: planned(&member.recipe, plan),
         });
     }
@@ -239,6 +240,22 @@ struct FromMember<'a> {
     image: Option<crate::types::oci::Digest>,
 }
 
+/// A lane's kind and the member it varies.
+#[derive(Debug, Serialize)]
+struct LaneOf<'a> {
+    kind: &'static str,
+    varies: &'a crate::workspace::MemberName,
+}
+
+impl<'a> LaneOf<'a> {
+    fn of(member: &'a Member) -> Option<Self> {
+        Some(LaneOf {
+            kind: member.recipe.pins.lane.as_ref()?.kind(),
+            varies: member.varies.as_ref()?,
+        })
+    }
+}
+
 /// One member's plan in a workspace's.
 #[derive(Debug, Serialize)]
 struct MemberPlanned<'a> {
@@ -246,6 +263,9 @@ struct MemberPlanned<'a> {
     path: &'a std::path::Path,
     #[serde(skip_serializing_if = "Option::is_none")]
     from: Option<FromMember<'a>>,
+    /// The lane it is, when it varies another member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<LaneOf<'a>>,
     #[serde(rename = "plan")]
     planned: Planned<'a>,
 }
@@ -269,8 +289,12 @@ impl Document for WorkspacePlanned<'_> {
                         None => format!(", from member {member} (not pushed yet)"),
                     },
                 };
+                let lane = match &member.lane {
+                    Some(LaneOf { kind, varies }) => format!(", {kind} lane of {varies}"),
+                    None => String::new(),
+                };
                 format!(
-                    "member {} ({}){from}\n{}",
+                    "member {} ({}){lane}{from}\n{}",
                     member.name,
                     member.path.display(),
                     member.planned.text
@@ -296,6 +320,8 @@ pub fn pin_bump(
         .iter()
         .copied()
         .filter(|member| match &options.target {
+            // A lane moves with the member it varies, whose pins.toml holds the pin.
+            _ if member.recipe.pins.lane.is_some() => false,
             BumpTarget::Base => member.from.is_none(),
             BumpTarget::Pin(name) => member.recipe.pins.pins.contains_key(name),
         })
@@ -336,17 +362,23 @@ pub fn pin_bump(
     Ok(())
 }
 
-/// The members of `order` that `moved` invalidates, in build order: those that moved, and each
-/// member built from an invalidated one.
+/// The members of `order` that `moved` invalidates, in build order: those that moved, each lane
+/// of one, and each member built from an invalidated one.
 fn invalidated<'a>(
     order: &[&'a Member],
     moved: &[crate::workspace::MemberName],
 ) -> Vec<&'a Member> {
     let mut stale: Vec<&Member> = Vec::new();
     for member in order {
-        let from_stale = (member.from.as_ref())
-            .is_some_and(|from| stale.iter().any(|other| &other.name == from));
-        if moved.contains(&member.name) || from_stale {
+        let stale_one = |name: Option<&crate::workspace::MemberName>| {
+            name.is_some_and(|name| {
+                moved.contains(name) || stale.iter().any(|other| &other.name == name)
+            })
+        };
+        if moved.contains(&member.name)
+            || stale_one(member.from.as_ref())
+            || stale_one(member.varies.as_ref())
+        {
             stale.push(member);
         }
     }

@@ -77,14 +77,14 @@ pub fn patch_jobs(
             Onto::Folder(folder) => folder.to_string(),
             Onto::Git { git, rev } => format!("{git} at {rev}"),
         };
-        (PatchTarget::from_onto(onto, &recipe.root), label)
+        (PatchTarget::from_onto(onto, &recipe.files), label)
     };
-    let within = Some(crate::fs::Confined::new(&recipe.root)?);
+    let within = Some(crate::fs::Confined::new(&recipe.files)?);
     let jobs = match (given_target, options.series.is_empty()) {
         (Some((target, label)), true) => vec![PatchJob {
             series: entries
                 .iter()
-                .map(|entry| crate::fs::in_folder(&recipe.root, entry.series.as_str()))
+                .map(|entry| crate::fs::in_folder(&recipe.files, entry.series.as_str()))
                 .collect(),
             target,
             label,
@@ -104,7 +104,7 @@ pub fn patch_jobs(
             .map(|entry| {
                 let (target, label) = from_pins(&entry.onto);
                 PatchJob {
-                    series: vec![crate::fs::in_folder(&recipe.root, entry.series.as_str())],
+                    series: vec![crate::fs::in_folder(&recipe.files, entry.series.as_str())],
                     target,
                     label,
                     within: within.clone(),

@@ -11,6 +11,12 @@ pub fn pin_bump(
     options: &PinBumpOptions,
     printer: &Printer,
 ) -> anyhow::Result<Bumped> {
+    if let Some(lane) = &recipe.pins.lane {
+        anyhow::bail!(crate::pins::lane::BumpInLane {
+            pins: recipe.pins_path(),
+            of: lane.of.clone(),
+        });
+    }
     let clients = Clients::new(recipe, &options.sources)?;
     bump::pin_bump_with(recipe, options, &clients.upstream(), printer)
 }

@@ -98,6 +98,7 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
     }
     let report = Report {
         record: &record,
+        lane: recipe.pins.lane.as_ref(),
         pins: recipe.pins.pins.values().collect(),
         fixes: &recipe.pins.fixes,
         pins_changed,
@@ -120,6 +121,7 @@ pub fn report_reference(
     let listed = attached.listed()?;
     let report = Report {
         record: attached.record(),
+        lane: attached.pins.lane.as_ref(),
         pins: attached.pins.pins.values().collect(),
         fixes: &attached.pins.fixes,
         pins_changed: false,
@@ -154,16 +156,19 @@ enum From {
 
 fn pins_digest(recipe: &Recipe) -> anyhow::Result<Digest> {
     let path = recipe.pins_path();
-    let bytes = std::fs::read(&path)
+    let text = recipe
+        .pins_text()
         .map_err(|source| anyhow::anyhow!("cannot read {}: {source}", path.display()))?;
     Ok(Digest::from_sha256(
-        &<sha2::Sha256 as sha2::Digest>::digest(&bytes),
+        &<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()),
     ))
 }
 
 /// The report's facts: the record, and the pins it was built from.
 struct Report<'a> {
     record: &'a Record,
+    /// The lane the recipe was, when it varies another (`[lane]`).
+    lane: Option<&'a crate::pins::Lane>,
     pins: Vec<&'a Pin>,
     /// What the pins and overlays fix.
     fixes: &'a [Fix],
@@ -189,6 +194,7 @@ impl Report<'_> {
             .as_deref()
             .map_or_else(|| "not recorded".to_owned(), |commit| format!("`{commit}`"));
         text.push_str(&format!("| commit | {commit} |\n"));
+        text.push_str(&format!("| lane | {} |\n", lane_text(self.lane)));
         text.push_str(&format!("| base image | `{}` |\n", record.base.image));
         let base_digest = record
             .base
@@ -285,6 +291,7 @@ impl Serialize for Report<'_> {
                 repository,
                 id: record.image.id.as_str(),
                 revision: record.image.revision.as_deref(),
+                lane: self.lane,
             },
             base: BaseDocument {
                 image: record.base.image.as_str(),
@@ -378,6 +385,16 @@ struct ImageDocument<'a> {
     repository: &'a str,
     id: &'a str,
     revision: Option<&'a str>,
+    /// `null` for a baseline recipe.
+    lane: Option<&'a crate::pins::Lane>,
+}
+
+/// Which lane an image is, as the report's and `verify-digest`'s text say it.
+pub fn lane_text(lane: Option<&crate::pins::Lane>) -> String {
+    match lane {
+        None => "baseline".to_owned(),
+        Some(lane) => format!("{}, a lane of the recipe in `{}`", lane.kind(), lane.of),
+    }
 }
 
 #[derive(Serialize)]

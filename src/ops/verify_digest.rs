@@ -211,6 +211,14 @@ fn run_checks(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
+    printer.status(
+        "Lane",
+        format_args!(
+            "{} is {}",
+            subject.record.image.repository,
+            super::report::lane_text(subject.pins.lane.as_ref())
+        ),
+    );
     daemon_checks(subject, options, printer, &mut report, &mut unreached)?;
     if remote {
         match registry_checks(subject, options, printer) {

@@ -17,7 +17,7 @@ use crate::types::url::Url;
 use super::kind::{self, GitSource, Keys, Shim};
 use super::pin::{Denied, Pin, Source};
 use super::recipe::{
-    Base, ContextSettings, Image, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
+    Base, ContextSettings, Image, Lane, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
 };
 use super::schema;
 use super::schema::{Onto, TagTemplate};
@@ -68,6 +68,12 @@ crate::advised!(LoadError);
 
 /// Reads and checks the recipe at `path` (a pins.toml inside the recipe folder).
 pub fn load(path: &Path) -> Result<Pins, LoadError> {
+    let text = read_text(path)?;
+    parse(path, &text)
+}
+
+/// The text of pins.toml at `path`, a regular file.
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let read = |source| LoadError::Read {
         path: path.to_owned(),
         source,
@@ -78,7 +84,7 @@ pub fn load(path: &Path) -> Result<Pins, LoadError> {
     })?;
     let mut text = String::new();
     std::io::Read::read_to_string(&mut file, &mut text).map_err(read)?;
-    parse(path, &text)
+    Ok(text)
 }
 
 /// Checks the recipe `text`, naming `path` in errors; folders it mentions are looked up next to
@@ -93,9 +99,28 @@ pub fn parse(path: &Path, text: &str) -> Result<Pins, LoadError> {
         text,
         root,
         folder: Some(crate::fs::Confined::new(root)?),
+        origin: None,
     };
     let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
     loader.recipe(raw)
+}
+
+/// Loads the lane whose pins.toml is at `path` (its `text`): laid over the recipe it varies,
+/// whose folder holds the files both name; errors are placed where each value was written.
+pub fn load_lane(path: &Path, text: &str, files: &Path) -> Result<(Pins, String), LoadError> {
+    let layered = super::lane::layer(path, text, files)?;
+    let origin = |offset| super::lane::origin(&layered, path, text, offset);
+    let loader = Loader {
+        path,
+        text: &layered.text,
+        root: files,
+        folder: Some(crate::fs::Confined::new(files)?),
+        origin: Some(&origin),
+    };
+    let raw: RawRecipe =
+        toml::from_str(&layered.text).map_err(|error| loader.toml_error(&error))?;
+    let pins = loader.recipe(raw)?;
+    Ok((pins, layered.text.clone()))
 }
 
 /// Checks the recipe `text` away from its folder (the pins.toml a build record carries),
@@ -107,6 +132,7 @@ pub fn parse_detached(origin: &Path, text: &str) -> Result<Pins, LoadError> {
         text,
         root: Path::new("."),
         folder: None,
+        origin: None,
     };
     let raw: RawRecipe = toml::from_str(text).map_err(|error| loader.toml_error(&error))?;
     loader.recipe(raw)
@@ -153,9 +179,19 @@ pub(super) struct Loader<'a> {
     /// The recipe folder, which every path pins.toml names must resolve inside; `None` for a
     /// pins.toml read away from its folder, whose paths are not looked up.
     folder: Option<crate::fs::Confined>,
+    /// Where a value of `text` was written, when that is not `text` itself (a lane laid over
+    /// the recipe it varies).
+    origin: Option<&'a dyn Fn(usize) -> Location>,
 }
 
 impl Loader<'_> {
+    fn location(&self, offset: usize) -> Location {
+        match self.origin {
+            Some(origin) => origin(offset),
+            None => Location::from_offset(self.path, self.text, offset),
+        }
+    }
+
     pub(super) fn error(
         &self,
         span: Range<usize>,
@@ -163,7 +199,7 @@ impl Loader<'_> {
         hint: impl Into<String>,
     ) -> LoadError {
         LoadError::Invalid {
-            location: Location::from_offset(self.path, self.text, span.start),
+            location: self.location(span.start),
             message: message.into(),
             hint: hint.into(),
         }
@@ -172,7 +208,7 @@ impl Loader<'_> {
     /// A notice at `span`: the pin loads, and the user is told.
     pub(super) fn notice(&self, span: &Range<usize>, message: String) -> Notice {
         Notice {
-            location: Location::from_offset(self.path, self.text, span.start),
+            location: self.location(span.start),
             message,
         }
     }
@@ -211,44 +247,7 @@ impl Loader<'_> {
         let platforms = self.platforms(raw.image.platform, raw.image.platforms)?;
         self.downloads_fit(&pins, &platforms, raw.base.python.as_ref())?;
 
-        let mut patches = Vec::new();
-        for entry in raw.patches {
-            let series = self.existing_folder(entry.series, "patch series folder")?;
-            let span = entry.onto.span();
-            let onto = entry.onto.into_inner();
-            let pin = match &onto {
-                Onto::Folder(folder) => {
-                    self.inside(span.clone(), folder, "patch target folder")?;
-                    if self.folder.is_some()
-                        && !crate::fs::in_folder(self.root, folder.as_str()).is_dir()
-                    {
-                        return Err(self.error(
-                            span,
-                            format!("patch target folder `{folder}` does not exist"),
-                            "create it or point `onto` at an existing folder",
-                        ));
-                    }
-                    None
-                }
-                Onto::Git { git, rev } => {
-                    let pin = self.patched_pin(&pins, git, rev, span.clone())?;
-                    // Each series is applied onto the pin's commit on its own: a second one
-                    // would not stack on the first, so one folder holds a pin's whole series.
-                    if patches
-                        .iter()
-                        .any(|series: &PatchSeries| series.pin.as_ref() == Some(&pin))
-                    {
-                        return Err(self.error(
-                            span,
-                            format!("a second series onto pin `{pin}`"),
-                            "put all of a pin's patches in one series folder, in the order they apply",
-                        ));
-                    }
-                    Some(pin)
-                }
-            };
-            patches.push(PatchSeries { series, onto, pin });
-        }
+        let patches = self.patch_series(raw.patches, &pins)?;
         let mut overlays = Vec::new();
         for entry in raw.overlays {
             overlays.push(Overlay {
@@ -258,6 +257,10 @@ impl Loader<'_> {
         }
         let fixes = self.fixes(raw.fixes, &pins, &overlays)?;
         Ok(Pins {
+            lane: raw.lane.map(|lane| Lane {
+                of: lane.of.as_str().to_owned(),
+                experimental: lane.experimental,
+            }),
             image: Image {
                 repository: raw.image.repository,
                 tags,
@@ -286,6 +289,53 @@ impl Loader<'_> {
             lockstep,
             notices,
         })
+    }
+
+    /// `[[patches]]`: each series folder and what it applies onto, one series per pin.
+    fn patch_series(
+        &self,
+        raw: Vec<schema::RawPatches>,
+        pins: &BTreeMap<PinName, Pin>,
+    ) -> Result<Vec<PatchSeries>, LoadError> {
+        let mut patches = Vec::new();
+        for entry in raw {
+            let series = self.existing_folder(entry.series, "patch series folder")?;
+            let span = entry.onto.span();
+            let onto = entry.onto.into_inner();
+            let pin = match &onto {
+                Onto::Folder(folder) => {
+                    self.inside(span.clone(), folder, "patch target folder")?;
+                    if self.folder.is_some()
+                        && !crate::fs::in_folder(self.root, folder.as_str()).is_dir()
+                    {
+                        return Err(self.error(
+                            span,
+                            format!("patch target folder `{folder}` does not exist"),
+                            "create it or point `onto` at an existing folder",
+                        ));
+                    }
+                    None
+                }
+                Onto::Git { git, rev } => {
+                    let pin = self.patched_pin(pins, git, rev, span.clone())?;
+                    // Each series is applied onto the pin's commit on its own: a second one
+                    // would not stack on the first, so one folder holds a pin's whole series.
+                    if patches
+                        .iter()
+                        .any(|series: &PatchSeries| series.pin.as_ref() == Some(&pin))
+                    {
+                        return Err(self.error(
+                            span,
+                            format!("a second series onto pin `{pin}`"),
+                            "put all of a pin's patches in one series folder, in the order they apply",
+                        ));
+                    }
+                    Some(pin)
+                }
+            };
+            patches.push(PatchSeries { series, onto, pin });
+        }
+        Ok(patches)
     }
 
     /// `[image] cache`: a tag of its own, none of the image's.
@@ -641,7 +691,7 @@ impl Loader<'_> {
                 .filter(|allow| !allow.contains(&version.get_ref().pep440()))
             {
                 notices.push(Notice {
-                    location: Location::from_offset(self.path, self.text, version.span().start),
+                    location: self.location(version.span().start),
                     message: format!(
                         "pin `{name}` is at {}, outside its allowed range {}: widen `allow`, or move the pin back inside it",
                         version.get_ref(),

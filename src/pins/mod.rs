@@ -22,6 +22,7 @@
 mod fixes;
 pub mod gate;
 mod kind;
+pub mod lane;
 mod load;
 mod pin;
 mod recipe;
@@ -31,10 +32,10 @@ pub use kind::{
     Around, AssertSource, GitSource, Kind, Listed, PinFact, PythonSource, Shim, SourceView, Wheel,
     WheelSet,
 };
-pub use load::{LoadError, load, parse, parse_detached};
+pub use load::{LoadError, load, load_lane, parse, parse_detached, read_text};
 pub use pin::{Denied, Distribution, HashedFile, Installed, Moves, Pin, Shown, Source};
 pub use recipe::{
-    Base, ContextSettings, Fix, FixedBy, Image, Mutability, Notice, Overlay, PatchSeries, Pins,
-    TagSpec,
+    Base, ContextSettings, Fix, FixedBy, Image, Lane, Mutability, Notice, Overlay, PatchSeries,
+    Pins, TagSpec,
 };
 pub use schema::{Onto, PinKind, Probe, TagTemplate};

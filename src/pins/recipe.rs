@@ -16,6 +16,8 @@ use super::schema::{Onto, TagTemplate};
 /// The recipe: everything pins.toml says, typed and checked.
 #[derive(Debug, Clone)]
 pub struct Pins {
+    /// The recipe this one varies, when it is a lane (`[lane]`).
+    pub lane: Option<Lane>,
     /// The image this recipe builds.
     pub image: Image,
     /// The image it builds on.
@@ -53,6 +55,26 @@ impl Pins {
             .iter()
             .map(|overlay| (&overlay.from, &overlay.to))
             .collect()
+    }
+}
+
+/// `[lane]`: a recipe that varies another one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Lane {
+    /// The folder of the recipe it varies, as written (relative to the lane's folder).
+    pub of: String,
+    /// Whether the lane is experimental: its tags never take the other recipe's moving tags.
+    pub experimental: bool,
+}
+
+impl Lane {
+    /// The lane's kind as `verify-digest` and `report` name it.
+    pub fn kind(&self) -> &'static str {
+        if self.experimental {
+            "experimental"
+        } else {
+            "variant"
+        }
     }
 }
 

@@ -22,6 +22,8 @@ use crate::types::url::{Url, UrlTemplate};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRecipe {
+    /// `[lane]`: this recipe varies another one (`pins::lane` lays it over that one first).
+    pub lane: Option<RawLane>,
     pub image: RawImage,
     pub base: RawBase,
     #[serde(default)]
@@ -43,6 +45,16 @@ pub(crate) struct RawRecipe {
     pub fixes: BTreeMap<FixName, Spanned<RawFix>>,
     #[serde(default)]
     pub groups: BTreeMap<PinName, Spanned<RawGroup>>,
+}
+
+/// `[lane]`: the recipe a lane varies, and whether it is experimental.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLane {
+    /// The folder of the recipe it varies, relative to the lane's own.
+    pub of: Text,
+    #[serde(default)]
+    pub experimental: bool,
 }
 
 /// `[fixes.NAME]`: what a pin or an overlay fixes, and how to tell it is in place.

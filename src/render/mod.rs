@@ -149,7 +149,7 @@ pub fn unhashed_warnings(recipe: &Recipe) -> Vec<String> {
 pub fn dockerfile(recipe: &Recipe) -> Result<Dockerfile, RenderError> {
     let templates = recipe.templates_dir();
     let path = templates.join(DOCKERFILE_TEMPLATE);
-    let source = match Confined::new(&recipe.root)?.read_to_string(&path) {
+    let source = match Confined::new(&recipe.files)?.read_to_string(&path) {
         Ok(source) => source,
         Err(PathError::Read { .. }) => return Err(RenderError::Missing { path }),
         Err(error) => return Err(error.into()),
@@ -225,7 +225,7 @@ pub fn dockerfile_from(
     // a hang or a stack overflow.
     environment.set_recursion_limit(64);
     environment.set_fuel(Some(crate::limits::TEMPLATE_FUEL));
-    let folder = Confined::new(&recipe.root)?;
+    let folder = Confined::new(&recipe.files)?;
     let refused = Arc::new(Mutex::new(None));
     environment.set_loader(confined_loader(
         folder.clone(),

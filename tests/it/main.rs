@@ -21,6 +21,7 @@ mod hostile;
 mod index_hashes;
 mod journeys;
 mod json;
+mod lanes;
 mod patch;
 mod patch_differential;
 mod patch_faults;

@@ -37,26 +37,6 @@ fn family() -> TestContext {
     context
 }
 
-/// `forge -C ROOT/member args...`.
-fn in_member(context: &TestContext, member: &str, args: &[&str]) -> Run {
-    let mut command = context.forge_command(&[]);
-    let mut arguments = vec![
-        "-C".to_owned(),
-        context.path().join(member).display().to_string(),
-    ];
-    arguments.extend(args.iter().map(|arg| (*arg).to_owned()));
-    let mut replaced = std::process::Command::new(command.get_program());
-    replaced.args(arguments).current_dir(context.path());
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(value) => replaced.env(key, value),
-            None => replaced.env_remove(key),
-        };
-    }
-    command = replaced;
-    Run::of(&mut command)
-}
-
 #[test]
 fn a_dry_run_at_the_root_plans_every_member_in_build_order() {
     let context = family();
@@ -69,7 +49,9 @@ fn a_dry_run_at_the_root_plans_every_member_in_build_order() {
     let overlay = run.stdout.find("member overlay").expect("overlay planned");
     assert!(universal < overlay, "{}", run.stdout);
     // Each member's plan is the plan `-C member` prints.
-    let alone = in_member(&context, "universal", &["build", "--dry-run"]).expect_code(0);
+    let alone = context
+        .forge_in("universal", &["build", "--dry-run"])
+        .expect_code(0);
     let planned = run.stdout[universal..overlay]
         .split_once('\n')
         .expect("a heading line")
@@ -241,12 +223,12 @@ fn a_flag_of_one_recipe_is_refused_at_the_root_and_recipe_needs_a_workspace() {
     error: --repository applies to one recipe, and this is a workspace root of several
     hint: build the one member with `forge -C MEMBER build --repository`; nothing was built
     ");
-    let run = in_member(
-        &context,
-        "universal",
-        &["build", "--dry-run", "--recipe", "universal"],
-    )
-    .expect_code(2);
+    let run = context
+        .forge_in(
+            "universal",
+            &["build", "--dry-run", "--recipe", "universal"],
+        )
+        .expect_code(2);
     forge_snapshot!(run.stderr, context.path(), @"
     error: --recipe names a member of a workspace, and there is no forge-workspace.toml here
     hint: run forge at the workspace root (or -C ROOT), or leave --recipe out to build the recipe here
@@ -625,29 +607,42 @@ fn a_members_own_recipe_error_is_located_in_its_pins_toml_and_one_folder_is_one_
 }
 
 /// The examples workspace as shipped (`examples/forge-workspace.toml`), copied with each
-/// repository of this test's own, `offline` on the tests' base image, and every image it makes
-/// under a label guard.
-fn shipped_examples() -> (TestContext, ImageGuard) {
+/// repository of this test's own (named after `test`) behind `prefix` (a registry's address and `/`, or nothing),
+/// `offline` on the tests' base image, and every image it makes under a label guard. The lane
+/// `greeter-experimental` takes the greeter's repository and label, as a lane does.
+fn shipped_examples(prefix: &str, test: &str) -> (TestContext, ImageGuard) {
     use crate::support::images::{DATED_TAG, base_image, removed_at_exit};
     let context = TestContext::empty();
     copy_tree(&repository_root().join("examples"), context.path());
-    let guard = ImageGuard::new(&format!("forge-test-examples-{}", std::process::id()));
-    let members = [("offline", DATED_TAG), ("greeter", "2026-07-08-greeter")];
-    for (member, dated) in members {
-        let repository = format!("forge-test-examples-{member}-{}", std::process::id());
+    let guard = ImageGuard::new(&format!("forge-test-{test}-{}", std::process::id()));
+    let repository =
+        |member: &str| format!("{prefix}forge-test-{test}-{member}-{}", std::process::id());
+    let members = [
+        ("offline", vec!["latest", DATED_TAG]),
+        (
+            "greeter",
+            vec![
+                "latest",
+                "2026-07-08-greeter",
+                "experimental",
+                "2026-07-08-greeter-experimental",
+            ],
+        ),
+    ];
+    for (member, tags) in members {
         let pins = format!("{member}/pins.toml");
         context.edit(
             &pins,
             &format!("repository = \"forge-example/{member}\""),
-            &format!("repository = \"{repository}\""),
+            &format!("repository = \"{}\"", repository(member)),
         );
         context.edit(
             &pins,
             "[image.labels]",
             &format!("[image.labels]\n{}", guard.label_entry()),
         );
-        for tag in ["latest", dated] {
-            removed_at_exit(&format!("{repository}:{tag}"));
+        for tag in tags {
+            removed_at_exit(&format!("{}:{tag}", repository(member)));
         }
     }
     context.edit(
@@ -658,10 +653,7 @@ fn shipped_examples() -> (TestContext, ImageGuard) {
     context.edit(
         "greeter/pins.toml",
         "image = \"forge-example/offline:2026-07-08-offline\"",
-        &format!(
-            "image = \"forge-test-examples-offline-{}:2026-07-08-offline\"",
-            std::process::id()
-        ),
+        &format!("image = \"{}:2026-07-08-offline\"", repository("offline")),
     );
     (context, guard)
 }
@@ -693,17 +685,93 @@ fn the_shipped_examples_workspace_builds_the_greeter_on_the_offline_image() {
     if !crate::support::images::docker_ready() {
         return;
     }
-    let (context, _images) = shipped_examples();
+    let (context, _images) = shipped_examples("", "examples");
     context.forge(&["build"]).expect_code(0);
-    let greeter = format!("forge-test-examples-greeter-{}:latest", std::process::id());
-    let output = std::process::Command::new("docker")
-        .args(["run", "--rm", &greeter, "cat", "/opt/greeter/greeting.txt"])
-        .output()
-        .expect("docker runs");
-    let greeting = String::from_utf8_lossy(&output.stdout);
-    forge_snapshot!(greeting, context.path(), @"
+    let greeting = |tag: &str| {
+        let image = format!("forge-test-examples-greeter-{}:{tag}", std::process::id());
+        let output = std::process::Command::new("docker")
+            .args(["run", "--rm", &image, "cat", "/opt/greeter/greeting.txt"])
+            .output()
+            .expect("docker runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    forge_snapshot!(greeting("latest"), context.path(), @"
     hello, from the offline example
     channel: none
     and hello from greeter-layer
+    ");
+    // The lane: the greeter's layer on the same image, with its own greeting and tags.
+    forge_snapshot!(greeting("experimental"), context.path(), @"
+    hello, from the offline example
+    channel: none
+    and hello from greeter-experimental-lane
+    ");
+}
+
+/// The shipped family pushed and signed from the root; then, for each member, a tester with
+/// only its reference and the lab's key verifies it and reads its report, each saying which
+/// lane the image is.
+#[test]
+fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports_its_lane() {
+    if !crate::support::images::docker_ready() {
+        return;
+    }
+    if let Some(missing) = crate::support::registry::missing_tools() {
+        crate::support::note(&format!("skipped: {missing}"));
+        return;
+    }
+    let registry = crate::support::registry::RegistryServer::start();
+    let (context, _images) = shipped_examples(&format!("{}/", registry.address()), "family");
+    let keys = crate::support::keys::Keys::new();
+    context
+        .forge(&[
+            "build",
+            "--push",
+            "--sign",
+            "--sign-key",
+            &keys.private_arg(),
+        ])
+        .expect_code(0);
+    let tester = TestContext::empty();
+    tester.write("lab.pub", &keys.public_text());
+    let mut said = Vec::new();
+    for (member, tag) in [
+        ("offline", "latest"),
+        ("greeter", "latest"),
+        ("greeter", "experimental"),
+    ] {
+        let reference = format!(
+            "{}/forge-test-family-{member}-{}:{tag}",
+            registry.address(),
+            std::process::id()
+        );
+        let key = tester.path().join("lab.pub");
+        let key = key.to_str().expect("a UTF-8 path");
+        let verified = tester
+            .forge(&["verify-digest", &reference, "--key", key])
+            .expect_code(0);
+        let reported = tester
+            .forge(&["report", &reference, "--key", key])
+            .expect_code(0);
+        said.push(format!(":{tag} of {member}"));
+        said.extend(
+            verified
+                .stderr
+                .lines()
+                .chain(reported.stdout.lines())
+                .filter(|line| line.trim_start().starts_with("Lane") || line.starts_with("| lane"))
+                .map(str::to_owned),
+        );
+    }
+    forge_snapshot!(said.join("\n"), tester.path(), @"
+    :latest of offline
+            Lane 127.0.0.1:<port>/forge-test-family-offline-<pid> is baseline
+    | lane | baseline |
+    :latest of greeter
+            Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is baseline
+    | lane | baseline |
+    :experimental of greeter
+            Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is experimental, a lane of the recipe in `../greeter`
+    | lane | experimental, a lane of the recipe in `../greeter` |
     ");
 }

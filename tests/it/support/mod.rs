@@ -262,10 +262,21 @@ impl TestContext {
     /// The command `forge -C <folder> args...`, run in the folder, without `SOURCE_DATE_EPOCH`
     /// and without colour, for a caller to add to its environment.
     pub fn forge_command(&self, args: &[&str]) -> Command {
+        self.forge_command_in("", args)
+    }
+
+    /// Runs `forge -C <folder>/<inner> args...`, from the folder: a member or lane of a
+    /// workspace in it, say.
+    pub fn forge_in(&self, inner: &str, args: &[&str]) -> Run {
+        Run::of(&mut self.forge_command_in(inner, args))
+    }
+
+    /// The command `forge -C <folder>/<inner> args...`, as `forge_command` makes it.
+    pub fn forge_command_in(&self, inner: &str, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_forge"));
         command
             .arg("-C")
-            .arg(self.path())
+            .arg(self.path().join(inner))
             .args(args)
             .current_dir(self.path());
         // Nothing of this machine's own that forge reads: a date, a GitHub token; and what forge
