@@ -237,8 +237,9 @@ impl Recipe {
             .collect()
     }
 
-    /// The recipe paths the Dockerfile copies into the image, as checked in: shim files, then
-    /// overlay folders. The context carries them, and forge.lock's `overlays` input digests them.
+    /// The recipe paths the Dockerfile copies into the image, as checked in: shim files, overlay
+    /// folders, then patch scripts. The context carries them, and forge.lock's `overlays` input
+    /// digests them.
     pub fn copied_paths(&self) -> Vec<&str> {
         let shims = self
             .pins
@@ -250,7 +251,8 @@ impl Recipe {
             .overlays
             .iter()
             .map(|overlay| overlay.from.as_str());
-        shims.chain(overlays).collect()
+        let scripts = self.pins.scripts.iter().map(|script| script.file.as_str());
+        shims.chain(overlays).chain(scripts).collect()
     }
 
     /// Whether the recipe folder `path` is, or lies inside, an overlay folder: only then does the

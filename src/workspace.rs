@@ -123,6 +123,8 @@ pub enum WorkspaceError {
     NoMemberPins {
         /// The pin, or `base`.
         target: String,
+        /// The members' pin nearest to it by spelling, if one is near.
+        suggestion: Option<String>,
     },
     /// `--recipe` names no member.
     #[error("no member is called `{name}`")]
@@ -142,6 +144,12 @@ impl Advise for WorkspaceError {
             )),
             WorkspaceError::Invalid { hint, .. } => Advice::Hint(hint.clone()),
             WorkspaceError::Path(error) => error.advice(),
+            WorkspaceError::NoMemberPins {
+                suggestion: Some(suggestion),
+                ..
+            } => Advice::Hint(format!(
+                "did you mean `{suggestion}`? (`forge pin list` at the root lists every member's pins); nothing was changed"
+            )),
             WorkspaceError::NoMemberPins { .. } => Advice::Hint(
                 "`forge pin list` at the root lists every member's pins; nothing was changed"
                     .to_owned(),

@@ -42,6 +42,11 @@ pub struct Facts {
     pub patches: Vec<PatchFact>,
     /// Every overlay, its files as the image holds them.
     pub overlays: Vec<OverlayFact>,
+    /// Every patch script run in the image (`[[scripts]]`): its file in the recipe and the
+    /// file's sha256, hex.
+    pub scripts: Vec<(String, String)>,
+    /// Every donor a stage copied from (`[donors.NAME]`): its name, image and manifest digest.
+    pub donors: Vec<(String, ImageRef, Digest)>,
     /// The input digests, as forge.lock records them.
     pub inputs: Vec<(String, String)>,
     /// The build arguments.
@@ -265,6 +270,8 @@ impl Facts {
             },
             pins: Vec::new(),
             patches: Vec::new(),
+            scripts: Vec::new(),
+            donors: Vec::new(),
             overlays: Vec::new(),
             inputs: vec![("pins.toml".to_owned(), digest('1').to_string())],
             build_args: BTreeMap::new(),

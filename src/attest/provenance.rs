@@ -289,6 +289,23 @@ fn dependencies(facts: &Facts) -> Vec<ResourceDescriptor> {
         }
         dependencies.push(descriptor);
     }
+    for (name, image, digest) in &facts.donors {
+        dependencies.push(
+            ResourceDescriptor {
+                uri: Some(super::sbom::docker_purl(image, None)),
+                ..ResourceDescriptor::named(&format!("donor:{name}"))
+            }
+            .digest("sha256", digest.hex())
+            .annotated("dev.forge.kind", "donor"),
+        );
+    }
+    for (file, sha256) in &facts.scripts {
+        dependencies.push(
+            ResourceDescriptor::named(file)
+                .digest("sha256", sha256)
+                .annotated("dev.forge.kind", "patch-script"),
+        );
+    }
     for pin in facts.pins.iter().filter(|pin| !pin.in_base) {
         dependencies.extend(pin_dependencies(pin));
     }

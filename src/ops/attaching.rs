@@ -136,6 +136,24 @@ fn facts(
         pins: attach::pin_facts(recipe.pins.pins.values()),
         patches,
         overlays: attach::overlay_facts(recipe, record, files),
+        scripts: recipe
+            .pins
+            .scripts
+            .iter()
+            .map(|script| {
+                let path = recipe.files.join(script.file.as_str());
+                let bytes = std::fs::read(&path)
+                    .with_context(|| format!("cannot read the patch script {}", path.display()))?;
+                let sha256 = <sha2::Sha256 as sha2::Digest>::digest(&bytes);
+                Ok((script.file.to_string(), hex::encode(sha256)))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?,
+        donors: recipe
+            .pins
+            .donors
+            .iter()
+            .map(|(name, donor)| (name.to_string(), donor.image.clone(), donor.digest.clone()))
+            .collect(),
         inputs: record
             .inputs
             .named()

@@ -12,6 +12,7 @@ use crate::engine::{Docker, Engine as _};
 use crate::pipeline;
 use crate::printer::{Document, Printer};
 use crate::recipe::Recipe;
+use crate::types::recipe::PinName;
 use crate::workspace::Member;
 
 /// Runs `run` on each member of `order` with a printer that keeps the member's document, then
@@ -327,9 +328,15 @@ pub fn pin_bump(
         })
         .collect();
     if using.is_empty() {
-        anyhow::bail!(crate::workspace::WorkspaceError::NoMemberPins {
-            target: options.target.to_string(),
-        });
+        let target = options.target.to_string();
+        let suggestion = crate::bump::closest_name(
+            &target,
+            order
+                .iter()
+                .flat_map(|member| member.recipe.pins.pins.keys().map(PinName::as_str)),
+        )
+        .map(str::to_owned);
+        anyhow::bail!(crate::workspace::WorkspaceError::NoMemberPins { target, suggestion });
     }
     // The trial's answers are kept from stdout; its refusal is the command's.
     let (quiet, _answers) = Printer::new(

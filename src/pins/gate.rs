@@ -147,6 +147,26 @@ pub fn for_fix(fix: &Fix) -> String {
     )
 }
 
+/// Where the template copies the patch scripts in the image, each under its file's name.
+pub const SCRIPTS_DIR: &str = "/opt/forge/scripts";
+
+/// The step of a patch script: run twice (a patcher the production layer re-applies must leave
+/// its own work alone, and one that does not fails its second run or its check), then its check,
+/// which names the script when it does not hold.
+pub fn for_script(script: &super::Script) -> String {
+    let path = format!("{SCRIPTS_DIR}/{}", script.name());
+    let message = format!(
+        "patch script {} did not take: its check is false after two runs",
+        script.file
+    );
+    format!(
+        "python3 {path} \\\n && python3 {path} \\\n && (python3 -P -c \"{}; sys.exit(0 if ({}) else 1)\" || {{ echo {} >&2; exit 1; }})",
+        fix_prelude(script.check.as_str()),
+        script.check,
+        quote(&message)
+    )
+}
+
 /// `gate`, then the gate of every fix in `fixes`.
 pub fn with_fixes<'a>(gate: String, fixes: impl IntoIterator<Item = &'a Fix>) -> String {
     fixes

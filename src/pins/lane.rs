@@ -75,7 +75,30 @@ pub fn varied_folder(path: &Path, text: &str) -> Option<PathBuf> {
     let document = text.parse::<DocumentMut>().ok()?;
     let of = document.get(LANE_TABLE)?.get("of")?.as_str()?.to_owned();
     let folder = path.parent().unwrap_or(Path::new("."));
-    Some(crate::fs::in_folder(folder, &of))
+    Some(shortened(&crate::fs::in_folder(folder, &of)))
+}
+
+/// `path` with each `NAME/..` taken out, as people write it (`lanes/dspark/../..` is `.`): the
+/// folder as messages name it. `..` is taken out only after a name, so a path above the start
+/// keeps its leading `..`; a link inside it is resolved by the recipe's confinement check, which
+/// reads the folder itself.
+fn shortened(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut kept: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(kept.last(), Some(Component::Normal(_))) => {
+                kept.pop();
+            }
+            other => kept.push(other),
+        }
+    }
+    if kept.is_empty() {
+        PathBuf::from(".")
+    } else {
+        kept.iter().collect()
+    }
 }
 
 /// Lays the lane at `path` (its pins.toml `text`) over the recipe in `files`.

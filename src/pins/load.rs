@@ -17,7 +17,8 @@ use crate::types::url::Url;
 use super::kind::{self, GitSource, Keys, Shim};
 use super::pin::{Denied, Pin, Source};
 use super::recipe::{
-    Base, ContextSettings, Image, Lane, Mutability, Notice, Overlay, PatchSeries, Pins, TagSpec,
+    Base, ContextSettings, Donor, Image, Lane, Mutability, Notice, Overlay, PatchSeries, Pins,
+    Script, TagSpec,
 };
 use super::schema;
 use super::schema::{Onto, TagTemplate};
@@ -255,6 +256,8 @@ impl Loader<'_> {
                 to: entry.to,
             });
         }
+        let scripts = self.scripts(raw.scripts)?;
+        let donors = self.donors(raw.donors)?;
         let fixes = self.fixes(raw.fixes, &pins, &overlays)?;
         Ok(Pins {
             lane: raw.lane.map(|lane| Lane {
@@ -283,6 +286,8 @@ impl Loader<'_> {
             pins,
             patches,
             overlays,
+            scripts,
+            donors,
             context: self.context(raw.context)?,
             committed_render: self.render_section(raw.render)?,
             fixes,
@@ -572,6 +577,74 @@ impl Loader<'_> {
                 "paths in pins.toml are relative to the folder that holds it",
             ))
         }
+    }
+
+    /// `[donors.NAME]`: each pinned by its digest, which a donor may not leave out.
+    fn donors(
+        &self,
+        raw: BTreeMap<PinName, Spanned<schema::RawDonor>>,
+    ) -> Result<BTreeMap<PinName, Donor>, LoadError> {
+        let mut donors = BTreeMap::new();
+        for (name, donor) in raw {
+            let span = donor.span();
+            let donor = donor.into_inner();
+            let Some(digest) = donor.digest else {
+                return Err(self.error(
+                    span,
+                    format!("donor `{name}` ({}) is not pinned by a digest", donor.image),
+                    "add digest = \"sha256:...\", the manifest digest of the image the stage copies from (`crane digest IMAGE` or `docker buildx imagetools inspect IMAGE` prints it): a donor named by its tag alone could change under the build",
+                ));
+            };
+            donors.insert(
+                name,
+                Donor {
+                    image: donor.image,
+                    digest,
+                },
+            );
+        }
+        Ok(donors)
+    }
+
+    /// `[[scripts]]`: each a `.py` file of the recipe, no two of one name (the image keeps them
+    /// side by side).
+    fn scripts(&self, raw: Vec<schema::RawScript>) -> Result<Vec<Script>, LoadError> {
+        let mut scripts: Vec<Script> = Vec::new();
+        for entry in raw {
+            let span = entry.file.span();
+            let file = entry.file.into_inner();
+            self.inside(span.clone(), &file, "patch script")?;
+            if !file.as_str().ends_with(".py") {
+                return Err(self.error(
+                    span,
+                    format!("patch script `{file}` is not a .py file"),
+                    "a patch script is a Python file, run with the image's python3 after the overlays",
+                ));
+            }
+            if self.folder.is_some() && !crate::fs::in_folder(self.root, file.as_str()).is_file() {
+                return Err(self.error(
+                    span,
+                    format!("patch script `{file}` does not exist"),
+                    "paths in pins.toml are relative to the folder that holds it",
+                ));
+            }
+            let script = Script {
+                file,
+                check: entry.check,
+            };
+            if let Some(other) = scripts.iter().find(|other| other.name() == script.name()) {
+                return Err(self.error(
+                    span,
+                    format!(
+                        "patch scripts `{}` and `{}` have one name",
+                        other.file, script.file
+                    ),
+                    "the image keeps patch scripts side by side under their names: rename one",
+                ));
+            }
+            scripts.push(script);
+        }
+        Ok(scripts)
     }
 
     /// A Python pin's `shim`: its file must lie in the recipe folder.

@@ -35,7 +35,7 @@ pub use kind::{
 pub use load::{LoadError, load, load_lane, parse, parse_detached, read_text};
 pub use pin::{Denied, Distribution, HashedFile, Installed, Moves, Pin, Shown, Source};
 pub use recipe::{
-    Base, ContextSettings, Fix, FixedBy, Image, Lane, Mutability, Notice, Overlay, PatchSeries,
-    Pins, TagSpec,
+    Base, ContextSettings, Donor, Fix, FixedBy, Image, Lane, Mutability, Notice, Overlay,
+    PatchSeries, Pins, Script, TagSpec,
 };
 pub use schema::{Onto, PinKind, Probe, TagTemplate};

@@ -34,6 +34,10 @@ pub struct Pins {
     pub patches: Vec<PatchSeries>,
     /// Folders copied into the image.
     pub overlays: Vec<Overlay>,
+    /// Patch scripts run in the image after the overlays (`[[scripts]]`), in file order.
+    pub scripts: Vec<Script>,
+    /// Images a stage of the template copies from (`[donors.NAME]`), by name.
+    pub donors: BTreeMap<PinName, Donor>,
     /// What the build context may hold.
     pub context: ContextSettings,
     /// Where the recipe keeps its committed render (`[render] committed`), which `pin bump`
@@ -164,6 +168,45 @@ pub struct Overlay {
     pub from: RecipePath,
     /// Where it lands in the image.
     pub to: ImagePath,
+}
+
+/// A donor: an image a stage of the template copies from (`FROM REFERENCE AS NAME`, then
+/// `COPY --from=NAME`), always pinned by its manifest digest.
+#[derive(Debug, Clone)]
+pub struct Donor {
+    /// The reference as written.
+    pub image: ImageRef,
+    /// Its manifest digest.
+    pub digest: Digest,
+}
+
+impl Donor {
+    /// What the stage's `FROM` names: `image@digest`.
+    pub fn reference(&self) -> String {
+        format!("{}@{}", self.image, self.digest)
+    }
+}
+
+/// A patch script: a Python file of the recipe that patches what the image holds in place,
+/// run in the image after the overlays, twice (it must be idempotent), then its check.
+#[derive(Debug, Clone)]
+pub struct Script {
+    /// The file in the recipe.
+    pub file: RecipePath,
+    /// A Python expression that holds only once the patch is in place (the names a fix's check
+    /// may use: `source`, `inspect`, `import_module`, `glob`).
+    pub check: PythonExpr,
+}
+
+impl Script {
+    /// Its file's name, which names it (unique within a recipe).
+    pub fn name(&self) -> &str {
+        self.file
+            .as_str()
+            .rsplit('/')
+            .next()
+            .unwrap_or(self.file.as_str())
+    }
 }
 
 /// The `[context]` table.

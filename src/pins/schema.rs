@@ -39,6 +39,10 @@ pub(crate) struct RawRecipe {
     #[serde(default)]
     pub overlays: Vec<RawOverlay>,
     #[serde(default)]
+    pub scripts: Vec<RawScript>,
+    #[serde(default)]
+    pub donors: BTreeMap<PinName, Spanned<RawDonor>>,
+    #[serde(default)]
     pub context: Option<RawContext>,
     pub render: Option<RawRender>,
     #[serde(default)]
@@ -281,6 +285,22 @@ pub(crate) struct RawPatches {
 pub(crate) struct RawOverlay {
     pub from: Spanned<RecipePath>,
     pub to: ImagePath,
+}
+
+/// `[donors.NAME]`: an image a stage of the template copies from, pinned by digest.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDonor {
+    pub image: ImageRef,
+    pub digest: Option<Digest>,
+}
+
+/// `[[scripts]]`: an idempotent patcher run in the image after the overlays, and its check.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScript {
+    pub file: Spanned<RecipePath>,
+    pub check: PythonExpr,
 }
 
 #[derive(Debug, Deserialize)]

@@ -81,6 +81,28 @@ pub enum RenderError {
         /// The series' folder in the build context.
         folder: String,
     },
+    /// A donor's image starts no stage of the rendered Dockerfile.
+    #[error(
+        "{}: donor `{donor}` is in pins.toml, but no stage of the Dockerfile starts FROM it",
+        template.display()
+    )]
+    DonorNotStaged {
+        /// The template.
+        template: PathBuf,
+        /// The donor's name.
+        donor: String,
+    },
+    /// A patch script's step is not in the rendered Dockerfile.
+    #[error(
+        "{}: patch script `{script}` is in pins.toml, but the Dockerfile never runs it",
+        template.display()
+    )]
+    ScriptNotRun {
+        /// The template.
+        template: PathBuf,
+        /// The script's file.
+        script: String,
+    },
     /// A fix's check is not in the rendered Dockerfile.
     #[error(
         "{}: fix `{fix}` comes with {by}, but the Dockerfile never runs that step's gate, so nothing would check it",
@@ -107,6 +129,12 @@ impl Advise for RenderError {
             RenderError::SeriesNotCopied { pin, .. } => Advice::Hint(format!(
                 "in the pin's build step, `COPY {{{{ pins['{pin}'].series.from }}}}/ {{{{ pins['{pin}'].series.to }}}}` and apply its `*.patch` files in name order after the checkout (the default template's DeepGEMM step shows how)"
             )),
+            RenderError::DonorNotStaged { donor, .. } => Advice::Hint(format!(
+                "start its stage with `FROM {{{{ donors['{donor}'].reference }}}} AS {donor}`, then `COPY --from={donor} ...` in the image's stage"
+            )),
+            RenderError::ScriptNotRun { .. } => Advice::Hint(
+                "after the overlays: `{% for script in scripts %}COPY {{ script.file }} {{ script.to }}` then `RUN {{ script.run }}{% endfor %}` (the default template's step 5 shows how)".to_owned(),
+            ),
             RenderError::FixNotChecked { .. } => Advice::Hint(
                 "end the step with the gate forge generates for it: `{{ pins.NAME.gate }}` for a pin (`{{ pins.NAME.shim.gate }}` when it has a shim), `{{ overlay.gate }}` for an overlay".to_owned(),
             ),
@@ -271,6 +299,28 @@ pub fn dockerfile_from(
                 template: path,
                 fix: fix.name.to_string(),
                 by: fix.by.to_string(),
+            });
+        }
+    }
+    // A donor no stage starts from would be recorded and never copied from.
+    for (name, donor) in &recipe.pins.donors {
+        let reference = donor.reference();
+        let staged = instructions::instructions(&text).iter().any(|instruction| {
+            instruction.is("FROM") && instruction.text.split_whitespace().nth(1) == Some(&reference)
+        });
+        if !staged {
+            return Err(RenderError::DonorNotStaged {
+                template: path,
+                donor: name.to_string(),
+            });
+        }
+    }
+    // A patch script the Dockerfile never runs would be recorded and never applied.
+    for script in &recipe.pins.scripts {
+        if !text.contains(&gate::for_script(script)) {
+            return Err(RenderError::ScriptNotRun {
+                template: path,
+                script: script.file.to_string(),
             });
         }
     }

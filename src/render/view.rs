@@ -26,6 +26,11 @@ pub(super) struct View {
     args: Vec<NameValue>,
     pins: BTreeMap<String, PinView>,
     overlays: Vec<OverlayView>,
+    /// The patch scripts, in pins.toml's order: `COPY {{ script.file }} {{ script.to }}`, then
+    /// `RUN {{ script.run }}`.
+    scripts: Vec<ScriptView>,
+    /// The donors by name: `FROM {{ donors.NAME.reference }} AS NAME`.
+    donors: BTreeMap<String, DonorView>,
     /// The names of the recipe's fixes, in name order (each is checked by its step's gate).
     fixes: Vec<String>,
     revision_arg: &'static str,
@@ -72,6 +77,22 @@ struct PinView {
     gate: String,
     #[serde(flatten)]
     source: SourceView,
+}
+
+/// A donor: the image as written, its digest, and `image@digest`.
+#[derive(Debug, Serialize)]
+struct DonorView {
+    image: String,
+    digest: String,
+    reference: String,
+}
+
+/// A patch script: its file in the context, where the image keeps it, and its step's command.
+#[derive(Debug, Serialize)]
+struct ScriptView {
+    file: String,
+    to: String,
+    run: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -130,6 +151,27 @@ impl View {
                         gate::for_overlay(overlay),
                         pins.fixes.iter().filter(|fix| fix.by_overlay(overlay)),
                     ),
+                })
+                .collect(),
+            scripts: pins
+                .scripts
+                .iter()
+                .map(|script| ScriptView {
+                    file: script.file.to_string(),
+                    to: format!("{}/{}", gate::SCRIPTS_DIR, script.name()),
+                    run: gate::for_script(script),
+                })
+                .collect(),
+            donors: pins
+                .donors
+                .iter()
+                .map(|(name, donor)| {
+                    let view = DonorView {
+                        image: donor.image.to_string(),
+                        digest: donor.digest.to_string(),
+                        reference: donor.reference(),
+                    };
+                    (name.to_string(), view)
                 })
                 .collect(),
             fixes: pins.fixes.iter().map(|fix| fix.name.to_string()).collect(),

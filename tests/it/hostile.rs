@@ -256,6 +256,7 @@ fn a_daemon_answer_forge_cannot_read_is_named_as_that() {
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+            Lane ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10 is baseline
         Checking tags on <daemon>
     error: could not verify node <daemon>
     caused by: the Docker daemon at <daemon> (Docker 28.5.2) answered the inspect of ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (GET /images/ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4/json) with what forge cannot read: missing field `Type` at line 1 column 109
@@ -476,6 +477,7 @@ fn an_endless_inspect_ends_at_the_answer_cap() {
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+            Lane ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10 is baseline
         Checking tags on <daemon>
     error: could not verify node <daemon>
     caused by: the Docker daemon at <daemon> answered the inspect of ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (GET /images/ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4/json) with more than 16 MiB; forge stopped reading
@@ -502,6 +504,7 @@ fn an_inspect_never_answered_ends_at_the_idle_limit() {
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+            Lane ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10 is baseline
         Checking tags on <daemon>
     error: could not verify node <daemon>
     caused by: the Docker daemon at <daemon> sent nothing for 2 s in answer to the inspect of ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4 (GET /images/ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10:experimental-pr4/json)
@@ -566,6 +569,7 @@ fn a_container_that_never_ends_or_never_stops_printing_is_bounded() {
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+            Lane ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10 is baseline
         Checking tags on <daemon>
          Running <short> to read back its contents
     error: could not verify node <daemon>
@@ -575,6 +579,7 @@ fn a_container_that_never_ends_or_never_stops_printing_is_bounded() {
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+            Lane ghcr.io/aeon-7/vllm-ultimate-deepseek-v4-gb10 is baseline
         Checking tags on <daemon>
          Running <short> to read back its contents
     error: could not verify node <daemon>

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::support::images::{Example, base_image, docker_available, ensure_base_image};
 use crate::support::keys::Keys;
 use crate::support::registry::{RegistryServer, path_of, registry_tools_missing};
-use crate::support::signed::{OCI_MANIFEST, attest_check, verifier_python};
+use crate::support::signed::{attest_check, statement_of, verifier_python};
 use crate::support::{TestContext, assert_contains};
 
 /// The variables a GitHub Actions runner sets, for a run of `forge.yml` on `main`.
@@ -33,29 +33,6 @@ const GITHUB: [(&str, &str); 9] = [
     ("GITHUB_RUN_ATTEMPT", "2"),
     ("GITHUB_EVENT_NAME", "push"),
 ];
-
-/// The first layer of the attachment `suffix` of the manifest `digest` in `path`.
-fn attached(registry: &RegistryServer, path: &str, digest: &str, suffix: &str) -> Vec<u8> {
-    let tag = format!("sha256-{}.{suffix}", digest.trim_start_matches("sha256:"));
-    let (_, manifest) = registry.held(path, &tag, &[OCI_MANIFEST]);
-    let manifest: Value = serde_json::from_slice(&manifest).unwrap();
-    let layers = manifest["layers"].as_array().unwrap();
-    let blob = layers.last().unwrap()["digest"].as_str().unwrap();
-    let (code, _, bytes) = registry
-        .get(&format!("/v2/{path}/blobs/{blob}"), "*/*")
-        .unwrap();
-    assert_eq!(code, 200);
-    bytes
-}
-
-/// The statement a DSSE envelope carries.
-fn statement_of(envelope: &[u8]) -> Value {
-    let envelope: Value = serde_json::from_slice(envelope).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
-}
 
 /// The dependency named `name`.
 fn dependency<'a>(statement: &'a Value, name: &str) -> &'a Value {
@@ -218,7 +195,7 @@ fn a_signed_push_meets_every_must_and_should_of_its_specifications() {
     let digest = registry.digest(&path, "latest");
     let work = tempfile::tempdir().unwrap();
 
-    let envelope = attached(&registry, &path, &digest, "att");
+    let envelope = registry.attached(&path, &digest, "att");
     judged_valid(
         &python,
         work.path(),
@@ -226,7 +203,7 @@ fn a_signed_push_meets_every_must_and_should_of_its_specifications() {
         "envelope.json",
         &envelope,
     );
-    let sbom = attached(&registry, &path, &digest, "sbom");
+    let sbom = registry.attached(&path, &digest, "sbom");
     judged_valid(&python, work.path(), "sbom", "sbom.json", &sbom);
 
     let statement = statement_of(&envelope);
@@ -243,11 +220,11 @@ fn a_signed_push_meets_every_must_and_should_of_its_specifications() {
     // the same image gets a BOM of its own.
     example.build_with(&sign, &[]).expect_code(0);
     assert_eq!(registry.digest(&path, "latest"), digest, "the same image");
-    let again = attached(&registry, &path, &digest, "sbom");
+    let again = registry.attached(&path, &digest, "sbom");
     judged_valid(&python, work.path(), "sbom", "again.json", &again);
     let again: Value = serde_json::from_slice(&again).unwrap();
     assert_ne!(again["serialNumber"], sbom["serialNumber"]);
-    let local = statement_of(&attached(&registry, &path, &digest, "att"));
+    let local = statement_of(&registry.attached(&path, &digest, "att"));
     assert_eq!(
         local["predicate"]["runDetails"]["builder"]["id"],
         "https://github.com/aeon-7/forge/blob/main/docs/provenance.md#builder"

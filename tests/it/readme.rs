@@ -646,6 +646,8 @@ impl Sandbox {
                 "overlays",
                 "ci",
                 "examples",
+                "forge-workspace.toml",
+                "lanes",
             ],
             &[],
         );

@@ -124,6 +124,7 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
         Rendered Dockerfile sha256:<digest>
          Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+            Lane forge-test/remote-tls-<pid> is baseline
     CHECK  SUBJECT  EXPECTED  ACTUAL  OK
     input  pins.toml  sha256:<short>  =  ok
     input  templates  sha256:<short>  =  ok
@@ -148,6 +149,7 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
         Rendered Dockerfile sha256:<digest>
          Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+            Lane forge-test/remote-tls-<pid> is baseline
     CHECK  SUBJECT  EXPECTED  ACTUAL  OK
     input  pins.toml  sha256:<short>  =  ok
     input  templates  sha256:<short>  =  ok
@@ -173,6 +175,7 @@ fn a_tls_daemon_is_verified_with_the_client_certificate_and_refused_without_it()
         Rendered Dockerfile sha256:<digest>
          Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+            Lane forge-test/remote-tls-<pid> is baseline
     CHECK  SUBJECT  EXPECTED  ACTUAL  OK
     input  pins.toml  sha256:<short>  =  ok
     input  templates  sha256:<short>  =  ok
@@ -240,6 +243,7 @@ fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
         Rendered Dockerfile sha256:<digest>
          Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+            Lane forge-test/remote-ssh-<pid> is baseline
     CHECK  SUBJECT  EXPECTED  ACTUAL  OK
     input  pins.toml  sha256:<short>  =  ok
     input  templates  sha256:<short>  =  ok
@@ -261,6 +265,7 @@ fn an_ssh_daemon_is_verified_through_the_system_ssh_and_a_dead_one_is_named() {
         Rendered Dockerfile sha256:<digest>
          Patched patches/app onto overlays/app (scratch repository) (2 applied, 0 already there)
        Assembled context sha256:<digest> (6 entries, 6.5 KiB)
+            Lane forge-test/remote-ssh-<pid> is baseline
     CHECK  SUBJECT  EXPECTED  ACTUAL  OK
     input  pins.toml  sha256:<short>  =  ok
     input  templates  sha256:<short>  =  ok

@@ -263,8 +263,8 @@ fn the_committed_render_is_current_and_a_stale_one_fails_the_check() {
     assert_check_catches_a_stale_render(&context, RENDERED);
 }
 
-/// A fresh clone of this repository builds `--locked`: the committed forge.lock records the
-/// default recipe's inputs as they are.
+/// A fresh clone of this repository builds `--locked`: the committed forge.lock of each member
+/// of the family (the layer and its DSpark lane) records that member's inputs as they are.
 #[test]
 fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
     let clone = tempfile::tempdir().unwrap();
@@ -276,6 +276,8 @@ fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
         "overlays",
         "ci",
         "forge.lock",
+        "forge-workspace.toml",
+        "lanes",
     ] {
         crate::support::copy_tree(&root.join(entry), &clone.path().join(entry));
     }
@@ -297,9 +299,16 @@ fn a_fresh_clone_builds_locked_from_the_committed_inputs() {
     assert_eq!(
         code,
         Some(0),
-        "forge.lock does not record the default recipe's inputs: run `cargo run -- lock` and commit it\n{stderr}"
+        "a forge.lock does not record its member's inputs: run `cargo run -- lock` at the root and commit them\n{stderr}"
     );
     forge_snapshot!(stderr, clone.path(), @"
+        Planning member deepseek
+        Rendered Dockerfile sha256:<digest>
+    warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
+         Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)
+       Assembled context sha256:<digest> (11 entries, 20.5 KiB)
+          Locked inputs match forge.lock
+        Planning member dspark
         Rendered Dockerfile sha256:<digest>
     warning: pin `flashinfer`: no sha256 recorded for flashinfer-python, flashinfer-cubin, flashinfer-jit-cache, so the Dockerfile installs them unchecked (`forge pin bump flashinfer --to 0.6.14` downloads and records them)
          Patched patches/pr4 onto overlays/vllm (scratch repository) (2 applied, 0 already there)

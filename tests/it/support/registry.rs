@@ -299,6 +299,21 @@ impl RegistryServer {
         serde_json::from_slice(&stdout).expect("an image config")
     }
 
+    /// The last layer of the attachment `suffix` (`att`, `sbom`, `sig`) of the manifest `digest`
+    /// in `repository`: the envelope or document forge pushed there.
+    pub fn attached(&self, repository: &str, digest: &str, suffix: &str) -> Vec<u8> {
+        let tag = format!("sha256-{}.{suffix}", digest.trim_start_matches("sha256:"));
+        let (_, manifest) = self.held(repository, &tag, &[crate::support::signed::OCI_MANIFEST]);
+        let manifest: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
+        let layers = manifest["layers"].as_array().unwrap();
+        let blob = layers.last().unwrap()["digest"].as_str().unwrap();
+        let (code, _, bytes) = self
+            .get(&format!("/v2/{repository}/blobs/{blob}"), "*/*")
+            .unwrap();
+        assert_eq!(code, 200);
+        bytes
+    }
+
     /// The manifest digest of `repository:tag`, from `skopeo inspect`.
     pub fn digest(&self, repository: &str, tag: &str) -> String {
         let mut command = Command::new("skopeo");

@@ -110,3 +110,13 @@ pub fn attest_check(python: &Path, args: &[&str]) -> (i32, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
     )
 }
+
+/// The in-toto statement a DSSE envelope carries.
+pub(crate) fn statement_of(envelope: &[u8]) -> serde_json::Value {
+    use base64::Engine as _;
+    let envelope: serde_json::Value = serde_json::from_slice(envelope).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
