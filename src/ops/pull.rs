@@ -111,7 +111,7 @@ pub fn pull(recipe: &Recipe, options: &PullOptions, printer: &Printer) -> anyhow
     pull_record(
         &record,
         &digest,
-        &recipe.pins.image.platform,
+        &recipe.pins,
         Some(recipe.pins.image.repository.registry().as_str()),
         options,
         printer,
@@ -132,7 +132,7 @@ pub fn pull_reference(
     pull_record(
         attached.record(),
         &attached.manifest,
-        &attached.pins.image.platform,
+        &attached.pins,
         None,
         options,
         printer,
@@ -140,11 +140,12 @@ pub fn pull_reference(
 }
 
 /// Pulls `repository@digest` of `record` on every node, checks each ends on the recorded
-/// image (of its own platform, `platform` for a record that names none), then tags it.
+/// image (of its own platform, that of `pins` for a record that names none), then tags it; the
+/// verdict names the lane `pins` says.
 fn pull_record(
     record: &Record,
     digest: &Digest,
-    platform: &Platform,
+    pins: &crate::pins::Pins,
     recipe_registry: Option<&str>,
     options: &PullOptions,
     printer: &Printer,
@@ -155,7 +156,8 @@ fn pull_record(
         .build()
         .context("cannot start the async runtime")?;
     let (report, reached) = runtime.block_on(async {
-        let nodes = expectations(platform, record, connect(&options.hosts).await?).await?;
+        let nodes =
+            expectations(&pins.image.platform, record, connect(&options.hosts).await?).await?;
         let display = RefCell::new(Display::new(options.progress, printer, options.verbose));
         let pulled = pull_everywhere(
             &nodes,
@@ -170,6 +172,7 @@ fn pull_record(
         pulled?;
         tag_everywhere(&nodes, (record, digest), printer).await?;
         let mut report = Report::of(record.image.repository.to_string());
+        report.lane.clone_from(&pins.lane);
         for node in &nodes {
             let mut resolved = Vec::new();
             for tag in &record.tags {

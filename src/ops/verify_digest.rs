@@ -211,6 +211,7 @@ fn run_checks(
     printer: &Printer,
 ) -> anyhow::Result<()> {
     let mut unreached: Vec<(String, anyhow::Error)> = Vec::new();
+    report.lane.clone_from(&subject.pins.lane);
     printer.status(
         "Lane",
         format_args!(

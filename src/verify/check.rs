@@ -173,10 +173,13 @@ impl Check {
 }
 
 /// A verification's answer: the table says it (`Printer::answer`); `--json` prints
-/// `{"ok": bool, "checks": [{"name", "subject", "expected", "actual", "ok", ...}], "unreached": [...]}`.
+/// `{"ok": bool, "lane": null | {"of", "experimental"}, "checks": [{"name", "subject",
+/// "expected", "actual", "ok", ...}], "unreached": [...]}`.
 #[derive(Debug, serde::Serialize)]
 pub struct Verdict<'a> {
     ok: bool,
+    /// The lane the recorded recipe is (`null` for a baseline).
+    lane: Option<&'a crate::pins::Lane>,
     checks: &'a [Check],
     unreached: &'a [String],
 }
@@ -191,6 +194,8 @@ pub struct Report {
     /// The repository the checked image is in, which the table names once rather than in
     /// every subject.
     pub repository: Option<String>,
+    /// The lane the recorded recipe is, when it varies another (`[lane]`).
+    pub lane: Option<crate::pins::Lane>,
 }
 
 /// What `found` is written as when nothing was found.
@@ -217,6 +222,7 @@ impl Report {
     pub fn verdict<'a>(&'a self, unreached: &'a [String]) -> Verdict<'a> {
         Verdict {
             ok: self.ok() && unreached.is_empty(),
+            lane: self.lane.as_ref(),
             checks: &self.checks,
             unreached,
         }
@@ -227,6 +233,7 @@ impl Report {
         Self {
             checks: Vec::new(),
             repository: Some(repository.into()),
+            lane: None,
         }
     }
 
@@ -427,6 +434,7 @@ mod tests {
                 Check::compare(Kind::Tag, "node: r:latest", "sha256:1", "sha256:1"),
             ],
             repository: None,
+            lane: None,
         };
         let table = report.table(true);
         let lines: Vec<&str> = table.lines().collect();
@@ -452,6 +460,7 @@ mod tests {
                 Check::compare(Kind::Pin, "app", commit, commit),
             ],
             repository: None,
+            lane: None,
         };
         let table = report.table(false);
         let lines: Vec<&str> = table.lines().collect();
@@ -480,6 +489,7 @@ mod tests {
                 Check::compare(Kind::Registry, "h/r:latest", one.as_str(), one.as_str()),
             ],
             repository: None,
+            lane: None,
         };
         let table = report.table(false);
         assert_eq!(
@@ -497,6 +507,7 @@ mod tests {
         let one_node = Report {
             checks: report.checks[..3].to_vec(),
             repository: None,
+            lane: None,
         };
         assert!(
             !one_node.table(false).contains("on unix"),

@@ -748,7 +748,7 @@ fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports
         let key = tester.path().join("lab.pub");
         let key = key.to_str().expect("a UTF-8 path");
         let verified = tester
-            .forge(&["verify-digest", &reference, "--key", key])
+            .forge(&["--json", "verify-digest", &reference, "--key", key])
             .expect_code(0);
         let reported = tester
             .forge(&["report", &reference, "--key", key])
@@ -762,16 +762,20 @@ fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports
                 .filter(|line| line.trim_start().starts_with("Lane") || line.starts_with("| lane"))
                 .map(str::to_owned),
         );
+        said.push(format!("verdict lane: {}", verified.json()["lane"]));
     }
-    forge_snapshot!(said.join("\n"), tester.path(), @"
+    forge_snapshot!(said.join("\n"), tester.path(), @r#"
     :latest of offline
             Lane 127.0.0.1:<port>/forge-test-family-offline-<pid> is baseline
     | lane | baseline |
+    verdict lane: null
     :latest of greeter
             Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is baseline
     | lane | baseline |
+    verdict lane: null
     :experimental of greeter
             Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is experimental, a lane of the recipe in `../greeter`
     | lane | experimental, a lane of the recipe in `../greeter` |
-    ");
+    verdict lane: {"experimental":true,"of":"../greeter"}
+    "#);
 }
