@@ -101,6 +101,8 @@ pub fn report(recipe: &Recipe, printer: &Printer) -> anyhow::Result<()> {
         lane: recipe.pins.lane.as_ref(),
         pins: recipe.pins.pins.values().collect(),
         fixes: &recipe.pins.fixes,
+        scripts: &recipe.pins.scripts,
+        donors: &recipe.pins.donors,
         pins_changed,
         attachments: &record.attachments,
         from: From::Lock,
@@ -124,6 +126,8 @@ pub fn report_reference(
         lane: attached.pins.lane.as_ref(),
         pins: attached.pins.pins.values().collect(),
         fixes: &attached.pins.fixes,
+        scripts: &attached.pins.scripts,
+        donors: &attached.pins.donors,
         pins_changed: false,
         attachments: &listed,
         from: From::Reference {
@@ -172,6 +176,10 @@ struct Report<'a> {
     pins: Vec<&'a Pin>,
     /// What the pins and overlays fix.
     fixes: &'a [Fix],
+    /// The patch scripts run in the image.
+    scripts: &'a [crate::pins::Script],
+    /// The images a stage copied from.
+    donors: &'a BTreeMap<crate::types::recipe::PinName, crate::pins::Donor>,
     /// pins.toml no longer hashes to the recorded digest.
     pins_changed: bool,
     /// What is attached to the pushed image.
@@ -208,6 +216,9 @@ impl Report<'_> {
             .as_ref()
             .map_or_else(|| "not recorded".to_owned(), |id| format!("`{id}`"));
         text.push_str(&format!("| base image id (local) | {base_id} |\n"));
+        for (name, donor) in self.donors {
+            text.push_str(&format!("| donor {name} | `{}` |\n", donor.reference()));
+        }
         text.push_str(&format!("| context | `{}` |\n", record.inputs.context));
         text.push_str(&format!(
             "| Dockerfile | `{}` |\n",
@@ -236,6 +247,7 @@ impl Report<'_> {
         text.push_str(&self.pins_markdown());
         text.push_str(&patches_markdown(record));
         text.push_str(&self.fixes_markdown());
+        text.push_str(&self.scripts_markdown());
         text.push_str(&tester_markdown());
         text
     }
@@ -260,6 +272,24 @@ impl Report<'_> {
     }
 
     /// The symptom → fix → check table, one row per fix pins.toml declares.
+    /// The patch scripts and their checks, when there are any.
+    fn scripts_markdown(&self) -> String {
+        if self.scripts.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from(
+            "\n## Patch scripts\n\nRun in the image after the overlays, twice, then checked:\n\n| script | check |\n|---|---|\n",
+        );
+        for script in self.scripts {
+            text.push_str(&format!(
+                "| `{}` | `{}` |\n",
+                script.file,
+                script.check.as_str().replace('|', "\\|")
+            ));
+        }
+        text
+    }
+
     fn fixes_markdown(&self) -> String {
         if self.fixes.is_empty() {
             return String::new();
@@ -341,6 +371,23 @@ impl Serialize for Report<'_> {
                     check: fix.check.as_str(),
                 })
                 .collect(),
+            scripts: self
+                .scripts
+                .iter()
+                .map(|script| ScriptDocument {
+                    file: script.file.as_str(),
+                    check: script.check.as_str(),
+                })
+                .collect(),
+            donors: self
+                .donors
+                .iter()
+                .map(|(name, donor)| DonorDocument {
+                    name: name.as_str(),
+                    image: donor.image.to_string(),
+                    digest: donor.digest.as_str(),
+                })
+                .collect(),
             patches: record
                 .patches
                 .iter()
@@ -375,6 +422,8 @@ struct ReportDocument<'a> {
     pins_changed: bool,
     pins: Vec<PinDocument<'a>>,
     fixes: Vec<FixDocument<'a>>,
+    scripts: Vec<ScriptDocument<'a>>,
+    donors: Vec<DonorDocument<'a>>,
     patches: Vec<PatchDocument<'a>>,
     rig: BTreeMap<&'static str, Option<()>>,
     results: ResultsDocument,
@@ -426,6 +475,19 @@ struct PinDocument<'a> {
     kind: String,
     version: &'a str,
     source: String,
+}
+
+#[derive(Serialize)]
+struct ScriptDocument<'a> {
+    file: &'a str,
+    check: &'a str,
+}
+
+#[derive(Serialize)]
+struct DonorDocument<'a> {
+    name: &'a str,
+    image: String,
+    digest: &'a str,
 }
 
 #[derive(Serialize)]

@@ -137,4 +137,12 @@ fn a_slim_image_copies_from_its_donor_and_its_provenance_names_it() {
         "{donor:#}"
     );
     assert_eq!(donor["annotations"]["dev.forge.kind"], "donor");
+    // A tester's report, from the record attached to the image, names the donor by digest.
+    let report = slim
+        .context
+        .forge(&["--json", "report", &format!("{}:latest", slim.repository)])
+        .expect_code(0)
+        .json();
+    assert_eq!(report["donors"][0]["name"], "full", "{report:#}");
+    assert_eq!(report["donors"][0]["digest"], digest.as_str());
 }

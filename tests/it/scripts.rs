@@ -100,6 +100,24 @@ fn a_patch_script_runs_twice_then_its_check_and_a_script_that_is_not_idempotent_
         .output()
         .expect("docker runs");
     assert_eq!(String::from_utf8_lossy(&patched.stdout), "skip\n");
+    // The report lists the script and its check.
+    let report = context.forge(&["report"]).expect_code(0).stdout;
+    let start = report
+        .find("## Patch scripts")
+        .expect("a patch scripts section");
+    let section = &report[start..];
+    let section = section[1..]
+        .find("\n## ")
+        .map_or(section, |end| &section[..=end]);
+    forge_snapshot!(section, context.path(), @"
+    ## Patch scripts
+
+    Run in the image after the overlays, twice, then checked:
+
+    | script | check |
+    |---|---|
+    | `scripts/patch_warm_up.py` | `source('forge_script_kernels').count('# patched: skip warm-up') == 1` |
+    ");
 
     // Appending on every run: the second run leaves two marks, and the check says which script.
     let broken = recipe(&repository, &images, NOT_IDEMPOTENT);
