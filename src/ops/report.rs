@@ -272,6 +272,27 @@ impl Report<'_> {
     }
 
     /// The symptom → fix → check table, one row per fix pins.toml declares.
+    fn script_documents(&self) -> Vec<ScriptDocument<'_>> {
+        self.scripts
+            .iter()
+            .map(|script| ScriptDocument {
+                file: script.file.as_str(),
+                check: script.check.as_str(),
+            })
+            .collect()
+    }
+
+    fn donor_documents(&self) -> Vec<DonorDocument<'_>> {
+        self.donors
+            .iter()
+            .map(|(name, donor)| DonorDocument {
+                name: name.as_str(),
+                image: donor.image.to_string(),
+                digest: donor.digest.as_str(),
+            })
+            .collect()
+    }
+
     /// The patch scripts and their checks, when there are any.
     fn scripts_markdown(&self) -> String {
         if self.scripts.is_empty() {
@@ -371,23 +392,8 @@ impl Serialize for Report<'_> {
                     check: fix.check.as_str(),
                 })
                 .collect(),
-            scripts: self
-                .scripts
-                .iter()
-                .map(|script| ScriptDocument {
-                    file: script.file.as_str(),
-                    check: script.check.as_str(),
-                })
-                .collect(),
-            donors: self
-                .donors
-                .iter()
-                .map(|(name, donor)| DonorDocument {
-                    name: name.as_str(),
-                    image: donor.image.to_string(),
-                    digest: donor.digest.as_str(),
-                })
-                .collect(),
+            scripts: self.script_documents(),
+            donors: self.donor_documents(),
             patches: record
                 .patches
                 .iter()
