@@ -465,7 +465,7 @@ async fn content_checks(
         "Running",
         format_args!("{} to read back its contents", image.short()),
     );
-    let command = probe::command(pins.pins.values(), files, &pins.fixes);
+    let command = probe::command(pins.pins.values(), files, &pins.fixes, &pins.scripts);
     let output = engine.run(&image, &command).await?;
     printer.detail(
         "Probe",
@@ -475,6 +475,7 @@ async fn content_checks(
         pins.pins.values(),
         files,
         &pins.fixes,
+        &pins.scripts,
         &output.stdout,
     ));
     match subject.recipe {

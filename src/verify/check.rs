@@ -37,6 +37,8 @@ pub enum Kind {
     File,
     /// A fix's check, run in the image.
     Fix,
+    /// A patch script's check, run in the image.
+    Script,
     /// A signature attached to a tag's manifest.
     Signature,
     /// The subject of the signed provenance.
@@ -68,6 +70,7 @@ impl Kind {
             Kind::Pin => "pin",
             Kind::File => "file",
             Kind::Fix => "fix",
+            Kind::Script => "script",
             Kind::Signature => "signature",
             Kind::ProvenanceSubject => "provenance subject",
             Kind::ProvenanceInputs => "provenance inputs",
@@ -365,6 +368,7 @@ impl Check {
             | Kind::Pin
             | Kind::File
             | Kind::Fix
+            | Kind::Script
             | Kind::Rebuild => None,
         }
     }

@@ -13,7 +13,7 @@ use super::{Check, Kind, MISSING, record};
 
 pub use crate::context::overlays::{ExpectedFile, overlay_files};
 use crate::pins::gate;
-use crate::pins::{Fix, Pin, Probe, Shown};
+use crate::pins::{Fix, Pin, Probe, Script, Shown};
 
 /// What a fix row expects, and finds when the check holds.
 const IN_PLACE: &str = "in place";
@@ -32,6 +32,8 @@ enum Line {
     Assert,
     /// `fix NAME ok|missing`.
     Fix,
+    /// `script FILE ok|missing` (a patch script's check).
+    Script,
 }
 
 impl Line {
@@ -42,6 +44,7 @@ impl Line {
             "revision" => Line::Revision,
             "assert" => Line::Assert,
             "fix" => Line::Fix,
+            "script" => Line::Script,
             _ => return None,
         })
     }
@@ -81,12 +84,13 @@ fn wanted<'a>(pins: impl IntoIterator<Item = &'a Pin>) -> Vec<Wanted> {
     wanted
 }
 
-/// The command that reads back every pin and file and runs every fix's check:
-/// `/bin/sh -c SCRIPT`.
+/// The command that reads back every pin and file and runs every fix's and patch script's
+/// check: `/bin/sh -c SCRIPT`.
 pub fn command<'a>(
     pins: impl IntoIterator<Item = &'a Pin>,
     files: &[ExpectedFile],
     fixes: &[Fix],
+    scripts: &[Script],
 ) -> Vec<String> {
     let pins: Vec<&Pin> = pins.into_iter().collect();
     let mut script = String::new();
@@ -143,7 +147,16 @@ pub fn command<'a>(
         }
     }
     python.extend(record::script(pins.iter().copied()));
-    python.extend(fixes.iter().map(fix_probe));
+    python.extend(
+        fixes
+            .iter()
+            .map(|fix| check_probe("fix", fix.name.as_str(), fix.check.as_str())),
+    );
+    python.extend(
+        scripts
+            .iter()
+            .map(|script| check_probe("script", script.file.as_str(), script.check.as_str())),
+    );
     {
         script.push_str(&format!(
             "if command -v python3 >/dev/null 2>&1; then python3 -c \"{}\"; else echo '{NO_PYTHON}'; fi\n",
@@ -153,14 +166,13 @@ pub fn command<'a>(
     vec!["/bin/sh".to_owned(), "-c".to_owned(), script]
 }
 
-/// The lines that print `fix NAME ok`, or `fix NAME missing` when the check is false or
-/// raises. The working folder leaves the module path first, as `python3 -P` leaves it out.
-fn fix_probe(fix: &Fix) -> String {
+/// The lines that print `KIND KEY ok`, or `KIND KEY missing` when `check` is false or raises.
+/// The working folder leaves the module path first, as `python3 -P` leaves it out.
+fn check_probe(kind: &str, key: &str, check: &str) -> String {
     format!(
-        "import sys\nif sys.path and sys.path[0] in ('', '.'):\n    sys.path.pop(0)\ntry:\n    {}\n    ok = bool({})\nexcept Exception:\n    ok = False\nprint('fix', '{}', 'ok' if ok else 'missing')",
-        gate::fix_prelude(fix.check.as_str()),
-        fix.check,
-        fix.name
+        "import sys\nif sys.path and sys.path[0] in ('', '.'):\n    sys.path.pop(0)\ntry:\n    {}\n    ok = bool({})\nexcept Exception:\n    ok = False\nprint('{kind}', '{key}', 'ok' if ok else 'missing')",
+        gate::fix_prelude(check),
+        check,
     )
 }
 
@@ -205,11 +217,12 @@ pub fn runtime(output: &str) -> Runtime {
     }
 }
 
-/// One check per pin value, file and fix, from the output of `command`.
+/// One check per pin value, file, fix and patch script, from the output of `command`.
 pub fn checks<'a>(
     pins: impl IntoIterator<Item = &'a Pin>,
     files: &[ExpectedFile],
     fixes: &[Fix],
+    scripts: &[Script],
     output: &str,
 ) -> Vec<Check> {
     let pins: Vec<&Pin> = pins.into_iter().collect();
@@ -256,20 +269,28 @@ pub fn checks<'a>(
         output,
         no_python.then_some(NO_PYTHON),
     ));
-    for fix in fixes {
-        let actual = match found.get(&(Line::Fix, fix.name.as_str())) {
+    // A check the probe ran: `in place` when it held, else what is missing.
+    let ran = |kind: Kind, line: Line, key: &str, missing: String| {
+        let actual = match found.get(&(line, key)) {
             Some(&"ok") => IN_PLACE.to_owned(),
-            Some(_) => format!("missing: {}", fix.symptom),
+            Some(_) => missing,
             None if no_python => NO_PYTHON.to_owned(),
             None => MISSING.to_owned(),
         };
         let ok = actual == IN_PLACE;
-        checks.push(Check::new(
-            Kind::Fix,
-            fix.name.to_string(),
-            IN_PLACE,
-            actual,
-            ok,
+        Check::new(kind, key.to_owned(), IN_PLACE, actual, ok)
+    };
+    for fix in fixes {
+        let missing = format!("missing: {}", fix.symptom);
+        checks.push(ran(Kind::Fix, Line::Fix, fix.name.as_str(), missing));
+    }
+    for script in scripts {
+        let missing = "missing: its check is false".to_owned();
+        checks.push(ran(
+            Kind::Script,
+            Line::Script,
+            script.file.as_str(),
+            missing,
         ));
     }
     for file in files {
@@ -306,7 +327,7 @@ mod tests {
             path: "/opt/app/a b.txt".to_owned(),
             digest: format!("sha256:{}", "a".repeat(64)).parse().unwrap(),
         }];
-        let command = command(pins.pins.values(), &files, &[]);
+        let command = command(pins.pins.values(), &files, &[], &[]);
         assert!(
             command[2].contains("sha256sum '/opt/app/a b.txt'"),
             "{}",
@@ -323,7 +344,7 @@ mod tests {
             "{}  /opt/app/a b.txt\nrevision tool 0123456789abcdef0123456789abcdef01234567\npython lib-py 1.2.4\n",
             "a".repeat(64)
         );
-        let checks = checks(pins.pins.values(), &files, &[], &output);
+        let checks = checks(pins.pins.values(), &files, &[], &[], &output);
         let row = |subject: &str| {
             checks
                 .iter()
@@ -342,6 +363,7 @@ mod tests {
         let checks = super::checks(
             pins.pins.values(),
             &files,
+            &[],
             &[],
             "python3 missing\nrevision tool \n",
         );

@@ -9,27 +9,27 @@ use crate::support::python_image;
 use crate::support::snapshot::forge_snapshot;
 use crate::support::{TestContext, assert_contains};
 
-/// The module the overlay brings, as the upstream release ships it.
+/// The module the overlay brings.
 const MODULE: &str = "def warm_up():\n    return 'all'\n";
 
-/// A patcher as the production layer writes them: it edits the installed file in place and
-/// leaves a file it already patched alone.
+/// A patcher as the production layer writes them: it edits a module the base ships, in place,
+/// and leaves a file it already patched alone.
 const IDEMPOTENT: &str = r#"import importlib.util
-path = importlib.util.find_spec('forge_script_kernels').origin
+path = importlib.util.find_spec('forge_probe_fixture').origin
 text = open(path, encoding='utf-8').read()
 if '# patched: skip warm-up' not in text:
-    text = text.replace("return 'all'", "return 'skip'  # patched: skip warm-up")
-    open(path, 'w', encoding='utf-8').write(text)
+    open(path, 'a', encoding='utf-8').write("WARM_UP = 'skip'  # patched: skip warm-up\n")
 "#;
 
 /// One that appends every time it runs.
 const NOT_IDEMPOTENT: &str = "import importlib.util\n\
-path = importlib.util.find_spec('forge_script_kernels').origin\n\
-open(path, 'a', encoding='utf-8').write('# patched: skip warm-up\\n')\n";
+path = importlib.util.find_spec('forge_probe_fixture').origin\n\
+open(path, 'a', encoding='utf-8').write(\"WARM_UP = 'skip'  # patched: skip warm-up\\n\")\n";
 
-const CHECK: &str = "source('forge_script_kernels').count('# patched: skip warm-up') == 1";
+const CHECK: &str = "source('forge_probe_fixture').count('# patched: skip warm-up') == 1";
 
-/// A recipe on the Python base: an overlay brings the module, then `script` patches it.
+/// A recipe on the Python base: an overlay brings a module, then `script` patches a module the
+/// base ships.
 fn recipe(repository: &str, images: &ImageGuard, script: &str) -> TestContext {
     let base = python_image::ensure();
     let context = TestContext::empty();
@@ -82,7 +82,7 @@ fn a_patch_script_runs_twice_then_its_check_and_a_script_that_is_not_idempotent_
     COPY scripts/patch_warm_up.py /opt/forge/scripts/patch_warm_up.py
     RUN python3 /opt/forge/scripts/patch_warm_up.py \
      && python3 /opt/forge/scripts/patch_warm_up.py \
-     && (python3 -P -c "import sys; import importlib.util; source = lambda module: open(importlib.util.find_spec(module).origin, encoding='utf-8').read(); sys.exit(0 if (source('forge_script_kernels').count('# patched: skip warm-up') == 1) else 1)" || { echo 'patch script scripts/patch_warm_up.py did not take: its check is false after two runs' >&2; exit 1; })
+     && (python3 -P -c "import sys; import importlib.util; source = lambda module: open(importlib.util.find_spec(module).origin, encoding='utf-8').read(); sys.exit(0 if (source('forge_probe_fixture').count('# patched: skip warm-up') == 1) else 1)" || { echo 'patch script scripts/patch_warm_up.py did not take: its check is false after two runs' >&2; exit 1; })
     "#);
     if !docker_available() {
         return;
@@ -95,11 +95,28 @@ fn a_patch_script_runs_twice_then_its_check_and_a_script_that_is_not_idempotent_
             &format!("{repository}:latest"),
             "python3",
             "-c",
-            "import forge_script_kernels; print(forge_script_kernels.warm_up())",
+            "import forge_probe_fixture; print(forge_probe_fixture.WARM_UP)",
         ])
         .output()
         .expect("docker runs");
     assert_eq!(String::from_utf8_lossy(&patched.stdout), "skip\n");
+    // verify-digest --contents runs the check again in the built image; a check the image no
+    // longer meets is a failing row.
+    let json = crate::support::verify::verify_in(&context, &["--contents"], &[])
+        .expect_code(0)
+        .json();
+    let row = crate::support::verify::row(&json, "script", "scripts/patch_warm_up.py");
+    assert_eq!(
+        (&row["expected"], &row["actual"]),
+        (&"in place".into(), &"in place".into())
+    );
+    context.edit("pins.toml", "== 1\"", "== 2\"");
+    let json = crate::support::verify::verify_in(&context, &["--contents"], &[])
+        .expect_code(1)
+        .json();
+    let row = crate::support::verify::row(&json, "script", "scripts/patch_warm_up.py");
+    assert_eq!(row["actual"], "missing: its check is false", "{json:#}");
+    context.edit("pins.toml", "== 2\"", "== 1\"");
     // The report lists the script and its check.
     let report = context.forge(&["report"]).expect_code(0).stdout;
     let start = report
@@ -116,7 +133,7 @@ fn a_patch_script_runs_twice_then_its_check_and_a_script_that_is_not_idempotent_
 
     | script | check |
     |---|---|
-    | `scripts/patch_warm_up.py` | `source('forge_script_kernels').count('# patched: skip warm-up') == 1` |
+    | `scripts/patch_warm_up.py` | `source('forge_probe_fixture').count('# patched: skip warm-up') == 1` |
     ");
 
     // Appending on every run: the second run leaves two marks, and the check says which script.
