@@ -709,10 +709,10 @@ fn the_shipped_examples_workspace_builds_the_greeter_on_the_offline_image() {
 }
 
 /// The shipped family pushed and signed from the root; then, for each member, a tester with
-/// only its reference and the lab's key verifies it and reads its report, each saying which
-/// lane the image is.
+/// only its reference and the lab's key pulls it, verifies it and reads its report, each
+/// saying which lane the image is.
 #[test]
-fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports_its_lane() {
+fn the_shipped_family_pushes_signed_and_each_members_tester_pulls_verifies_and_reports_it() {
     if !crate::support::images::docker_ready() {
         return;
     }
@@ -747,6 +747,9 @@ fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports
         );
         let key = tester.path().join("lab.pub");
         let key = key.to_str().expect("a UTF-8 path");
+        let pulled = tester
+            .forge(&["--json", "pull", &reference, "--key", key])
+            .expect_code(0);
         let verified = tester
             .forge(&["--json", "verify-digest", &reference, "--key", key])
             .expect_code(0);
@@ -762,20 +765,24 @@ fn the_shipped_family_pushes_signed_and_each_members_tester_verifies_and_reports
                 .filter(|line| line.trim_start().starts_with("Lane") || line.starts_with("| lane"))
                 .map(str::to_owned),
         );
-        said.push(format!("verdict lane: {}", verified.json()["lane"]));
+        said.push(format!(
+            "verdict lane: {} (pull: {})",
+            verified.json()["lane"],
+            pulled.json()["lane"]
+        ));
     }
     forge_snapshot!(said.join("\n"), tester.path(), @r#"
     :latest of offline
             Lane 127.0.0.1:<port>/forge-test-family-offline-<pid> is baseline
     | lane | baseline |
-    verdict lane: null
+    verdict lane: null (pull: null)
     :latest of greeter
             Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is baseline
     | lane | baseline |
-    verdict lane: null
+    verdict lane: null (pull: null)
     :experimental of greeter
             Lane 127.0.0.1:<port>/forge-test-family-greeter-<pid> is experimental, a lane of the recipe in `../greeter`
     | lane | experimental, a lane of the recipe in `../greeter` |
-    verdict lane: {"experimental":true,"of":"../greeter"}
+    verdict lane: {"experimental":true,"of":"../greeter"} (pull: {"experimental":true,"of":"../greeter"})
     "#);
 }
